@@ -1,0 +1,299 @@
+/* Communicator lifecycle: configuration, bootstrap, topology probe, teardown, abort. */
+#include "core/core.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bootstrap/bootstrap.h"
+#include "topo/topo.h"
+
+/* ---- registry of live communicators ------------------------------------- */
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static comm_t **registry;
+static size_t registry_len, registry_cap;
+
+static int registry_add(comm_t *comm)
+{
+    int ret = 0;
+    pthread_mutex_lock(&registry_lock);
+    if (registry_len == registry_cap) {
+        size_t cap = registry_cap ? 2 * registry_cap : 8;
+        comm_t **r = realloc(registry, cap * sizeof(*r));
+        if (!r) {
+            ret = -1;
+            goto out;
+        }
+        registry = r;
+        registry_cap = cap;
+    }
+    registry[registry_len++] = comm;
+out:
+    pthread_mutex_unlock(&registry_lock);
+    return ret;
+}
+
+static void registry_remove(comm_t *comm)
+{
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < registry_len; i++) {
+        if (registry[i] == comm) {
+            registry[i] = registry[--registry_len];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&registry_lock);
+}
+
+bool core_comm_is_valid(const comm_t *comm)
+{
+    bool found = false;
+    if (!comm)
+        return false;
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < registry_len; i++) {
+        if (registry[i] == comm) {
+            found = comm->magic == COMM_MAGIC;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return found;
+}
+
+void core_spin_pause(unsigned *iter)
+{
+    if (++*iter < 256) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        __asm__ __volatile__("yield");
+#endif
+    } else {
+        sched_yield();
+    }
+}
+
+/* ---- rank and size from the environment --------------------------------- */
+
+static int env_int(const char *name, long *out)
+{
+    const char *v = getenv(name);
+    return v && !config_parse_long(v, out) ? 0 : -1;
+}
+
+static symcoll_status_t comm_env_rank_size(const config_t *cfg, int *rank, int *nranks)
+{
+    static const char *const rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
+    static const char *const size_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"};
+    long r = cfg->rank, n = cfg->nranks;
+
+    for (size_t i = 0; i < SC_ARRAY_SIZE(rank_vars) && (r < 0 || n < 0); i++) {
+        long rr, nn;
+        if (!env_int(rank_vars[i], &rr) && !env_int(size_vars[i], &nn)) {
+            if (r < 0)
+                r = rr;
+            if (n < 0)
+                n = nn;
+        }
+    }
+    if (r < 0 || n <= 0) {
+        log_error("rank and size unknown: set SYMCOLL_RANK and SYMCOLL_NRANKS (or run under "
+                  "symcoll_run, mpirun, srun), or pass them with an allgather callback");
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    if (r >= n) {
+        log_error("rank %ld is not below the number of ranks %ld", r, n);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    *rank = (int)r;
+    *nranks = (int)n;
+    return SYMCOLL_OK;
+}
+
+/* ---- create / destroy ---------------------------------------------------- */
+
+#define COMM_PARAM_ALL_FIELDS                                                      \
+    (SYMCOLL_COMM_PARAM_FIELD_RANK | SYMCOLL_COMM_PARAM_FIELD_NRANKS |             \
+     SYMCOLL_COMM_PARAM_FIELD_ALLGATHER | SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE |   \
+     SYMCOLL_COMM_PARAM_FIELD_TIMEOUT)
+
+/* Teardown of layers above the bootstrap; defined by the layers that own them. */
+void comm_release_layers(comm_t *comm);
+symcoll_status_t comm_init_layers(comm_t *comm);
+
+SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create(const symcoll_comm_params_t *params,
+                                                    symcoll_comm_h *comm_p)
+{
+    symcoll_comm_params_t none = {0};
+    bootstrap_params_t bp;
+    comm_t *comm;
+    symcoll_status_t status;
+    uint64_t mask;
+
+    if (!comm_p)
+        return SYMCOLL_ERR_INVALID_PARAM;
+    if (!params)
+        params = &none;
+    mask = params->field_mask;
+    if (mask & ~(uint64_t)COMM_PARAM_ALL_FIELDS) {
+        log_error("symcoll_comm_create: unknown field_mask bits 0x%llx",
+                  (unsigned long long)(mask & ~(uint64_t)COMM_PARAM_ALL_FIELDS));
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+
+    comm = calloc(1, sizeof(*comm));
+    if (!comm)
+        return SYMCOLL_ERR_NO_MEMORY;
+    comm->cuda_device = -1;
+
+    status = config_read(&comm->config);
+    if (status != SYMCOLL_OK)
+        goto err_free;
+    log_set_level((log_level_t)comm->config.log_level);
+
+    if (mask & SYMCOLL_COMM_PARAM_FIELD_ALLGATHER) {
+        if (!params->allgather ||
+            (mask & (SYMCOLL_COMM_PARAM_FIELD_RANK | SYMCOLL_COMM_PARAM_FIELD_NRANKS)) !=
+                (SYMCOLL_COMM_PARAM_FIELD_RANK | SYMCOLL_COMM_PARAM_FIELD_NRANKS)) {
+            log_error("symcoll_comm_create: an allgather callback needs rank and nranks");
+            status = SYMCOLL_ERR_INVALID_PARAM;
+            goto err_free;
+        }
+    }
+    if ((mask & SYMCOLL_COMM_PARAM_FIELD_RANK) && (mask & SYMCOLL_COMM_PARAM_FIELD_NRANKS)) {
+        comm->rank = params->rank;
+        comm->nranks = params->nranks;
+    } else if (mask & (SYMCOLL_COMM_PARAM_FIELD_RANK | SYMCOLL_COMM_PARAM_FIELD_NRANKS)) {
+        log_error("symcoll_comm_create: rank and nranks must be given together");
+        status = SYMCOLL_ERR_INVALID_PARAM;
+        goto err_free;
+    } else {
+        status = comm_env_rank_size(&comm->config, &comm->rank, &comm->nranks);
+        if (status != SYMCOLL_OK)
+            goto err_free;
+    }
+    if (comm->nranks <= 0 || comm->rank < 0 || comm->rank >= comm->nranks) {
+        log_error("symcoll_comm_create: invalid rank %d of %d", comm->rank, comm->nranks);
+        status = SYMCOLL_ERR_INVALID_PARAM;
+        goto err_free;
+    }
+    comm->timeout_sec = comm->config.timeout_sec;
+    if (mask & SYMCOLL_COMM_PARAM_FIELD_TIMEOUT) {
+        if (!(params->timeout_sec > 0)) {
+            log_error("symcoll_comm_create: timeout must be positive");
+            status = SYMCOLL_ERR_INVALID_PARAM;
+            goto err_free;
+        }
+        comm->timeout_sec = params->timeout_sec;
+    }
+    if (mask & SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE) {
+        if (params->cuda_device < 0) {
+            log_error("symcoll_comm_create: invalid CUDA device %d", params->cuda_device);
+            status = SYMCOLL_ERR_INVALID_PARAM;
+            goto err_free;
+        }
+        comm->cuda_device = params->cuda_device;
+    }
+    log_set_rank(comm->rank);
+
+    if (pthread_mutex_init(&comm->lock, NULL)) {
+        status = SYMCOLL_ERR_SYSTEM;
+        goto err_free;
+    }
+
+    memset(&bp, 0, sizeof(bp));
+    bp.rank = comm->rank;
+    bp.nranks = comm->nranks;
+    if (mask & SYMCOLL_COMM_PARAM_FIELD_ALLGATHER) {
+        bp.allgather = params->allgather;
+        bp.allgather_ctx = params->allgather_ctx;
+    }
+    bp.addr = comm->config.addr;
+    bp.timeout_sec = comm->timeout_sec;
+    bp.aborted = &comm->aborted;
+    status = bootstrap_create(&bp, &comm->bootstrap);
+    if (status != SYMCOLL_OK)
+        goto err_mutex;
+
+    status = topo_probe(comm, &comm->topo);
+    if (status != SYMCOLL_OK)
+        goto err_bootstrap;
+
+    if (comm->topo->local_size > 1) {
+        status = bootstrap_local_init(comm->bootstrap, comm->topo->local_rank,
+                                      comm->topo->local_size, comm->topo->local_ranks);
+        if (status != SYMCOLL_OK)
+            goto err_topo;
+    }
+
+    status = comm_init_layers(comm);
+    if (status != SYMCOLL_OK)
+        goto err_topo;
+
+    comm->magic = COMM_MAGIC;
+    if (registry_add(comm)) {
+        status = SYMCOLL_ERR_NO_MEMORY;
+        goto err_layers;
+    }
+    log_info("communicator created: rank %d of %d, %d node(s), local rank %d of %d",
+             comm->rank, comm->nranks, comm->topo->nnodes, comm->topo->local_rank,
+             comm->topo->local_size);
+    *comm_p = comm;
+    return SYMCOLL_OK;
+
+err_layers:
+    comm->magic = 0;
+    comm_release_layers(comm);
+err_topo:
+    topo_destroy(comm->topo);
+err_bootstrap:
+    bootstrap_destroy(comm->bootstrap);
+err_mutex:
+    pthread_mutex_destroy(&comm->lock);
+err_free:
+    free(comm);
+    return status;
+}
+
+SYMCOLL_EXPORT symcoll_status_t symcoll_comm_destroy(symcoll_comm_h comm)
+{
+    if (!core_comm_is_valid(comm))
+        return SYMCOLL_ERR_INVALID_PARAM;
+    registry_remove(comm);
+    pthread_mutex_lock(&comm->lock);
+    comm->magic = 0;
+    comm_release_layers(comm);
+    topo_destroy(comm->topo);
+    bootstrap_destroy(comm->bootstrap);
+    pthread_mutex_unlock(&comm->lock);
+    pthread_mutex_destroy(&comm->lock);
+    free(comm);
+    return SYMCOLL_OK;
+}
+
+SYMCOLL_EXPORT symcoll_status_t symcoll_comm_abort(symcoll_comm_h comm)
+{
+    if (!core_comm_is_valid(comm))
+        return SYMCOLL_ERR_INVALID_PARAM;
+    atomic_store(&comm->aborted, 1);
+    log_warn("communicator aborted");
+    return SYMCOLL_OK;
+}
+
+SYMCOLL_EXPORT symcoll_status_t symcoll_comm_rank(symcoll_comm_h comm, int *rank_p)
+{
+    if (!core_comm_is_valid(comm) || !rank_p)
+        return SYMCOLL_ERR_INVALID_PARAM;
+    *rank_p = comm->rank;
+    return SYMCOLL_OK;
+}
+
+SYMCOLL_EXPORT symcoll_status_t symcoll_comm_size(symcoll_comm_h comm, int *size_p)
+{
+    if (!core_comm_is_valid(comm) || !size_p)
+        return SYMCOLL_ERR_INVALID_PARAM;
+    *size_p = comm->nranks;
+    return SYMCOLL_OK;
+}

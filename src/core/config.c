@@ -1,0 +1,280 @@
+/* The configuration table: one row per SYMCOLL_* variable. symcoll_info -c prints it;
+ * a test checks that every SYMCOLL_* name the sources read is a row here. */
+#include "core/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/log.h"
+
+typedef int (*config_parser_t)(const char *s, void *field);
+
+typedef struct config_row {
+    const char *name;
+    const char *dflt;
+    const char *doc;
+    config_parser_t parse;
+    size_t offset;
+} config_row_t;
+
+static int parse_log_level(const char *s, void *field)
+{
+    static const char *const names[] = {"none", "error", "warn", "info", "debug"};
+    for (int i = 0; i < 5; i++) {
+        if (!strcasecmp(s, names[i])) {
+            *(int *)field = i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int config_parse_long(const char *s, long *out)
+{
+    char *end;
+    long v;
+
+    if (!*s)
+        return -1;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int config_parse_double(const char *s, double *out)
+{
+    char *end;
+    double v;
+
+    if (!*s)
+        return -1;
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || *end || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* seconds, with an optional unit: 1.5, 1.5s, 200ms, 50us, 2m */
+int config_parse_time(const char *s, double *out)
+{
+    char *end;
+    double v, mult = 1.0;
+
+    if (!*s)
+        return -1;
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || end == s || !isfinite(v) || v < 0)
+        return -1;
+    if (!strcmp(end, "") || !strcmp(end, "s"))
+        mult = 1.0;
+    else if (!strcmp(end, "ms"))
+        mult = 1e-3;
+    else if (!strcmp(end, "us"))
+        mult = 1e-6;
+    else if (!strcmp(end, "m"))
+        mult = 60.0;
+    else
+        return -1;
+    *out = v * mult;
+    return 0;
+}
+
+/* bytes, with an optional binary suffix: 4096, 64K, 2M, 64G, 1T (b/B/iB accepted) */
+int config_parse_size(const char *s, size_t *out)
+{
+    char *end;
+    unsigned long long v;
+    unsigned shift = 0;
+
+    if (!*s || *s == '-' || !isdigit((unsigned char)*s))
+        return -1;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno)
+        return -1;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': shift = 10; end++; break;
+    case 'M': shift = 20; end++; break;
+    case 'G': shift = 30; end++; break;
+    case 'T': shift = 40; end++; break;
+    default: break;
+    }
+    if (shift && (*end == 'i' || *end == 'I'))
+        end++;
+    if (*end == 'b' || *end == 'B')
+        end++;
+    if (*end)
+        return -1;
+    if (shift && v > (SIZE_MAX >> shift))
+        return -1;
+    *out = (size_t)(v << shift);
+    return 0;
+}
+
+static int parse_size_field(const char *s, void *f) { return config_parse_size(s, f); }
+
+static int parse_time_field(const char *s, void *f)
+{
+    double v;
+    if (config_parse_time(s, &v) || v <= 0)
+        return -1;
+    *(double *)f = v;
+    return 0;
+}
+
+static int parse_growth_field(const char *s, void *f)
+{
+    double v;
+    if (config_parse_double(s, &v) || v < 1.0 || v > 64.0)
+        return -1;
+    *(double *)f = v;
+    return 0;
+}
+
+/* -1 means "not set" */
+static int parse_rank_field(const char *s, void *f)
+{
+    long v;
+    if (!*s) {
+        *(long *)f = -1;
+        return 0;
+    }
+    if (config_parse_long(s, &v) || v < 0 || v > INT_MAX)
+        return -1;
+    *(long *)f = v;
+    return 0;
+}
+
+static int parse_nonneg_long_field(const char *s, void *f)
+{
+    long v;
+    if (config_parse_long(s, &v) || v < 0 || v > INT_MAX)
+        return -1;
+    *(long *)f = v;
+    return 0;
+}
+
+static int parse_string_field(const char *s, void *f)
+{
+    if (strlen(s) >= CONFIG_STR_MAX)
+        return -1;
+    strcpy((char *)f, s);
+    return 0;
+}
+
+static int parse_algo_field(const char *s, void *f)
+{
+    static const char *const names[] = {"auto",  "oneshot", "twoshot",
+                                        "ring",  "rd",      "hier"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (!strcasecmp(s, names[i]))
+            return parse_string_field(names[i], f);
+    return -1;
+}
+
+#define ROW(_name, _dflt, _doc, _parse, _field)                                    \
+    {_name, _dflt, _doc, _parse, offsetof(config_t, _field)}
+
+static const config_row_t config_table[] = {
+    ROW("SYMCOLL_LOG_LEVEL", "warn", "Log level: none, error, warn, info or debug.",
+        parse_log_level, log_level),
+    ROW("SYMCOLL_TIMEOUT", "120", "Deadline of every wait, in seconds (units s, ms, us, m).",
+        parse_time_field, timeout_sec),
+    ROW("SYMCOLL_RANK", "", "Rank of this process for the built-in bootstrap "
+        "(else OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID).", parse_rank_field, rank),
+    ROW("SYMCOLL_NRANKS", "", "Number of ranks for the built-in bootstrap "
+        "(else OMPI_COMM_WORLD_SIZE, PMI_SIZE or SLURM_NTASKS).", parse_rank_field, nranks),
+    ROW("SYMCOLL_ADDR", "", "host:port where rank 0 of the built-in TCP bootstrap listens.",
+        parse_string_field, addr),
+    ROW("SYMCOLL_HOST_ID", "", "Host identity override; ranks with the same value form one "
+        "node (default: hostname and boot id). Used to simulate several nodes.",
+        parse_string_field, host_id),
+    ROW("SYMCOLL_POOL_MIN_SIZE", "4M", "Smallest pool segment, bytes (suffixes K, M, G).",
+        parse_size_field, pool_min_size),
+    ROW("SYMCOLL_POOL_MAX_SIZE", "64G", "Virtual range reserved per pool: the pool's ceiling.",
+        parse_size_field, pool_max_size),
+    ROW("SYMCOLL_POOL_GROWTH", "2.0", "Growth factor of the pool: a new segment is at least "
+        "this times the mapped size.", parse_growth_field, pool_growth),
+    ROW("SYMCOLL_ALGO", "auto", "Force an all-reduce algorithm: auto, oneshot, twoshot, ring, "
+        "rd (recursive doubling) or hier.", parse_algo_field, algo),
+    ROW("SYMCOLL_HOST_ONESHOT_MAX", "16K", "Host memory inside a node: largest message, bytes, "
+        "reduced one-shot; larger ones go two-shot.", parse_size_field, host_oneshot_max),
+    ROW("SYMCOLL_HOST_CHUNK_SIZE", "256K", "Host memory: pipeline chunk of the two-shot "
+        "algorithm, bytes.", parse_size_field, host_chunk_size),
+    ROW("SYMCOLL_CUDA_ONESHOT_MAX", "256K", "CUDA memory inside a node: largest message, bytes, "
+        "reduced one-shot.", parse_size_field, cuda_oneshot_max),
+    ROW("SYMCOLL_CUDA_NBLOCKS", "0", "CUDA kernels: thread blocks per launch (0: automatic).",
+        parse_nonneg_long_field, cuda_nblocks),
+    ROW("SYMCOLL_NET_RD_MAX", "64K", "Across nodes: largest message, bytes, reduced by "
+        "recursive doubling; larger ones use the ring.", parse_size_field, net_rd_max),
+    ROW("SYMCOLL_NET_CHUNK_SIZE", "1M", "Across nodes: pipeline chunk of the ring, bytes.",
+        parse_size_field, net_chunk_size),
+};
+
+#define CONFIG_NROWS (sizeof(config_table) / sizeof(config_table[0]))
+
+size_t config_num_vars(void) { return CONFIG_NROWS; }
+
+const char *config_var_name(size_t i) { return i < CONFIG_NROWS ? config_table[i].name : NULL; }
+
+symcoll_status_t config_read(config_t *cfg)
+{
+    for (size_t i = 0; i < CONFIG_NROWS; i++) {
+        const config_row_t *row = &config_table[i];
+        const char *val = getenv(row->name);
+        if (row->parse(row->dflt, (char *)cfg + row->offset)) {
+            log_error("internal: default of %s does not parse", row->name);
+            return SYMCOLL_ERR_INTERNAL;
+        }
+        if (val && row->parse(val, (char *)cfg + row->offset)) {
+            log_error("invalid value '%s' for %s (%s)", val, row->name, row->doc);
+            return SYMCOLL_ERR_INVALID_PARAM;
+        }
+    }
+    if (cfg->pool_min_size > cfg->pool_max_size) {
+        log_error("SYMCOLL_POOL_MIN_SIZE (%zu) is larger than SYMCOLL_POOL_MAX_SIZE (%zu)",
+                  cfg->pool_min_size, cfg->pool_max_size);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    if (cfg->host_chunk_size < 4096 || cfg->net_chunk_size < 4096) {
+        log_error("SYMCOLL_HOST_CHUNK_SIZE and SYMCOLL_NET_CHUNK_SIZE must be at least 4K");
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    return SYMCOLL_OK;
+}
+
+SYMCOLL_EXPORT symcoll_status_t symcoll_config_print(FILE *stream, unsigned flags)
+{
+    config_t scratch;
+    symcoll_status_t status = SYMCOLL_OK;
+
+    if (!stream || (flags & ~(unsigned)SYMCOLL_CONFIG_PRINT_DOC))
+        return SYMCOLL_ERR_INVALID_PARAM;
+    for (size_t i = 0; i < CONFIG_NROWS; i++) {
+        const config_row_t *row = &config_table[i];
+        const char *val = getenv(row->name);
+        const char *mark = "";
+        if (val && row->parse(val, (char *)&scratch + row->offset)) {
+            mark = "  <-- INVALID";
+            status = SYMCOLL_ERR_INVALID_PARAM;
+        }
+        if (flags & SYMCOLL_CONFIG_PRINT_DOC)
+            fprintf(stream, "#\n# %s\n#\n", row->doc);
+        fprintf(stream, "%s=%s", row->name, val ? val : row->dflt);
+        fprintf(stream, "    (default: %s%s)%s\n", *row->dflt ? row->dflt : "<unset>",
+                val ? ", from environment" : "", mark);
+    }
+    return status;
+}

@@ -1,0 +1,47 @@
+/* Configuration: every SYMCOLL_* environment variable is one row of one table
+ * (config.c), with its default, documentation and parser. Library code reads the
+ * environment only through this table. */
+#ifndef SYMCOLL_CORE_CONFIG_H
+#define SYMCOLL_CORE_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "symcoll.h"
+
+#define CONFIG_STR_MAX 256
+
+typedef struct config {
+    int log_level;                       /* SYMCOLL_LOG_LEVEL */
+    double timeout_sec;                  /* SYMCOLL_TIMEOUT */
+    long rank;                           /* SYMCOLL_RANK (-1: unset) */
+    long nranks;                         /* SYMCOLL_NRANKS (-1: unset) */
+    char addr[CONFIG_STR_MAX];           /* SYMCOLL_ADDR */
+    char host_id[CONFIG_STR_MAX];        /* SYMCOLL_HOST_ID ("" = hostname + boot id) */
+    size_t pool_min_size;                /* SYMCOLL_POOL_MIN_SIZE */
+    size_t pool_max_size;                /* SYMCOLL_POOL_MAX_SIZE */
+    double pool_growth;                  /* SYMCOLL_POOL_GROWTH */
+    char algo[CONFIG_STR_MAX];           /* SYMCOLL_ALGO ("auto") */
+    size_t host_oneshot_max;             /* SYMCOLL_HOST_ONESHOT_MAX */
+    size_t host_chunk_size;              /* SYMCOLL_HOST_CHUNK_SIZE */
+    size_t cuda_oneshot_max;             /* SYMCOLL_CUDA_ONESHOT_MAX */
+    long cuda_nblocks;                   /* SYMCOLL_CUDA_NBLOCKS (0: auto) */
+    size_t net_rd_max;                   /* SYMCOLL_NET_RD_MAX */
+    size_t net_chunk_size;               /* SYMCOLL_NET_CHUNK_SIZE */
+} config_t;
+
+/* Parse every variable of the table into *cfg. On a bad value logs an error naming
+ * the variable and returns SYMCOLL_ERR_INVALID_PARAM; *cfg is then unspecified. */
+symcoll_status_t config_read(config_t *cfg);
+
+/* Number of rows and the name of row i (for tests and tools). */
+size_t config_num_vars(void);
+const char *config_var_name(size_t i);
+
+/* Parsers, exposed for unit tests. Each returns 0 on success, -1 on a bad value. */
+int config_parse_size(const char *s, size_t *out);
+int config_parse_time(const char *s, double *out);
+int config_parse_double(const char *s, double *out);
+int config_parse_long(const char *s, long *out);
+
+#endif

@@ -1,0 +1,1 @@
+# cuda: CUDA glue and kernels (built with nvcc when configure finds CUDA)
