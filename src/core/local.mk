@@ -1,5 +1,5 @@
 # core: lifecycle, configuration table, logging, status strings, datatypes
-libsymcoll_la_SOURCES += \
+libsymcoll_core_la_SOURCES += \
 	src/core/api.c \
 	src/core/comm.c \
 	src/core/config.c \

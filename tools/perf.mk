@@ -1,0 +1,1 @@
+# symcoll_perf and its peers
