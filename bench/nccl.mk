@@ -1,0 +1,1 @@
+# NCCL peer driver (GPU machine comparisons)
