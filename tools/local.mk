@@ -1,1 +1,9 @@
-# tools
+# tools: symcoll_run (local launcher: N ranks, simulated nodes; needs no library) and
+# symcoll_info (version, build configuration, configuration table)
+bin_PROGRAMS += tools/symcoll_run tools/symcoll_info
+
+tools_symcoll_run_SOURCES = tools/symcoll_run.c
+tools_symcoll_run_LDADD = -lm
+
+tools_symcoll_info_SOURCES = tools/symcoll_info.c
+tools_symcoll_info_LDADD = libsymcoll.la

@@ -1,0 +1,134 @@
+/* symcoll_info: prints the library's version and build configuration, and its
+ * configuration table (every SYMCOLL_* variable with default, current value and doc). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "symcoll.h"
+
+#define INFO_EXIT_USAGE 2
+
+/* One action per option letter; they run in the order of this table. */
+typedef struct info_action {
+    int opt;
+    const char *longname;
+    const char *help;
+    int (*run)(void);
+} info_action_t;
+
+static const char *prog = "symcoll_info";
+
+static int show_version(void)
+{
+    unsigned major, minor, patch;
+
+    symcoll_get_version(&major, &minor, &patch);
+    printf("# symcoll version %s (library %u.%u.%u, header API %d.%d)\n",
+           symcoll_version_string(), major, minor, patch, SYMCOLL_API_MAJOR,
+           SYMCOLL_API_MINOR);
+    printf("# build: %s\n", symcoll_build_info());
+    return 0;
+}
+
+static int show_config(void)
+{
+    symcoll_status_t st = symcoll_config_print(stdout, SYMCOLL_CONFIG_PRINT_DOC);
+
+    if (st != SYMCOLL_OK) {
+        fflush(stdout);
+        fprintf(stderr, "%s: the environment holds an invalid value (marked INVALID): %s\n",
+                prog, symcoll_status_string(st));
+        return 1;
+    }
+    return 0;
+}
+
+static int not_built(const char *what)
+{
+    fflush(stdout);
+    fprintf(stderr, "%s: %s is not built yet in this version of symcoll\n", prog, what);
+    return 2;
+}
+
+/* The topology probe and the algorithm selector print through these once they exist. */
+static int show_topology(void) { return not_built("the topology report (-t)"); }
+
+static int show_algorithms(void) { return not_built("the algorithm decision table (-a)"); }
+
+static const info_action_t actions[] = {
+    {'v', "version", "print the version and build configuration (the default)", show_version},
+    {'c', "config", "print every SYMCOLL_* variable: default, current value, documentation",
+     show_config},
+    {'t', "topology", "probe and print this machine's topology (nodes, GPUs, links)",
+     show_topology},
+    {'a', "algorithms", "print the all-reduce decision table (algorithm per size)",
+     show_algorithms},
+};
+
+#define NACTIONS (sizeof(actions) / sizeof(actions[0]))
+
+static void usage(FILE *out)
+{
+    fprintf(out, "Usage: %s [OPTIONS]\n\nPrint information about the symcoll library.\n\n",
+            prog);
+    for (size_t i = 0; i < NACTIONS; i++)
+        fprintf(out, "  -%c, --%-12s %s\n", actions[i].opt, actions[i].longname,
+                actions[i].help);
+    fprintf(out, "  -h, --%-12s %s\n", "help", "print this help");
+    fprintf(out, "\nWith several options, each report is printed in the order above; the exit\n"
+                 "status is the first non-zero status of a report.\n");
+}
+
+int main(int argc, char **argv)
+{
+    struct option longopts[NACTIONS + 2];
+    char shortopts[2 * NACTIONS + 2];
+    int wanted[NACTIONS] = {0};
+    int c, any = 0, ret = 0;
+    size_t k = 0;
+
+    for (size_t i = 0; i < NACTIONS; i++) {
+        longopts[i] = (struct option){actions[i].longname, no_argument, NULL, actions[i].opt};
+        shortopts[k++] = (char)actions[i].opt;
+    }
+    longopts[NACTIONS] = (struct option){"help", no_argument, NULL, 'h'};
+    longopts[NACTIONS + 1] = (struct option){NULL, 0, NULL, 0};
+    shortopts[k++] = 'h';
+    shortopts[k] = '\0';
+
+    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+        size_t i;
+        if (c == 'h') {
+            usage(stdout);
+            return 0;
+        }
+        for (i = 0; i < NACTIONS && actions[i].opt != c; i++)
+            ;
+        if (i == NACTIONS) {
+            usage(stderr);
+            return INFO_EXIT_USAGE;
+        }
+        wanted[i] = 1;
+        any = 1;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[optind]);
+        usage(stderr);
+        return INFO_EXIT_USAGE;
+    }
+    if (!any)
+        wanted[0] = 1;
+
+    for (size_t i = 0; i < NACTIONS; i++) {
+        if (wanted[i]) {
+            int r = actions[i].run();
+            if (r && !ret)
+                ret = r;
+        }
+    }
+    if (fflush(stdout)) {
+        perror(prog);
+        return 1;
+    }
+    return ret;
+}
