@@ -2,7 +2,35 @@
  * a caller-supplied allgather callback, or the built-in TCP rendezvous (rank 0 listens
  * on SYMCOLL_ADDR; every message carries the per-job cookie and a length and is
  * validated before use). Ranks of one node also get a Unix-socket channel that passes
- * file descriptors (SCM_RIGHTS) after an SO_PEERCRED uid check. */
+ * file descriptors (SCM_RIGHTS) after an SO_PEERCRED uid check.
+ *
+ * Trust model of the built-in TCP bootstrap:
+ *  - Every message starts with a header (magic, version, type, 64-bit job cookie,
+ *    sender rank, sequence number, payload length). A header is checked before its
+ *    payload is read: a wrong magic, version, type, cookie or rank, or a length other
+ *    than the one the collective expects, fails the call with SYMCOLL_ERR_BOOTSTRAP
+ *    (SYMCOLL_ERR_MISMATCH when a well-formed message disagrees on sequence or size).
+ *    After such an error the channel is out of step and every later call fails.
+ *  - With SYMCOLL_COOKIE set (symcoll_run sets it to a fresh random value), the cookie
+ *    is a shared secret: rank 0 drops any connection whose hello does not carry it,
+ *    so only processes that were given the job's environment can join. The cookie
+ *    travels in clear text: it keeps out strangers and stray jobs, not an attacker
+ *    who can read the network between the nodes.
+ *  - Without SYMCOLL_COOKIE (a plain "SYMCOLL_ADDR=... ./prog" launch), rank 0 draws
+ *    the cookie from getrandom() and gives it to each rank in its welcome; every later
+ *    message must echo it. This is trust on first use: it turns a stray connection
+ *    or a message from another job into an error, but anyone who can reach rank 0's
+ *    port before the real rank could claim that rank. Use a cookie on shared networks.
+ *  - Rank 0 listens on the address named in SYMCOLL_ADDR (127.0.0.1 keeps a job off
+ *    the network), judges each connection on its own with a non-blocking reader, and
+ *    drops (with an error log) anything malformed, duplicate or silent past the
+ *    deadline while it keeps accepting the real ranks. Once every rank has joined it
+ *    stops listening.
+ *  - The local channel uses abstract Unix sockets named from the (public, random) job
+ *    id and the global rank; both ends check SO_PEERCRED (same effective uid) and the
+ *    cookie, so another user can neither connect nor pose as a listener.
+ *  - Every wait polls with the deadline (timeout_sec) and the abort flag.
+ */
 #ifndef SYMCOLL_BOOTSTRAP_H
 #define SYMCOLL_BOOTSTRAP_H
 
@@ -21,6 +49,8 @@ typedef struct bootstrap_params {
     const char *addr;                 /* built-in: rank 0's host:port */
     double timeout_sec;
     const _Atomic int *aborted;       /* may be NULL */
+    const char *cookie;               /* built-in: SYMCOLL_COOKIE, 1-16 hex digits;
+                                         NULL or "": rank 0 makes one up */
 } bootstrap_params_t;
 
 /* Collective over all ranks. */
@@ -31,12 +61,14 @@ void bootstrap_destroy(bootstrap_t *bs);
 symcoll_status_t bootstrap_allgather(bootstrap_t *bs, const void *src, void *dst, size_t size);
 symcoll_status_t bootstrap_barrier(bootstrap_t *bs);
 
-/* A 64-bit value the same on every rank and random per job (for naming sockets). */
+/* A 64-bit value the same on every rank and random per job (for naming sockets).
+ * Public: it is not the cookie. */
 uint64_t bootstrap_job_id(const bootstrap_t *bs);
 
 /* Open the node-local channel among the ranks listed in local_ranks (global ranks in
- * local-rank order; this process is local_ranks[local_rank]). Collective over all
- * ranks of the communicator (uses bootstrap_allgather/barrier internally). */
+ * local-rank order; this process is local_ranks[local_rank]). Collective over the
+ * ranks of this node only (no global exchange: nodes may differ in size). Without
+ * this call the local channel holds this rank alone. */
 symcoll_status_t bootstrap_local_init(bootstrap_t *bs, int local_rank, int local_size,
                                       const int *local_ranks);
 

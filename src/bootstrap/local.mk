@@ -1,2 +1,9 @@
 # bootstrap: out-of-band exchange (callback or built-in TCP) and the node-local fd channel
-noinst_HEADERS += src/bootstrap/bootstrap.h
+libsymcoll_core_la_SOURCES += \
+	src/bootstrap/bootstrap.c \
+	src/bootstrap/local.c \
+	src/bootstrap/tcp.c \
+	src/bootstrap/wire.c
+noinst_HEADERS += \
+	src/bootstrap/bootstrap.h \
+	src/bootstrap/bs_int.h

@@ -211,6 +211,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create(const symcoll_comm_params_t 
         bp.allgather_ctx = params->allgather_ctx;
     }
     bp.addr = comm->config.addr;
+    bp.cookie = comm->config.cookie;
     bp.timeout_sec = comm->timeout_sec;
     bp.aborted = &comm->aborted;
     status = bootstrap_create(&bp, &comm->bootstrap);

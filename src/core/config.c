@@ -198,6 +198,9 @@ static const config_row_t config_table[] = {
         "(else OMPI_COMM_WORLD_SIZE, PMI_SIZE or SLURM_NTASKS).", parse_rank_field, nranks),
     ROW("SYMCOLL_ADDR", "", "host:port where rank 0 of the built-in TCP bootstrap listens.",
         parse_string_field, addr),
+    ROW("SYMCOLL_COOKIE", "", "Secret of the built-in TCP bootstrap, 1 to 16 hex digits, the "
+        "same on every rank (symcoll_run sets a random one); unset: rank 0 makes one up.",
+        parse_string_field, cookie),
     ROW("SYMCOLL_HOST_ID", "", "Host identity override; ranks with the same value form one "
         "node (default: hostname and boot id). Used to simulate several nodes.",
         parse_string_field, host_id),

@@ -17,6 +17,7 @@ typedef struct config {
     long rank;                           /* SYMCOLL_RANK (-1: unset) */
     long nranks;                         /* SYMCOLL_NRANKS (-1: unset) */
     char addr[CONFIG_STR_MAX];           /* SYMCOLL_ADDR */
+    char cookie[CONFIG_STR_MAX];         /* SYMCOLL_COOKIE ("": none) */
     char host_id[CONFIG_STR_MAX];        /* SYMCOLL_HOST_ID ("" = hostname + boot id) */
     size_t pool_min_size;                /* SYMCOLL_POOL_MIN_SIZE */
     size_t pool_max_size;                /* SYMCOLL_POOL_MAX_SIZE */

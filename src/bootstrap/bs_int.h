@@ -1,0 +1,138 @@
+/* Internals of the bootstrap shared by its files: the bootstrap object, the wire
+ * header every message carries, and the poll-driven transfer engine. */
+#ifndef SYMCOLL_BOOTSTRAP_BS_INT_H
+#define SYMCOLL_BOOTSTRAP_BS_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <poll.h>
+
+#include "bootstrap/bootstrap.h"
+
+#define BS_MAGIC   0x53594d42u /* "SYMB" */
+#define BS_VERSION 1u
+
+/* The largest payload of one message; anything announcing more is rejected before a
+ * byte of it is read. */
+#define BS_MAX_PAYLOAD ((uint64_t)1 << 30)
+/* File descriptors one local message may carry (kernel limit SCM_MAX_FD is 253). */
+#define BS_MAX_FDS 64
+
+enum bs_msg_type {
+    BS_MSG_HELLO = 1,   /* TCP: rank r > 0 introduces itself to rank 0 */
+    BS_MSG_WELCOME,     /* TCP: rank 0 answers with the cookie and the job id */
+    BS_MSG_DATA,        /* a contribution or the gathered result of an allgather */
+    BS_MSG_LOCAL_HELLO, /* Unix channel: handshake in both directions */
+    BS_MSG_LOCAL_DATA   /* Unix channel: data and file descriptors */
+};
+
+/* Every message starts with this header, in host byte order (a peer of the other
+ * endianness fails the magic check). */
+typedef struct bs_hdr {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t type;
+    uint64_t cookie; /* the job's secret; compared on every message */
+    uint32_t rank;   /* sender's global rank */
+    uint32_t nfds;   /* descriptors attached (Unix channel only) */
+    uint64_t seq;    /* collective sequence number; both sides must agree */
+    uint64_t len;    /* payload bytes that follow */
+} bs_hdr_t;
+
+/* Payload of BS_MSG_HELLO */
+typedef struct bs_hello {
+    uint32_t nranks;
+    uint32_t reserved;
+} bs_hello_t;
+
+struct bootstrap {
+    int rank;
+    int nranks;
+    symcoll_allgather_fn_t allgather; /* NULL: built-in TCP */
+    void *allgather_ctx;
+    double timeout_sec;
+    const _Atomic int *aborted;
+    uint64_t cookie;  /* per-job secret (never logged) */
+    uint64_t job_id;  /* per-job random, public (names Unix sockets) */
+    uint64_t seq;     /* global collectives done */
+    symcoll_status_t failed; /* a channel is out of step: every later call fails */
+
+    /* TCP: rank 0 holds one socket per rank (peer_fds[0] unused), others root_fd */
+    int *peer_fds;
+    int root_fd;
+
+    /* node-local Unix channel */
+    int local_rank;
+    int local_size;
+    int *local_ranks;   /* global rank of every local rank */
+    int *local_fds;     /* socket to every local rank (own slot -1) */
+    uint64_t local_seq;
+    bool local_ready;
+};
+
+/* One direction or both of one message exchange on one socket. */
+typedef struct bs_xfer {
+    int fd;
+    int peer;            /* global rank of the other side, for messages */
+    /* send: header, then sbuf; sfds ride with the first byte */
+    bool send;
+    bs_hdr_t shdr;
+    const void *sbuf;
+    const int *sfds;
+    size_t soff;         /* bytes of header + payload sent */
+    /* receive: a header matching the expectation, then rlen bytes into rbuf */
+    bool recv;
+    uint16_t rtype;
+    uint64_t rseq;
+    size_t rlen;
+    void *rbuf;
+    int *rfds;           /* room for rnfds descriptors */
+    int rnfds;
+    bool adopt_cookie;   /* accept and keep the peer's cookie (first TCP reply) */
+    bs_hdr_t rhdr;
+    size_t roff;
+    int rnfds_got;
+} bs_xfer_t;
+
+/* Fill a header for a message from this rank. */
+void bs_hdr_fill(const bootstrap_t *bs, bs_hdr_t *h, uint16_t type, uint64_t seq,
+                 uint64_t len, uint32_t nfds);
+
+/* Check a received header against what was expected; logs and returns
+ * SYMCOLL_ERR_BOOTSTRAP (or SYMCOLL_ERR_MISMATCH for a well-formed message that
+ * disagrees on sequence or size) when it does not match. cookie_ok: skip the cookie
+ * comparison (the caller checks it). */
+symcoll_status_t bs_hdr_check(const bootstrap_t *bs, const bs_hdr_t *h, uint16_t type,
+                              int rank, uint64_t seq, uint64_t len, uint32_t nfds,
+                              bool cookie_ok, const char *what);
+
+/* Run every transfer to completion, all at once, until the deadline. On error every
+ * descriptor received so far is closed and set to -1. */
+symcoll_status_t bs_xfer_run(bootstrap_t *bs, bs_xfer_t *x, int n, const deadline_t *dl);
+
+/* One poll of at most a short slice, after checking the deadline and the abort flag
+ * (SYMCOLL_ERR_TIMED_OUT / SYMCOLL_ERR_ABORTED). SYMCOLL_OK: revents are set, maybe
+ * all zero. */
+symcoll_status_t bs_poll_slice(struct pollfd *p, nfds_t n, const deadline_t *dl);
+
+/* Poll one descriptor for events until the deadline, in slices so the abort flag is
+ * seen. Returns SYMCOLL_OK when ready. */
+symcoll_status_t bs_poll_one(int fd, short events, const deadline_t *dl);
+
+/* Random 64-bit value from getrandom(), never zero. */
+symcoll_status_t bs_random64(uint64_t *out);
+
+/* Close a descriptor if open and mark it closed. */
+void bs_close(int *fd);
+
+/* Built-in TCP rendezvous (tcp.c). */
+symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, uint64_t env_cookie,
+                                const deadline_t *dl);
+symcoll_status_t bs_tcp_allgather(bootstrap_t *bs, const void *src, void *dst, size_t size,
+                                  const deadline_t *dl);
+
+/* Node-local channel teardown (local.c). */
+void bs_local_close(bootstrap_t *bs);
+
+#endif

@@ -1,0 +1,427 @@
+/* Node-local channel: a full mesh of abstract-namespace Unix sockets among the ranks
+ * of one node, carrying data and file descriptors (SCM_RIGHTS). Both ends of every
+ * connection check the other's uid (SO_PEERCRED) and the job cookie. */
+#define _GNU_SOURCE /* accept4, struct ucred, MSG_CMSG_CLOEXEC */
+#include "bootstrap/bs_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* Abstract name: no file to clean up after a crash. The job id is random per job, so
+ * two jobs never collide; it is not secret, hence the uid and cookie checks. */
+static socklen_t bs_local_addr(const bootstrap_t *bs, int grank, struct sockaddr_un *sa)
+{
+    int n;
+
+    memset(sa, 0, sizeof(*sa));
+    sa->sun_family = AF_UNIX;
+    n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, "symcoll-%016llx-%d",
+                 (unsigned long long)bs->job_id, grank);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+/* The process on the other end must run as our effective uid. */
+static symcoll_status_t bs_check_peer_uid(int fd, const char *what)
+{
+    struct ucred cr;
+    socklen_t len = sizeof(cr);
+
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len)) {
+        log_error("bootstrap: SO_PEERCRED on %s failed: %s", what, strerror(errno));
+        return SYMCOLL_ERR_SYSTEM;
+    }
+    if (cr.uid != geteuid()) {
+        log_error("bootstrap: %s belongs to uid %u (pid %d), not to us (uid %u); rejected",
+                  what, (unsigned)cr.uid, (int)cr.pid, (unsigned)geteuid());
+        return SYMCOLL_ERR_BOOTSTRAP;
+    }
+    return SYMCOLL_OK;
+}
+
+void bs_local_close(bootstrap_t *bs)
+{
+    if (!bs->local_fds)
+        return;
+    for (int i = 0; i < bs->local_size; i++)
+        bs_close(&bs->local_fds[i]);
+    bs->local_ready = false;
+}
+
+static int bs_local_index(const bootstrap_t *bs, int grank)
+{
+    for (int i = 0; i < bs->local_size; i++)
+        if (bs->local_ranks[i] == grank)
+            return i;
+    return -1;
+}
+
+/* Connect to a lower local rank, retrying until it listens. */
+static symcoll_status_t bs_local_dial(bootstrap_t *bs, int peer, const deadline_t *dl)
+{
+    struct sockaddr_un sa;
+    socklen_t sl = bs_local_addr(bs, bs->local_ranks[peer], &sa);
+    char what[64];
+    symcoll_status_t status;
+    bs_hdr_t h;
+    int fd;
+
+    snprintf(what, sizeof(what), "the socket of local rank %d", peer);
+    for (;;) {
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            log_error("bootstrap: socket(AF_UNIX) failed: %s", strerror(errno));
+            return SYMCOLL_ERR_SYSTEM;
+        }
+        if (!connect(fd, (struct sockaddr *)&sa, sl))
+            break;
+        if (errno != ECONNREFUSED && errno != ENOENT && errno != EAGAIN) {
+            log_error("bootstrap: connecting to %s failed: %s", what, strerror(errno));
+            close(fd);
+            return SYMCOLL_ERR_BOOTSTRAP;
+        }
+        close(fd);
+        status = deadline_check(dl);
+        if (status != SYMCOLL_OK) {
+            if (status == SYMCOLL_ERR_TIMED_OUT)
+                log_error("bootstrap: timed out connecting to local rank %d (global rank %d)",
+                          peer, bs->local_ranks[peer]);
+            return status;
+        }
+        poll(NULL, 0, 5);
+    }
+    /* whoever holds the name must be one of ours (a squatter of another uid is not) */
+    status = bs_check_peer_uid(fd, what);
+    if (status != SYMCOLL_OK)
+        goto err;
+    bs_hdr_fill(bs, &h, BS_MSG_LOCAL_HELLO, 0, 0, 0);
+    /* a fresh socket has room for a header: this does not block */
+    if (send(fd, &h, sizeof(h), MSG_NOSIGNAL) != (ssize_t)sizeof(h)) {
+        log_error("bootstrap: hello to local rank %d failed: %s", peer, strerror(errno));
+        status = SYMCOLL_ERR_BOOTSTRAP;
+        goto err;
+    }
+    bs->local_fds[peer] = fd;
+    return SYMCOLL_OK;
+err:
+    close(fd);
+    return status;
+}
+
+typedef struct bs_local_pending {
+    int fd;
+    size_t off;
+    bs_hdr_t hdr;
+} bs_local_pending_t;
+
+/* A complete hello from an accepted connection: the local index of the rank it
+ * introduces, or -1 (logged) to drop it. */
+static int bs_local_hello_check(bootstrap_t *bs, const bs_hdr_t *h)
+{
+    int idx = h->rank < (uint32_t)bs->nranks ? bs_local_index(bs, (int)h->rank) : -1;
+
+    if (idx <= bs->local_rank) {
+        log_error("bootstrap: local connection claims rank %u, which is not a higher "
+                  "rank of this node; dropped", h->rank);
+        return -1;
+    }
+    if (bs_hdr_check(bs, h, BS_MSG_LOCAL_HELLO, (int)h->rank, 0, 0, 0, false,
+                     "local connection") != SYMCOLL_OK)
+        return -1;
+    if (bs->local_fds[idx] >= 0) {
+        log_error("bootstrap: local rank %d connected twice; dropped", idx);
+        return -1;
+    }
+    return idx;
+}
+
+/* Accept the higher local ranks; connections that fail a check are dropped. */
+static symcoll_status_t bs_local_accept(bootstrap_t *bs, int lfd, const deadline_t *dl)
+{
+    int missing = bs->local_size - 1 - bs->local_rank;
+    int cap = 2 * bs->local_size + 8, npend = 0;
+    bs_local_pending_t *pend = calloc((size_t)cap, sizeof(*pend));
+    struct pollfd *pfd = calloc((size_t)cap + 1, sizeof(*pfd));
+    symcoll_status_t status = SYMCOLL_OK;
+
+    if (!pend || !pfd) {
+        status = SYMCOLL_ERR_NO_MEMORY;
+        goto out;
+    }
+    while (missing > 0) {
+        pfd[0].fd = lfd;
+        pfd[0].events = POLLIN;
+        for (int i = 0; i < npend; i++) {
+            pfd[i + 1].fd = pend[i].fd;
+            pfd[i + 1].events = POLLIN;
+        }
+        status = bs_poll_slice(pfd, (nfds_t)npend + 1, dl);
+        if (status != SYMCOLL_OK) {
+            if (status == SYMCOLL_ERR_TIMED_OUT)
+                log_error("bootstrap: timed out: %d local rank(s) did not connect", missing);
+            goto out;
+        }
+        for (int i = npend - 1; i >= 0; i--) {
+            bs_local_pending_t *p = &pend[i];
+            ssize_t got;
+            int idx = -1;
+            if (!pfd[i + 1].revents)
+                continue;
+            got = recv(p->fd, (char *)&p->hdr + p->off, sizeof(p->hdr) - p->off,
+                       MSG_DONTWAIT);
+            if (got < 0 && (errno == EAGAIN || errno == EINTR))
+                continue;
+            if (got > 0) {
+                p->off += (size_t)got;
+                if (p->off < sizeof(p->hdr))
+                    continue;
+                idx = bs_local_hello_check(bs, &p->hdr);
+            } else {
+                log_error("bootstrap: local connection closed before its hello; dropped");
+            }
+            if (idx >= 0) {
+                bs->local_fds[idx] = p->fd;
+                missing--;
+            } else {
+                close(p->fd);
+            }
+            pend[i] = pend[--npend];
+        }
+        if (pfd[0].revents & POLLIN) {
+            for (;;) {
+                int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (fd < 0)
+                    break;
+                if (npend == cap || bs_check_peer_uid(fd, "an accepted local connection")) {
+                    if (npend == cap)
+                        log_error("bootstrap: too many local connections; dropped one");
+                    close(fd);
+                    continue;
+                }
+                pend[npend].fd = fd;
+                pend[npend].off = 0;
+                npend++;
+            }
+        }
+    }
+out:
+    for (int i = 0; i < npend; i++)
+        close(pend[i].fd);
+    free(pend);
+    free(pfd);
+    return status;
+}
+
+symcoll_status_t bootstrap_local_init(bootstrap_t *bs, int local_rank, int local_size,
+                                      const int *local_ranks)
+{
+    int *ranks = NULL, *fds = NULL, lfd = -1;
+    bs_xfer_t *x = NULL;
+    symcoll_status_t status;
+    struct sockaddr_un sa;
+    socklen_t sl;
+    deadline_t dl;
+    int nx = 0;
+
+    if (!bs || local_size < 1 || local_size > bs->nranks || local_rank < 0 ||
+        local_rank >= local_size || !local_ranks || local_ranks[local_rank] != bs->rank) {
+        log_error("bootstrap_local_init: invalid arguments");
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    for (int i = 0; i < local_size; i++) {
+        if (local_ranks[i] < 0 || local_ranks[i] >= bs->nranks)
+            goto err_arg;
+        for (int k = 0; k < i; k++)
+            if (local_ranks[k] == local_ranks[i])
+                goto err_arg;
+    }
+    if (bs->local_ready) {
+        log_error("bootstrap_local_init: the local channel is already open");
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    ranks = malloc((size_t)local_size * sizeof(int));
+    fds = malloc((size_t)local_size * sizeof(int));
+    x = calloc((size_t)local_size, sizeof(*x));
+    if (!ranks || !fds || !x) {
+        status = SYMCOLL_ERR_NO_MEMORY;
+        goto err;
+    }
+    memcpy(ranks, local_ranks, (size_t)local_size * sizeof(int));
+    for (int i = 0; i < local_size; i++)
+        fds[i] = -1;
+    free(bs->local_ranks);
+    free(bs->local_fds);
+    bs->local_ranks = ranks;
+    bs->local_fds = fds;
+    bs->local_rank = local_rank;
+    bs->local_size = local_size;
+    bs->local_seq = 1;
+    ranks = fds = NULL;
+    if (local_size == 1) {
+        bs->local_ready = true;
+        free(x);
+        return SYMCOLL_OK;
+    }
+
+    dl = deadline_make(bs->timeout_sec, bs->aborted);
+    if (local_rank < local_size - 1) {
+        lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (lfd < 0) {
+            log_error("bootstrap: socket(AF_UNIX) failed: %s", strerror(errno));
+            status = SYMCOLL_ERR_SYSTEM;
+            goto err;
+        }
+        sl = bs_local_addr(bs, bs->rank, &sa);
+        if (bind(lfd, (struct sockaddr *)&sa, sl) || listen(lfd, local_size + 8)) {
+            log_error("bootstrap: cannot listen on the local socket @%s: %s",
+                      sa.sun_path + 1, strerror(errno));
+            status = SYMCOLL_ERR_BOOTSTRAP;
+            goto err;
+        }
+    }
+    /* lower ranks are dialled (the kernel queues the connection until they accept),
+     * higher ranks accepted: no ordering between ranks is needed */
+    for (int i = 0; i < local_rank; i++) {
+        status = bs_local_dial(bs, i, &dl);
+        if (status != SYMCOLL_OK)
+            goto err;
+    }
+    if (lfd >= 0) {
+        status = bs_local_accept(bs, lfd, &dl);
+        bs_close(&lfd);
+        if (status != SYMCOLL_OK)
+            goto err;
+    }
+    /* answer the higher ranks so they know the listener knew the cookie */
+    for (int i = 0; i < local_size; i++) {
+        bs_xfer_t *xi = &x[nx];
+        if (i == local_rank)
+            continue;
+        xi->fd = bs->local_fds[i];
+        xi->peer = local_ranks[i];
+        if (i > local_rank) {
+            xi->send = true;
+            bs_hdr_fill(bs, &xi->shdr, BS_MSG_LOCAL_HELLO, 0, 0, 0);
+        } else {
+            xi->recv = true;
+            xi->rtype = BS_MSG_LOCAL_HELLO;
+            xi->rseq = 0;
+        }
+        nx++;
+    }
+    status = bs_xfer_run(bs, x, nx, &dl);
+    if (status != SYMCOLL_OK)
+        goto err;
+    free(x);
+    bs->local_ready = true;
+    log_debug("bootstrap: local channel open, local rank %d of %d", local_rank, local_size);
+    return SYMCOLL_OK;
+
+err_arg:
+    log_error("bootstrap_local_init: invalid local rank list");
+    return SYMCOLL_ERR_INVALID_PARAM;
+err:
+    bs_close(&lfd);
+    bs_local_close(bs);
+    free(ranks);
+    free(fds);
+    free(x);
+    return status;
+}
+
+symcoll_status_t bootstrap_local_fd_allgather(bootstrap_t *bs, const int *fds, int nfds,
+                                              const void *data, size_t len, int *all_fds,
+                                              void *all_data)
+{
+    int ls, me, nx = 0;
+    bs_xfer_t *x = NULL;
+    symcoll_status_t status;
+    deadline_t dl;
+
+    if (!bs || nfds < 0 || nfds > BS_MAX_FDS || (nfds && (!fds || !all_fds)) ||
+        (len && (!data || !all_data)) || len > BS_MAX_PAYLOAD) {
+        log_error("bootstrap_local_fd_allgather: invalid arguments");
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    for (int k = 0; k < nfds; k++) {
+        if (fcntl(fds[k], F_GETFD) < 0) {
+            log_error("bootstrap_local_fd_allgather: descriptor %d is not open", fds[k]);
+            return SYMCOLL_ERR_INVALID_PARAM;
+        }
+    }
+    if (bs->failed != SYMCOLL_OK) {
+        log_error("bootstrap: an earlier exchange failed; the channel is unusable");
+        return bs->failed;
+    }
+    ls = bs->local_size;
+    me = bs->local_rank;
+    if (ls > 1 && !bs->local_ready) {
+        log_error("bootstrap_local_fd_allgather: the local channel is not open");
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    for (int i = 0; i < ls * nfds; i++)
+        all_fds[i] = -1;
+    for (int k = 0; k < nfds; k++) {
+        all_fds[me * nfds + k] = fcntl(fds[k], F_DUPFD_CLOEXEC, 0);
+        if (all_fds[me * nfds + k] < 0) {
+            log_error("bootstrap: dup of descriptor %d failed: %s", fds[k], strerror(errno));
+            status = SYMCOLL_ERR_SYSTEM;
+            goto err;
+        }
+    }
+    if (len)
+        memcpy((char *)all_data + (size_t)me * len, data, len);
+    if (ls == 1)
+        return SYMCOLL_OK;
+
+    x = calloc((size_t)ls, sizeof(*x));
+    if (!x) {
+        status = SYMCOLL_ERR_NO_MEMORY;
+        goto err;
+    }
+    for (int i = 0; i < ls; i++) {
+        bs_xfer_t *xi = &x[nx++];
+        if (i == me) {
+            nx--;
+            continue;
+        }
+        xi->fd = bs->local_fds[i];
+        xi->peer = bs->local_ranks[i];
+        xi->send = true;
+        bs_hdr_fill(bs, &xi->shdr, BS_MSG_LOCAL_DATA, bs->local_seq, len, (uint32_t)nfds);
+        xi->sbuf = data;
+        xi->sfds = fds;
+        xi->recv = true;
+        xi->rtype = BS_MSG_LOCAL_DATA;
+        xi->rseq = bs->local_seq;
+        xi->rlen = len;
+        xi->rbuf = len ? (char *)all_data + (size_t)i * len : NULL;
+        xi->rfds = nfds ? all_fds + i * nfds : NULL;
+        xi->rnfds = nfds;
+    }
+    dl = deadline_make(bs->timeout_sec, bs->aborted);
+    status = bs_xfer_run(bs, x, nx, &dl);
+    bs->local_seq++;
+    free(x);
+    if (status != SYMCOLL_OK) {
+        bs->failed = status;
+        goto err;
+    }
+    return SYMCOLL_OK;
+
+err:
+    for (int i = 0; i < ls * nfds; i++)
+        bs_close(&all_fds[i]);
+    return status;
+}
+
+symcoll_status_t bootstrap_local_barrier(bootstrap_t *bs)
+{
+    return bootstrap_local_fd_allgather(bs, NULL, 0, NULL, 0, NULL, NULL);
+}
