@@ -266,6 +266,26 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_pool_query(symcoll_comm_h comm,
 SYMCOLL_EXPORT symcoll_status_t symcoll_pool_trim(symcoll_comm_h comm,
                                                   symcoll_mem_type_t mem_type);
 
+/**
+ * @brief Print the topology @a comm was created on: every rank's facts (host identity,
+ *        pid, CPU and NUMA node, CUDA device, PCI bus id, UUID, UCX capabilities), the
+ *        node map and each node's GPU link matrix (peer access, NVLink count, CUDA P2P
+ *        performance rank). Not collective: every rank holds the gathered facts.
+ * @return SYMCOLL_ERR_INVALID_PARAM for a NULL or destroyed communicator or stream.
+ */
+SYMCOLL_EXPORT symcoll_status_t symcoll_comm_print_topology(symcoll_comm_h comm,
+                                                            FILE *stream);
+
+/**
+ * @brief Print the all-reduce decision table of @a comm: for each memory type and each
+ *        message size from 8 B to 1 GiB (powers of two), the algorithm the selector
+ *        picks on this topology with the current SYMCOLL_* settings, and why.
+ *        Not collective.
+ * @return SYMCOLL_ERR_INVALID_PARAM for a NULL or destroyed communicator or stream.
+ */
+SYMCOLL_EXPORT symcoll_status_t symcoll_comm_print_decisions(symcoll_comm_h comm,
+                                                             FILE *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "symcoll.h"
 
@@ -43,17 +44,79 @@ static int show_config(void)
     return 0;
 }
 
-static int not_built(const char *what)
+/* -t and -a share one communicator: under symcoll_run (or mpirun, srun) it spans every
+ * rank; started alone, it is a communicator of this one process. */
+static symcoll_comm_h info_comm;
+
+static int self_allgather(const void *src, void *dst, size_t size, void *ctx)
 {
-    fflush(stdout);
-    fprintf(stderr, "%s: %s is not built yet in this version of symcoll\n", prog, what);
-    return 2;
+    (void)ctx;
+    memcpy(dst, src, size);
+    return 0;
 }
 
-/* The topology probe and the algorithm selector print through these once they exist. */
-static int show_topology(void) { return not_built("the topology report (-t)"); }
+static void info_comm_release(void)
+{
+    if (info_comm)
+        symcoll_comm_destroy(info_comm);
+    info_comm = NULL;
+}
 
-static int show_algorithms(void) { return not_built("the algorithm decision table (-a)"); }
+static int launched(void)
+{
+    static const char *const vars[] = {"SYMCOLL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                       "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+        if (getenv(vars[i]))
+            return 1;
+    return 0;
+}
+
+/* The communicator, or NULL after printing why; rank_p says who prints. */
+static symcoll_comm_h get_comm(int *rank_p)
+{
+    symcoll_status_t st;
+
+    if (!info_comm) {
+        symcoll_comm_params_t params = {0};
+        if (!launched()) {
+            params.field_mask = SYMCOLL_COMM_PARAM_FIELD_RANK |
+                                SYMCOLL_COMM_PARAM_FIELD_NRANKS |
+                                SYMCOLL_COMM_PARAM_FIELD_ALLGATHER;
+            params.rank = 0;
+            params.nranks = 1;
+            params.allgather = self_allgather;
+        }
+        st = symcoll_comm_create(&params, &info_comm);
+        if (st != SYMCOLL_OK) {
+            fflush(stdout);
+            fprintf(stderr, "%s: cannot create a communicator: %s\n", prog,
+                    symcoll_status_string(st));
+            info_comm = NULL;
+            return NULL;
+        }
+        atexit(info_comm_release);
+    }
+    symcoll_comm_rank(info_comm, rank_p);
+    return info_comm;
+}
+
+/* Every rank holds the gathered facts; rank 0 prints them. */
+static int show_topo_report(symcoll_status_t (*print)(symcoll_comm_h, FILE *))
+{
+    int rank = 0;
+    symcoll_comm_h comm = get_comm(&rank);
+
+    if (!comm)
+        return 1;
+    if (rank == 0 && print(comm, stdout) != SYMCOLL_OK)
+        return 1;
+    return 0;
+}
+
+static int show_topology(void) { return show_topo_report(symcoll_comm_print_topology); }
+
+static int show_algorithms(void) { return show_topo_report(symcoll_comm_print_decisions); }
 
 static const info_action_t actions[] = {
     {'v', "version", "print the version and build configuration (the default)", show_version},

@@ -218,10 +218,15 @@ static const config_row_t config_table[] = {
         "algorithm, bytes.", parse_size_field, host_chunk_size),
     ROW("SYMCOLL_CUDA_ONESHOT_MAX", "256K", "CUDA memory inside a node: largest message, bytes, "
         "reduced one-shot.", parse_size_field, cuda_oneshot_max),
+    ROW("SYMCOLL_CUDA_PCIE_ONESHOT_MAX", "64K", "CUDA memory, GPUs linked by PCIe only: largest "
+        "message, bytes, reduced one-shot.", parse_size_field, cuda_pcie_oneshot_max),
     ROW("SYMCOLL_CUDA_NBLOCKS", "0", "CUDA kernels: thread blocks per launch (0: automatic).",
         parse_nonneg_long_field, cuda_nblocks),
     ROW("SYMCOLL_NET_RD_MAX", "64K", "Across nodes: largest message, bytes, reduced by "
         "recursive doubling; larger ones use the ring.", parse_size_field, net_rd_max),
+    ROW("SYMCOLL_HIER_MIN", "0", "Several ranks on each of several nodes: smallest message, "
+        "bytes, reduced hierarchically (below it: rd or ring over all ranks).", parse_size_field,
+        hier_min),
     ROW("SYMCOLL_NET_CHUNK_SIZE", "1M", "Across nodes: pipeline chunk of the ring, bytes.",
         parse_size_field, net_chunk_size),
 };

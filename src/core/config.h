@@ -26,8 +26,10 @@ typedef struct config {
     size_t host_oneshot_max;             /* SYMCOLL_HOST_ONESHOT_MAX */
     size_t host_chunk_size;              /* SYMCOLL_HOST_CHUNK_SIZE */
     size_t cuda_oneshot_max;             /* SYMCOLL_CUDA_ONESHOT_MAX */
+    size_t cuda_pcie_oneshot_max;        /* SYMCOLL_CUDA_PCIE_ONESHOT_MAX */
     long cuda_nblocks;                   /* SYMCOLL_CUDA_NBLOCKS (0: auto) */
     size_t net_rd_max;                   /* SYMCOLL_NET_RD_MAX */
+    size_t hier_min;                     /* SYMCOLL_HIER_MIN */
     size_t net_chunk_size;               /* SYMCOLL_NET_CHUNK_SIZE */
 } config_t;
 

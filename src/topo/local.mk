@@ -1,3 +1,10 @@
-# topo: topology probe and algorithm selection
-libsymcoll_core_la_SOURCES += src/topo/topo.c
-noinst_HEADERS += src/topo/topo.h
+# topo: topology probe (node map, GPUs, links, NUMA) and algorithm selection
+libsymcoll_core_la_SOURCES += \
+	src/topo/gpu.c \
+	src/topo/print.c \
+	src/topo/select.c \
+	src/topo/topo.c
+noinst_HEADERS += \
+	src/topo/gpu.h \
+	src/topo/select.h \
+	src/topo/topo.h

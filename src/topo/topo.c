@@ -1,5 +1,6 @@
-/* Topology probe: every rank contributes its host identity, pid and start time; from
- * the allgather every rank derives the node map (nodes in order of first rank). */
+/* Topology probe: every rank contributes its host identity, pid, start time, CUDA device
+ * and NUMA node; from the allgather every rank derives the node map (nodes in order of
+ * first rank) and, with GPUs, each node's link matrix; then the selector's shapes. */
 #include "topo/topo.h"
 
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include "bootstrap/bootstrap.h"
+#include "topo/gpu.h"
 
 uint64_t topo_proc_start_time(int pid)
 {
@@ -66,39 +68,10 @@ static void topo_host_identity(const comm_t *comm, char *out, size_t len)
     snprintf(out, len, "%s/%s", host, boot);
 }
 
-symcoll_status_t topo_probe(comm_t *comm, topo_t **topo_p)
+/* Nodes from host identities: node k is the k-th distinct identity in rank order. */
+static void topo_build_node_map(topo_t *t, int my_rank)
 {
-    int n = comm->nranks;
-    topo_rank_info_t me;
-    topo_t *t;
-    symcoll_status_t status;
-
-    memset(&me, 0, sizeof(me));
-    topo_host_identity(comm, me.host_id, sizeof(me.host_id));
-    me.pid = (int32_t)getpid();
-    me.start_time = topo_proc_start_time((int)getpid());
-    me.cuda_device = comm->cuda_device;
-    me.numa_node = -1;
-
-    t = calloc(1, sizeof(*t));
-    if (!t)
-        return SYMCOLL_ERR_NO_MEMORY;
-    t->nranks = n;
-    t->info = calloc((size_t)n, sizeof(*t->info));
-    t->local_ranks = calloc((size_t)n, sizeof(int));
-    t->rank_node = calloc((size_t)n, sizeof(int));
-    t->rank_local_rank = calloc((size_t)n, sizeof(int));
-    t->node_leader = calloc((size_t)n, sizeof(int));
-    t->node_size = calloc((size_t)n, sizeof(int));
-    if (!t->info || !t->local_ranks || !t->rank_node || !t->rank_local_rank ||
-        !t->node_leader || !t->node_size) {
-        status = SYMCOLL_ERR_NO_MEMORY;
-        goto err;
-    }
-
-    status = bootstrap_allgather(comm->bootstrap, &me, t->info, sizeof(me));
-    if (status != SYMCOLL_OK)
-        goto err;
+    int n = t->nranks;
 
     for (int r = 0; r < n; r++) {
         int node = -1;
@@ -116,11 +89,133 @@ symcoll_status_t topo_probe(comm_t *comm, topo_t **topo_p)
         t->rank_node[r] = node;
         t->rank_local_rank[r] = t->node_size[node]++;
     }
-    t->node = t->rank_node[comm->rank];
-    t->local_rank = t->rank_local_rank[comm->rank];
+    t->node = t->rank_node[my_rank];
+    t->local_rank = t->rank_local_rank[my_rank];
     for (int r = 0; r < n; r++)
         if (t->rank_node[r] == t->node)
             t->local_ranks[t->local_size++] = r;
+    for (int k = 0; k < t->nnodes; k++)
+        if (t->node_size[k] > t->max_node_size)
+            t->max_node_size = t->node_size[k];
+    for (int r = 0; r < n; r++) {
+        t->info[r].pci_bus_id[TOPO_PCI_BUS_ID_MAX - 1] = 0;
+        t->info[r].gpu_uuid[TOPO_UUID_MAX - 1] = 0;
+        t->info[r].gpu_name[sizeof(t->info[r].gpu_name) - 1] = 0;
+        t->info[r].net_tls[TOPO_TLS_MAX - 1] = 0;
+        if (t->info[r].cuda_device >= 0)
+            t->have_gpus = 1;
+    }
+}
+
+/* Every rank measures its own row (its GPU to each GPU of its node); one allgather
+ * gives every rank the matrices of all nodes. */
+static symcoll_status_t topo_exchange_links(comm_t *comm, topo_t *t)
+{
+    size_t row = (size_t)t->max_node_size;
+    topo_link_info_t *mine;
+    symcoll_status_t status;
+
+    t->links = calloc((size_t)t->nranks * row, sizeof(*t->links));
+    mine = calloc(row, sizeof(*mine));
+    if (!t->links || !mine) {
+        free(mine);
+        return SYMCOLL_ERR_NO_MEMORY;
+    }
+    for (int j = 0; j < t->local_size; j++)
+        topo_gpu_link(&t->info[comm->rank], &t->info[t->local_ranks[j]], &mine[j]);
+    status = bootstrap_allgather(comm->bootstrap, mine, t->links, row * sizeof(*mine));
+    free(mine);
+    return status;
+}
+
+const topo_link_info_t *topo_link(const topo_t *t, int a, int b)
+{
+    if (!t->links || a < 0 || b < 0 || a >= t->nranks || b >= t->nranks ||
+        t->rank_node[a] != t->rank_node[b])
+        return NULL;
+    return &t->links[(size_t)a * (size_t)t->max_node_size + (size_t)t->rank_local_rank[b]];
+}
+
+static void topo_update_shapes(topo_t *t)
+{
+    topo_shape_t s;
+    int uniform = 1, net_cuda = 1;
+    topo_link_t worst = TOPO_LINK_SAME;
+
+    memset(&s, 0, sizeof(s));
+    s.nranks = t->nranks;
+    s.nnodes = t->nnodes;
+    s.ppn = t->max_node_size;
+    for (int k = 0; k < t->nnodes; k++)
+        uniform &= t->node_size[k] == t->max_node_size;
+    s.uniform = uniform;
+    for (int a = 0; a < t->nranks; a++) {
+        net_cuda &= (t->info[a].net_mem_types & TOPO_NET_MEM_CUDA) != 0;
+        for (int b = 0; b < t->nranks; b++) {
+            const topo_link_info_t *l = topo_link(t, a, b);
+            if (a == b || t->rank_node[a] != t->rank_node[b])
+                continue;
+            if (!l)
+                worst = TOPO_LINK_NONE;
+            else if (l->link < (int)worst)
+                worst = (topo_link_t)l->link;
+        }
+    }
+    s.net_cuda = net_cuda;
+    s.gpu_link = TOPO_LINK_NONE;
+    t->shape[SYMCOLL_MEM_HOST] = s;
+    s.gpu_link = worst;
+    t->shape[SYMCOLL_MEM_CUDA] = s;
+}
+
+symcoll_status_t topo_probe(comm_t *comm, topo_t **topo_p)
+{
+    int n = comm->nranks;
+    topo_rank_info_t me;
+    topo_t *t;
+    symcoll_status_t status;
+
+    memset(&me, 0, sizeof(me));
+    topo_host_identity(comm, me.host_id, sizeof(me.host_id));
+    me.pid = (int32_t)getpid();
+    me.start_time = topo_proc_start_time((int)getpid());
+    topo_gpu_local_facts(comm->cuda_device, &me);
+    topo_numa_local(&me.numa_node, &me.cpu);
+
+    t = calloc(1, sizeof(*t));
+    if (!t)
+        return SYMCOLL_ERR_NO_MEMORY;
+    t->nranks = n;
+    t->info = calloc((size_t)n, sizeof(*t->info));
+    t->local_ranks = calloc((size_t)n, sizeof(int));
+    t->rank_node = calloc((size_t)n, sizeof(int));
+    t->rank_local_rank = calloc((size_t)n, sizeof(int));
+    t->node_leader = calloc((size_t)n, sizeof(int));
+    t->node_size = calloc((size_t)n, sizeof(int));
+    if (!t->info || !t->local_ranks || !t->rank_node || !t->rank_local_rank ||
+        !t->node_leader || !t->node_size) {
+        status = SYMCOLL_ERR_NO_MEMORY;
+        goto err;
+    }
+    status = topo_select_cfg_from_config(&comm->config, &t->select_cfg);
+    if (status != SYMCOLL_OK)
+        goto err;
+
+    status = bootstrap_allgather(comm->bootstrap, &me, t->info, sizeof(me));
+    if (status != SYMCOLL_OK)
+        goto err;
+    topo_build_node_map(t, comm->rank);
+
+    /* every rank saw the same facts, so every rank takes this branch or none does */
+    if (t->have_gpus) {
+        status = topo_exchange_links(comm, t);
+        if (status != SYMCOLL_OK)
+            goto err;
+    }
+    topo_update_shapes(t);
+    status = topo_select_check(&t->select_cfg, &t->shape[SYMCOLL_MEM_HOST], t->have_gpus);
+    if (status != SYMCOLL_OK)
+        goto err;
 
     log_debug("topology: %d ranks on %d nodes; node %d, local rank %d of %d", n, t->nnodes,
               t->node, t->local_rank, t->local_size);
@@ -130,6 +225,20 @@ symcoll_status_t topo_probe(comm_t *comm, topo_t **topo_p)
 err:
     topo_destroy(t);
     return status;
+}
+
+void topo_set_net_caps(topo_t *t, int rank, uint32_t mem_types, const char *tls)
+{
+    if (rank < 0 || rank >= t->nranks)
+        return;
+    t->info[rank].net_mem_types = mem_types;
+    snprintf(t->info[rank].net_tls, sizeof(t->info[rank].net_tls), "%s", tls ? tls : "");
+    topo_update_shapes(t);
+}
+
+void topo_choose(const topo_t *t, symcoll_mem_type_t mem, size_t bytes, topo_decision_t *d)
+{
+    topo_select(&t->select_cfg, &t->shape[mem], mem, bytes, d);
 }
 
 void topo_destroy(topo_t *t)
@@ -142,5 +251,6 @@ void topo_destroy(topo_t *t)
     free(t->rank_local_rank);
     free(t->node_leader);
     free(t->node_size);
+    free(t->links);
     free(t);
 }

@@ -4,19 +4,50 @@
 #define SYMCOLL_TOPO_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/core.h"
+#include "topo/select.h"
 
 #define TOPO_HOST_ID_MAX 128
 
+#define TOPO_PCI_BUS_ID_MAX 32
+#define TOPO_UUID_MAX 48
+#define TOPO_TLS_MAX 64
+
+/* Bits of topo_rank_info_t::net_mem_types (filled by the UCX layer). */
+#define TOPO_NET_MEM_HOST (1u << SYMCOLL_MEM_HOST)
+#define TOPO_NET_MEM_CUDA (1u << SYMCOLL_MEM_CUDA)
+
+/* One rank's facts; exchanged as raw bytes, so fixed-size fields only. */
 typedef struct topo_rank_info {
     char host_id[TOPO_HOST_ID_MAX]; /* hostname + boot id, or SYMCOLL_HOST_ID */
     int32_t pid;
     uint64_t start_time;            /* process start time (clock ticks since boot) */
     int32_t cuda_device;            /* -1: none */
-    char pci_bus_id[32];
-    int32_t numa_node;              /* -1: unknown */
+    char pci_bus_id[TOPO_PCI_BUS_ID_MAX]; /* of the CUDA device, "" if none */
+    int32_t numa_node;              /* of the CPU the process runs on; -1: unknown */
+    int32_t cpu;                    /* CPU the process ran on at the probe; -1: unknown */
+    int32_t gpu_numa_node;          /* of the CUDA device's PCI slot; -1: unknown */
+    char gpu_uuid[TOPO_UUID_MAX];   /* "GPU-xxxxxxxx-...", "" if none */
+    char gpu_name[64];              /* marketing name, "" if none */
+    uint32_t net_mem_types;         /* TOPO_NET_MEM_* UCX reaches directly; 0: not known */
+    char net_tls[TOPO_TLS_MAX];     /* UCX transports in use; "" if none / not known */
 } topo_rank_info_t;
+
+/* How one rank's GPU reaches the GPU of another rank of its node. */
+typedef struct topo_link_info {
+    int8_t link;        /* topo_link_t */
+    int8_t perf_rank;   /* CUDA P2P performance rank (0 best); -1: unknown */
+    uint8_t nvlinks;    /* NVLink lanes to that GPU (or to NVSwitches) per NVML; 0: none/unknown */
+    uint8_t flags;      /* TOPO_LINK_F_* */
+} topo_link_info_t;
+
+#define TOPO_LINK_F_P2P     (1u << 0) /* peer access supported */
+#define TOPO_LINK_F_ATOMIC  (1u << 1) /* native atomics over the link */
+#define TOPO_LINK_F_CUDA    (1u << 2) /* learned from CUDA P2P attributes */
+#define TOPO_LINK_F_NVML    (1u << 3) /* learned from NVML */
+#define TOPO_LINK_F_SWITCH  (1u << 4) /* NVLinks go through NVSwitch */
 
 typedef struct topo {
     int nranks;
@@ -30,10 +61,33 @@ typedef struct topo {
     int *node_leader;       /* global rank of local rank 0 of every node */
     int *node_size;         /* ranks on each node */
     topo_rank_info_t *info; /* every rank's facts */
+    int max_node_size;      /* ranks on the largest node */
+    int have_gpus;          /* some rank has a CUDA device */
+    /* links[r * max_node_size + j]: rank r's GPU to the GPU of local rank j of r's node;
+     * NULL when no rank has a GPU */
+    topo_link_info_t *links;
+    topo_select_cfg_t select_cfg;          /* SYMCOLL_ALGO and thresholds */
+    topo_shape_t shape[SYMCOLL_MEM_LAST];  /* what the selector sees, per memory type */
 } topo_t;
 
+/* Collective: gathers every rank's facts (and, with GPUs, every rank's row of its node's
+ * link matrix), derives the node map and checks SYMCOLL_ALGO against it. */
 symcoll_status_t topo_probe(comm_t *comm, topo_t **topo_p);
 void topo_destroy(topo_t *topo);
+
+/* Link from rank a's GPU to rank b's GPU (same node); NULL if unknown or other node. */
+const topo_link_info_t *topo_link(const topo_t *t, int a, int b);
+
+/* Called by the UCX layer once it knows every rank's capabilities (memory types UCX
+ * reaches directly, TOPO_NET_MEM_*, and transport names); updates the shapes. */
+void topo_set_net_caps(topo_t *t, int rank, uint32_t mem_types, const char *tls);
+
+/* The selector's choice for one all-reduce of bytes bytes of mem memory. */
+void topo_choose(const topo_t *t, symcoll_mem_type_t mem, size_t bytes, topo_decision_t *d);
+
+/* Reports behind symcoll_comm_print_topology / symcoll_comm_print_decisions. */
+void topo_print(const topo_t *t, FILE *out);
+void topo_print_decisions(const topo_t *t, FILE *out);
 
 /* Process start time from /proc/PID/stat; 0 if unknown. Used to detect a dead peer
  * whose pid was reused. */

@@ -1,0 +1,175 @@
+/* Human-readable reports of the probe (every rank's facts, node map, GPU link matrices)
+ * and of the selector's decisions, for symcoll_info -t / -a and for debugging. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "topo/gpu.h"
+#include "topo/topo.h"
+
+static const char *mem_name(symcoll_mem_type_t mem)
+{
+    return mem == SYMCOLL_MEM_CUDA ? "cuda" : "host";
+}
+
+/* "X", "NV18", "NVS18" (through NVSwitch), "PCIe", "-"; perf rank appended when known */
+static void fmt_link(const topo_link_info_t *l, char *buf, size_t len)
+{
+    if (!l) {
+        snprintf(buf, len, "?");
+        return;
+    }
+    switch (l->link) {
+    case TOPO_LINK_SAME: snprintf(buf, len, "X"); break;
+    case TOPO_LINK_NVLINK:
+        if (l->nvlinks)
+            snprintf(buf, len, "%s%u", (l->flags & TOPO_LINK_F_SWITCH) ? "NVS" : "NV",
+                     (unsigned)l->nvlinks);
+        else
+            snprintf(buf, len, "NVL");
+        break;
+    case TOPO_LINK_PCIE: snprintf(buf, len, "PCIe"); break;
+    default: snprintf(buf, len, "-"); break;
+    }
+    if (l->link != TOPO_LINK_SAME && l->perf_rank >= 0) {
+        size_t n = strlen(buf);
+        snprintf(buf + n, len - n, "/%d", (int)l->perf_rank);
+    }
+}
+
+static void fmt_net_mem(uint32_t m, char *buf, size_t len)
+{
+    if (!m)
+        snprintf(buf, len, "?");
+    else
+        snprintf(buf, len, "%s%s%s", (m & TOPO_NET_MEM_HOST) ? "host" : "",
+                 (m & TOPO_NET_MEM_HOST) && (m & TOPO_NET_MEM_CUDA) ? "," : "",
+                 (m & TOPO_NET_MEM_CUDA) ? "cuda" : "");
+}
+
+static void print_ranks(const topo_t *t, FILE *out)
+{
+    fprintf(out, "# %4s %4s %5s %8s %4s %4s %4s %-13s %4s %-12s %-40s %-10s %s\n", "rank", "node",
+            "local", "pid", "cpu", "numa", "gpu", "pci", "gnum", "ucx-mem", "gpu-uuid",
+            "ucx-tls", "host");
+    for (int r = 0; r < t->nranks; r++) {
+        const topo_rank_info_t *i = &t->info[r];
+        char netmem[32];
+
+        fmt_net_mem(i->net_mem_types, netmem, sizeof(netmem));
+        fprintf(out, "  %4d %4d %5d %8" PRId32 " %4" PRId32 " %4" PRId32 " %4" PRId32
+                     " %-13s %4" PRId32 " %-12s %-40s %-10s %s\n",
+                r, t->rank_node[r], t->rank_local_rank[r], i->pid, i->cpu, i->numa_node,
+                i->cuda_device, i->pci_bus_id[0] ? i->pci_bus_id : "-", i->gpu_numa_node,
+                netmem, i->gpu_uuid[0] ? i->gpu_uuid : "-", i->net_tls[0] ? i->net_tls : "-",
+                i->host_id);
+    }
+}
+
+static void print_node(const topo_t *t, int k, FILE *out)
+{
+    int ranks[t->node_size[k]];
+    int m = 0;
+    char buf[32];
+
+    for (int r = 0; r < t->nranks; r++)
+        if (t->rank_node[r] == k)
+            ranks[m++] = r;
+    fprintf(out, "# node %d (%s): leader rank %d, %d rank(s):", k,
+            t->info[t->node_leader[k]].host_id, t->node_leader[k], m);
+    for (int j = 0; j < m; j++)
+        fprintf(out, " %d", ranks[j]);
+    fprintf(out, "\n");
+    if (!t->links)
+        return;
+    for (int j = 0; j < m; j++)
+        if (t->info[ranks[j]].gpu_name[0])
+            fprintf(out, "#   local rank %d: GPU %d %s (%s)\n", j, t->info[ranks[j]].cuda_device,
+                    t->info[ranks[j]].gpu_name, t->info[ranks[j]].pci_bus_id);
+    fprintf(out, "#   GPU links (row: from local rank, column: to local rank):\n#   %5s", "");
+    for (int j = 0; j < m; j++)
+        fprintf(out, " %8d", j);
+    fprintf(out, "\n");
+    for (int a = 0; a < m; a++) {
+        fprintf(out, "#   %5d", a);
+        for (int b = 0; b < m; b++) {
+            fmt_link(topo_link(t, ranks[a], ranks[b]), buf, sizeof(buf));
+            fprintf(out, " %8s", buf);
+        }
+        fprintf(out, "\n");
+    }
+}
+
+static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
+{
+    const topo_shape_t *s = &t->shape[mem];
+
+    fprintf(out, "# selector view, %s memory: %d rank(s), %d node(s), up to %d per node%s",
+            mem_name(mem), s->nranks, s->nnodes, s->ppn, s->uniform ? " (uniform)" : " (uneven)");
+    if (mem == SYMCOLL_MEM_CUDA)
+        fprintf(out, ", worst GPU link %s, UCX reaches CUDA memory: %s",
+                s->ppn > 1 ? topo_link_name(s->gpu_link) : "n/a", s->net_cuda ? "yes" : "no");
+    fprintf(out, "\n");
+}
+
+void topo_print(const topo_t *t, FILE *out)
+{
+    fprintf(out, "# symcoll topology: %d rank(s) on %d node(s); GPUs: %s; NVML: %s\n",
+            t->nranks, t->nnodes, t->have_gpus ? "yes" : "none",
+            topo_nvml_available() ? "loaded" : "not available");
+    fprintf(out, "# columns: gpu = CUDA device ordinal, gnum = NUMA node of the GPU, "
+                 "ucx-mem = memory UCX reaches (? = not known)\n");
+    print_ranks(t, out);
+    fprintf(out, "#\n# node map\n");
+    for (int k = 0; k < t->nnodes; k++)
+        print_node(t, k, out);
+    if (t->links)
+        fprintf(out, "# links: X same GPU, NV<n> n NVLinks, NVS<n> n NVLinks to NVSwitch, "
+                     "NVL NVLink (count unknown), PCIe peer access over PCIe, - no peer "
+                     "access; /<r> CUDA P2P performance rank (0 best)\n");
+    fprintf(out, "#\n");
+    print_shape(t, SYMCOLL_MEM_HOST, out);
+    print_shape(t, SYMCOLL_MEM_CUDA, out);
+}
+
+void topo_print_decisions(const topo_t *t, FILE *out)
+{
+    const topo_select_cfg_t *c = &t->select_cfg;
+
+    fprintf(out, "# all-reduce decisions on this topology: SYMCOLL_ALGO=%s, "
+                 "HOST_ONESHOT_MAX=%zu CUDA_ONESHOT_MAX=%zu CUDA_PCIE_ONESHOT_MAX=%zu "
+                 "NET_RD_MAX=%zu HIER_MIN=%zu\n",
+            topo_algo_name(c->forced), c->host_oneshot_max, c->cuda_oneshot_max,
+            c->cuda_pcie_oneshot_max, c->net_rd_max, c->hier_min);
+    for (int mem = 0; mem < SYMCOLL_MEM_LAST; mem++) {
+        print_shape(t, (symcoll_mem_type_t)mem, out);
+        if (mem == SYMCOLL_MEM_CUDA && !t->have_gpus)
+            fprintf(out, "#   (no rank has a CUDA device: the CUDA rows show what the "
+                         "selector would pick)\n");
+        fprintf(out, "# %-4s %12s %6s  %-8s  %s\n", "mem", "bytes", "", "algo", "reason");
+        for (size_t bytes = 8; bytes <= ((size_t)1 << 30); bytes *= 2) {
+            topo_decision_t d;
+            char sz[16];
+            topo_choose(t, (symcoll_mem_type_t)mem, bytes, &d);
+            topo_fmt_size(bytes, sz, sizeof(sz));
+            fprintf(out, "  %-4s %12zu %6s  %-8s  %s\n", mem_name((symcoll_mem_type_t)mem),
+                    bytes, sz, topo_algo_name(d.algo), d.reason);
+        }
+    }
+}
+
+SYMCOLL_EXPORT symcoll_status_t symcoll_comm_print_topology(symcoll_comm_h comm, FILE *stream)
+{
+    if (!core_comm_is_valid(comm) || !stream)
+        return SYMCOLL_ERR_INVALID_PARAM;
+    topo_print(comm->topo, stream);
+    return SYMCOLL_OK;
+}
+
+SYMCOLL_EXPORT symcoll_status_t symcoll_comm_print_decisions(symcoll_comm_h comm, FILE *stream)
+{
+    if (!core_comm_is_valid(comm) || !stream)
+        return SYMCOLL_ERR_INVALID_PARAM;
+    topo_print_decisions(comm->topo, stream);
+    return SYMCOLL_OK;
+}

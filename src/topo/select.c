@@ -1,0 +1,263 @@
+/* Algorithm selector. The rules, in order:
+ *   1. SYMCOLL_ALGO forces an algorithm (checked for applicability at creation).
+ *   2. One node: one-shot up to the memory type's threshold (for CUDA the threshold of
+ *      the node's worst GPU link), two-shot above. CUDA memory needs peer access between
+ *      every pair of the node's GPUs.
+ *   3. Several nodes with several ranks each (same count everywhere): hierarchical from
+ *      SYMCOLL_HIER_MIN up, since only 1/ppn of the data crosses the network per rank.
+ *   4. Otherwise over the network: recursive doubling up to SYMCOLL_NET_RD_MAX
+ *      (log2(n) latency-bound steps), the ring above (bandwidth-optimal).
+ * Thresholds come from measurements recorded in bench/results/selector.md. */
+#include "topo/select.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/log.h"
+
+static const char *const algo_names[TOPO_ALGO_LAST] = {"auto", "oneshot", "twoshot", "ring",
+                                                       "rd",   "hier",    "none"};
+static const char *const link_names[TOPO_LINK_LAST] = {"none", "PCIe", "NVLink", "same GPU"};
+
+const char *topo_algo_name(topo_algo_t algo)
+{
+    return (unsigned)algo < TOPO_ALGO_LAST ? algo_names[algo] : "?";
+}
+
+int topo_algo_parse(const char *name, topo_algo_t *algo_p)
+{
+    /* "none" is a result, not something a user can ask for */
+    for (int a = 0; a < TOPO_ALGO_NONE; a++) {
+        if (!strcasecmp(name, algo_names[a])) {
+            *algo_p = (topo_algo_t)a;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+const char *topo_link_name(topo_link_t link)
+{
+    return (unsigned)link < TOPO_LINK_LAST ? link_names[link] : "?";
+}
+
+symcoll_status_t topo_select_cfg_from_config(const config_t *config, topo_select_cfg_t *cfg_p)
+{
+    topo_select_cfg_t cfg;
+
+    memset(&cfg, 0, sizeof(cfg));
+    if (topo_algo_parse(config->algo, &cfg.forced)) {
+        log_error("invalid value '%s' for SYMCOLL_ALGO (expected auto, oneshot, twoshot, "
+                  "ring, rd or hier)", config->algo);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    cfg.host_oneshot_max = config->host_oneshot_max;
+    cfg.cuda_oneshot_max = config->cuda_oneshot_max;
+    cfg.cuda_pcie_oneshot_max = config->cuda_pcie_oneshot_max;
+    cfg.net_rd_max = config->net_rd_max;
+    cfg.hier_min = config->hier_min;
+    *cfg_p = cfg;
+    return SYMCOLL_OK;
+}
+
+void topo_fmt_size(size_t v, char *buf, size_t len)
+{
+    static const char units[] = "BKMGT";
+    double x = (double)v;
+    int u = 0;
+
+    while (x >= 1024.0 && u < 4) {
+        x /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, len, "%zuB", v);
+    else if (x == (double)(size_t)x)
+        snprintf(buf, len, "%zu%c", (size_t)x, units[u]);
+    else
+        snprintf(buf, len, "%.1f%c", x, units[u]);
+}
+
+static void set_why(char *why, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_why(char *why, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!why || !len)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+}
+
+/* CUDA memory inside a node is reached through peer mappings of the pool. */
+static bool gpu_peers_mappable(symcoll_mem_type_t mem, const topo_shape_t *s)
+{
+    return mem != SYMCOLL_MEM_CUDA || s->ppn <= 1 || s->gpu_link != TOPO_LINK_NONE;
+}
+
+bool topo_algo_applicable(topo_algo_t algo, symcoll_mem_type_t mem, const topo_shape_t *s,
+                          char *why, size_t why_len)
+{
+    switch (algo) {
+    case TOPO_ALGO_AUTO:
+        return true;
+    case TOPO_ALGO_ONESHOT:
+    case TOPO_ALGO_TWOSHOT:
+        if (s->nnodes != 1) {
+            set_why(why, why_len, "%s works inside one node and the ranks span %d nodes",
+                    topo_algo_name(algo), s->nnodes);
+            return false;
+        }
+        if (!gpu_peers_mappable(mem, s)) {
+            set_why(why, why_len, "%s on CUDA memory needs peer access (P2P) between the "
+                    "node's GPUs, and some pair has none", topo_algo_name(algo));
+            return false;
+        }
+        return true;
+    case TOPO_ALGO_RING:
+    case TOPO_ALGO_RD:
+        if (s->nnodes < 2) {
+            set_why(why, why_len, "%s runs across nodes and all %d rank(s) are on one node "
+                    "(use oneshot or twoshot)", topo_algo_name(algo), s->nranks);
+            return false;
+        }
+        return true;
+    case TOPO_ALGO_HIER:
+        if (s->nnodes < 2) {
+            set_why(why, why_len, "hier needs several nodes and all %d rank(s) are on one "
+                    "node (use oneshot or twoshot)", s->nranks);
+            return false;
+        }
+        if (!s->uniform) {
+            set_why(why, why_len, "hier needs the same number of ranks on every node");
+            return false;
+        }
+        if (!gpu_peers_mappable(mem, s)) {
+            set_why(why, why_len, "hier on CUDA memory needs peer access (P2P) between the "
+                    "GPUs of each node, and some pair has none");
+            return false;
+        }
+        return true;
+    default:
+        set_why(why, why_len, "not an algorithm");
+        return false;
+    }
+}
+
+symcoll_status_t topo_select_check(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                                   bool have_gpus)
+{
+    char why[TOPO_REASON_MAX];
+
+    if (cfg->forced == TOPO_ALGO_AUTO)
+        return SYMCOLL_OK;
+    if (!topo_algo_applicable(cfg->forced, SYMCOLL_MEM_HOST, shape, why, sizeof(why)) ||
+        (have_gpus &&
+         !topo_algo_applicable(cfg->forced, SYMCOLL_MEM_CUDA, shape, why, sizeof(why)))) {
+        log_error("SYMCOLL_ALGO=%s cannot run on this communicator (%d ranks on %d node(s)): "
+                  "%s", topo_algo_name(cfg->forced), shape->nranks, shape->nnodes, why);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    return SYMCOLL_OK;
+}
+
+static void decide(topo_decision_t *d, topo_algo_t algo, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void decide(topo_decision_t *d, topo_algo_t algo, const char *fmt, ...)
+{
+    va_list ap;
+
+    d->algo = algo;
+    va_start(ap, fmt);
+    vsnprintf(d->reason, sizeof(d->reason), fmt, ap);
+    va_end(ap);
+}
+
+static void select_intra(const topo_select_cfg_t *cfg, const topo_shape_t *s,
+                         symcoll_mem_type_t mem, size_t bytes, topo_decision_t *d)
+{
+    char sz[32], th[32];
+    const char *var, *where;
+    size_t max;
+
+    if (s->nranks == 1) {
+        decide(d, TOPO_ALGO_ONESHOT, "single rank: the result is the input");
+        return;
+    }
+    if (mem == SYMCOLL_MEM_HOST) {
+        max = cfg->host_oneshot_max;
+        var = "SYMCOLL_HOST_ONESHOT_MAX";
+        where = "host shared memory";
+    } else if (s->gpu_link == TOPO_LINK_NONE) {
+        decide(d, TOPO_ALGO_NONE, "CUDA memory: some GPUs of the node cannot access each "
+               "other (no P2P), so the pool cannot be mapped by every peer");
+        return;
+    } else if (s->gpu_link == TOPO_LINK_PCIE) {
+        max = cfg->cuda_pcie_oneshot_max;
+        var = "SYMCOLL_CUDA_PCIE_ONESHOT_MAX";
+        where = "GPUs over PCIe";
+    } else {
+        max = cfg->cuda_oneshot_max;
+        var = "SYMCOLL_CUDA_ONESHOT_MAX";
+        where = s->gpu_link == TOPO_LINK_SAME ? "ranks sharing GPUs" : "GPUs over NVLink";
+    }
+    topo_fmt_size(bytes, sz, sizeof(sz));
+    topo_fmt_size(max, th, sizeof(th));
+    if (bytes <= max)
+        decide(d, TOPO_ALGO_ONESHOT, "1 node, %d ranks, %s: %s <= %s=%s: one barrier, "
+               "latency-bound", s->nranks, where, sz, var, th);
+    else
+        decide(d, TOPO_ALGO_TWOSHOT, "1 node, %d ranks, %s: %s > %s=%s: reduce-scatter + "
+               "all-gather moves 2(n-1)/n of the data instead of n-1", s->nranks, where, sz,
+               var, th);
+}
+
+static void select_inter(const topo_select_cfg_t *cfg, const topo_shape_t *s,
+                         symcoll_mem_type_t mem, size_t bytes, topo_decision_t *d)
+{
+    char sz[32], th[32];
+
+    topo_fmt_size(bytes, sz, sizeof(sz));
+    if (s->ppn > 1 && bytes >= cfg->hier_min &&
+        topo_algo_applicable(TOPO_ALGO_HIER, mem, s, NULL, 0)) {
+        topo_fmt_size(cfg->hier_min, th, sizeof(th));
+        decide(d, TOPO_ALGO_HIER, "%d nodes x %d ranks%s%s%s%s: each rank sends 1/%d of the "
+               "data across nodes", s->nnodes, s->ppn, cfg->hier_min ? ": " : "",
+               cfg->hier_min ? sz : "", cfg->hier_min ? " >= SYMCOLL_HIER_MIN=" : "",
+               cfg->hier_min ? th : "", s->ppn);
+        return;
+    }
+    topo_fmt_size(cfg->net_rd_max, th, sizeof(th));
+    if (bytes <= cfg->net_rd_max)
+        decide(d, TOPO_ALGO_RD, "%d nodes, %d ranks%s: %s <= SYMCOLL_NET_RD_MAX=%s: "
+               "log2(n) latency-bound steps", s->nnodes, s->nranks,
+               s->ppn > 1 ? " (not hierarchical)" : "", sz, th);
+    else
+        decide(d, TOPO_ALGO_RING, "%d nodes, %d ranks%s: %s > SYMCOLL_NET_RD_MAX=%s: the "
+               "pipelined ring is bandwidth-optimal", s->nnodes, s->nranks,
+               s->ppn > 1 ? " (not hierarchical)" : "", sz, th);
+}
+
+void topo_select(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                 symcoll_mem_type_t mem, size_t bytes, topo_decision_t *d)
+{
+    char why[TOPO_REASON_MAX];
+
+    if (cfg->forced != TOPO_ALGO_AUTO) {
+        if (topo_algo_applicable(cfg->forced, mem, shape, why, sizeof(why)))
+            decide(d, cfg->forced, "forced by SYMCOLL_ALGO=%s", topo_algo_name(cfg->forced));
+        else
+            decide(d, TOPO_ALGO_NONE, "SYMCOLL_ALGO=%s: %s", topo_algo_name(cfg->forced), why);
+        return;
+    }
+    if (shape->nnodes <= 1)
+        select_intra(cfg, shape, mem, bytes, d);
+    else
+        select_inter(cfg, shape, mem, bytes, d);
+}

@@ -1,0 +1,86 @@
+/* Algorithm selector: a pure function from (memory type, shape of the communicator,
+ * intra-node link class, message size, overrides) to an all-reduce algorithm and the
+ * reason for it. No process, device or environment is touched, so tests inject shapes. */
+#ifndef SYMCOLL_TOPO_SELECT_H
+#define SYMCOLL_TOPO_SELECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "symcoll.h"
+#include "core/config.h"
+
+typedef enum {
+    TOPO_ALGO_AUTO = 0, /* only as an override: let the selector choose */
+    TOPO_ALGO_ONESHOT,  /* intra-node: every rank reduces all peers' copies */
+    TOPO_ALGO_TWOSHOT,  /* intra-node: reduce-scatter then all-gather */
+    TOPO_ALGO_RING,     /* across nodes over UCX: pipelined ring */
+    TOPO_ALGO_RD,       /* across nodes over UCX: recursive doubling */
+    TOPO_ALGO_HIER,     /* intra-node reduce-scatter, inter-node per slice, all-gather */
+    TOPO_ALGO_NONE,     /* no algorithm serves this case (see the reason) */
+    TOPO_ALGO_LAST
+} topo_algo_t;
+
+/* How the GPUs of one node reach each other, worst first: the selector uses the worst
+ * pair of the communicator's nodes. */
+typedef enum {
+    TOPO_LINK_NONE = 0,   /* no peer access (P2P impossible or unknown) */
+    TOPO_LINK_PCIE,       /* peer access over PCIe */
+    TOPO_LINK_NVLINK,     /* peer access over NVLink (direct or through NVSwitch) */
+    TOPO_LINK_SAME,       /* both ranks use the same GPU */
+    TOPO_LINK_LAST
+} topo_link_t;
+
+/* What the selector needs to know about a communicator. */
+typedef struct topo_shape {
+    int nranks;
+    int nnodes;
+    int ppn;             /* ranks on the largest node */
+    bool uniform;        /* every node holds ppn ranks */
+    topo_link_t gpu_link; /* worst link between two GPUs of one node (ppn > 1) */
+    bool net_cuda;       /* UCX moves CUDA memory itself (else the network path stages) */
+} topo_shape_t;
+
+/* Overrides and thresholds, from the SYMCOLL_* configuration. */
+typedef struct topo_select_cfg {
+    topo_algo_t forced;        /* SYMCOLL_ALGO; TOPO_ALGO_AUTO if not forced */
+    size_t host_oneshot_max;   /* SYMCOLL_HOST_ONESHOT_MAX */
+    size_t cuda_oneshot_max;   /* SYMCOLL_CUDA_ONESHOT_MAX (NVLink or same GPU) */
+    size_t cuda_pcie_oneshot_max; /* SYMCOLL_CUDA_PCIE_ONESHOT_MAX */
+    size_t net_rd_max;         /* SYMCOLL_NET_RD_MAX */
+    size_t hier_min;           /* SYMCOLL_HIER_MIN: smallest message sent hierarchically */
+} topo_select_cfg_t;
+
+#define TOPO_REASON_MAX 256
+
+typedef struct topo_decision {
+    topo_algo_t algo;
+    char reason[TOPO_REASON_MAX];
+} topo_decision_t;
+
+/* Name used by SYMCOLL_ALGO and in reports ("oneshot", ...); "?" if out of range. */
+const char *topo_algo_name(topo_algo_t algo);
+/* Inverse of topo_algo_name (case-insensitive); -1 if unknown. */
+int topo_algo_parse(const char *name, topo_algo_t *algo_p);
+const char *topo_link_name(topo_link_t link);
+/* 1536 -> "1.5K", 1048576 -> "1M": sizes in reasons and reports. */
+void topo_fmt_size(size_t v, char *buf, size_t len);
+
+/* Thresholds and forced algorithm from a configuration read by config_read(). */
+symcoll_status_t topo_select_cfg_from_config(const config_t *config, topo_select_cfg_t *cfg_p);
+
+/* Whether algo can run on this shape for this memory type; if not, why (in why). */
+bool topo_algo_applicable(topo_algo_t algo, symcoll_mem_type_t mem, const topo_shape_t *shape,
+                          char *why, size_t why_len);
+
+/* Checked once at communicator creation: a forced algorithm must be able to serve host
+ * memory on this shape (and CUDA memory when the ranks have GPUs); otherwise logs why
+ * and returns SYMCOLL_ERR_INVALID_PARAM. */
+symcoll_status_t topo_select_check(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                                   bool have_gpus);
+
+/* The choice for one message of bytes bytes. */
+void topo_select(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                 symcoll_mem_type_t mem, size_t bytes, topo_decision_t *d);
+
+#endif

@@ -1,0 +1,189 @@
+/* Probe tests: real processes through the real bootstrap, split into simulated nodes
+ * (SYMCOLL_HOST_ID); checks the node map, every rank's facts, the selector's shapes,
+ * SYMCOLL_ALGO applicability at creation, and the printed reports. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bootstrap/bootstrap.h"
+#include "core/core.h"
+#include "harness.h"
+#include "topo/topo.h"
+
+#define TIMEOUT 60.0
+
+typedef struct probe_arg {
+    int nnodes;
+} probe_arg_t;
+
+static void body_probe(int rank, int nranks, void *arg)
+{
+    const probe_arg_t *a = arg;
+    symcoll_comm_h comm = harness_comm_create();
+    const topo_t *t = comm->topo;
+    int expect_leader = -1, local = 0;
+
+    ck_assert_int_eq(t->nranks, nranks);
+    ck_assert_int_eq(t->nnodes, a->nnodes);
+    ck_assert_int_eq(t->node, harness_node_of(rank, nranks, a->nnodes));
+    for (int r = 0; r < nranks; r++) {
+        int node = harness_node_of(r, nranks, a->nnodes);
+        ck_assert_int_eq(t->rank_node[r], node);
+        if (node == t->node) {
+            if (expect_leader < 0)
+                expect_leader = r;
+            ck_assert_int_eq(t->local_ranks[local], r);
+            ck_assert_int_eq(t->rank_local_rank[r], local);
+            if (r == rank)
+                ck_assert_int_eq(t->local_rank, local);
+            local++;
+        }
+        /* every rank's facts arrived: its pid is alive with its start time */
+        ck_assert_int_gt(t->info[r].pid, 0);
+        ck_assert_uint_gt(t->info[r].start_time, 0);
+        ck_assert(topo_proc_alive(t->info[r].pid, t->info[r].start_time));
+        ck_assert_int_ge(t->info[r].cpu, 0);
+        for (int q = 0; q < r; q++)
+            ck_assert_int_ne(t->info[q].pid, t->info[r].pid);
+    }
+    ck_assert_int_eq(t->local_size, local);
+    ck_assert_int_eq(t->node_leader[t->node], expect_leader);
+    ck_assert_int_eq(t->info[rank].pid, (int)getpid());
+    ck_assert_uint_eq(t->info[rank].start_time, topo_proc_start_time((int)getpid()));
+
+    /* the selector's view follows the map */
+    ck_assert_int_eq(t->shape[SYMCOLL_MEM_HOST].nnodes, a->nnodes);
+    ck_assert_int_eq(t->shape[SYMCOLL_MEM_HOST].nranks, nranks);
+    ck_assert_int_eq(t->shape[SYMCOLL_MEM_HOST].uniform, nranks % a->nnodes == 0);
+    ck_assert_int_eq(t->shape[SYMCOLL_MEM_HOST].ppn, (nranks + a->nnodes - 1) / a->nnodes);
+    if (!t->have_gpus) {
+        ck_assert_ptr_null(t->links);
+        ck_assert_ptr_null(topo_link(t, 0, nranks - 1));
+    }
+    /* peers stay alive until every rank has checked them */
+    ck_assert_int_eq(bootstrap_barrier(comm->bootstrap), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+}
+
+/* ranks, simulated nodes: one node, even split, uneven split, one rank per node */
+static const int probe_cases[][2] = {{3, 1}, {4, 2}, {3, 2}, {3, 3}};
+
+START_TEST(test_probe)
+{
+    probe_arg_t a = {probe_cases[_i][1]};
+    ck_assert_int_eq(harness_run(probe_cases[_i][0], a.nnodes, TIMEOUT, body_probe, &a), 0);
+}
+END_TEST
+
+/* ---- SYMCOLL_ALGO checked against the probed topology --------------------- */
+
+typedef struct algo_arg {
+    const char *algo;
+    symcoll_status_t want;
+} algo_arg_t;
+
+static void body_algo(int rank, int nranks, void *arg)
+{
+    const algo_arg_t *a = arg;
+    symcoll_comm_h comm = NULL;
+    symcoll_status_t st;
+
+    setenv("SYMCOLL_ALGO", a->algo, 1);
+    st = symcoll_comm_create(NULL, &comm);
+    ck_assert_msg(st == a->want, "rank %d: SYMCOLL_ALGO=%s gave %s", rank, a->algo,
+                  symcoll_status_string(st));
+    if (st == SYMCOLL_OK) {
+        ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+    } else {
+        ck_assert_ptr_null(comm);
+    }
+}
+
+/* ranks, simulated nodes, SYMCOLL_ALGO, expected status of creation */
+static const struct {
+    int nranks, nnodes;
+    algo_arg_t arg;
+} algo_cases[] = {
+    {2, 1, {"hier", SYMCOLL_ERR_INVALID_PARAM}},
+    {2, 1, {"ring", SYMCOLL_ERR_INVALID_PARAM}},
+    {2, 2, {"oneshot", SYMCOLL_ERR_INVALID_PARAM}},
+    {3, 2, {"hier", SYMCOLL_ERR_INVALID_PARAM}},
+    {2, 2, {"ring", SYMCOLL_OK}},
+    {2, 1, {"twoshot", SYMCOLL_OK}},
+    {2, 1, {"bogus", SYMCOLL_ERR_INVALID_PARAM}},
+};
+
+START_TEST(test_algo_forced)
+{
+    ck_assert_int_eq(harness_run(algo_cases[_i].nranks, algo_cases[_i].nnodes, TIMEOUT,
+                                 body_algo, (void *)&algo_cases[_i].arg),
+                     0);
+}
+END_TEST
+
+/* ---- reports ------------------------------------------------------------- */
+
+static void body_print(int rank, int nranks, void *arg)
+{
+    symcoll_comm_h comm = harness_comm_create();
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    char line[64];
+
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(symcoll_comm_print_topology(comm, f), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_comm_print_decisions(comm, f), SYMCOLL_OK);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, "4 rank(s) on 2 node(s)"));
+    ck_assert_ptr_nonnull(strstr(buf, "# node 1 (simnode-1): leader rank 2, 2 rank(s): 2 3"));
+    /* every size of the decision table, for both memory types */
+    ck_assert_ptr_nonnull(strstr(buf, "  host            8  "));
+    ck_assert_ptr_nonnull(strstr(buf, "  cuda   1073741824  "));
+    snprintf(line, sizeof(line), " %8d ", (int)getpid());
+    ck_assert_ptr_nonnull(strstr(buf, line));
+    free(buf);
+
+    ck_assert_int_eq(symcoll_comm_print_topology(comm, NULL), SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_int_eq(symcoll_comm_print_decisions(NULL, stdout), SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_comm_print_topology(comm, stdout), SYMCOLL_ERR_INVALID_PARAM);
+}
+
+START_TEST(test_print)
+{
+    ck_assert_int_eq(harness_run(4, 2, TIMEOUT, body_print, NULL), 0);
+}
+END_TEST
+
+static Suite *topo_suite(void)
+{
+    Suite *s = suite_create("topo");
+    TCase *tc = tcase_create("probe");
+
+    tcase_set_timeout(tc, 2 * TIMEOUT);
+    tcase_add_loop_test(tc, test_probe, 0, (int)(sizeof(probe_cases) / sizeof(probe_cases[0])));
+    tcase_add_loop_test(tc, test_algo_forced, 0,
+                        (int)(sizeof(algo_cases) / sizeof(algo_cases[0])));
+    tcase_add_test(tc, test_print);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(topo_suite());
+    int failed;
+
+    /* the harness sets the bootstrap's variables; the rest must not leak in */
+    unsetenv("SYMCOLL_ALGO");
+    unsetenv("SYMCOLL_HOST_ID");
+    setenv("UCX_TLS", "tcp,self", 0);
+    setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

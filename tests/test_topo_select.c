@@ -1,0 +1,354 @@
+/* Selector tests on injected topologies (no processes, no devices): a table of
+ * (shape, overrides, memory type, size) -> expected algorithm and words of the reason;
+ * then applicability checks of forced algorithms and override parsing. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "topo/select.h"
+
+#define K ((size_t)1 << 10)
+#define M ((size_t)1 << 20)
+#define G ((size_t)1 << 30)
+
+/* Thresholds of the table (not the defaults, which measurements may move). */
+static const topo_select_cfg_t cfg_test = {
+    .forced = TOPO_ALGO_AUTO,
+    .host_oneshot_max = 16 * K,
+    .cuda_oneshot_max = 256 * K,
+    .cuda_pcie_oneshot_max = 64 * K,
+    .net_rd_max = 64 * K,
+    .hier_min = 0,
+};
+
+/* nranks, nnodes, ppn, uniform, gpu_link, net_cuda */
+static const topo_shape_t one_node_8_nvlink = {8, 1, 8, true, TOPO_LINK_NVLINK, false};
+static const topo_shape_t one_node_4_pcie_nop2p = {4, 1, 4, true, TOPO_LINK_NONE, false};
+static const topo_shape_t one_node_4_pcie_p2p = {4, 1, 4, true, TOPO_LINK_PCIE, false};
+static const topo_shape_t two_nodes_4_nvlink = {8, 2, 4, true, TOPO_LINK_NVLINK, true};
+static const topo_shape_t two_nodes_4_nop2p = {8, 2, 4, true, TOPO_LINK_NONE, false};
+static const topo_shape_t sixteen_nodes_1 = {16, 16, 1, true, TOPO_LINK_NONE, false};
+static const topo_shape_t host_1_node_4 = {4, 1, 4, true, TOPO_LINK_NONE, false};
+static const topo_shape_t host_1_rank = {1, 1, 1, true, TOPO_LINK_NONE, false};
+static const topo_shape_t host_4_nodes_2 = {8, 4, 2, true, TOPO_LINK_NONE, false};
+static const topo_shape_t host_4_nodes_uneven = {7, 4, 2, false, TOPO_LINK_NONE, false};
+static const topo_shape_t one_node_2_same_gpu = {2, 1, 2, true, TOPO_LINK_SAME, false};
+
+enum { H = SYMCOLL_MEM_HOST, C = SYMCOLL_MEM_CUDA };
+
+typedef struct select_case {
+    const char *name;
+    const topo_shape_t *shape;
+    topo_algo_t forced;
+    size_t hier_min; /* (size_t)-1: the table's value */
+    int mem;
+    size_t bytes;
+    topo_algo_t want;
+    const char *reason_has; /* substring of the reason */
+} select_case_t;
+
+#define DFLT ((size_t)-1)
+
+static const select_case_t cases[] = {
+    /* 1 node of 8 GPUs, all NVLink */
+    {"8gpu nvlink 8B", &one_node_8_nvlink, 0, DFLT, C, 8, TOPO_ALGO_ONESHOT, "NVLink"},
+    {"8gpu nvlink at threshold", &one_node_8_nvlink, 0, DFLT, C, 256 * K, TOPO_ALGO_ONESHOT,
+     "SYMCOLL_CUDA_ONESHOT_MAX=256K"},
+    {"8gpu nvlink above", &one_node_8_nvlink, 0, DFLT, C, 256 * K + 1, TOPO_ALGO_TWOSHOT,
+     "256.0K >"},
+    {"8gpu nvlink 1G", &one_node_8_nvlink, 0, DFLT, C, G, TOPO_ALGO_TWOSHOT, "1G >"},
+    {"8gpu host small", &one_node_8_nvlink, 0, DFLT, H, 16 * K, TOPO_ALGO_ONESHOT,
+     "SYMCOLL_HOST_ONESHOT_MAX"},
+    {"8gpu host large", &one_node_8_nvlink, 0, DFLT, H, 16 * K + 8, TOPO_ALGO_TWOSHOT,
+     "host shared memory"},
+    {"8gpu forced twoshot", &one_node_8_nvlink, TOPO_ALGO_TWOSHOT, DFLT, C, 8,
+     TOPO_ALGO_TWOSHOT, "forced by SYMCOLL_ALGO=twoshot"},
+    {"8gpu forced ring", &one_node_8_nvlink, TOPO_ALGO_RING, DFLT, C, 8, TOPO_ALGO_NONE,
+     "one node"},
+    {"8gpu forced hier", &one_node_8_nvlink, TOPO_ALGO_HIER, DFLT, H, 8, TOPO_ALGO_NONE,
+     "several nodes"},
+    /* 4 GPUs over PCIe without P2P: CUDA memory has no intra-node path */
+    {"4gpu nop2p cuda", &one_node_4_pcie_nop2p, 0, DFLT, C, 8, TOPO_ALGO_NONE, "no P2P"},
+    {"4gpu nop2p cuda large", &one_node_4_pcie_nop2p, 0, DFLT, C, G, TOPO_ALGO_NONE, "no P2P"},
+    {"4gpu nop2p host", &one_node_4_pcie_nop2p, 0, DFLT, H, 8, TOPO_ALGO_ONESHOT, "1 node"},
+    {"4gpu nop2p forced oneshot", &one_node_4_pcie_nop2p, TOPO_ALGO_ONESHOT, DFLT, C, 8,
+     TOPO_ALGO_NONE, "peer access"},
+    /* 4 GPUs over PCIe with P2P: the PCIe threshold */
+    {"4gpu pcie small", &one_node_4_pcie_p2p, 0, DFLT, C, 64 * K, TOPO_ALGO_ONESHOT,
+     "SYMCOLL_CUDA_PCIE_ONESHOT_MAX=64K"},
+    {"4gpu pcie above", &one_node_4_pcie_p2p, 0, DFLT, C, 64 * K + 2, TOPO_ALGO_TWOSHOT,
+     "GPUs over PCIe"},
+    /* 2 nodes x 4 GPUs */
+    {"2x4 cuda small", &two_nodes_4_nvlink, 0, DFLT, C, 8, TOPO_ALGO_HIER, "1/4"},
+    {"2x4 cuda large", &two_nodes_4_nvlink, 0, DFLT, C, G, TOPO_ALGO_HIER, "2 nodes x 4"},
+    {"2x4 hier_min small", &two_nodes_4_nvlink, 0, 64 * K, C, 8, TOPO_ALGO_RD,
+     "not hierarchical"},
+    {"2x4 hier_min mid", &two_nodes_4_nvlink, 0, 1 * M, C, 512 * K, TOPO_ALGO_RING,
+     "SYMCOLL_NET_RD_MAX"},
+    {"2x4 hier_min at", &two_nodes_4_nvlink, 0, 1 * M, C, 1 * M, TOPO_ALGO_HIER,
+     "SYMCOLL_HIER_MIN=1M"},
+    {"2x4 host", &two_nodes_4_nvlink, 0, DFLT, H, 4 * K, TOPO_ALGO_HIER, "each rank"},
+    {"2x4 forced oneshot", &two_nodes_4_nvlink, TOPO_ALGO_ONESHOT, DFLT, C, 8, TOPO_ALGO_NONE,
+     "span 2 nodes"},
+    {"2x4 forced ring", &two_nodes_4_nvlink, TOPO_ALGO_RING, DFLT, C, 8, TOPO_ALGO_RING,
+     "forced"},
+    {"2x4 forced rd", &two_nodes_4_nvlink, TOPO_ALGO_RD, DFLT, H, G, TOPO_ALGO_RD, "forced"},
+    /* 2 nodes x 4 GPUs without P2P inside the nodes: CUDA cannot go hierarchical */
+    {"2x4 nop2p cuda small", &two_nodes_4_nop2p, 0, DFLT, C, 8, TOPO_ALGO_RD, "8 ranks"},
+    {"2x4 nop2p cuda large", &two_nodes_4_nop2p, 0, DFLT, C, 1 * M, TOPO_ALGO_RING, "ring"},
+    {"2x4 nop2p host", &two_nodes_4_nop2p, 0, DFLT, H, 1 * M, TOPO_ALGO_HIER, "1/4"},
+    {"2x4 nop2p forced hier cuda", &two_nodes_4_nop2p, TOPO_ALGO_HIER, DFLT, C, 8,
+     TOPO_ALGO_NONE, "P2P"},
+    /* 16 nodes x 1 rank */
+    {"16x1 8B", &sixteen_nodes_1, 0, DFLT, H, 8, TOPO_ALGO_RD, "16 nodes"},
+    {"16x1 at rd max", &sixteen_nodes_1, 0, DFLT, C, 64 * K, TOPO_ALGO_RD,
+     "SYMCOLL_NET_RD_MAX=64K"},
+    {"16x1 above rd max", &sixteen_nodes_1, 0, DFLT, C, 64 * K + 1, TOPO_ALGO_RING,
+     "bandwidth"},
+    {"16x1 1G", &sixteen_nodes_1, 0, DFLT, H, G, TOPO_ALGO_RING, "ring"},
+    {"16x1 forced twoshot", &sixteen_nodes_1, TOPO_ALGO_TWOSHOT, DFLT, H, 8, TOPO_ALGO_NONE,
+     "inside one node"},
+    /* host only, 1 node */
+    {"host 1x4 small", &host_1_node_4, 0, DFLT, H, 8, TOPO_ALGO_ONESHOT, "one barrier"},
+    {"host 1x4 large", &host_1_node_4, 0, DFLT, H, 64 * M, TOPO_ALGO_TWOSHOT,
+     "reduce-scatter"},
+    {"host 1 rank", &host_1_rank, 0, DFLT, H, G, TOPO_ALGO_ONESHOT, "single rank"},
+    {"host 1 rank cuda", &host_1_rank, 0, DFLT, C, G, TOPO_ALGO_ONESHOT, "single rank"},
+    /* host only, 4 nodes */
+    {"host 4x2 small", &host_4_nodes_2, 0, DFLT, H, 8, TOPO_ALGO_HIER, "4 nodes x 2"},
+    {"host 4x2 large", &host_4_nodes_2, 0, DFLT, H, 256 * M, TOPO_ALGO_HIER, "1/2"},
+    {"host 4 uneven small", &host_4_nodes_uneven, 0, DFLT, H, 8, TOPO_ALGO_RD,
+     "not hierarchical"},
+    {"host 4 uneven large", &host_4_nodes_uneven, 0, DFLT, H, 8 * M, TOPO_ALGO_RING,
+     "not hierarchical"},
+    {"host 4 uneven forced hier", &host_4_nodes_uneven, TOPO_ALGO_HIER, DFLT, H, 8,
+     TOPO_ALGO_NONE, "same number of ranks"},
+    /* two ranks on one GPU (how 4 and 8 ranks run on fewer GPUs) */
+    {"same gpu", &one_node_2_same_gpu, 0, DFLT, C, 128 * K, TOPO_ALGO_ONESHOT, "sharing"},
+};
+
+START_TEST(test_select_table)
+{
+    const select_case_t *c = &cases[_i];
+    topo_select_cfg_t cfg = cfg_test;
+    topo_decision_t d;
+
+    cfg.forced = c->forced;
+    if (c->hier_min != DFLT)
+        cfg.hier_min = c->hier_min;
+    memset(&d, 0x5a, sizeof(d));
+    topo_select(&cfg, c->shape, (symcoll_mem_type_t)c->mem, c->bytes, &d);
+    ck_assert_msg(d.algo == c->want, "%s: got %s, want %s (reason: %s)", c->name,
+                  topo_algo_name(d.algo), topo_algo_name(c->want), d.reason);
+    ck_assert_msg(memchr(d.reason, 0, sizeof(d.reason)) != NULL, "%s: reason unterminated",
+                  c->name);
+    ck_assert_msg(strstr(d.reason, c->reason_has) != NULL, "%s: reason '%s' lacks '%s'",
+                  c->name, d.reason, c->reason_has);
+}
+END_TEST
+
+/* Auto choices are monotonic in size: once past a threshold, never back. A selector
+ * that flips back and forth would show as a non-monotonic sequence. */
+START_TEST(test_select_monotonic)
+{
+    static const topo_shape_t *const shapes[] = {
+        &one_node_8_nvlink, &one_node_4_pcie_p2p, &two_nodes_4_nvlink, &sixteen_nodes_1,
+        &host_1_node_4,     &host_4_nodes_2,      &host_4_nodes_uneven};
+    topo_select_cfg_t cfg = cfg_test;
+
+    cfg.hier_min = 1 * M;
+    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+        for (int mem = 0; mem < SYMCOLL_MEM_LAST; mem++) {
+            topo_algo_t prev = TOPO_ALGO_AUTO;
+            int changes = 0;
+            if (mem == SYMCOLL_MEM_CUDA && shapes[s]->nnodes == 1 &&
+                shapes[s]->gpu_link == TOPO_LINK_NONE)
+                continue; /* host-only shape: CUDA has no path, checked in the table */
+            for (size_t b = 1; b <= G; b *= 2) {
+                topo_decision_t d;
+                topo_select(&cfg, shapes[s], (symcoll_mem_type_t)mem, b, &d);
+                ck_assert_msg(d.algo != TOPO_ALGO_NONE && d.algo != TOPO_ALGO_AUTO,
+                              "shape %zu mem %d size %zu: %s", s, mem, b, d.reason);
+                if (prev != TOPO_ALGO_AUTO && d.algo != prev)
+                    changes++;
+                prev = d.algo;
+            }
+            /* at most oneshot->twoshot, or rd->ring->hier */
+            ck_assert_int_le(changes, 2);
+        }
+    }
+}
+END_TEST
+
+typedef struct check_case {
+    const topo_shape_t *shape;
+    topo_algo_t forced;
+    bool have_gpus;
+    symcoll_status_t want;
+} check_case_t;
+
+static const check_case_t checks[] = {
+    {&one_node_8_nvlink, TOPO_ALGO_AUTO, true, SYMCOLL_OK},
+    {&one_node_8_nvlink, TOPO_ALGO_ONESHOT, true, SYMCOLL_OK},
+    {&one_node_8_nvlink, TOPO_ALGO_HIER, true, SYMCOLL_ERR_INVALID_PARAM},
+    {&one_node_8_nvlink, TOPO_ALGO_RING, true, SYMCOLL_ERR_INVALID_PARAM},
+    {&one_node_8_nvlink, TOPO_ALGO_RD, false, SYMCOLL_ERR_INVALID_PARAM},
+    {&one_node_4_pcie_nop2p, TOPO_ALGO_TWOSHOT, true, SYMCOLL_ERR_INVALID_PARAM},
+    {&one_node_4_pcie_nop2p, TOPO_ALGO_TWOSHOT, false, SYMCOLL_OK},
+    {&one_node_4_pcie_nop2p, TOPO_ALGO_AUTO, true, SYMCOLL_OK},
+    {&two_nodes_4_nvlink, TOPO_ALGO_HIER, true, SYMCOLL_OK},
+    {&two_nodes_4_nvlink, TOPO_ALGO_TWOSHOT, true, SYMCOLL_ERR_INVALID_PARAM},
+    {&two_nodes_4_nop2p, TOPO_ALGO_HIER, true, SYMCOLL_ERR_INVALID_PARAM},
+    {&two_nodes_4_nop2p, TOPO_ALGO_RING, true, SYMCOLL_OK},
+    {&sixteen_nodes_1, TOPO_ALGO_RD, false, SYMCOLL_OK},
+    {&sixteen_nodes_1, TOPO_ALGO_ONESHOT, false, SYMCOLL_ERR_INVALID_PARAM},
+    {&host_1_rank, TOPO_ALGO_RING, false, SYMCOLL_ERR_INVALID_PARAM},
+    {&host_1_rank, TOPO_ALGO_ONESHOT, false, SYMCOLL_OK},
+    {&host_4_nodes_uneven, TOPO_ALGO_HIER, false, SYMCOLL_ERR_INVALID_PARAM},
+    {&host_4_nodes_uneven, TOPO_ALGO_RING, false, SYMCOLL_OK},
+};
+
+START_TEST(test_select_check)
+{
+    const check_case_t *c = &checks[_i];
+    topo_select_cfg_t cfg = cfg_test;
+
+    cfg.forced = c->forced;
+    ck_assert_msg(topo_select_check(&cfg, c->shape, c->have_gpus) == c->want,
+                  "case %d: forced %s on %d nodes x %d", _i, topo_algo_name(c->forced),
+                  c->shape->nnodes, c->shape->ppn);
+}
+END_TEST
+
+START_TEST(test_algo_names)
+{
+    topo_algo_t a;
+
+    for (int i = TOPO_ALGO_AUTO; i < TOPO_ALGO_NONE; i++) {
+        ck_assert_int_eq(topo_algo_parse(topo_algo_name((topo_algo_t)i), &a), 0);
+        ck_assert_int_eq(a, i);
+    }
+    ck_assert_int_eq(topo_algo_parse("RING", &a), 0);
+    ck_assert_int_eq(a, TOPO_ALGO_RING);
+    a = TOPO_ALGO_HIER;
+    ck_assert_int_eq(topo_algo_parse("none", &a), -1);
+    ck_assert_int_eq(topo_algo_parse("", &a), -1);
+    ck_assert_int_eq(topo_algo_parse("ring2", &a), -1);
+    ck_assert_int_eq(a, TOPO_ALGO_HIER); /* untouched on failure */
+    ck_assert_str_eq(topo_algo_name(TOPO_ALGO_LAST), "?");
+    ck_assert_str_eq(topo_link_name(TOPO_LINK_NVLINK), "NVLink");
+}
+END_TEST
+
+/* ---- overrides through the configuration table ---------------------------- */
+
+static void clear_symcoll_env(void)
+{
+    for (size_t i = 0; i < config_num_vars(); i++)
+        unsetenv(config_var_name(i));
+}
+
+static symcoll_status_t cfg_from_env(topo_select_cfg_t *cfg)
+{
+    config_t config;
+    symcoll_status_t st = config_read(&config);
+    if (st != SYMCOLL_OK)
+        return st;
+    return topo_select_cfg_from_config(&config, cfg);
+}
+
+START_TEST(test_overrides_defaults)
+{
+    topo_select_cfg_t cfg;
+
+    clear_symcoll_env();
+    ck_assert_int_eq(cfg_from_env(&cfg), SYMCOLL_OK);
+    ck_assert_int_eq(cfg.forced, TOPO_ALGO_AUTO);
+    /* PCIe reads are slower than NVLink: its one-shot range cannot be wider */
+    ck_assert_uint_le(cfg.cuda_pcie_oneshot_max, cfg.cuda_oneshot_max);
+    ck_assert_uint_gt(cfg.host_oneshot_max, 0);
+    ck_assert_uint_gt(cfg.net_rd_max, 0);
+}
+END_TEST
+
+START_TEST(test_overrides_values)
+{
+    topo_select_cfg_t cfg;
+
+    clear_symcoll_env();
+    setenv("SYMCOLL_ALGO", "Hier", 1);
+    setenv("SYMCOLL_HOST_ONESHOT_MAX", "3K", 1);
+    setenv("SYMCOLL_CUDA_ONESHOT_MAX", "1M", 1);
+    setenv("SYMCOLL_CUDA_PCIE_ONESHOT_MAX", "12345", 1);
+    setenv("SYMCOLL_NET_RD_MAX", "0", 1);
+    setenv("SYMCOLL_HIER_MIN", "2MiB", 1);
+    ck_assert_int_eq(cfg_from_env(&cfg), SYMCOLL_OK);
+    ck_assert_int_eq(cfg.forced, TOPO_ALGO_HIER);
+    ck_assert_uint_eq(cfg.host_oneshot_max, 3 * K);
+    ck_assert_uint_eq(cfg.cuda_oneshot_max, 1 * M);
+    ck_assert_uint_eq(cfg.cuda_pcie_oneshot_max, 12345);
+    ck_assert_uint_eq(cfg.net_rd_max, 0);
+    ck_assert_uint_eq(cfg.hier_min, 2 * M);
+
+    /* a zero threshold turns the small-message algorithm off */
+    {
+        topo_decision_t d;
+        cfg.forced = TOPO_ALGO_AUTO;
+        topo_select(&cfg, &sixteen_nodes_1, SYMCOLL_MEM_HOST, 8, &d);
+        ck_assert_int_eq(d.algo, TOPO_ALGO_RING);
+    }
+}
+END_TEST
+
+static const char *const bad_values[][2] = {
+    {"SYMCOLL_ALGO", "bogus"},
+    {"SYMCOLL_ALGO", "none"},
+    {"SYMCOLL_ALGO", ""},
+    {"SYMCOLL_HOST_ONESHOT_MAX", "12Q"},
+    {"SYMCOLL_HOST_ONESHOT_MAX", "-1"},
+    {"SYMCOLL_CUDA_ONESHOT_MAX", "lots"},
+    {"SYMCOLL_CUDA_PCIE_ONESHOT_MAX", "1.5M"},
+    {"SYMCOLL_NET_RD_MAX", "64KK"},
+    {"SYMCOLL_HIER_MIN", "99999999999999999999"},
+    {"SYMCOLL_HIER_MIN", "1E"},
+};
+
+START_TEST(test_overrides_bad)
+{
+    topo_select_cfg_t cfg;
+
+    clear_symcoll_env();
+    setenv(bad_values[_i][0], bad_values[_i][1], 1);
+    ck_assert_msg(cfg_from_env(&cfg) == SYMCOLL_ERR_INVALID_PARAM, "%s=%s accepted",
+                  bad_values[_i][0], bad_values[_i][1]);
+}
+END_TEST
+
+static Suite *select_suite(void)
+{
+    Suite *s = suite_create("topo_select");
+    TCase *tc = tcase_create("select");
+
+    tcase_add_loop_test(tc, test_select_table, 0, (int)(sizeof(cases) / sizeof(cases[0])));
+    tcase_add_test(tc, test_select_monotonic);
+    tcase_add_loop_test(tc, test_select_check, 0, (int)(sizeof(checks) / sizeof(checks[0])));
+    tcase_add_test(tc, test_algo_names);
+    tcase_add_test(tc, test_overrides_defaults);
+    tcase_add_test(tc, test_overrides_values);
+    tcase_add_loop_test(tc, test_overrides_bad, 0,
+                        (int)(sizeof(bad_values) / sizeof(bad_values[0])));
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(select_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,15 @@
+# tests of the topology layer: the selector on injected topologies (no processes) and
+# the probe on simulated nodes (harness)
+if HAVE_CHECK
+TOPO_TESTS = tests/test_topo_select tests/test_topo
+check_PROGRAMS += $(TOPO_TESTS)
+TESTS += $(TOPO_TESTS)
+
+tests_test_topo_select_SOURCES = tests/test_topo_select.c
+tests_test_topo_select_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_topo_select_LDADD = $(TEST_INTERNAL_LIBS)
+
+tests_test_topo_SOURCES = tests/test_topo.c
+tests_test_topo_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_topo_LDADD = $(HARNESS_LIBS) $(TEST_INTERNAL_LIBS)
+endif
