@@ -1,1 +1,24 @@
-# examples
+# examples: a user program built the way users build it (mpicc + the library), run by
+# 'make check' under Open MPI's mpirun on simulated nodes.
+EXTRA_DIST += examples/mpi_allreduce.c examples/run_mpi_allreduce.sh \
+	examples/mpi_allreduce_2nodes.sh examples/mpi_allreduce_3nodes.sh
+
+if HAVE_MPI
+# Compiled by $(MPICC) (automake uses one C compiler for all programs, so a plain rule)
+# and linked through libtool against the uninstalled library.
+EXAMPLE_MPI_ALLREDUCE = examples/mpi_allreduce$(EXEEXT)
+
+all-local: $(EXAMPLE_MPI_ALLREDUCE)
+
+examples/mpi_allreduce.$(OBJEXT): $(srcdir)/examples/mpi_allreduce.c $(srcdir)/include/symcoll.h
+	@$(MKDIR_P) examples
+	$(AM_V_CC)$(MPICC) -I$(top_srcdir)/include $(AM_CFLAGS) $(CFLAGS) -c -o $@ \
+	  $(srcdir)/examples/mpi_allreduce.c
+
+$(EXAMPLE_MPI_ALLREDUCE): examples/mpi_allreduce.$(OBJEXT) libsymcoll.la
+	$(AM_V_CCLD)$(LIBTOOL) $(AM_V_lt) --tag=CC --mode=link $(MPICC) $(AM_CFLAGS) $(CFLAGS) \
+	  $(LDFLAGS) -no-install -o $@ examples/mpi_allreduce.$(OBJEXT) libsymcoll.la
+
+CLEANFILES += examples/mpi_allreduce.$(OBJEXT) $(EXAMPLE_MPI_ALLREDUCE)
+TESTS += examples/mpi_allreduce_2nodes.sh examples/mpi_allreduce_3nodes.sh
+endif

@@ -1,0 +1,175 @@
+#!/bin/sh
+# Compares symcoll's host all-reduce with Open MPI's MPI_Allreduce in the same run
+# (2 ranks, doubles, sum) and records markdown tables in bench/results/.
+#
+#   intra: symcoll, 2 ranks on one node        vs  Open MPI ob1 + vader (shared memory)
+#   inter: symcoll, 2 simulated nodes (UCX)    vs  Open MPI ob1 + tcp over loopback
+#
+# Run it from a build directory (after 'make'):  ../bench/compare_host.sh [options]
+set -u
+
+usage() {
+    cat <<EOF
+usage: $0 [--intra] [--inter] [--runs K] [-b MIN] [-e MAX] [-r REPEATS] [--out DIR] [--no-record]
+  --intra / --inter  which comparison (default: both)
+  --runs K           alternate symcoll and Open MPI K times; medians are reported (default 3)
+  -b, -e             size range (default 8 .. 32M, doubling)
+  -r REPEATS         repeats inside each run (symcoll_perf -r; default 5)
+  --out DIR          where the .md files go (default: bench/results in the source tree)
+  --no-record        print the tables only
+Needs tools/symcoll_run, tools/symcoll_perf and bench/mpi_allreduce_peer in the current
+directory (a configured and built build tree) and mpirun on PATH.
+EOF
+}
+
+srcdir=$(cd "$(dirname "$0")/.." && pwd)
+do_intra=0 do_inter=0 runs=3 minb=8 maxb=32M repeats=5 outdir=$srcdir/bench/results record=1
+while [ $# -gt 0 ]; do
+    case $1 in
+    --intra) do_intra=1 ;;
+    --inter) do_inter=1 ;;
+    --runs) runs=$2; shift ;;
+    -b) minb=$2; shift ;;
+    -e) maxb=$2; shift ;;
+    -r) repeats=$2; shift ;;
+    --out) outdir=$2; shift ;;
+    --no-record) record=0 ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage >&2; exit 2 ;;
+    esac
+    shift
+done
+[ $do_intra = 0 ] && [ $do_inter = 0 ] && do_intra=1 do_inter=1
+
+for f in tools/symcoll_run tools/symcoll_perf bench/mpi_allreduce_peer; do
+    if [ ! -x "$f" ]; then
+        echo "$0: $f not found: run this from a build directory after 'make'" >&2
+        exit 2
+    fi
+done
+command -v mpirun >/dev/null 2>&1 || { echo "$0: mpirun not on PATH" >&2; exit 2; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/symcoll-compare.XXXXXX") || exit 2
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+common="-d float64 -o sum -b $minb -e $maxb -r $repeats --csv"
+mpirun_base="mpirun --allow-run-as-root -np 2 --bind-to none"
+status=0
+
+# compare NAME TITLE SYMCOLL_CMD MPI_CMD TARGET_RULE
+compare() {
+    name=$1 title=$2 sym_cmd=$3 mpi_cmd=$4 rule=$5
+    echo "== $title" >&2
+    i=1
+    while [ $i -le "$runs" ]; do
+        # alternate, so drift of a shared machine hits both sides alike
+        echo "   run $i/$runs: symcoll" >&2
+        if ! timeout 900 sh -c "$sym_cmd" >"$tmp/$name.sym.$i.csv" 2>"$tmp/$name.sym.$i.err"; then
+            echo "   symcoll run $i failed:" >&2
+            tail -5 "$tmp/$name.sym.$i.err" >&2
+            status=1
+        fi
+        echo "   run $i/$runs: Open MPI" >&2
+        if ! timeout 900 sh -c "$mpi_cmd" >"$tmp/$name.mpi.$i.csv" 2>"$tmp/$name.mpi.$i.err"; then
+            echo "   Open MPI run $i failed:" >&2
+            tail -5 "$tmp/$name.mpi.$i.err" >&2
+            status=1
+        fi
+        i=$((i + 1))
+    done
+
+    {
+        echo "# $title"
+        echo
+        echo "Recorded by \`bench/compare_host.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC')."
+        echo "Machine: $(nproc) cores, $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1);" \
+             "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)."
+        echo "symcoll commit: $(git -C "$srcdir" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+             "$(git -C "$srcdir" diff --quiet HEAD 2>/dev/null || echo '(with local changes)');" \
+             "$(mpirun --version 2>/dev/null | head -1)."
+        echo
+        echo "Each side ran $runs times, alternating (symcoll, Open MPI, symcoll, ...). In each run a"
+        echo "size is timed as the median over $repeats repeats of the mean time per call (max over"
+        echo "ranks); the table shows, per size, the median over the $runs runs, and the range of the"
+        echo "per-run ratios. Every timed result was checked against a reference reduction"
+        echo "(wrong = wrong elements over all runs, both sides)."
+        echo
+        echo "Commands (from the build directory):"
+        echo
+        echo '```'
+        echo "$sym_cmd"
+        echo "$mpi_cmd"
+        echo '```'
+        echo
+        awk -F, -v runs="$runs" -v rule="$rule" -f - "$tmp"/$name.sym.*.csv "$tmp"/$name.mpi.*.csv <<'EOF'
+function median(a, n,    i, j, t, b) {
+    for (i = 1; i <= n; i++) b[i] = a[i]
+    for (i = 2; i <= n; i++) { t = b[i]; for (j = i - 1; j >= 1 && b[j] > t; j--) b[j + 1] = b[j]; b[j + 1] = t }
+    return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2
+}
+function target(size) {
+    if (rule == "intra") return size <= 2048 ? 1.0 : (size >= 131072 ? 0.5 : 0)
+    return size >= 1048576 ? 0.7 : 1.0
+}
+FNR == 1 { side = (FILENAME ~ /\.sym\./) ? "s" : "m"; run = FILENAME; sub(/\.csv$/, "", run); sub(/.*\./, "", run); next }
+$1 ~ /^[0-9]+$/ && $6 == "out" {
+    size = $1 + 0
+    if (!(size in seen)) { seen[size] = 1; sizes[++nsizes] = size }
+    t[side, size, run + 0] = $7 + 0
+    wrong[size] += $10
+}
+END {
+    printf "| bytes | symcoll µs | Open MPI µs | ratio | ratio range | target | met | wrong |\n"
+    printf "| ---: | ---: | ---: | ---: | ---: | ---: | :---: | ---: |\n"
+    for (i = 1; i <= nsizes; i++) {
+        size = sizes[i]
+        ns = nm = 0; lo = 1e300; hi = 0
+        for (j = 1; j <= runs; j++) {
+            if (("s", size, j) in t) as[++ns] = t["s", size, j]
+            if (("m", size, j) in t) am[++nm] = t["m", size, j]
+            if ((("s", size, j) in t) && (("m", size, j) in t) && t["m", size, j] > 0) {
+                r = t["s", size, j] / t["m", size, j]; if (r < lo) lo = r; if (r > hi) hi = r
+            }
+        }
+        if (!ns || !nm) {
+            printf "| %d | %s | %s | — | — | — | no data | %d |\n", size,
+                ns ? sprintf("%.2f", median(as, ns)) : "missing",
+                nm ? sprintf("%.2f", median(am, nm)) : "missing", wrong[size]
+            missing++
+            continue
+        }
+        ms = median(as, ns); mm = median(am, nm)
+        ratio = mm > 0 ? ms / mm : 0
+        tg = target(size)
+        met = tg == 0 ? "—" : (ratio <= tg ? "yes" : "**no**")
+        if (tg && ratio > tg) misses++
+        if (wrong[size]) bad++
+        printf "| %d | %.2f | %.2f | %.2f | %.2f–%.2f | %s | %s | %d |\n", size, ms, mm, ratio, lo, hi,
+            tg ? sprintf("≤ %.1f×", tg) : "—", met, wrong[size]
+    }
+    printf "\n%d sizes; targets missed at %d; sizes with wrong results: %d; sizes without data: %d.\n",
+        nsizes, misses + 0, bad + 0, missing + 0
+}
+EOF
+    } >"$tmp/$name.md"
+    cat "$tmp/$name.md"
+    if [ $record = 1 ]; then
+        mkdir -p "$outdir" && cp "$tmp/$name.md" "$outdir/$name.md" &&
+            echo "wrote $outdir/$name.md" >&2
+    fi
+    grep -q 'wrong results: 0; sizes without data: 0\.' "$tmp/$name.md" || status=1
+}
+
+if [ $do_intra = 1 ]; then
+    compare host-intra-node "Host all-reduce inside a node: symcoll vs Open MPI (shared memory)" \
+        "tools/symcoll_run -n 2 -t 600 tools/symcoll_perf -m host $common" \
+        "$mpirun_base --mca pml ob1 --mca btl self,vader bench/mpi_allreduce_peer $common" \
+        intra
+fi
+if [ $do_inter = 1 ]; then
+    compare host-inter-node "Host all-reduce across 2 simulated nodes: symcoll over UCX vs Open MPI over TCP loopback" \
+        "tools/symcoll_run -n 2 --nodes 2 -t 600 tools/symcoll_perf -m host $common" \
+        "$mpirun_base --mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo bench/mpi_allreduce_peer $common" \
+        inter
+fi
+exit $status

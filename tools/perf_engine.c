@@ -1,0 +1,774 @@
+/* Benchmark engine shared by symcoll_perf and the MPI peer driver: the same options,
+ * inputs, reference check, timing method and output for every implementation timed. */
+#include "perf_engine.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define PERF_AUTO_BYTES (256UL << 20) /* auto iteration count: about this much data per size */
+#define PERF_AUTO_ITERS_MIN 3
+#define PERF_AUTO_ITERS_MAX 1000
+#define PERF_MAX_EXACT_RANKS 64 /* the inputs are chosen to reduce exactly up to this */
+
+static const struct {
+    const char *name;
+    size_t size;
+} perf_dtypes[SYMCOLL_DTYPE_LAST] = {
+    [SYMCOLL_INT8] = {"int8", 1},        [SYMCOLL_UINT8] = {"uint8", 1},
+    [SYMCOLL_INT32] = {"int32", 4},      [SYMCOLL_UINT32] = {"uint32", 4},
+    [SYMCOLL_INT64] = {"int64", 8},      [SYMCOLL_UINT64] = {"uint64", 8},
+    [SYMCOLL_FLOAT16] = {"float16", 2},  [SYMCOLL_BFLOAT16] = {"bfloat16", 2},
+    [SYMCOLL_FLOAT32] = {"float32", 4},  [SYMCOLL_FLOAT64] = {"float64", 8},
+};
+
+static const char *const perf_ops[SYMCOLL_OP_LAST] = {
+    [SYMCOLL_SUM] = "sum", [SYMCOLL_PROD] = "prod", [SYMCOLL_MIN] = "min",
+    [SYMCOLL_MAX] = "max", [SYMCOLL_AVG] = "avg",
+};
+
+const char *perf_dtype_name(symcoll_dtype_t dtype)
+{
+    return (unsigned)dtype < SYMCOLL_DTYPE_LAST ? perf_dtypes[dtype].name : "?";
+}
+
+size_t perf_dtype_size(symcoll_dtype_t dtype)
+{
+    return (unsigned)dtype < SYMCOLL_DTYPE_LAST ? perf_dtypes[dtype].size : 0;
+}
+
+const char *perf_op_name(symcoll_op_t op)
+{
+    return (unsigned)op < SYMCOLL_OP_LAST ? perf_ops[op] : "?";
+}
+
+int perf_dtype_from_name(const char *s, symcoll_dtype_t *dtype_p)
+{
+    static const struct {
+        const char *alias;
+        symcoll_dtype_t dtype;
+    } aliases[] = {
+        {"float", SYMCOLL_FLOAT32}, {"double", SYMCOLL_FLOAT64}, {"half", SYMCOLL_FLOAT16},
+        {"bf16", SYMCOLL_BFLOAT16}, {"int", SYMCOLL_INT32},      {"uint", SYMCOLL_UINT32},
+        {"fp32", SYMCOLL_FLOAT32},  {"fp64", SYMCOLL_FLOAT64},   {"fp16", SYMCOLL_FLOAT16},
+    };
+    for (int t = 0; t < SYMCOLL_DTYPE_LAST; t++) {
+        if (!strcasecmp(s, perf_dtypes[t].name)) {
+            *dtype_p = (symcoll_dtype_t)t;
+            return 0;
+        }
+    }
+    for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++) {
+        if (!strcasecmp(s, aliases[i].alias)) {
+            *dtype_p = aliases[i].dtype;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int perf_op_from_name(const char *s, symcoll_op_t *op_p)
+{
+    for (int o = 0; o < SYMCOLL_OP_LAST; o++) {
+        if (!strcasecmp(s, perf_ops[o])) {
+            *op_p = (symcoll_op_t)o;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int perf_parse_size(const char *s, size_t *out)
+{
+    char *end;
+    unsigned long long v;
+    unsigned shift = 0;
+
+    if (!*s || *s == '-')
+        return -1;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return -1;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end || (shift && v > (SIZE_MAX >> shift)))
+        return -1;
+    *out = (size_t)(v << shift);
+    return 0;
+}
+
+static int parse_long(const char *s, long min, long *out)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < min)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static void perf_usage(FILE *f, const char *prog, const perf_extra_opts_t *extra)
+{
+    fprintf(f,
+            "usage: %s [options]\n"
+            "  -b MINBYTES   smallest message size (default 8; K, M, G suffixes)\n"
+            "  -e MAXBYTES   largest message size (default 64M)\n"
+            "  -f FACTOR     size multiplier between steps (default 2)\n"
+            "  -d TYPE       int8 uint8 int32 uint32 int64 uint64 float16 bfloat16 float32\n"
+            "                float64 (default float32, as nccl-tests)\n"
+            "  -o OP         sum prod min max avg (default sum)\n"
+            "  -n ITERS      timed calls per repeat (default auto: about 256 MiB moved per\n"
+            "                size, between 3 and 1000 calls)\n"
+            "  -w WARMUP     untimed calls before the repeats (default auto: ITERS/10, 2..20)\n"
+            "  -r REPEATS    timed repeats; the time reported is their median (default 5)\n"
+            "  --inplace     also run in place (rows with placement 'in'); out of place\n"
+            "                always runs\n"
+            "  --csv         print CSV: size,count,type,redop,algo,placement,time_us,\n"
+            "                algbw_GBs,busbw_GBs,wrong\n"
+            "%s"
+            "  -h, --help    this text\n"
+            "Timing: out of place, every rank starts a repeat together (barrier) and runs\n"
+            "ITERS calls back to back, rotating between two input buffers; in place, every\n"
+            "call restores its input (untimed), passes a barrier and is timed alone. The\n"
+            "per-call mean of a repeat is taken as the maximum over ranks; time_us is the\n"
+            "median over repeats. algbw = size / time, busbw = algbw * 2(n-1)/n (GB/s, 1e9).\n"
+            "Checking: inputs are exact small integers from (rank, index, seed) with a fresh\n"
+            "seed every repeat (out of place: a different one for each input buffer); the\n"
+            "result of the last call of every repeat is compared bitwise with a reference\n"
+            "reduction computed locally. wrong = wrong elements summed over ranks and repeats.\n"
+            "Exit status: 0 all right, 1 a wrong result, 2 a failed call or bad option.\n",
+            prog, extra && extra->usage ? extra->usage : "");
+}
+
+int perf_parse_args(int argc, char **argv, const char *prog, perf_opts_t *opts,
+                    const perf_extra_opts_t *extra)
+{
+    enum { OPT_INPLACE = 256, OPT_CSV, OPT_HELP };
+    static const struct option base_long[] = {
+        {"inplace", no_argument, NULL, OPT_INPLACE},
+        {"csv", no_argument, NULL, OPT_CSV},
+        {"help", no_argument, NULL, OPT_HELP},
+    };
+    const size_t nbase = sizeof(base_long) / sizeof(base_long[0]);
+    struct option longopts[32];
+    char shortopts[64] = "b:e:f:d:o:n:w:r:h";
+    size_t nlong = 0;
+    long v;
+    int c;
+
+    memset(opts, 0, sizeof(*opts));
+    opts->minbytes = 8;
+    opts->maxbytes = 64UL << 20;
+    opts->factor = 2;
+    opts->dtype = SYMCOLL_FLOAT32;
+    opts->op = SYMCOLL_SUM;
+    opts->iters = 0;
+    opts->warmup = -1;
+    opts->repeats = 5;
+    opts->algo = "auto";
+
+    for (size_t i = 0; i < nbase; i++)
+        longopts[nlong++] = base_long[i];
+    if (extra) {
+        if (extra->shortopts)
+            strncat(shortopts, extra->shortopts, sizeof(shortopts) - strlen(shortopts) - 1);
+        for (const struct option *lo = extra->longopts; lo && lo->name && nlong < 31; lo++)
+            longopts[nlong++] = *lo;
+    }
+    memset(&longopts[nlong], 0, sizeof(longopts[0]));
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            if (perf_parse_size(optarg, &opts->minbytes))
+                goto bad;
+            break;
+        case 'e':
+            if (perf_parse_size(optarg, &opts->maxbytes))
+                goto bad;
+            break;
+        case 'f':
+            if (parse_long(optarg, 2, &v))
+                goto bad;
+            opts->factor = (unsigned long)v;
+            break;
+        case 'd':
+            if (perf_dtype_from_name(optarg, &opts->dtype))
+                goto bad;
+            break;
+        case 'o':
+            if (perf_op_from_name(optarg, &opts->op))
+                goto bad;
+            break;
+        case 'n':
+            if (parse_long(optarg, 1, &opts->iters))
+                goto bad;
+            break;
+        case 'w':
+            if (parse_long(optarg, 0, &opts->warmup))
+                goto bad;
+            break;
+        case 'r':
+            if (parse_long(optarg, 1, &opts->repeats))
+                goto bad;
+            break;
+        case OPT_INPLACE: opts->inplace = 1; break;
+        case OPT_CSV: opts->csv = 1; break;
+        case 'h':
+        case OPT_HELP: perf_usage(stdout, prog, extra); return 1;
+        case '?': perf_usage(stderr, prog, extra); return -1;
+        default:
+            if (extra && extra->handle && !extra->handle(c, optarg, extra->ctx))
+                break;
+            goto bad;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[optind]);
+        return -1;
+    }
+    if (opts->minbytes > opts->maxbytes) {
+        fprintf(stderr, "%s: -b %zu is larger than -e %zu\n", prog, opts->minbytes,
+                opts->maxbytes);
+        return -1;
+    }
+    return 0;
+bad:
+    fprintf(stderr, "%s: bad value '%s' for option -%c (see --help)\n", prog,
+            optarg ? optarg : "", c < 256 ? c : '-');
+    return -1;
+}
+
+/* ---- inputs and reference --------------------------------------------------------- */
+
+static inline uint64_t perf_mix(uint64_t x)
+{
+    x ^= x >> 31;
+    x *= 0x7fb5d329728ea185ULL;
+    x ^= x >> 27;
+    x *= 0x81dadef4bc2dd44dULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static inline uint64_t perf_hash(size_t index, uint64_t seed, uint64_t salt)
+{
+    return perf_mix((uint64_t)index + 0x9e3779b97f4a7c15ULL * (seed * 0x10001ULL + salt + 1));
+}
+
+static int perf_is_unsigned(symcoll_dtype_t t)
+{
+    return t == SYMCOLL_UINT8 || t == SYMCOLL_UINT32 || t == SYMCOLL_UINT64;
+}
+
+static int perf_is_float(symcoll_dtype_t t)
+{
+    return t == SYMCOLL_FLOAT16 || t == SYMCOLL_BFLOAT16 || t == SYMCOLL_FLOAT32 ||
+           t == SYMCOLL_FLOAT64;
+}
+
+/* Largest magnitude of one input: every partial sum of 64 ranks stays exact (bfloat16
+ * holds integers to 256, float16 to 2048) and inside the type (int8 to 127). */
+static int64_t perf_input_bound(symcoll_dtype_t t)
+{
+    switch (t) {
+    case SYMCOLL_INT8: return 1;
+    case SYMCOLL_UINT8:
+    case SYMCOLL_BFLOAT16: return 2;
+    case SYMCOLL_FLOAT16: return 15;
+    default: return 1000;
+    }
+}
+
+/* Rank r's value before the avg adjustment: uniform in [-B, B] ([0, B] if unsigned). */
+static inline int64_t perf_base_value(symcoll_dtype_t t, int r, size_t index, uint64_t seed)
+{
+    int64_t b = perf_input_bound(t);
+    uint64_t h = perf_hash(index, seed, (uint64_t)r + 1);
+    if (perf_is_unsigned(t))
+        return (int64_t)(h % (uint64_t)(b + 1));
+    return (int64_t)(h % (uint64_t)(2 * b + 1)) - b;
+}
+
+int64_t perf_input_value(symcoll_dtype_t t, symcoll_op_t op, int r, int n, size_t index,
+                         uint64_t seed)
+{
+    if (op == SYMCOLL_PROD) {
+        /* one rank contributes 2 or 3, maybe another -1, the rest 1: the product is
+         * exact everywhere and every rank's input matters */
+        uint64_t h = perf_hash(index, seed, 0);
+        int d = (int)(h % (uint64_t)n);
+        if (r == d)
+            return 2 + (int64_t)((h >> 40) & 1);
+        if (!perf_is_unsigned(t) && n > 1 && r == (d + 1) % n && ((h >> 41) & 1))
+            return -1;
+        return 1;
+    }
+    if (op == SYMCOLL_AVG && r == n - 1) {
+        /* the last rank lifts the sum to a multiple of n, so avg is exact whatever
+         * the rounding or truncation rule */
+        int64_t s = 0;
+        for (int q = 0; q < n; q++)
+            s += perf_base_value(t, q, index, seed);
+        int64_t m = ((s % n) + n) % n;
+        return perf_base_value(t, r, index, seed) + (m ? n - m : 0);
+    }
+    return perf_base_value(t, r, index, seed);
+}
+
+static int64_t perf_reference(symcoll_dtype_t t, symcoll_op_t op, int n, size_t index,
+                              uint64_t seed)
+{
+    int64_t acc = perf_input_value(t, op, 0, n, index, seed);
+    for (int r = 1; r < n; r++) {
+        int64_t v = perf_input_value(t, op, r, n, index, seed);
+        switch (op) {
+        case SYMCOLL_SUM:
+        case SYMCOLL_AVG: acc += v; break;
+        case SYMCOLL_PROD: acc *= v; break;
+        case SYMCOLL_MIN: acc = v < acc ? v : acc; break;
+        case SYMCOLL_MAX: acc = v > acc ? v : acc; break;
+        default: break;
+        }
+    }
+    if (op == SYMCOLL_AVG)
+        acc /= n;
+    return acc;
+}
+
+static uint16_t perf_f32_to_f16(float f)
+{
+    uint32_t x, sign, mant, h, rem;
+    int32_t exp;
+
+    memcpy(&x, &f, 4);
+    sign = (x >> 16) & 0x8000u;
+    exp = (int32_t)((x >> 23) & 0xffu) - 127 + 15;
+    mant = x & 0x7fffffu;
+    if (((x >> 23) & 0xffu) == 0xffu)
+        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
+    if (exp >= 31)
+        return (uint16_t)(sign | 0x7c00u);
+    if (exp <= 0) {
+        uint32_t shift;
+        if (exp < -10)
+            return (uint16_t)sign;
+        mant |= 0x800000u;
+        shift = (uint32_t)(14 - exp);
+        h = mant >> shift;
+        rem = mant & ((1u << shift) - 1);
+        if (rem > (1u << (shift - 1)) || (rem == (1u << (shift - 1)) && (h & 1)))
+            h++;
+        return (uint16_t)(sign | h);
+    }
+    h = sign | ((uint32_t)exp << 10) | (mant >> 13);
+    rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1)))
+        h++;
+    return (uint16_t)h;
+}
+
+static float perf_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+    uint32_t x;
+    float f;
+
+    if (exp == 0x1f) {
+        x = sign | 0x7f800000u | (mant << 13);
+    } else if (exp == 0) {
+        f = (float)mant / 16777216.0f; /* subnormal: mant * 2^-24 */
+        return sign ? -f : f;
+    } else {
+        x = sign | ((exp + 112) << 23) | (mant << 13);
+    }
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+static uint16_t perf_f32_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40u);
+    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+static float perf_bf16_to_f32(uint16_t b)
+{
+    uint32_t x = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+static void perf_store(void *buf, size_t i, symcoll_dtype_t t, int64_t v)
+{
+    switch (t) {
+    case SYMCOLL_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
+    case SYMCOLL_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    case SYMCOLL_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
+    case SYMCOLL_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
+    case SYMCOLL_INT64: ((int64_t *)buf)[i] = v; break;
+    case SYMCOLL_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
+    case SYMCOLL_FLOAT16: ((uint16_t *)buf)[i] = perf_f32_to_f16((float)v); break;
+    case SYMCOLL_BFLOAT16: ((uint16_t *)buf)[i] = perf_f32_to_bf16((float)v); break;
+    case SYMCOLL_FLOAT32: ((float *)buf)[i] = (float)v; break;
+    case SYMCOLL_FLOAT64: ((double *)buf)[i] = (double)v; break;
+    default: break;
+    }
+}
+
+static double perf_load(const void *buf, size_t i, symcoll_dtype_t t)
+{
+    switch (t) {
+    case SYMCOLL_INT8: return ((const int8_t *)buf)[i];
+    case SYMCOLL_UINT8: return ((const uint8_t *)buf)[i];
+    case SYMCOLL_INT32: return ((const int32_t *)buf)[i];
+    case SYMCOLL_UINT32: return ((const uint32_t *)buf)[i];
+    case SYMCOLL_INT64: return (double)((const int64_t *)buf)[i];
+    case SYMCOLL_UINT64: return (double)((const uint64_t *)buf)[i];
+    case SYMCOLL_FLOAT16: return perf_f16_to_f32(((const uint16_t *)buf)[i]);
+    case SYMCOLL_BFLOAT16: return perf_bf16_to_f32(((const uint16_t *)buf)[i]);
+    case SYMCOLL_FLOAT32: return ((const float *)buf)[i];
+    case SYMCOLL_FLOAT64: return ((const double *)buf)[i];
+    default: return 0;
+    }
+}
+
+void perf_fill(void *buf, size_t count, symcoll_dtype_t t, symcoll_op_t op, int rank,
+               int nranks, uint64_t seed)
+{
+    for (size_t i = 0; i < count; i++)
+        perf_store(buf, i, t,
+                   rank < 0 ? perf_reference(t, op, nranks, i, seed)
+                            : perf_input_value(t, op, rank, nranks, i, seed));
+}
+
+size_t perf_check(const void *buf, size_t count, symcoll_dtype_t t, symcoll_op_t op, int rank,
+                  int nranks, uint64_t seed, const char *what)
+{
+    const size_t es = perf_dtype_size(t);
+    const int is_float = perf_is_float(t);
+    size_t wrong = 0, first = 0;
+    uint64_t want = 0, sign = es == 8 ? 0x8000000000000000ULL : 1ULL << (8 * es - 1);
+
+    for (size_t i = 0; i < count; i++) {
+        uint64_t got = 0;
+        want = 0;
+        perf_store(&want, 0, t, perf_reference(t, op, nranks, i, seed));
+        memcpy(&got, (const char *)buf + i * es, es);
+        if (got == want || (is_float && !((got | want) & ~sign)))
+            continue;
+        if (!wrong++)
+            first = i;
+    }
+    if (wrong) {
+        uint64_t w = 0;
+        perf_store(&w, 0, t, perf_reference(t, op, nranks, first, seed));
+        fprintf(stderr,
+                "%s: rank %d: %zu of %zu elements wrong; first at index %zu: got %.9g, "
+                "expected %.9g\n",
+                what, rank, wrong, count, first, perf_load(buf, first, t), perf_load(&w, 0, t));
+    }
+    return wrong;
+}
+
+/* ---- timing loop -------------------------------------------------------------------- */
+
+typedef struct perf_state {
+    const perf_opts_t *o;
+    perf_backend_t *be;
+    void *in[2]; /* out-of-place inputs, rotated every call */
+    void *out;
+    void *stage; /* host copy for fill and check when buffers are device memory */
+    uint64_t seed;
+    size_t esize;
+} perf_state_t;
+
+#define PERF_CALL(st, what, expr)                                                          \
+    do {                                                                                   \
+        int rc_ = (expr);                                                                  \
+        if (rc_) {                                                                         \
+            fprintf(stderr, "rank %d: %s failed: %s\n", (st)->be->rank, (what),            \
+                    (st)->be->strerror((st)->be->ctx, rc_));                               \
+            return -1;                                                                     \
+        }                                                                                  \
+    } while (0)
+
+static int perf_fill_buf(perf_state_t *st, void *buf, size_t count, uint64_t seed)
+{
+    perf_backend_t *be = st->be;
+    void *host = be->device_mem ? st->stage : buf;
+
+    perf_fill(host, count, st->o->dtype, st->o->op, be->rank, be->nranks, seed);
+    if (be->device_mem && count)
+        PERF_CALL(st, "upload", be->upload(be->ctx, buf, host, count * st->esize));
+    return 0;
+}
+
+static int perf_poison(perf_state_t *st, void *buf, size_t count)
+{
+    perf_backend_t *be = st->be;
+    void *host = be->device_mem ? st->stage : buf;
+
+    memset(host, 0xa5, count * st->esize);
+    if (be->device_mem && count)
+        PERF_CALL(st, "upload", be->upload(be->ctx, buf, host, count * st->esize));
+    return 0;
+}
+
+static int perf_check_buf(perf_state_t *st, const void *buf, size_t count, uint64_t seed,
+                          const char *placement, size_t *wrong_p)
+{
+    perf_backend_t *be = st->be;
+    const void *host = buf;
+    char what[96];
+
+    if (be->device_mem && count) {
+        PERF_CALL(st, "download", be->download(be->ctx, st->stage, buf, count * st->esize));
+        host = st->stage;
+    }
+    snprintf(what, sizeof(what), "size %zu %s", count * st->esize, placement);
+    *wrong_p = perf_check(host, count, st->o->dtype, st->o->op, be->rank, be->nranks, seed,
+                          what);
+    return 0;
+}
+
+static int perf_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* One size and placement: warm-up, repeats, check. Writes the median time (seconds,
+ * max over ranks) and the wrong count (summed over ranks and repeats). */
+static int perf_measure(perf_state_t *st, size_t count, int inplace, double *time_p,
+                        uint64_t *wrong_p)
+{
+    const perf_opts_t *o = st->o;
+    perf_backend_t *be = st->be;
+    const size_t bytes = count * st->esize;
+    long iters = o->iters, warmup = o->warmup;
+    double *times, t, sum;
+    uint64_t wrong_total = 0;
+
+    if (!iters) {
+        iters = (long)(PERF_AUTO_BYTES / (bytes ? bytes : 1));
+        iters = iters < PERF_AUTO_ITERS_MIN ? PERF_AUTO_ITERS_MIN
+                : iters > PERF_AUTO_ITERS_MAX ? PERF_AUTO_ITERS_MAX : iters;
+    }
+    if (warmup < 0) {
+        warmup = iters / 10;
+        warmup = warmup < 2 ? 2 : warmup > 20 ? 20 : warmup;
+    }
+    times = calloc((size_t)o->repeats, sizeof(*times));
+    if (!times) {
+        fprintf(stderr, "rank %d: out of memory\n", be->rank);
+        return -1;
+    }
+
+#define MEASURE_CALL(what, expr)                                                           \
+    do {                                                                                   \
+        int rc_ = (expr);                                                                  \
+        if (rc_) {                                                                         \
+            fprintf(stderr, "rank %d: %s (size %zu, %s) failed: %s\n", be->rank, (what),   \
+                    bytes, inplace ? "in" : "out", be->strerror(be->ctx, rc_));            \
+            free(times);                                                                   \
+            return -1;                                                                     \
+        }                                                                                  \
+    } while (0)
+
+    if (inplace) {
+        for (long w = 0; w < warmup; w++) {
+            if (perf_fill_buf(st, st->out, count, ++st->seed))
+                goto err;
+            MEASURE_CALL("allreduce", be->allreduce(be->ctx, st->out, st->out, count, o->dtype,
+                                                    o->op));
+        }
+    } else {
+        if (perf_fill_buf(st, st->in[0], count, ++st->seed))
+            goto err;
+        for (long w = 0; w < warmup; w++)
+            MEASURE_CALL("allreduce", be->allreduce(be->ctx, st->in[0], st->out, count,
+                                                    o->dtype, o->op));
+    }
+
+    for (long r = 0; r < o->repeats; r++) {
+        uint64_t seed_last, wrong = 0;
+        size_t wrong_local = 0;
+
+        if (inplace) {
+            sum = 0;
+            for (long it = 0; it < iters; it++) {
+                if (perf_fill_buf(st, st->out, count, ++st->seed))
+                    goto err;
+                MEASURE_CALL("barrier", be->barrier(be->ctx));
+                MEASURE_CALL("timer", be->timer_start(be->ctx));
+                MEASURE_CALL("allreduce", be->allreduce(be->ctx, st->out, st->out, count,
+                                                        o->dtype, o->op));
+                MEASURE_CALL("timer", be->timer_stop(be->ctx, &t));
+                sum += t;
+            }
+            seed_last = st->seed;
+        } else {
+            uint64_t seeds[2];
+            seeds[0] = ++st->seed;
+            seeds[1] = ++st->seed;
+            if (perf_fill_buf(st, st->in[0], count, seeds[0]) ||
+                perf_fill_buf(st, st->in[1], count, seeds[1]) ||
+                perf_poison(st, st->out, count))
+                goto err;
+            MEASURE_CALL("barrier", be->barrier(be->ctx));
+            MEASURE_CALL("timer", be->timer_start(be->ctx));
+            for (long it = 0; it < iters; it++)
+                MEASURE_CALL("allreduce", be->allreduce(be->ctx, st->in[it & 1], st->out, count,
+                                                        o->dtype, o->op));
+            MEASURE_CALL("timer", be->timer_stop(be->ctx, &sum));
+            seed_last = seeds[(iters - 1) & 1];
+        }
+        if (perf_check_buf(st, st->out, count, seed_last, inplace ? "in" : "out",
+                           &wrong_local))
+            goto err;
+        times[r] = sum / (double)iters;
+        wrong = wrong_local;
+        MEASURE_CALL("max over ranks", be->max_double(be->ctx, &times[r]));
+        MEASURE_CALL("sum over ranks", be->sum_u64(be->ctx, &wrong));
+        wrong_total += wrong;
+    }
+#undef MEASURE_CALL
+
+    qsort(times, (size_t)o->repeats, sizeof(*times), perf_cmp_double);
+    *time_p = o->repeats % 2 ? times[o->repeats / 2]
+                             : 0.5 * (times[o->repeats / 2 - 1] + times[o->repeats / 2]);
+    *wrong_p = wrong_total;
+    free(times);
+    return 0;
+err:
+    free(times);
+    return -1;
+}
+
+static void perf_print_header(const perf_opts_t *o, const perf_backend_t *be)
+{
+    if (o->csv) {
+        printf("size,count,type,redop,algo,placement,time_us,algbw_GBs,busbw_GBs,wrong\n");
+    } else {
+        printf("# %s\n", o->banner ? o->banner : "");
+        char iters[32] = "auto", warmup[32] = "auto";
+        if (o->iters)
+            snprintf(iters, sizeof(iters), "%ld", o->iters);
+        if (o->warmup >= 0)
+            snprintf(warmup, sizeof(warmup), "%ld", o->warmup);
+        printf("# ranks %d, type %s, op %s, algo %s, sizes %zu..%zu x%lu, iters %s, "
+               "warmup %s, repeats %ld\n",
+               be->nranks, perf_dtype_name(o->dtype), perf_op_name(o->op), o->algo,
+               o->minbytes, o->maxbytes, o->factor, iters, warmup, o->repeats);
+        printf("# time_us: median over repeats of the per-call mean, max over ranks\n");
+        printf("#%11s %12s %9s %6s %10s %5s %12s %10s %10s %7s\n", "size", "count", "type",
+               "redop", "algo", "place", "time_us", "algbw_GBs", "busbw_GBs", "#wrong");
+    }
+    fflush(stdout);
+}
+
+static void perf_print_row(const perf_opts_t *o, const perf_backend_t *be, size_t bytes,
+                           size_t count, int inplace, double sec, uint64_t wrong)
+{
+    double algbw = sec > 0 ? (double)bytes / sec / 1e9 : 0;
+    double busbw = be->nranks > 1 ? algbw * 2.0 * (be->nranks - 1) / be->nranks : 0;
+
+    if (o->csv)
+        printf("%zu,%zu,%s,%s,%s,%s,%.3f,%.4f,%.4f,%" PRIu64 "\n", bytes, count,
+               perf_dtype_name(o->dtype), perf_op_name(o->op), o->algo, inplace ? "in" : "out",
+               sec * 1e6, algbw, busbw, wrong);
+    else
+        printf(" %11zu %12zu %9s %6s %10s %5s %12.2f %10.3f %10.3f %7" PRIu64 "\n", bytes,
+               count, perf_dtype_name(o->dtype), perf_op_name(o->op), o->algo,
+               inplace ? "in" : "out", sec * 1e6, algbw, busbw, wrong);
+    fflush(stdout);
+}
+
+int perf_run(const perf_opts_t *o, perf_backend_t *be)
+{
+    perf_state_t st = {.o = o, .be = be, .esize = perf_dtype_size(o->dtype)};
+    size_t maxcount = o->maxbytes / st.esize, allocbytes = (maxcount ? maxcount : 1) * st.esize;
+    int result = 0;
+
+    if (!be->supports(be->ctx, o->dtype, o->op)) {
+        if (be->rank == 0)
+            fprintf(stderr, "%s %s is not supported by this implementation\n",
+                    perf_dtype_name(o->dtype), perf_op_name(o->op));
+        return 2;
+    }
+    if (be->nranks > PERF_MAX_EXACT_RANKS && be->rank == 0)
+        fprintf(stderr, "warning: inputs are exact only up to %d ranks; wrong counts above "
+                        "that may be rounding\n", PERF_MAX_EXACT_RANKS);
+    /* a fixed starting seed per process: every rank draws the same sequence */
+    st.seed = 0x5eed;
+    for (int b = 0; b < 2; b++) {
+        if (be->alloc(be->ctx, allocbytes, &st.in[b])) {
+            fprintf(stderr, "rank %d: cannot allocate %zu bytes\n", be->rank, allocbytes);
+            result = 2;
+            goto out;
+        }
+    }
+    if (be->alloc(be->ctx, allocbytes, &st.out)) {
+        fprintf(stderr, "rank %d: cannot allocate %zu bytes\n", be->rank, allocbytes);
+        result = 2;
+        goto out;
+    }
+    if (be->device_mem && !(st.stage = malloc(allocbytes))) {
+        fprintf(stderr, "rank %d: cannot allocate %zu bytes\n", be->rank, allocbytes);
+        result = 2;
+        goto out;
+    }
+    if (be->rank == 0)
+        perf_print_header(o, be);
+
+    for (size_t size = o->minbytes;;) {
+        size_t count = size / st.esize, bytes = count * st.esize, next;
+        for (int inplace = 0; inplace <= o->inplace; inplace++) {
+            double sec;
+            uint64_t wrong;
+            if (perf_measure(&st, count, inplace, &sec, &wrong)) {
+                result = 2;
+                if (be->abort)
+                    be->abort(be->ctx);
+                goto out;
+            }
+            if (wrong && result == 0)
+                result = 1;
+            if (be->rank == 0)
+                perf_print_row(o, be, bytes, count, inplace, sec, wrong);
+        }
+        if (size >= o->maxbytes)
+            break;
+        next = size ? size * o->factor : st.esize;
+        if (next > o->maxbytes || (size && next / o->factor != size))
+            break;
+        size = next;
+    }
+out:
+    if (st.out)
+        be->free(be->ctx, st.out);
+    for (int b = 1; b >= 0; b--)
+        if (st.in[b])
+            be->free(be->ctx, st.in[b]);
+    free(st.stage);
+    return result;
+}

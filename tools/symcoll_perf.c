@@ -1,0 +1,357 @@
+/* symcoll_perf: all-reduce benchmark in the style of nccl-tests, run under symcoll_run
+ * (or any launcher that sets SYMCOLL_RANK/NRANKS/ADDR or the Open MPI, PMI, Slurm ones). */
+#include "symcoll_config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+#include "symcoll.h"
+#include "perf_engine.h"
+
+/* CUDA errors are returned as PERF_CUDA_RC + cudaError_t, symcoll ones as their status */
+#define PERF_CUDA_RC 100000
+
+typedef struct sp_ctx {
+    symcoll_comm_h comm;
+    symcoll_mem_type_t mem;
+    int pool;        /* buffers from symcoll_mem_alloc */
+    const char *mem_name;
+    const char *algo;
+    double t0;
+#ifdef HAVE_CUDA
+    cudaStream_t stream;
+    cudaEvent_t ev_start, ev_stop;
+#endif
+} sp_ctx_t;
+
+static double sp_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void *sp_stream(sp_ctx_t *c)
+{
+#ifdef HAVE_CUDA
+    if (c->mem == SYMCOLL_MEM_CUDA)
+        return c->stream;
+#endif
+    (void)c;
+    return NULL;
+}
+
+static const char *sp_strerror(void *ctx, int rc)
+{
+    (void)ctx;
+#ifdef HAVE_CUDA
+    if (rc >= PERF_CUDA_RC)
+        return cudaGetErrorString((cudaError_t)(rc - PERF_CUDA_RC));
+#endif
+    if (rc > 0)
+        return "host allocation failed";
+    return symcoll_status_string((symcoll_status_t)rc);
+}
+
+static int sp_supports(void *ctx, symcoll_dtype_t dtype, symcoll_op_t op)
+{
+    (void)ctx;
+    return (unsigned)dtype < SYMCOLL_DTYPE_LAST && (unsigned)op < SYMCOLL_OP_LAST;
+}
+
+static int sp_alloc(void *ctx, size_t bytes, void **ptr_p)
+{
+    sp_ctx_t *c = ctx;
+
+    if (c->pool)
+        return symcoll_mem_alloc(c->comm, bytes, c->mem, ptr_p);
+#ifdef HAVE_CUDA
+    if (c->mem == SYMCOLL_MEM_CUDA) {
+        cudaError_t e = cudaMalloc(ptr_p, bytes);
+        return e == cudaSuccess ? 0 : PERF_CUDA_RC + (int)e;
+    }
+#endif
+    /* page-aligned, as a real application's large buffers usually are */
+    return posix_memalign(ptr_p, 4096, bytes) ? 1 : 0;
+}
+
+static void sp_free(void *ctx, void *ptr)
+{
+    sp_ctx_t *c = ctx;
+
+    if (c->pool) {
+        symcoll_status_t s = symcoll_mem_free(c->comm, ptr);
+        if (s != SYMCOLL_OK)
+            fprintf(stderr, "symcoll_mem_free: %s\n", symcoll_status_string(s));
+        return;
+    }
+#ifdef HAVE_CUDA
+    if (c->mem == SYMCOLL_MEM_CUDA) {
+        cudaFree(ptr);
+        return;
+    }
+#endif
+    free(ptr);
+}
+
+#ifdef HAVE_CUDA
+static int sp_copy(sp_ctx_t *c, void *dst, const void *src, size_t bytes, enum cudaMemcpyKind k)
+{
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, k, c->stream);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(c->stream);
+    return e == cudaSuccess ? 0 : PERF_CUDA_RC + (int)e;
+}
+#endif
+
+static int sp_upload(void *ctx, void *dst, const void *src, size_t bytes)
+{
+#ifdef HAVE_CUDA
+    return sp_copy(ctx, dst, src, bytes, cudaMemcpyHostToDevice);
+#else
+    (void)ctx, (void)dst, (void)src, (void)bytes;
+    return SYMCOLL_ERR_UNSUPPORTED;
+#endif
+}
+
+static int sp_download(void *ctx, void *dst, const void *src, size_t bytes)
+{
+#ifdef HAVE_CUDA
+    return sp_copy(ctx, dst, src, bytes, cudaMemcpyDeviceToHost);
+#else
+    (void)ctx, (void)dst, (void)src, (void)bytes;
+    return SYMCOLL_ERR_UNSUPPORTED;
+#endif
+}
+
+static int sp_allreduce(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                        symcoll_dtype_t dtype, symcoll_op_t op)
+{
+    sp_ctx_t *c = ctx;
+    return symcoll_allreduce(sendbuf, recvbuf, count, dtype, op, c->comm, sp_stream(c));
+}
+
+/* The library has no barrier: an all-reduce of one word is one, since no rank can
+ * leave it before every rank has entered. */
+static int sp_barrier(void *ctx)
+{
+    sp_ctx_t *c = ctx;
+    int32_t word = 1;
+    return symcoll_allreduce(&word, &word, 1, SYMCOLL_INT32, SYMCOLL_SUM, c->comm, NULL);
+}
+
+static int sp_max_double(void *ctx, double *v)
+{
+    sp_ctx_t *c = ctx;
+    return symcoll_allreduce(v, v, 1, SYMCOLL_FLOAT64, SYMCOLL_MAX, c->comm, NULL);
+}
+
+static int sp_sum_u64(void *ctx, uint64_t *v)
+{
+    sp_ctx_t *c = ctx;
+    return symcoll_allreduce(v, v, 1, SYMCOLL_UINT64, SYMCOLL_SUM, c->comm, NULL);
+}
+
+static int sp_timer_start(void *ctx)
+{
+    sp_ctx_t *c = ctx;
+#ifdef HAVE_CUDA
+    if (c->mem == SYMCOLL_MEM_CUDA) {
+        cudaError_t e = cudaEventRecord(c->ev_start, c->stream);
+        return e == cudaSuccess ? 0 : PERF_CUDA_RC + (int)e;
+    }
+#endif
+    c->t0 = sp_now();
+    return 0;
+}
+
+static int sp_timer_stop(void *ctx, double *sec_p)
+{
+    sp_ctx_t *c = ctx;
+#ifdef HAVE_CUDA
+    if (c->mem == SYMCOLL_MEM_CUDA) {
+        float ms = 0;
+        cudaError_t e = cudaEventRecord(c->ev_stop, c->stream);
+        if (e == cudaSuccess)
+            e = cudaEventSynchronize(c->ev_stop);
+        if (e == cudaSuccess)
+            e = cudaEventElapsedTime(&ms, c->ev_start, c->ev_stop);
+        *sec_p = 1e-3 * ms;
+        return e == cudaSuccess ? 0 : PERF_CUDA_RC + (int)e;
+    }
+#endif
+    *sec_p = sp_now() - c->t0;
+    return 0;
+}
+
+static void sp_abort(void *ctx)
+{
+    sp_ctx_t *c = ctx;
+    symcoll_comm_abort(c->comm);
+}
+
+static int sp_handle_opt(int opt, const char *arg, void *ctx)
+{
+    sp_ctx_t *c = ctx;
+
+    switch (opt) {
+    case 'm':
+        if (!strcmp(arg, "host")) {
+            c->mem = SYMCOLL_MEM_HOST;
+        } else if (!strcmp(arg, "cuda")) {
+            c->mem = SYMCOLL_MEM_CUDA;
+        } else {
+            return -1;
+        }
+        c->mem_name = arg;
+        return 0;
+    case 'a':
+        if (!*arg)
+            return -1;
+        c->algo = arg;
+        return 0;
+    case 'P':
+        c->pool = 1;
+        return 0;
+    default: return -1;
+    }
+}
+
+#ifdef HAVE_CUDA
+/* One GPU per rank: the rank on this node if the launcher says it, else the global rank,
+ * modulo the devices visible. */
+static int sp_cuda_setup(sp_ctx_t *c, int *device_p)
+{
+    const char *vars[] = {"SYMCOLL_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                          "MPI_LOCALRANKID", "SLURM_LOCALID", "SYMCOLL_RANK"};
+    int ndev = 0, dev = 0;
+    cudaError_t e = cudaGetDeviceCount(&ndev);
+
+    if (e != cudaSuccess || ndev == 0) {
+        fprintf(stderr, "symcoll_perf: no CUDA device: %s\n",
+                e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) {
+            dev = atoi(v) % ndev;
+            break;
+        }
+    }
+    if ((e = cudaSetDevice(dev)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaEventCreate(&c->ev_start)) != cudaSuccess ||
+        (e = cudaEventCreate(&c->ev_stop)) != cudaSuccess) {
+        fprintf(stderr, "symcoll_perf: CUDA setup on device %d failed: %s\n", dev,
+                cudaGetErrorString(e));
+        return -1;
+    }
+    *device_p = dev;
+    return 0;
+}
+#endif
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"pool", no_argument, NULL, 'P'},
+        {"mem", required_argument, NULL, 'm'},
+        {"algo", required_argument, NULL, 'a'},
+        {NULL, 0, NULL, 0},
+    };
+    sp_ctx_t c = {.mem = SYMCOLL_MEM_HOST, .mem_name = "host", .algo = "auto"};
+    perf_extra_opts_t extra = {
+        .shortopts = "m:a:",
+        .longopts = longopts,
+        .handle = sp_handle_opt,
+        .ctx = &c,
+        .usage = "  -m MEM        host or cuda: where the buffers live (default host)\n"
+                 "  -a ALGO       force an algorithm (sets SYMCOLL_ALGO before the\n"
+                 "                communicator is created; default auto, the library chooses)\n"
+                 "  --pool        use buffers from symcoll_mem_alloc (no staging copy)\n",
+    };
+    symcoll_comm_params_t params = {0};
+    perf_backend_t be = {0};
+    perf_opts_t opts;
+    symcoll_status_t s;
+    char banner[256];
+    int rc;
+
+    rc = perf_parse_args(argc, argv, "symcoll_perf", &opts, &extra);
+    if (rc)
+        return rc > 0 ? 0 : 2;
+
+    if (c.mem == SYMCOLL_MEM_CUDA) {
+#ifdef HAVE_CUDA
+        int dev;
+        if (sp_cuda_setup(&c, &dev))
+            return 2;
+        params.field_mask |= SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE;
+        params.cuda_device = dev;
+#else
+        fprintf(stderr, "symcoll_perf: -m cuda: cuda not built (configure found no CUDA "
+                        "toolkit)\n");
+        return 2;
+#endif
+    }
+    /* the library reads its configuration once, at communicator creation */
+    if (strcmp(c.algo, "auto") && setenv("SYMCOLL_ALGO", c.algo, 1)) {
+        perror("setenv");
+        return 2;
+    }
+    s = symcoll_comm_create(&params, &c.comm);
+    if (s != SYMCOLL_OK) {
+        fprintf(stderr, "symcoll_perf: symcoll_comm_create: %s\n", symcoll_status_string(s));
+        return 2;
+    }
+    symcoll_comm_rank(c.comm, &be.rank);
+    symcoll_comm_size(c.comm, &be.nranks);
+
+    be.ctx = &c;
+    be.device_mem = c.mem == SYMCOLL_MEM_CUDA;
+    be.supports = sp_supports;
+    be.alloc = sp_alloc;
+    be.free = sp_free;
+    be.upload = sp_upload;
+    be.download = sp_download;
+    be.allreduce = sp_allreduce;
+    be.barrier = sp_barrier;
+    be.max_double = sp_max_double;
+    be.sum_u64 = sp_sum_u64;
+    be.timer_start = sp_timer_start;
+    be.timer_stop = sp_timer_stop;
+    be.strerror = sp_strerror;
+    be.abort = sp_abort;
+
+    /* TODO(api): print the algorithm the library picked once it can be queried; until
+     * then the column shows the forced one or "auto". */
+    opts.algo = c.algo;
+    snprintf(banner, sizeof(banner), "symcoll_perf: symcoll %s, memory %s, %s buffers",
+             symcoll_version_string(), c.mem_name,
+             c.pool ? "pool (symcoll_mem_alloc)" : "plain");
+    opts.banner = banner;
+
+    rc = perf_run(&opts, &be);
+
+    s = symcoll_comm_destroy(c.comm);
+    if (s != SYMCOLL_OK) {
+        fprintf(stderr, "symcoll_perf: symcoll_comm_destroy: %s\n", symcoll_status_string(s));
+        if (!rc)
+            rc = 2;
+    }
+#ifdef HAVE_CUDA
+    if (c.mem == SYMCOLL_MEM_CUDA) {
+        cudaEventDestroy(c.ev_start);
+        cudaEventDestroy(c.ev_stop);
+        cudaStreamDestroy(c.stream);
+    }
+#endif
+    return rc;
+}
