@@ -21,7 +21,7 @@
 
 #include "bootstrap/bs_int.h"
 #include "harness.h"
-#include "topo/topo.h"
+#include "core/core.h"
 
 #define RUN_TIMEOUT 25.0 /* harness deadline; Check's is above it */
 #define BS_TIMEOUT  15.0 /* bootstrap deadline inside the ranks */
@@ -136,6 +136,769 @@ START_TEST(test_tcp_no_cookie)
 }
 END_TEST
 
+/* SYMCOLL_ADDR may name the host instead of an address. */
+static void body_hostname(int rank, int nranks, void *arg)
+{
+    char addr[64];
+    const char *port = strrchr(getenv("SYMCOLL_ADDR"), ':');
+    bootstrap_t *bs;
+    (void)arg;
+    snprintf(addr, sizeof(addr), "localhost%s", port);
+    setenv("SYMCOLL_ADDR", addr, 1);
+    bs = env_bootstrap();
+    check_allgathers(bs, rank, nranks);
+    bootstrap_destroy(bs);
+}
+
+START_TEST(test_tcp_hostname)
+{
+    ck_assert_int_eq(harness_run(2, 1, RUN_TIMEOUT, body_hostname, NULL), 0);
+}
+END_TEST
+
+/* ---- bad addresses, deadlines and abort (one process) ------------------- */
+
+START_TEST(test_bad_addr)
+{
+    static const char *const bad[] = {"", "127.0.0.1", "127.0.0.1:", ":5000", "127.0.0.1:0",
+                                      "127.0.0.1:65536", "127.0.0.1:12x", "[::1:5000",
+                                      "no.such.host.invalid:5000"};
+    bootstrap_params_t p;
+    bootstrap_t *bs = NULL;
+    memset(&p, 0, sizeof(p));
+    p.rank = 1;
+    p.nranks = 2;
+    p.timeout_sec = 2;
+    for (size_t i = 0; i < SC_ARRAY_SIZE(bad); i++) {
+        symcoll_status_t st;
+        p.addr = bad[i];
+        st = bootstrap_create(&p, &bs);
+        ck_assert_msg(st == SYMCOLL_ERR_INVALID_PARAM || st == SYMCOLL_ERR_BOOTSTRAP,
+                      "address '%s' gave %d", bad[i], st);
+        ck_assert_ptr_null(bs);
+    }
+    p.addr = NULL;
+    ck_assert_int_eq(bootstrap_create(&p, &bs), SYMCOLL_ERR_INVALID_PARAM);
+    /* bad cookies are refused before anything happens */
+    p.addr = "127.0.0.1:5000";
+    p.cookie = "xyz";
+    ck_assert_int_eq(bootstrap_create(&p, &bs), SYMCOLL_ERR_INVALID_PARAM);
+    p.cookie = "00000000";
+    ck_assert_int_eq(bootstrap_create(&p, &bs), SYMCOLL_ERR_INVALID_PARAM);
+    p.cookie = "0123456789abcdef0";
+    ck_assert_int_eq(bootstrap_create(&p, &bs), SYMCOLL_ERR_INVALID_PARAM);
+    /* and bad ranks */
+    p.cookie = NULL;
+    p.rank = 2;
+    ck_assert_int_eq(bootstrap_create(&p, &bs), SYMCOLL_ERR_INVALID_PARAM);
+    p.rank = 0;
+    p.timeout_sec = 0;
+    ck_assert_int_eq(bootstrap_create(&p, &bs), SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_ptr_null(bs);
+}
+END_TEST
+
+/* A rank alone times out (rank 0 waiting for others, rank 1 with nobody listening)
+ * or stops at once when aborted; either way it leaves no descriptor behind. */
+static void body_alone(int rank, int nranks, void *arg)
+{
+    static _Atomic int aborted = 1;
+    bootstrap_params_t p = env_params(0.5);
+    bootstrap_t *bs = NULL;
+    int fds0 = harness_count_fds();
+    double t0;
+    (void)rank;
+    (void)nranks;
+    (void)arg;
+
+    p.nranks = 2;
+    for (int r = 0; r < 2; r++) {
+        p.rank = r;
+        ck_assert_int_eq(bootstrap_create(&p, &bs), SYMCOLL_ERR_TIMED_OUT);
+        ck_assert_ptr_null(bs);
+        ck_assert_int_eq(harness_count_fds(), fds0);
+    }
+    p.aborted = &aborted;
+    p.timeout_sec = 60;
+    t0 = time_now();
+    for (int r = 0; r < 2; r++) {
+        p.rank = r;
+        ck_assert_int_eq(bootstrap_create(&p, &bs), SYMCOLL_ERR_ABORTED);
+    }
+    ck_assert(time_now() - t0 < 10);
+    ck_assert_int_eq(harness_count_fds(), fds0);
+}
+
+START_TEST(test_deadline_and_abort)
+{
+    ck_assert_int_eq(harness_run(1, 1, RUN_TIMEOUT, body_alone, NULL), 0);
+}
+END_TEST
+
+/* ---- bogus connections to rank 0 ------------------------------------------ */
+
+static int raw_connect(void)
+{
+    const char *addr = getenv("SYMCOLL_ADDR");
+    struct sockaddr_in sa;
+    double end = time_now() + BS_TIMEOUT;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)atoi(strrchr(addr, ':') + 1));
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    while (time_now() < end) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(fd, 0);
+        if (!connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+            return fd;
+        close(fd);
+        usleep(10000);
+    }
+    harness_fail("rank 0 never listened");
+}
+
+/* True once the other side has closed the connection (it dropped us). */
+static int raw_dropped(int fd, double timeout)
+{
+    double end = time_now() + timeout;
+    char buf[256];
+    while (time_now() < end) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 50) > 0) {
+            ssize_t r = recv(fd, buf, sizeof(buf), 0);
+            if (r == 0 || (r < 0 && errno == ECONNRESET))
+                return 1;
+            if (r > 0)
+                return 0; /* rank 0 answered a bogus peer: wrong */
+        }
+    }
+    return 0;
+}
+
+typedef struct hello_msg {
+    bs_hdr_t hdr;
+    bs_hello_t hello;
+} hello_msg_t;
+
+static hello_msg_t good_hello(int rank, int nranks, uint64_t cookie)
+{
+    hello_msg_t m;
+    memset(&m, 0, sizeof(m));
+    m.hdr.magic = BS_MAGIC;
+    m.hdr.version = BS_VERSION;
+    m.hdr.type = BS_MSG_HELLO;
+    m.hdr.cookie = cookie;
+    m.hdr.rank = (uint32_t)rank;
+    m.hdr.len = sizeof(bs_hello_t);
+    m.hello.nranks = (uint32_t)nranks;
+    return m;
+}
+
+static void attack(const void *msg, size_t len, int shut, const char *what)
+{
+    int fd = raw_connect();
+    ck_assert_int_eq(send(fd, msg, len, MSG_NOSIGNAL), (ssize_t)len);
+    if (shut)
+        shutdown(fd, SHUT_WR);
+    if (!raw_dropped(fd, BS_TIMEOUT))
+        harness_fail("rank 0 did not drop the %s connection", what);
+    close(fd);
+}
+
+/* The last rank first plays an attacker with every kind of bad hello, then joins as
+ * itself; rank 0 must drop each bad connection and still finish with everyone. */
+static void body_bogus(int rank, int nranks, void *arg)
+{
+    int fds0 = harness_count_fds(), idle = -1;
+    bootstrap_t *bs;
+    (void)arg;
+
+    if (rank == nranks - 1) {
+        const char *env = getenv("SYMCOLL_COOKIE");
+        uint64_t cookie = env ? strtoull(env, NULL, 16) : 0;
+        uint64_t wrong = cookie ^ 0x0101010101010101ULL;
+        hello_msg_t m;
+        unsigned seed = 12345;
+
+        /* a connection that never speaks must not stop the job */
+        idle = raw_connect();
+        m = good_hello(rank, nranks, wrong);
+        attack(&m, sizeof(m), 0, "wrong cookie");
+        m = good_hello(rank, nranks, cookie);
+        attack(&m, 10, 1, "truncated header");
+        attack(&m, sizeof(m) - 3, 1, "truncated hello");
+        m.hdr.magic = 0x41414141;
+        attack(&m, sizeof(m), 0, "bad magic");
+        m = good_hello(rank, nranks, cookie);
+        m.hdr.version = 99;
+        attack(&m, sizeof(m), 0, "bad version");
+        m = good_hello(rank, nranks, cookie);
+        m.hdr.type = BS_MSG_DATA;
+        attack(&m, sizeof(m), 0, "wrong type");
+        m = good_hello(99, nranks, cookie);
+        attack(&m, sizeof(m), 0, "rank out of range");
+        m = good_hello(0, nranks, cookie);
+        attack(&m, sizeof(m), 0, "rank 0 claim");
+        m = good_hello(rank, nranks, cookie);
+        m.hdr.len = (uint64_t)1 << 40;
+        attack(&m, sizeof(m.hdr), 0, "huge length");
+        m = good_hello(rank, nranks + 1, cookie);
+        attack(&m, sizeof(m), 0, "wrong size");
+        /* a few random mutations of a hello that is wrong in every cookie byte (no
+         * single change can make it right) and random truncations */
+        for (int k = 0; k < 12; k++) {
+            hello_msg_t f = good_hello(rank, nranks, wrong);
+            unsigned char *b = (unsigned char *)&f;
+            size_t len = sizeof(f);
+            seed = seed * 1103515245u + 12345u;
+            b[(seed >> 8) % sizeof(f)] ^= (unsigned char)(1u + (seed >> 20) % 255u);
+            if (k % 3 == 2)
+                len = (seed >> 4) % sizeof(f);
+            attack(&f, len, 1, "fuzzed");
+        }
+    }
+    bs = env_bootstrap();
+    check_allgathers(bs, rank, nranks);
+    bootstrap_destroy(bs);
+    if (idle >= 0) {
+        /* once everyone joined rank 0 stopped listening and let go of it */
+        if (!raw_dropped(idle, BS_TIMEOUT))
+            harness_fail("the idle connection was not closed");
+        close(idle);
+    }
+    if (harness_count_fds() != fds0)
+        harness_fail("descriptors leaked: %d before, %d after", fds0, harness_count_fds());
+}
+
+START_TEST(test_bogus_connections)
+{
+    ck_assert_int_eq(harness_run(3, 1, RUN_TIMEOUT, body_bogus, NULL), 0);
+}
+END_TEST
+
+/* Without SYMCOLL_COOKIE a hello must carry no cookie; one that does is dropped. */
+static void body_bogus_no_cookie(int rank, int nranks, void *arg)
+{
+    bootstrap_t *bs;
+    (void)arg;
+    unsetenv("SYMCOLL_COOKIE");
+    if (rank == nranks - 1) {
+        hello_msg_t m = good_hello(rank, nranks, 0x1234);
+        attack(&m, sizeof(m), 0, "unexpected cookie");
+    }
+    bs = env_bootstrap();
+    check_allgathers(bs, rank, nranks);
+    bootstrap_destroy(bs);
+}
+
+START_TEST(test_bogus_no_cookie)
+{
+    ck_assert_int_eq(harness_run(2, 1, RUN_TIMEOUT, body_bogus_no_cookie, NULL), 0);
+}
+END_TEST
+
+/* ---- malformed messages on established connections ----------------------- */
+
+enum { BREAK_COOKIE, BREAK_SIZE, BREAK_TRUNCATE };
+
+/* Rank 1 misbehaves after the rendezvous; rank 0 must report it (and not use the
+ * data), rank 1 must see the failure instead of hanging. */
+static void body_break(int rank, int nranks, void *arg)
+{
+    int how = *(int *)arg;
+    bootstrap_params_t p = env_params(BS_TIMEOUT);
+    bootstrap_t *bs = NULL;
+    uint64_t v = 7, out[2] = {0, 0};
+    symcoll_status_t st;
+    (void)nranks;
+
+    ck_assert_int_eq(bootstrap_create(&p, &bs), SYMCOLL_OK);
+    ck_assert_int_eq(bootstrap_barrier(bs), SYMCOLL_OK);
+    if (rank == 1 && how == BREAK_TRUNCATE) {
+        bs_hdr_t h;
+        bs_hdr_fill(bs, &h, BS_MSG_DATA, bs->seq, sizeof(v), 0);
+        ck_assert_int_eq(send(bs->root_fd, &h, sizeof(h) - 5, MSG_NOSIGNAL),
+                         (ssize_t)sizeof(h) - 5);
+        bootstrap_destroy(bs);
+        return;
+    }
+    if (rank == 1 && how == BREAK_COOKIE)
+        bs->cookie ^= 1;
+    st = bootstrap_allgather(bs, &v, out, how == BREAK_SIZE && rank == 1 ? 4 : sizeof(v));
+    if (rank == 0) {
+        symcoll_status_t want = how == BREAK_COOKIE ? SYMCOLL_ERR_BOOTSTRAP
+                                : how == BREAK_SIZE ? SYMCOLL_ERR_MISMATCH
+                                                    : SYMCOLL_ERR_PEER_FAILED;
+        ck_assert_int_eq(st, want);
+        ck_assert(out[1] == 0 || how == BREAK_SIZE);
+        /* the channel is out of step now: later calls fail too */
+        ck_assert_int_eq(bootstrap_barrier(bs), want);
+    } else {
+        ck_assert_int_ne(st, SYMCOLL_OK);
+    }
+    bootstrap_destroy(bs);
+}
+
+START_TEST(test_break_established)
+{
+    int how = _i;
+    ck_assert_int_eq(harness_run(2, 1, RUN_TIMEOUT, body_break, &how), 0);
+}
+END_TEST
+
+/* ---- callback path ---------------------------------------------------------- */
+
+/* A process-shared memory allgather, independent of the TCP code: a region mapped
+ * before fork, a generation barrier, one slot per rank. */
+#define SHM_SLOT 8192
+typedef struct shm_ag {
+    _Atomic unsigned arrived;
+    _Atomic unsigned generation;
+    int nranks;
+    unsigned char data[];
+} shm_ag_t;
+
+typedef struct cb_ctx {
+    shm_ag_t *shm;
+    int rank;
+    int calls;
+    int corrupt_call; /* flip the cookie in this call's contribution (0: never) */
+    int fail_call;    /* return an error on this call (0: never) */
+} cb_ctx_t;
+
+static int shm_barrier(shm_ag_t *s)
+{
+    unsigned gen = atomic_load(&s->generation);
+    double end = time_now() + BS_TIMEOUT;
+    if (atomic_fetch_add(&s->arrived, 1) + 1 == (unsigned)s->nranks) {
+        atomic_store(&s->arrived, 0);
+        atomic_fetch_add(&s->generation, 1);
+        return 0;
+    }
+    while (atomic_load(&s->generation) == gen)
+        if (time_now() > end)
+            return -1;
+        else
+            usleep(100);
+    return 0;
+}
+
+static int shm_allgather(const void *src, void *dst, size_t size, void *ctx)
+{
+    cb_ctx_t *c = ctx;
+    shm_ag_t *s = c->shm;
+    c->calls++;
+    if (size > SHM_SLOT || c->calls == c->fail_call)
+        return -1;
+    if (shm_barrier(s))
+        return -1;
+    memcpy(s->data + (size_t)c->rank * SHM_SLOT, src, size);
+    if (c->calls == c->corrupt_call)
+        s->data[(size_t)c->rank * SHM_SLOT + offsetof(bs_hdr_t, cookie)] ^= 0x40;
+    if (shm_barrier(s))
+        return -1;
+    for (int r = 0; r < s->nranks; r++)
+        memcpy((char *)dst + (size_t)r * size, s->data + (size_t)r * SHM_SLOT, size);
+    return 0;
+}
+
+static shm_ag_t *shm_create(int nranks)
+{
+    size_t len = sizeof(shm_ag_t) + (size_t)nranks * SHM_SLOT;
+    shm_ag_t *s = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert(s != MAP_FAILED);
+    memset(s, 0, len);
+    s->nranks = nranks;
+    return s;
+}
+
+enum { CB_OK, CB_CORRUPT, CB_FAIL };
+
+static void body_callback(int rank, int nranks, void *arg)
+{
+    shm_ag_t *shm = ((void **)arg)[0];
+    int mode = *(int *)((void **)arg)[1];
+    cb_ctx_t ctx = {shm, rank, 0, 0, 0};
+    bootstrap_params_t p;
+    bootstrap_t *bs = NULL;
+    uint64_t v = (uint64_t)rank, *all = calloc((size_t)nranks, sizeof(*all));
+
+    memset(&p, 0, sizeof(p));
+    p.rank = rank;
+    p.nranks = nranks;
+    p.allgather = shm_allgather;
+    p.allgather_ctx = &ctx;
+    p.timeout_sec = BS_TIMEOUT;
+    if (mode == CB_CORRUPT && rank == 1)
+        ctx.corrupt_call = 2;
+    if (mode == CB_FAIL && rank == 1)
+        ctx.fail_call = 2;
+    ck_assert_int_eq(bootstrap_create(&p, &bs), SYMCOLL_OK);
+    if (mode == CB_OK) {
+        check_allgathers(bs, rank, nranks);
+        ck_assert_int_eq(bootstrap_barrier(bs), SYMCOLL_OK);
+        check_job_id(bs, nranks);
+    } else if (mode == CB_CORRUPT) {
+        /* every rank sees rank 1's contribution with a wrong cookie */
+        ck_assert_int_eq(bootstrap_allgather(bs, &v, all, sizeof(v)), SYMCOLL_ERR_BOOTSTRAP);
+    } else if (rank == 1) {
+        ck_assert_int_eq(bootstrap_allgather(bs, &v, all, sizeof(v)), SYMCOLL_ERR_BOOTSTRAP);
+    }
+    bootstrap_destroy(bs);
+    free(all);
+}
+
+START_TEST(test_callback)
+{
+    static const int modes[] = {CB_OK, CB_OK, CB_CORRUPT, CB_FAIL};
+    static const int sizes[] = {1, 3, 3, 2};
+    shm_ag_t *shm = shm_create(sizes[_i]);
+    void *arg[2] = {shm, (void *)&modes[_i]};
+    ck_assert_int_eq(harness_run(sizes[_i], 1, RUN_TIMEOUT, body_callback, arg), 0);
+}
+END_TEST
+
+/* ---- node-local descriptor channel --------------------------------------- */
+
+static int memfd_with(long value)
+{
+    int fd = memfd_create("bs-test", MFD_CLOEXEC);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pwrite(fd, &value, sizeof(value), 0), (ssize_t)sizeof(value));
+    return fd;
+}
+
+static long memfd_value(int fd)
+{
+    long v = -1;
+    if (pread(fd, &v, sizeof(v), 0) != (ssize_t)sizeof(v))
+        harness_fail("pread from a received descriptor failed: %s", strerror(errno));
+    return v;
+}
+
+/* Open the local channel among the ranks listed, then pass two memfds per rank and
+ * check every value through the received descriptors. */
+static void local_exchange(bootstrap_t *bs, int lrank, int lsize, const int *lranks)
+{
+    int fds[2], *all = malloc(sizeof(int) * 2 * (size_t)lsize);
+    int *data = malloc(sizeof(int) * (size_t)lsize), me = lranks[lrank];
+    char big[3000], *bigall = malloc(sizeof(big) * (size_t)lsize);
+
+    ck_assert_int_eq(bootstrap_local_init(bs, lrank, lsize, lranks), SYMCOLL_OK);
+    fds[0] = memfd_with(me);
+    fds[1] = memfd_with(1000L * me + 1);
+    ck_assert_int_eq(bootstrap_local_fd_allgather(bs, fds, 2, &me, sizeof(me), all, data),
+                     SYMCOLL_OK);
+    for (int i = 0; i < lsize; i++) {
+        ck_assert_int_eq(data[i], lranks[i]);
+        ck_assert_int_eq(memfd_value(all[2 * i]), lranks[i]);
+        ck_assert_int_eq(memfd_value(all[2 * i + 1]), 1000L * lranks[i] + 1);
+        /* own slot holds copies, not the originals */
+        ck_assert(all[2 * i] != fds[0] && all[2 * i + 1] != fds[1]);
+    }
+    /* writes through a peer's descriptor reach the same memory */
+    ck_assert_int_eq(bootstrap_local_barrier(bs), SYMCOLL_OK);
+    for (int i = 0; i < 2 * lsize; i++)
+        close(all[i]);
+    close(fds[0]);
+    close(fds[1]);
+    /* data only, larger than one header, and the sequence moves on */
+    memset(big, me, sizeof(big));
+    ck_assert_int_eq(bootstrap_local_fd_allgather(bs, NULL, 0, big, sizeof(big), NULL, bigall),
+                     SYMCOLL_OK);
+    for (int i = 0; i < lsize; i++)
+        for (size_t k = 0; k < sizeof(big); k++)
+            if (bigall[(size_t)i * sizeof(big) + k] != (char)lranks[i])
+                harness_fail("local data of local rank %d is wrong at byte %zu", i, k);
+    ck_assert_int_eq(bootstrap_local_barrier(bs), SYMCOLL_OK);
+    free(all);
+    free(data);
+    free(bigall);
+}
+
+static void body_local(int rank, int nranks, void *arg)
+{
+    int fds0 = harness_count_fds(), *lranks = malloc(sizeof(int) * (size_t)nranks);
+    bootstrap_t *bs;
+    (void)arg;
+
+    for (int i = 0; i < nranks; i++)
+        lranks[i] = i;
+    bs = env_bootstrap();
+    local_exchange(bs, rank, nranks, lranks);
+    /* the global channel still works alongside */
+    check_job_id(bs, nranks);
+    bootstrap_destroy(bs);
+    if (harness_count_fds() != fds0)
+        harness_fail("descriptors leaked: %d before, %d after", fds0, harness_count_fds());
+    free(lranks);
+}
+
+START_TEST(test_local_fd_passing)
+{
+    ck_assert_int_eq(harness_run(4, 1, RUN_TIMEOUT, body_local, NULL), 0);
+}
+END_TEST
+
+/* Two simulated nodes: the node map comes from SYMCOLL_HOST_ID through the global
+ * allgather, and each node's channel holds exactly that node's ranks. */
+static void body_two_nodes(int rank, int nranks, void *arg)
+{
+    char id[64] = {0}, *ids = calloc((size_t)nranks, sizeof(id));
+    int *lranks = malloc(sizeof(int) * (size_t)nranks), lsize = 0, lrank = -1;
+    bootstrap_t *bs = env_bootstrap();
+    (void)arg;
+
+    snprintf(id, sizeof(id), "%s", getenv("SYMCOLL_HOST_ID"));
+    ck_assert_int_eq(bootstrap_allgather(bs, id, ids, sizeof(id)), SYMCOLL_OK);
+    for (int r = 0; r < nranks; r++) {
+        if (strcmp(ids + (size_t)r * sizeof(id), id))
+            continue;
+        if (r == rank)
+            lrank = lsize;
+        lranks[lsize++] = r;
+    }
+    for (int i = 0; i < lsize; i++)
+        ck_assert_int_eq(harness_node_of(lranks[i], nranks, 2), harness_node_of(rank, nranks, 2));
+    ck_assert_int_lt(lsize, nranks);
+    local_exchange(bs, lrank, lsize, lranks);
+    bootstrap_destroy(bs);
+    free(ids);
+    free(lranks);
+}
+
+START_TEST(test_local_two_nodes)
+{
+    ck_assert_int_eq(harness_run(5, 2, RUN_TIMEOUT, body_two_nodes, NULL), 0);
+}
+END_TEST
+
+/* Another user can neither join a node's channel nor pose as a rank's listener. */
+static int become_nobody(void)
+{
+    struct passwd *pw = getpwnam("nobody");
+    uid_t uid = pw ? pw->pw_uid : 65534;
+    return setresgid(uid, uid, uid) == 0 && setresuid(uid, uid, uid) == 0 ? 0 : -1;
+}
+
+static void body_foreign_uid(int rank, int nranks, void *arg)
+{
+    int lranks[2] = {0, 1}, pfd[2];
+    bootstrap_t *bs;
+    struct sockaddr_un sa;
+    socklen_t sl;
+    pid_t pid = -1;
+    (void)nranks;
+    (void)arg;
+
+    bs = env_bootstrap();
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+                     (size_t)snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1,
+                                      "symcoll-%016llx-%d",
+                                      (unsigned long long)bootstrap_job_id(bs), 0));
+    if (geteuid() != 0) {
+        /* not root: cannot act as another user; nothing to test */
+        bootstrap_destroy(bs);
+        return;
+    }
+    if (rank == 0) {
+        char c = 0;
+        ck_assert_int_eq(pipe(pfd), 0);
+        pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            /* squat rank 0's name as another user */
+            int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+            c = 1;
+            if (become_nobody() || fd < 0 || bind(fd, (struct sockaddr *)&sa, sl) ||
+                listen(fd, 8))
+                c = 0;
+            if (write(pfd[1], &c, 1) != 1)
+                _exit(2);
+            sleep(30);
+            _exit(0);
+        }
+        ck_assert_int_eq(read(pfd[0], &c, 1), 1);
+        ck_assert_int_eq(c, 1);
+    }
+    ck_assert_int_eq(bootstrap_barrier(bs), SYMCOLL_OK);
+    /* rank 0 cannot take its name, rank 1 finds a listener of another uid */
+    ck_assert_int_eq(bootstrap_local_init(bs, rank, 2, lranks), SYMCOLL_ERR_BOOTSTRAP);
+    if (rank == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        close(pfd[0]);
+        close(pfd[1]);
+    }
+    bootstrap_destroy(bs);
+}
+
+START_TEST(test_local_foreign_uid)
+{
+    ck_assert_int_eq(harness_run(2, 1, RUN_TIMEOUT, body_foreign_uid, NULL), 0);
+}
+END_TEST
+
+/* Rank 1 of another uid connects to rank 0's listener first: dropped on SO_PEERCRED
+ * even though it knows the cookie; then the real rank 1 joins. */
+static void body_foreign_connect(int rank, int nranks, void *arg)
+{
+    int lranks[2] = {0, 1};
+    bootstrap_t *bs = env_bootstrap();
+    (void)nranks;
+    (void)arg;
+
+    if (rank == 1 && geteuid() == 0) {
+        pid_t pid = fork();
+        int status = -1;
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            struct sockaddr_un sa;
+            socklen_t sl;
+            bs_hdr_t h;
+            int fd = -1, ok = 0;
+            double end = time_now() + BS_TIMEOUT;
+            memset(&sa, 0, sizeof(sa));
+            sa.sun_family = AF_UNIX;
+            sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+                             (size_t)snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1,
+                                              "symcoll-%016llx-%d",
+                                              (unsigned long long)bootstrap_job_id(bs), 0));
+            bs_hdr_fill(bs, &h, BS_MSG_LOCAL_HELLO, 0, 0, 0);
+            if (become_nobody())
+                _exit(3);
+            while (time_now() < end) {
+                fd = socket(AF_UNIX, SOCK_STREAM, 0);
+                if (!connect(fd, (struct sockaddr *)&sa, sl))
+                    break;
+                close(fd);
+                fd = -1;
+                usleep(5000);
+            }
+            /* rank 0 may have dropped us before the hello: a failed send is fine */
+            if (fd >= 0) {
+                (void)!send(fd, &h, sizeof(h), MSG_NOSIGNAL);
+                ok = raw_dropped(fd, BS_TIMEOUT);
+            }
+            _exit(ok ? 0 : 1);
+        }
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "the foreign connection was not dropped (status 0x%x)", status);
+    }
+    ck_assert_int_eq(bootstrap_local_init(bs, rank, 2, lranks), SYMCOLL_OK);
+    ck_assert_int_eq(bootstrap_local_barrier(bs), SYMCOLL_OK);
+    bootstrap_destroy(bs);
+}
+
+START_TEST(test_local_foreign_connect)
+{
+    ck_assert_int_eq(harness_run(2, 1, RUN_TIMEOUT, body_foreign_connect, NULL), 0);
+}
+END_TEST
+
+START_TEST(test_local_bad_args)
+{
+    bootstrap_params_t p;
+    bootstrap_t *bs = NULL;
+    int lr[3] = {0, 0, 1}, fds[1] = {-1}, all[1];
+    memset(&p, 0, sizeof(p));
+    p.rank = 0;
+    p.nranks = 1;
+    p.timeout_sec = 5;
+    ck_assert_int_eq(bootstrap_create(&p, &bs), SYMCOLL_OK);
+    ck_assert_int_eq(bootstrap_local_init(bs, 0, 2, lr), SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_int_eq(bootstrap_local_init(bs, 1, 1, lr), SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_int_eq(bootstrap_local_init(bs, 0, 1, NULL), SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_int_eq(bootstrap_local_fd_allgather(bs, fds, 1, NULL, 0, all, NULL),
+                     SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_int_eq(bootstrap_local_fd_allgather(bs, fds, -1, NULL, 0, all, NULL),
+                     SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_int_eq(bootstrap_local_fd_allgather(bs, NULL, 0, NULL, 4, NULL, NULL),
+                     SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_int_eq(bootstrap_allgather(bs, NULL, all, 4), SYMCOLL_ERR_INVALID_PARAM);
+    /* rejected calls changed nothing */
+    ck_assert_int_eq(bootstrap_local_init(bs, 0, 1, lr), SYMCOLL_OK);
+    ck_assert_int_eq(bootstrap_local_barrier(bs), SYMCOLL_OK);
+    ck_assert_int_eq(bootstrap_barrier(bs), SYMCOLL_OK);
+    bootstrap_destroy(bs);
+}
+END_TEST
+
+/* ---- through the communicator -------------------------------------------- */
+
+static void body_comm(int rank, int nranks, void *arg)
+{
+    int fds0 = harness_count_fds(), r = -1, n = -1;
+    symcoll_comm_h comm;
+    (void)arg;
+    comm = harness_comm_create();
+    ck_assert_int_eq(symcoll_comm_rank(comm, &r), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_comm_size(comm, &n), SYMCOLL_OK);
+    ck_assert_int_eq(r, rank);
+    ck_assert_int_eq(n, nranks);
+    ck_assert_int_eq(bootstrap_local_barrier(comm->bootstrap), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+    if (harness_count_fds() != fds0)
+        harness_fail("descriptors leaked: %d before, %d after", fds0, harness_count_fds());
+}
+
+START_TEST(test_comm_create)
+{
+    ck_assert_int_eq(harness_run(3, 1, RUN_TIMEOUT, body_comm, NULL), 0);
+}
+END_TEST
+
+/* ---- the harness itself must report failures ------------------------------ */
+
+static void body_exit3(int rank, int nranks, void *arg)
+{
+    (void)nranks;
+    (void)arg;
+    if (rank == 1)
+        _exit(3);
+    sleep(30); /* killed by the harness */
+}
+
+static void body_crash(int rank, int nranks, void *arg)
+{
+    (void)nranks;
+    (void)arg;
+    if (rank == 0)
+        raise(SIGSEGV);
+    sleep(30);
+}
+
+static void body_hang(int rank, int nranks, void *arg)
+{
+    (void)rank;
+    (void)nranks;
+    (void)arg;
+    sleep(30);
+}
+
+static void body_check_fails(int rank, int nranks, void *arg)
+{
+    (void)nranks;
+    (void)arg;
+    ck_assert_int_eq(rank, 0);
+}
+
+START_TEST(test_harness_reports)
+{
+    double t0 = time_now();
+    ck_assert_int_ne(harness_run(2, 1, RUN_TIMEOUT, body_exit3, NULL), 0);
+    ck_assert_int_ne(harness_run(2, 1, RUN_TIMEOUT, body_crash, NULL), 0);
+    ck_assert_int_ne(harness_run(2, 1, 0.5, body_hang, NULL), 0);
+    ck_assert_int_ne(harness_run(2, 1, RUN_TIMEOUT, body_check_fails, NULL), 0);
+    /* the failing rank ended the run: the sleeping ones were killed, not waited for */
+    ck_assert(time_now() - t0 < 20);
+}
+END_TEST
+
 /* ---- suite -------------------------------------------------------------- */
 
 static Suite *bootstrap_suite(void)
@@ -146,6 +909,36 @@ static Suite *bootstrap_suite(void)
     tcase_set_timeout(tc, 40);
     tcase_add_loop_test(tc, test_tcp_allgather, 0, (int)SC_ARRAY_SIZE(tcp_sizes));
     tcase_add_test(tc, test_tcp_no_cookie);
+    tcase_add_test(tc, test_tcp_hostname);
+    tcase_add_test(tc, test_bad_addr);
+    tcase_add_test(tc, test_deadline_and_abort);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("malformed");
+    tcase_set_timeout(tc, 40);
+    tcase_add_test(tc, test_bogus_connections);
+    tcase_add_test(tc, test_bogus_no_cookie);
+    tcase_add_loop_test(tc, test_break_established, BREAK_COOKIE, BREAK_TRUNCATE + 1);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("callback");
+    tcase_set_timeout(tc, 40);
+    tcase_add_loop_test(tc, test_callback, 0, 4);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("local");
+    tcase_set_timeout(tc, 40);
+    tcase_add_test(tc, test_local_fd_passing);
+    tcase_add_test(tc, test_local_two_nodes);
+    tcase_add_test(tc, test_local_foreign_uid);
+    tcase_add_test(tc, test_local_foreign_connect);
+    tcase_add_test(tc, test_local_bad_args);
+    tcase_add_test(tc, test_comm_create);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("harness");
+    tcase_set_timeout(tc, 40);
+    tcase_add_test(tc, test_harness_reports);
     suite_add_tcase(s, tc);
     return s;
 }

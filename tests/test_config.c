@@ -1,13 +1,191 @@
-/* Tests of the configuration table parsers and the status strings. */
+/* Tests of the configuration table (parsers, bad values failing communicator
+ * creation with a named variable) and of the status strings. */
 #include <check.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/config.h"
+#include "symcoll.h"
 
-START_TEST(test_placeholder)
+START_TEST(test_parse_size)
 {
-    size_t v;
-    ck_assert_int_eq(config_parse_size("4K", &v), 0);
+    static const struct {
+        const char *s;
+        size_t v;
+    } good[] = {{"0", 0},           {"4096", 4096},           {"64K", 65536},
+                {"64k", 65536},     {"2M", 2u << 20},         {"1G", (size_t)1 << 30},
+                {"1T", (size_t)1 << 40}, {"4KiB", 4096},      {"4kb", 4096},
+                {"7B", 7},          {"16M", (size_t)16 << 20}};
+    static const char *const bad[] = {"",    "-1",  "abc", "4X",  "K",   "1.5M",
+                                      " 4",  "4K ", "4KK", "4Kx", "99999999999999999999",
+                                      "17179869184G", "0x10"};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        size_t v = 12345;
+        ck_assert_msg(config_parse_size(good[i].s, &v) == 0, "'%s' rejected", good[i].s);
+        ck_assert_msg(v == good[i].v, "'%s' gave %zu", good[i].s, v);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        size_t v = 12345;
+        ck_assert_msg(config_parse_size(bad[i], &v) != 0, "'%s' accepted", bad[i]);
+        ck_assert_msg(v == 12345, "'%s' wrote the output", bad[i]);
+    }
+}
+END_TEST
+
+START_TEST(test_parse_time)
+{
+    static const struct {
+        const char *s;
+        double v;
+    } good[] = {{"1.5", 1.5}, {"2s", 2.0}, {"200ms", 0.2}, {"50us", 50e-6}, {"2m", 120.0},
+                {"0", 0.0}};
+    static const char *const bad[] = {"", "abc", "-1", "1h", "1.5x", "inf", "nan", "ms",
+                                      "1 s"};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        double v = -7;
+        ck_assert_msg(config_parse_time(good[i].s, &v) == 0, "'%s' rejected", good[i].s);
+        ck_assert_double_eq_tol(v, good[i].v, 1e-12);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        double v = -7;
+        ck_assert_msg(config_parse_time(bad[i], &v) != 0, "'%s' accepted", bad[i]);
+        ck_assert_double_eq(v, -7);
+    }
+}
+END_TEST
+
+START_TEST(test_parse_numbers)
+{
+    long l = 0;
+    double d = 0;
+    ck_assert_int_eq(config_parse_long("12", &l), 0);
+    ck_assert_int_eq(l, 12);
+    ck_assert_int_eq(config_parse_long("-3", &l), 0);
+    ck_assert_int_eq(l, -3);
+    ck_assert_int_ne(config_parse_long("", &l), 0);
+    ck_assert_int_ne(config_parse_long("12a", &l), 0);
+    ck_assert_int_ne(config_parse_long("99999999999999999999999", &l), 0);
+    ck_assert_int_eq(l, -3);
+    ck_assert_int_eq(config_parse_double("2.5", &d), 0);
+    ck_assert_double_eq(d, 2.5);
+    ck_assert_int_ne(config_parse_double("1e", &d), 0);
+    ck_assert_int_ne(config_parse_double("inf", &d), 0);
+    ck_assert_int_ne(config_parse_double("", &d), 0);
+    ck_assert_double_eq(d, 2.5);
+}
+END_TEST
+
+/* Clear every variable of the table so the environment of `make check` cannot leak
+ * into these tests (each test runs in its own process). */
+static void clear_env(void)
+{
+    for (size_t i = 0; i < config_num_vars(); i++)
+        unsetenv(config_var_name(i));
+}
+
+START_TEST(test_table_names)
+{
+    int have_cookie = 0, have_timeout = 0;
+    ck_assert_uint_gt(config_num_vars(), 0);
+    for (size_t i = 0; i < config_num_vars(); i++) {
+        const char *n = config_var_name(i);
+        ck_assert_ptr_nonnull(n);
+        ck_assert_msg(!strncmp(n, "SYMCOLL_", 8), "row %zu is '%s'", i, n);
+        for (size_t k = 0; k < i; k++)
+            ck_assert_msg(strcmp(n, config_var_name(k)), "'%s' appears twice", n);
+        have_cookie |= !strcmp(n, "SYMCOLL_COOKIE");
+        have_timeout |= !strcmp(n, "SYMCOLL_TIMEOUT");
+    }
+    ck_assert(have_cookie && have_timeout);
+    ck_assert_ptr_null(config_var_name(config_num_vars()));
+}
+END_TEST
+
+START_TEST(test_read_defaults)
+{
+    config_t cfg;
+    clear_env();
+    ck_assert_int_eq(config_read(&cfg), SYMCOLL_OK);
+    ck_assert_double_eq(cfg.timeout_sec, 120.0);
+    ck_assert_int_eq(cfg.rank, -1);
+    ck_assert_int_eq(cfg.nranks, -1);
+    ck_assert_str_eq(cfg.addr, "");
+    ck_assert_str_eq(cfg.cookie, "");
+    setenv("SYMCOLL_TIMEOUT", "250ms", 1);
+    setenv("SYMCOLL_RANK", "3", 1);
+    setenv("SYMCOLL_POOL_MIN_SIZE", "8M", 1);
+    ck_assert_int_eq(config_read(&cfg), SYMCOLL_OK);
+    ck_assert_double_eq_tol(cfg.timeout_sec, 0.25, 1e-12);
+    ck_assert_int_eq(cfg.rank, 3);
+    ck_assert_uint_eq(cfg.pool_min_size, 8u << 20);
+}
+END_TEST
+
+START_TEST(test_read_bad)
+{
+    static const char *const bad[][2] = {
+        {"SYMCOLL_TIMEOUT", "abc"},      {"SYMCOLL_TIMEOUT", "0"},
+        {"SYMCOLL_TIMEOUT", "-5"},       {"SYMCOLL_LOG_LEVEL", "loud"},
+        {"SYMCOLL_RANK", "-1"},          {"SYMCOLL_NRANKS", "x"},
+        {"SYMCOLL_POOL_GROWTH", "0.5"},  {"SYMCOLL_POOL_MAX_SIZE", "lots"},
+        {"SYMCOLL_ALGO", "fastest"},     {"SYMCOLL_POOL_MIN_SIZE", "128G"}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        config_t cfg;
+        clear_env();
+        setenv(bad[i][0], bad[i][1], 1);
+        ck_assert_msg(config_read(&cfg) == SYMCOLL_ERR_INVALID_PARAM, "%s=%s accepted",
+                      bad[i][0], bad[i][1]);
+    }
+}
+END_TEST
+
+/* A bad value stops communicator creation with SYMCOLL_ERR_INVALID_PARAM, the output
+ * untouched; the same environment with the value fixed works (one rank). */
+START_TEST(test_comm_create_bad_env)
+{
+    static const char *const bad[][2] = {{"SYMCOLL_TIMEOUT", "abc"},
+                                         {"SYMCOLL_COOKIE", "not-hex"},
+                                         {"SYMCOLL_COOKIE", "0"},
+                                         {"SYMCOLL_LOG_LEVEL", "verbose"}};
+    symcoll_comm_h comm = (symcoll_comm_h)(uintptr_t)0x1;
+    clear_env();
+    setenv("SYMCOLL_RANK", "0", 1);
+    setenv("SYMCOLL_NRANKS", "1", 1);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        setenv(bad[i][0], bad[i][1], 1);
+        ck_assert_msg(symcoll_comm_create(NULL, &comm) == SYMCOLL_ERR_INVALID_PARAM,
+                      "%s=%s accepted", bad[i][0], bad[i][1]);
+        ck_assert(comm == (symcoll_comm_h)(uintptr_t)0x1);
+        unsetenv(bad[i][0]);
+    }
+    setenv("SYMCOLL_TIMEOUT", "30", 1);
+    setenv("SYMCOLL_COOKIE", "00c0ffee", 1);
+    ck_assert_int_eq(symcoll_comm_create(NULL, &comm), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+    /* rank and size unknown */
+    clear_env();
+    ck_assert_int_eq(symcoll_comm_create(NULL, &comm), SYMCOLL_ERR_INVALID_PARAM);
+}
+END_TEST
+
+START_TEST(test_status_strings)
+{
+    const char *seen[-SYMCOLL_ERR_LAST];
+    for (int s = SYMCOLL_OK; s > SYMCOLL_ERR_LAST; s--) {
+        const char *str = symcoll_status_string((symcoll_status_t)s);
+        ck_assert_ptr_nonnull(str);
+        ck_assert_msg(*str, "status %d has an empty string", s);
+        ck_assert_msg(strcmp(str, symcoll_status_string(SYMCOLL_ERR_LAST)),
+                      "status %d has no string of its own", s);
+        for (int k = 0; k < -s; k++)
+            ck_assert_msg(strcmp(str, seen[k]), "status %d repeats '%s'", s, str);
+        seen[-s] = str;
+    }
+    ck_assert_ptr_nonnull(symcoll_status_string(SYMCOLL_ERR_LAST));
+    ck_assert_ptr_nonnull(symcoll_status_string((symcoll_status_t)1));
+    ck_assert_ptr_nonnull(symcoll_status_string((symcoll_status_t)-1000));
+    ck_assert_str_eq(symcoll_status_string(SYMCOLL_ERR_BOOTSTRAP), "bootstrap error");
 }
 END_TEST
 
@@ -18,9 +196,18 @@ int main(void)
     SRunner *sr;
     int failed;
 
-    tcase_add_test(tc, test_placeholder);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_parse_size);
+    tcase_add_test(tc, test_parse_time);
+    tcase_add_test(tc, test_parse_numbers);
+    tcase_add_test(tc, test_table_names);
+    tcase_add_test(tc, test_read_defaults);
+    tcase_add_test(tc, test_read_bad);
+    tcase_add_test(tc, test_comm_create_bad_env);
+    tcase_add_test(tc, test_status_strings);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_FORK);
     srunner_run_all(sr, CK_NORMAL);
     failed = srunner_ntests_failed(sr);
     srunner_free(sr);
