@@ -55,6 +55,22 @@ static unsigned char pattern(int rank, size_t i, size_t size)
     return (unsigned char)(rank * 131 + i * 7 + size * 3 + 1);
 }
 
+/* Descriptors must come back to what they were before a create/destroy cycle. */
+static void expect_fds(int fds0)
+{
+    int now = harness_count_fds();
+    if (now != fds0)
+        harness_fail("descriptors leaked: %d open before, %d after", fds0, now);
+}
+
+/* A test that runs a body on n ranks over `nodes` simulated nodes. */
+#define RANKS_TEST(_name, _n, _nodes, _body)                                        \
+    START_TEST(_name)                                                              \
+    {                                                                              \
+        ck_assert_int_eq(harness_run((_n), (_nodes), RUN_TIMEOUT, (_body), NULL), 0); \
+    }                                                                              \
+    END_TEST
+
 /* Allgather of several sizes; every rank checks every other rank's bytes. */
 static void check_allgathers(bootstrap_t *bs, int rank, int nranks)
 {
@@ -106,9 +122,7 @@ static void body_tcp_allgather(int rank, int nranks, void *arg)
     ck_assert_int_eq(bootstrap_local_barrier(bs), SYMCOLL_OK);
     ck_assert_int_eq(bootstrap_barrier(bs), SYMCOLL_OK);
     bootstrap_destroy(bs);
-    if (harness_count_fds() != fds0)
-        harness_fail("%d descriptors open before, %d after destroy", fds0,
-                     harness_count_fds());
+    expect_fds(fds0);
 }
 
 static const int tcp_sizes[] = {1, 2, 3, 4, 7};
@@ -130,11 +144,7 @@ static void body_no_cookie(int rank, int nranks, void *arg)
     bootstrap_destroy(bs);
 }
 
-START_TEST(test_tcp_no_cookie)
-{
-    ck_assert_int_eq(harness_run(3, 1, RUN_TIMEOUT, body_no_cookie, NULL), 0);
-}
-END_TEST
+RANKS_TEST(test_tcp_no_cookie, 3, 1, body_no_cookie)
 
 /* SYMCOLL_ADDR may name the host instead of an address. */
 static void body_hostname(int rank, int nranks, void *arg)
@@ -150,11 +160,7 @@ static void body_hostname(int rank, int nranks, void *arg)
     bootstrap_destroy(bs);
 }
 
-START_TEST(test_tcp_hostname)
-{
-    ck_assert_int_eq(harness_run(2, 1, RUN_TIMEOUT, body_hostname, NULL), 0);
-}
-END_TEST
+RANKS_TEST(test_tcp_hostname, 2, 1, body_hostname)
 
 /* ---- bad addresses, deadlines and abort (one process) ------------------- */
 
@@ -229,11 +235,7 @@ static void body_alone(int rank, int nranks, void *arg)
     ck_assert_int_eq(harness_count_fds(), fds0);
 }
 
-START_TEST(test_deadline_and_abort)
-{
-    ck_assert_int_eq(harness_run(1, 1, RUN_TIMEOUT, body_alone, NULL), 0);
-}
-END_TEST
+RANKS_TEST(test_deadline_and_abort, 1, 1, body_alone)
 
 /* ---- bogus connections to rank 0 ------------------------------------------ */
 
@@ -367,15 +369,10 @@ static void body_bogus(int rank, int nranks, void *arg)
             harness_fail("the idle connection was not closed");
         close(idle);
     }
-    if (harness_count_fds() != fds0)
-        harness_fail("descriptors leaked: %d before, %d after", fds0, harness_count_fds());
+    expect_fds(fds0);
 }
 
-START_TEST(test_bogus_connections)
-{
-    ck_assert_int_eq(harness_run(3, 1, RUN_TIMEOUT, body_bogus, NULL), 0);
-}
-END_TEST
+RANKS_TEST(test_bogus_connections, 3, 1, body_bogus)
 
 /* Without SYMCOLL_COOKIE a hello must carry no cookie; one that does is dropped. */
 static void body_bogus_no_cookie(int rank, int nranks, void *arg)
@@ -392,11 +389,7 @@ static void body_bogus_no_cookie(int rank, int nranks, void *arg)
     bootstrap_destroy(bs);
 }
 
-START_TEST(test_bogus_no_cookie)
-{
-    ck_assert_int_eq(harness_run(2, 1, RUN_TIMEOUT, body_bogus_no_cookie, NULL), 0);
-}
-END_TEST
+RANKS_TEST(test_bogus_no_cookie, 2, 1, body_bogus_no_cookie)
 
 /* ---- malformed messages on established connections ----------------------- */
 
@@ -630,16 +623,11 @@ static void body_local(int rank, int nranks, void *arg)
     /* the global channel still works alongside */
     check_job_id(bs, nranks);
     bootstrap_destroy(bs);
-    if (harness_count_fds() != fds0)
-        harness_fail("descriptors leaked: %d before, %d after", fds0, harness_count_fds());
+    expect_fds(fds0);
     free(lranks);
 }
 
-START_TEST(test_local_fd_passing)
-{
-    ck_assert_int_eq(harness_run(4, 1, RUN_TIMEOUT, body_local, NULL), 0);
-}
-END_TEST
+RANKS_TEST(test_local_fd_passing, 4, 1, body_local)
 
 /* Two simulated nodes: the node map comes from SYMCOLL_HOST_ID through the global
  * allgather, and each node's channel holds exactly that node's ranks. */
@@ -668,11 +656,18 @@ static void body_two_nodes(int rank, int nranks, void *arg)
     free(lranks);
 }
 
-START_TEST(test_local_two_nodes)
+RANKS_TEST(test_local_two_nodes, 5, 2, body_two_nodes)
+
+/* The abstract name under which a rank of this job listens (see local.c). */
+static socklen_t local_name(bootstrap_t *bs, int grank, struct sockaddr_un *sa)
 {
-    ck_assert_int_eq(harness_run(5, 2, RUN_TIMEOUT, body_two_nodes, NULL), 0);
+    memset(sa, 0, sizeof(*sa));
+    sa->sun_family = AF_UNIX;
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+                       (size_t)snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1,
+                                        "symcoll-%016llx-%d",
+                                        (unsigned long long)bootstrap_job_id(bs), grank));
 }
-END_TEST
 
 /* Another user can neither join a node's channel nor pose as a rank's listener. */
 static int become_nobody(void)
@@ -693,12 +688,7 @@ static void body_foreign_uid(int rank, int nranks, void *arg)
     (void)arg;
 
     bs = env_bootstrap();
-    memset(&sa, 0, sizeof(sa));
-    sa.sun_family = AF_UNIX;
-    sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-                     (size_t)snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1,
-                                      "symcoll-%016llx-%d",
-                                      (unsigned long long)bootstrap_job_id(bs), 0));
+    sl = local_name(bs, 0, &sa);
     if (geteuid() != 0) {
         /* not root: cannot act as another user; nothing to test */
         bootstrap_destroy(bs);
@@ -736,11 +726,7 @@ static void body_foreign_uid(int rank, int nranks, void *arg)
     bootstrap_destroy(bs);
 }
 
-START_TEST(test_local_foreign_uid)
-{
-    ck_assert_int_eq(harness_run(2, 1, RUN_TIMEOUT, body_foreign_uid, NULL), 0);
-}
-END_TEST
+RANKS_TEST(test_local_foreign_uid, 2, 1, body_foreign_uid)
 
 /* Rank 1 of another uid connects to rank 0's listener first: dropped on SO_PEERCRED
  * even though it knows the cookie; then the real rank 1 joins. */
@@ -761,12 +747,7 @@ static void body_foreign_connect(int rank, int nranks, void *arg)
             bs_hdr_t h;
             int fd = -1, ok = 0;
             double end = time_now() + BS_TIMEOUT;
-            memset(&sa, 0, sizeof(sa));
-            sa.sun_family = AF_UNIX;
-            sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-                             (size_t)snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1,
-                                              "symcoll-%016llx-%d",
-                                              (unsigned long long)bootstrap_job_id(bs), 0));
+            sl = local_name(bs, 0, &sa);
             bs_hdr_fill(bs, &h, BS_MSG_LOCAL_HELLO, 0, 0, 0);
             if (become_nobody())
                 _exit(3);
@@ -794,11 +775,7 @@ static void body_foreign_connect(int rank, int nranks, void *arg)
     bootstrap_destroy(bs);
 }
 
-START_TEST(test_local_foreign_connect)
-{
-    ck_assert_int_eq(harness_run(2, 1, RUN_TIMEOUT, body_foreign_connect, NULL), 0);
-}
-END_TEST
+RANKS_TEST(test_local_foreign_connect, 2, 1, body_foreign_connect)
 
 START_TEST(test_local_bad_args)
 {
@@ -842,15 +819,10 @@ static void body_comm(int rank, int nranks, void *arg)
     ck_assert_int_eq(n, nranks);
     ck_assert_int_eq(bootstrap_local_barrier(comm->bootstrap), SYMCOLL_OK);
     ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
-    if (harness_count_fds() != fds0)
-        harness_fail("descriptors leaked: %d before, %d after", fds0, harness_count_fds());
+    expect_fds(fds0);
 }
 
-START_TEST(test_comm_create)
-{
-    ck_assert_int_eq(harness_run(3, 1, RUN_TIMEOUT, body_comm, NULL), 0);
-}
-END_TEST
+RANKS_TEST(test_comm_create, 3, 1, body_comm)
 
 /* ---- the harness itself must report failures ------------------------------ */
 

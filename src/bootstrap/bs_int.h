@@ -126,6 +126,23 @@ symcoll_status_t bs_random64(uint64_t *out);
 /* Close a descriptor if open and mark it closed. */
 void bs_close(int *fd);
 
+/* How a listener judges the connections it accepts (accept.c). */
+typedef struct bs_acceptor {
+    uint16_t type;      /* message type of the hello */
+    size_t msg_len;     /* header + payload of a hello (at most 64 bytes) */
+    /* on each accepted socket, before reading: nonzero drops it (logged by admit) */
+    int (*admit)(int fd);
+    /* on a complete hello: the slot it fills, or -1 (logged by judge) to drop it */
+    int (*judge)(bootstrap_t *bs, const void *msg, const char *from, void *ctx);
+    void *ctx;
+    int *slots;         /* socket per slot, -1 while missing; filled here */
+    const char *who;    /* "rank(s)", for the timeout message */
+} bs_acceptor_t;
+
+/* Accept until `missing` slots are filled; every other connection is dropped. */
+symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t *a,
+                                  int missing, const deadline_t *dl);
+
 /* Built-in TCP rendezvous (tcp.c). */
 symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, uint64_t env_cookie,
                                 const deadline_t *dl);

@@ -114,108 +114,32 @@ err:
     return status;
 }
 
-typedef struct bs_local_pending {
-    int fd;
-    size_t off;
-    bs_hdr_t hdr;
-} bs_local_pending_t;
-
-/* A complete hello from an accepted connection: the local index of the rank it
- * introduces, or -1 (logged) to drop it. */
-static int bs_local_hello_check(bootstrap_t *bs, const bs_hdr_t *h)
+/* Another user's process may not join: dropped before it is read. */
+static int bs_local_admit(int fd)
 {
-    int idx = h->rank < (uint32_t)bs->nranks ? bs_local_index(bs, (int)h->rank) : -1;
-
-    if (idx <= bs->local_rank) {
-        log_error("bootstrap: local connection claims rank %u, which is not a higher "
-                  "rank of this node; dropped", h->rank);
-        return -1;
-    }
-    if (bs_hdr_check(bs, h, BS_MSG_LOCAL_HELLO, (int)h->rank, 0, 0, 0, false,
-                     "local connection") != SYMCOLL_OK)
-        return -1;
-    if (bs->local_fds[idx] >= 0) {
-        log_error("bootstrap: local rank %d connected twice; dropped", idx);
-        return -1;
-    }
-    return idx;
+    return bs_check_peer_uid(fd, "an accepted local connection") != SYMCOLL_OK;
 }
 
-/* Accept the higher local ranks; connections that fail a check are dropped. */
-static symcoll_status_t bs_local_accept(bootstrap_t *bs, int lfd, const deadline_t *dl)
+/* A complete hello: the local index of the higher rank it introduces, or -1. */
+static int bs_local_judge(bootstrap_t *bs, const void *msg, const char *from, void *ctx)
 {
-    int missing = bs->local_size - 1 - bs->local_rank;
-    int cap = 2 * bs->local_size + 8, npend = 0;
-    bs_local_pending_t *pend = calloc((size_t)cap, sizeof(*pend));
-    struct pollfd *pfd = calloc((size_t)cap + 1, sizeof(*pfd));
-    symcoll_status_t status = SYMCOLL_OK;
+    bs_hdr_t h;
+    char what[96];
+    int idx;
 
-    if (!pend || !pfd) {
-        status = SYMCOLL_ERR_NO_MEMORY;
-        goto out;
+    (void)ctx;
+    memcpy(&h, msg, sizeof(h));
+    idx = h.rank < (uint32_t)bs->nranks ? bs_local_index(bs, (int)h.rank) : -1;
+    snprintf(what, sizeof(what), "local connection from %s", from);
+    if (idx <= bs->local_rank) {
+        log_error("bootstrap: %s claims rank %u, which is not a higher rank of this node; "
+                  "dropped", what, h.rank);
+        return -1;
     }
-    while (missing > 0) {
-        pfd[0].fd = lfd;
-        pfd[0].events = POLLIN;
-        for (int i = 0; i < npend; i++) {
-            pfd[i + 1].fd = pend[i].fd;
-            pfd[i + 1].events = POLLIN;
-        }
-        status = bs_poll_slice(pfd, (nfds_t)npend + 1, dl);
-        if (status != SYMCOLL_OK) {
-            if (status == SYMCOLL_ERR_TIMED_OUT)
-                log_error("bootstrap: timed out: %d local rank(s) did not connect", missing);
-            goto out;
-        }
-        for (int i = npend - 1; i >= 0; i--) {
-            bs_local_pending_t *p = &pend[i];
-            ssize_t got;
-            int idx = -1;
-            if (!pfd[i + 1].revents)
-                continue;
-            got = recv(p->fd, (char *)&p->hdr + p->off, sizeof(p->hdr) - p->off,
-                       MSG_DONTWAIT);
-            if (got < 0 && (errno == EAGAIN || errno == EINTR))
-                continue;
-            if (got > 0) {
-                p->off += (size_t)got;
-                if (p->off < sizeof(p->hdr))
-                    continue;
-                idx = bs_local_hello_check(bs, &p->hdr);
-            } else {
-                log_error("bootstrap: local connection closed before its hello; dropped");
-            }
-            if (idx >= 0) {
-                bs->local_fds[idx] = p->fd;
-                missing--;
-            } else {
-                close(p->fd);
-            }
-            pend[i] = pend[--npend];
-        }
-        if (pfd[0].revents & POLLIN) {
-            for (;;) {
-                int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                if (fd < 0)
-                    break;
-                if (npend == cap || bs_check_peer_uid(fd, "an accepted local connection")) {
-                    if (npend == cap)
-                        log_error("bootstrap: too many local connections; dropped one");
-                    close(fd);
-                    continue;
-                }
-                pend[npend].fd = fd;
-                pend[npend].off = 0;
-                npend++;
-            }
-        }
-    }
-out:
-    for (int i = 0; i < npend; i++)
-        close(pend[i].fd);
-    free(pend);
-    free(pfd);
-    return status;
+    if (bs_hdr_check(bs, &h, BS_MSG_LOCAL_HELLO, (int)h.rank, 0, 0, 0, false, what) !=
+        SYMCOLL_OK)
+        return -1;
+    return idx;
 }
 
 symcoll_status_t bootstrap_local_init(bootstrap_t *bs, int local_rank, int local_size,
@@ -293,7 +217,9 @@ symcoll_status_t bootstrap_local_init(bootstrap_t *bs, int local_rank, int local
             goto err;
     }
     if (lfd >= 0) {
-        status = bs_local_accept(bs, lfd, &dl);
+        bs_acceptor_t acceptor = {BS_MSG_LOCAL_HELLO, sizeof(bs_hdr_t), bs_local_admit,
+                                  bs_local_judge, NULL, bs->local_fds, "local rank(s)"};
+        status = bs_accept_hellos(bs, lfd, &acceptor, local_size - 1 - local_rank, &dl);
         bs_close(&lfd);
         if (status != SYMCOLL_OK)
             goto err;

@@ -1,5 +1,6 @@
 # bootstrap: out-of-band exchange (callback or built-in TCP) and the node-local fd channel
 libsymcoll_core_la_SOURCES += \
+	src/bootstrap/accept.c \
 	src/bootstrap/bootstrap.c \
 	src/bootstrap/local.c \
 	src/bootstrap/tcp.c \

@@ -15,9 +15,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* Connections rank 0 keeps while they have not yet introduced themselves; when full
- * the oldest is dropped, so a flood of idle connections cannot lock real ranks out. */
-#define BS_MAX_PENDING 64
 /* Pause between connection attempts while rank 0 is not listening yet (ms). */
 #define BS_RETRY_MS 20
 
@@ -83,10 +80,12 @@ static symcoll_status_t bs_resolve(const char *addr, struct addrinfo **res_p)
     return SYMCOLL_OK;
 }
 
-static void bs_tune(int fd)
+/* Small messages go out at once. Also the admission hook of rank 0's listener. */
+static int bs_tune(int fd)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return 0;
 }
 
 /* Bind to the address SYMCOLL_ADDR names, so a job on 127.0.0.1 is not reachable
@@ -162,165 +161,37 @@ static symcoll_status_t bs_listen(const char *addr, int *fd_p)
     return SYMCOLL_OK;
 }
 
-/* One connection accepted by rank 0 that has not yet introduced itself. */
-typedef struct bs_pending {
-    int fd;
-    size_t off;
-    struct {
-        bs_hdr_t hdr;
-        bs_hello_t hello;
-    } msg;
-    char from[64];
-} bs_pending_t;
-
-static void bs_peer_name(int fd, char *out, size_t len)
+/* Judge a complete hello: the rank it introduces, or -1 (logged). */
+static int bs_hello_judge(bootstrap_t *bs, const void *msg, const char *from, void *ctx)
 {
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    char host[64] = "?", port[16] = "?";
-
-    if (!getpeername(fd, (struct sockaddr *)&ss, &sl))
-        getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), port, sizeof(port),
-                    NI_NUMERICHOST | NI_NUMERICSERV);
-    snprintf(out, len, "%s:%s", host, port);
-}
-
-/* Check a complete hello; on success returns the rank it introduces, else -1 (the
- * reason is logged). */
-static int bs_hello_check(bootstrap_t *bs, bs_pending_t *p, uint64_t env_cookie)
-{
-    const bs_hdr_t *h = &p->msg.hdr;
+    const uint64_t env_cookie = *(const uint64_t *)ctx;
+    bs_hdr_t h;
+    bs_hello_t hello;
     char what[128];
-    int r = (int)h->rank;
+    int r;
 
-    snprintf(what, sizeof(what), "connection from %s", p->from);
-    if (h->rank == 0 || h->rank >= (uint32_t)bs->nranks) {
-        log_error("bootstrap: %s claims rank %u of %d; dropped", what, h->rank, bs->nranks);
+    memcpy(&h, msg, sizeof(h));
+    memcpy(&hello, (const char *)msg + sizeof(h), sizeof(hello));
+    r = (int)h.rank;
+    snprintf(what, sizeof(what), "connection from %s", from);
+    if (h.rank == 0 || h.rank >= (uint32_t)bs->nranks) {
+        log_error("bootstrap: %s claims rank %u of %d; dropped", what, h.rank, bs->nranks);
         return -1;
     }
     /* without SYMCOLL_COOKIE the ranks do not know the cookie yet and send 0 */
-    if (h->cookie != env_cookie) {
+    if (h.cookie != env_cookie) {
         log_error("bootstrap: %s: wrong job cookie; dropped", what);
         return -1;
     }
-    if (bs_hdr_check(bs, h, BS_MSG_HELLO, r, 0, sizeof(bs_hello_t), 0, true, what) !=
+    if (bs_hdr_check(bs, &h, BS_MSG_HELLO, r, 0, sizeof(bs_hello_t), 0, true, what) !=
         SYMCOLL_OK)
         return -1;
-    if (p->msg.hello.nranks != (uint32_t)bs->nranks) {
+    if (hello.nranks != (uint32_t)bs->nranks) {
         log_error("bootstrap: %s: rank %d believes the job has %u ranks, rank 0 has %d; "
-                  "dropped", what, r, p->msg.hello.nranks, bs->nranks);
-        return -1;
-    }
-    if (bs->peer_fds[r] >= 0) {
-        log_error("bootstrap: %s: rank %d is already connected (duplicate); dropped", what,
-                  r);
+                  "dropped", what, r, hello.nranks, bs->nranks);
         return -1;
     }
     return r;
-}
-
-/* Read what a pending connection sent; returns 1 when it introduced a rank, 0 to keep
- * waiting, -1 when it was dropped. */
-static int bs_pending_read(bootstrap_t *bs, bs_pending_t *p, uint64_t env_cookie)
-{
-    ssize_t r = recv(p->fd, (char *)&p->msg + p->off, sizeof(p->msg) - p->off, MSG_DONTWAIT);
-    int rank;
-
-    if (r < 0)
-        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
-    if (r == 0) {
-        log_error("bootstrap: connection from %s closed after %zu of %zu bytes of its "
-                  "hello (truncated); dropped", p->from, p->off, sizeof(p->msg));
-        return -1;
-    }
-    p->off += (size_t)r;
-    /* judge the header as soon as it is in, before waiting for more */
-    if (p->off >= sizeof(bs_hdr_t) && p->off - (size_t)r < sizeof(bs_hdr_t)) {
-        const bs_hdr_t *h = &p->msg.hdr;
-        if (h->magic != BS_MAGIC || h->version != BS_VERSION || h->type != BS_MSG_HELLO ||
-            h->len != sizeof(bs_hello_t)) {
-            log_error("bootstrap: connection from %s sent a malformed hello (magic 0x%08x, "
-                      "version %u, type %u, length %llu); dropped", p->from, h->magic,
-                      h->version, h->type, (unsigned long long)h->len);
-            return -1;
-        }
-    }
-    if (p->off < sizeof(p->msg))
-        return 0;
-    rank = bs_hello_check(bs, p, env_cookie);
-    if (rank < 0)
-        return -1;
-    bs->peer_fds[rank] = p->fd;
-    p->fd = -1;
-    return 1;
-}
-
-/* Rank 0: accept until every rank has introduced itself; bogus connections are
- * dropped and do not stop the others. */
-static symcoll_status_t bs_tcp_accept_all(bootstrap_t *bs, int lfd, uint64_t env_cookie,
-                                          const deadline_t *dl)
-{
-    bs_pending_t pend[BS_MAX_PENDING];
-    struct pollfd pfd[BS_MAX_PENDING + 1];
-    int npend = 0, missing = bs->nranks - 1;
-    symcoll_status_t status = SYMCOLL_OK;
-
-    while (missing > 0) {
-        pfd[0].fd = lfd;
-        pfd[0].events = POLLIN;
-        for (int i = 0; i < npend; i++) {
-            pfd[i + 1].fd = pend[i].fd;
-            pfd[i + 1].events = POLLIN;
-        }
-        status = bs_poll_slice(pfd, (nfds_t)npend + 1, dl);
-        if (status != SYMCOLL_OK) {
-            if (status == SYMCOLL_ERR_TIMED_OUT) {
-                for (int k = 1; k < bs->nranks; k++)
-                    if (bs->peer_fds[k] < 0) {
-                        log_error("bootstrap: timed out: %d rank(s) never connected to "
-                                  "rank 0 (first: rank %d)", missing, k);
-                        break;
-                    }
-            }
-            goto out;
-        }
-        /* pending connections first: slots may free up before accepting more */
-        for (int i = npend - 1; i >= 0; i--) {
-            int got;
-            if (!pfd[i + 1].revents)
-                continue;
-            got = bs_pending_read(bs, &pend[i], env_cookie);
-            if (got == 0)
-                continue;
-            if (got > 0)
-                missing--;
-            bs_close(&pend[i].fd);
-            pend[i] = pend[--npend];
-        }
-        if (pfd[0].revents & POLLIN) {
-            for (;;) {
-                int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                if (fd < 0)
-                    break;
-                if (npend == BS_MAX_PENDING) {
-                    log_error("bootstrap: too many connections that have not said hello; "
-                              "dropping the oldest (from %s)", pend[0].from);
-                    close(pend[0].fd);
-                    memmove(&pend[0], &pend[1], (size_t)(npend - 1) * sizeof(pend[0]));
-                    npend--;
-                }
-                memset(&pend[npend], 0, sizeof(pend[npend]));
-                pend[npend].fd = fd;
-                bs_peer_name(fd, pend[npend].from, sizeof(pend[npend].from));
-                bs_tune(fd);
-                npend++;
-            }
-        }
-    }
-out:
-    for (int i = 0; i < npend; i++)
-        bs_close(&pend[i].fd);
-    return status;
 }
 
 /* Rank > 0: connect to rank 0, retrying while it is not listening yet. */
@@ -384,6 +255,8 @@ symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, uint64_t env_
     if (bs->rank == 0) {
         int lfd = -1;
         uint64_t job_id = bs->job_id;
+        bs_acceptor_t acceptor = {BS_MSG_HELLO, sizeof(bs_hdr_t) + sizeof(bs_hello_t),
+                                  bs_tune, bs_hello_judge, &env_cookie, NULL, "rank(s)"};
 
         bs->peer_fds = malloc((size_t)bs->nranks * sizeof(int));
         x = calloc((size_t)bs->nranks, sizeof(*x));
@@ -393,10 +266,11 @@ symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, uint64_t env_
         }
         for (int r = 0; r < bs->nranks; r++)
             bs->peer_fds[r] = -1;
+        acceptor.slots = bs->peer_fds;
         status = bs_listen(addr, &lfd);
         if (status != SYMCOLL_OK)
             goto out;
-        status = bs_tcp_accept_all(bs, lfd, env_cookie, dl);
+        status = bs_accept_hellos(bs, lfd, &acceptor, bs->nranks - 1, dl);
         /* nobody else may join: stop listening at once */
         bs_close(&lfd);
         if (status != SYMCOLL_OK)

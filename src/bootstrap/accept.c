@@ -1,0 +1,158 @@
+/* Listener side of both channels: accept connections and read each one's hello with
+ * a non-blocking reader of its own, so a silent, slow or malformed peer is dropped
+ * (with an error log) without holding up the real ranks. */
+#define _GNU_SOURCE /* accept4, struct ucred */
+#include "bootstrap/bs_int.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Connections kept while they have not yet introduced themselves; when full the
+ * oldest is dropped, so a flood of idle connections cannot lock real ranks out. */
+#define BS_MAX_PENDING 64
+#define BS_HELLO_MAX   64 /* bytes of the largest hello */
+
+typedef struct bs_pending {
+    int fd;
+    size_t off;
+    union {
+        bs_hdr_t hdr;
+        unsigned char bytes[BS_HELLO_MAX];
+    } msg;
+    char from[64];
+} bs_pending_t;
+
+/* "address:port" of a TCP peer, "pid N" of a Unix one: for the logs only. */
+static void bs_peer_name(int fd, char *out, size_t len)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    char host[64] = "?", port[16] = "?";
+
+    if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0 && ss.ss_family == AF_UNIX) {
+        struct ucred cr;
+        socklen_t cl = sizeof(cr);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0)
+            snprintf(out, len, "pid %d", (int)cr.pid);
+        else
+            snprintf(out, len, "a local process");
+        return;
+    }
+    if (sl)
+        getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), port, sizeof(port),
+                    NI_NUMERICHOST | NI_NUMERICSERV);
+    snprintf(out, len, "%s:%s", host, port);
+}
+
+/* Read what a pending connection sent; returns the slot it fills (>= 0), -1 to keep
+ * waiting, -2 when it is dropped. */
+static int bs_pending_read(bootstrap_t *bs, const bs_acceptor_t *a, bs_pending_t *p)
+{
+    ssize_t r = recv(p->fd, p->msg.bytes + p->off, a->msg_len - p->off, MSG_DONTWAIT);
+    const bs_hdr_t *h = &p->msg.hdr;
+    int slot;
+
+    if (r < 0)
+        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
+    if (r == 0) {
+        log_error("bootstrap: connection from %s closed after %zu of %zu bytes of its "
+                  "hello (truncated); dropped", p->from, p->off, a->msg_len);
+        return -2;
+    }
+    p->off += (size_t)r;
+    /* judge the header as soon as it is in, before waiting for more */
+    if (p->off >= sizeof(bs_hdr_t) && p->off - (size_t)r < sizeof(bs_hdr_t) &&
+        (h->magic != BS_MAGIC || h->version != BS_VERSION || h->type != a->type ||
+         h->len != a->msg_len - sizeof(bs_hdr_t))) {
+        log_error("bootstrap: connection from %s sent a malformed hello (magic 0x%08x, "
+                  "version %u, type %u, length %llu); dropped", p->from, h->magic,
+                  h->version, h->type, (unsigned long long)h->len);
+        return -2;
+    }
+    if (p->off < a->msg_len)
+        return -1;
+    slot = a->judge(bs, p->msg.bytes, p->from, a->ctx);
+    if (slot < 0)
+        return -2;
+    if (a->slots[slot] >= 0) {
+        log_error("bootstrap: connection from %s: rank %u is already connected "
+                  "(duplicate); dropped", p->from, h->rank);
+        return -2;
+    }
+    return slot;
+}
+
+symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t *a,
+                                  int missing, const deadline_t *dl)
+{
+    bs_pending_t *pend = calloc(BS_MAX_PENDING, sizeof(*pend));
+    struct pollfd pfd[BS_MAX_PENDING + 1];
+    symcoll_status_t status = SYMCOLL_OK;
+    int npend = 0;
+
+    if (!pend)
+        return SYMCOLL_ERR_NO_MEMORY;
+    while (missing > 0) {
+        pfd[0].fd = lfd;
+        pfd[0].events = POLLIN;
+        for (int i = 0; i < npend; i++) {
+            pfd[i + 1].fd = pend[i].fd;
+            pfd[i + 1].events = POLLIN;
+        }
+        status = bs_poll_slice(pfd, (nfds_t)npend + 1, dl);
+        if (status != SYMCOLL_OK) {
+            if (status == SYMCOLL_ERR_TIMED_OUT)
+                log_error("bootstrap: timed out: %d %s never connected", missing, a->who);
+            goto out;
+        }
+        /* pending connections first: slots may free up before accepting more */
+        for (int i = npend - 1; i >= 0; i--) {
+            int slot;
+            if (!pfd[i + 1].revents)
+                continue;
+            slot = bs_pending_read(bs, a, &pend[i]);
+            if (slot == -1)
+                continue;
+            if (slot >= 0) {
+                a->slots[slot] = pend[i].fd;
+                missing--;
+            } else {
+                close(pend[i].fd);
+            }
+            npend--;
+            memmove(&pend[i], &pend[i + 1], (size_t)(npend - i) * sizeof(pend[0]));
+        }
+        if (!(pfd[0].revents & POLLIN))
+            continue;
+        for (;;) {
+            int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd < 0)
+                break;
+            if (a->admit && a->admit(fd)) {
+                close(fd);
+                continue;
+            }
+            if (npend == BS_MAX_PENDING) {
+                log_error("bootstrap: too many connections that have not said hello; "
+                          "dropping the oldest (from %s)", pend[0].from);
+                close(pend[0].fd);
+                npend--;
+                memmove(&pend[0], &pend[1], (size_t)npend * sizeof(pend[0]));
+            }
+            memset(&pend[npend], 0, sizeof(pend[npend]));
+            pend[npend].fd = fd;
+            bs_peer_name(fd, pend[npend].from, sizeof(pend[npend].from));
+            npend++;
+        }
+    }
+out:
+    for (int i = 0; i < npend; i++)
+        close(pend[i].fd);
+    free(pend);
+    return status;
+}
