@@ -6,3 +6,12 @@ bin_PROGRAMS += tools/symcoll_perf
 tools_symcoll_perf_SOURCES = tools/symcoll_perf.c tools/perf_engine.c tools/perf_engine.h
 tools_symcoll_perf_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 tools_symcoll_perf_LDADD = libsymcoll.la $(CUDA_LIBS)
+
+if HAVE_CHECK
+# the checker must catch what it is there to catch (stale, unreduced, one element off)
+check_PROGRAMS += tools/test_perf_engine
+TESTS += tools/test_perf_engine
+tools_test_perf_engine_SOURCES = tools/test_perf_engine.c
+tools_test_perf_engine_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/tools
+tools_test_perf_engine_LDADD = $(CHECK_LIBS)
+endif

@@ -689,16 +689,17 @@ static void perf_print_header(const perf_opts_t *o, const perf_backend_t *be)
 static void perf_print_row(const perf_opts_t *o, const perf_backend_t *be, size_t bytes,
                            size_t count, int inplace, double sec, uint64_t wrong)
 {
+    const char *algo = be->algo_name ? be->algo_name(be->ctx, bytes) : o->algo;
     double algbw = sec > 0 ? (double)bytes / sec / 1e9 : 0;
     double busbw = be->nranks > 1 ? algbw * 2.0 * (be->nranks - 1) / be->nranks : 0;
 
     if (o->csv)
         printf("%zu,%zu,%s,%s,%s,%s,%.3f,%.4f,%.4f,%" PRIu64 "\n", bytes, count,
-               perf_dtype_name(o->dtype), perf_op_name(o->op), o->algo, inplace ? "in" : "out",
+               perf_dtype_name(o->dtype), perf_op_name(o->op), algo, inplace ? "in" : "out",
                sec * 1e6, algbw, busbw, wrong);
     else
         printf(" %11zu %12zu %9s %6s %10s %5s %12.2f %10.3f %10.3f %7" PRIu64 "\n", bytes,
-               count, perf_dtype_name(o->dtype), perf_op_name(o->op), o->algo,
+               count, perf_dtype_name(o->dtype), perf_op_name(o->op), algo,
                inplace ? "in" : "out", sec * 1e6, algbw, busbw, wrong);
     fflush(stdout);
 }

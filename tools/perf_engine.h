@@ -30,6 +30,8 @@ typedef struct perf_backend {
     int (*timer_stop)(void *ctx, double *seconds_p); /* waits for the work started since */
     const char *(*strerror)(void *ctx, int rc);
     void (*abort)(void *ctx); /* after a failure: make peers fail fast (may be NULL) */
+    /* name of the algorithm that serves @a bytes (may be NULL: opts.algo is printed) */
+    const char *(*algo_name)(void *ctx, size_t bytes);
 } perf_backend_t;
 
 typedef struct perf_opts {

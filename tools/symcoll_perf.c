@@ -24,6 +24,12 @@ typedef struct sp_ctx {
     const char *mem_name;
     const char *algo;
     double t0;
+    struct {
+        size_t bytes;
+        char algo[24];
+    } dec[64];       /* the library's decision table for this memory type */
+    int ndec;
+    char algo_buf[32];
 #ifdef HAVE_CUDA
     cudaStream_t stream;
     cudaEvent_t ev_start, ev_stop;
@@ -196,6 +202,53 @@ static void sp_abort(void *ctx)
     symcoll_comm_abort(c->comm);
 }
 
+/* The algorithm column: the library's own decision table (symcoll_comm_print_decisions),
+ * which lists powers of two; other sizes show the row below them, marked '~'. */
+static void sp_load_decisions(sp_ctx_t *c)
+{
+    char *text = NULL, *save = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+
+    if (!f)
+        return;
+    if (symcoll_comm_print_decisions(c->comm, f) != SYMCOLL_OK) {
+        fclose(f);
+        free(text);
+        return;
+    }
+    fclose(f);
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char mem[16], human[16], algo[24];
+        size_t bytes;
+        if (line[0] == '#' || c->ndec >= (int)(sizeof(c->dec) / sizeof(c->dec[0])))
+            continue;
+        if (sscanf(line, "%15s %zu %15s %23s", mem, &bytes, human, algo) == 4 &&
+            !strcmp(mem, c->mem_name)) {
+            c->dec[c->ndec].bytes = bytes;
+            snprintf(c->dec[c->ndec].algo, sizeof(c->dec[0].algo), "%s", algo);
+            c->ndec++;
+        }
+    }
+    free(text);
+}
+
+static const char *sp_algo_name(void *ctx, size_t bytes)
+{
+    sp_ctx_t *c = ctx;
+    int best = 0;
+
+    if (!c->ndec)
+        return c->algo;
+    for (int i = 0; i < c->ndec; i++)
+        if (c->dec[i].bytes <= bytes)
+            best = i;
+    if (c->dec[best].bytes == bytes)
+        return c->dec[best].algo;
+    snprintf(c->algo_buf, sizeof(c->algo_buf), "~%s", c->dec[best].algo);
+    return c->algo_buf;
+}
+
 static int sp_handle_opt(int opt, const char *arg, void *ctx)
 {
     sp_ctx_t *c = ctx;
@@ -275,7 +328,9 @@ int main(int argc, char **argv)
         .usage = "  -m MEM        host or cuda: where the buffers live (default host)\n"
                  "  -a ALGO       force an algorithm (sets SYMCOLL_ALGO before the\n"
                  "                communicator is created; default auto, the library chooses)\n"
-                 "  --pool        use buffers from symcoll_mem_alloc (no staging copy)\n",
+                 "  --pool        use buffers from symcoll_mem_alloc (no staging copy)\n"
+                 "The algo column is the library's choice for that size, from its decision\n"
+                 "table (symcoll_comm_print_decisions); '~' marks a size between two rows.\n",
     };
     symcoll_comm_params_t params = {0};
     perf_backend_t be = {0};
@@ -329,9 +384,10 @@ int main(int argc, char **argv)
     be.timer_stop = sp_timer_stop;
     be.strerror = sp_strerror;
     be.abort = sp_abort;
+    be.algo_name = sp_algo_name;
 
-    /* TODO(api): print the algorithm the library picked once it can be queried; until
-     * then the column shows the forced one or "auto". */
+    /* the header shows what was asked (auto or forced), the rows what the library picks */
+    sp_load_decisions(&c);
     opts.algo = c.algo;
     snprintf(banner, sizeof(banner), "symcoll_perf: symcoll %s, memory %s, %s buffers",
              symcoll_version_string(), c.mem_name,
