@@ -7,7 +7,7 @@ check_LTLIBRARIES = tests/libsymcoll_harness.la
 tests_libsymcoll_harness_la_SOURCES = tests/harness.c tests/harness.h
 tests_libsymcoll_harness_la_CPPFLAGS = $(TEST_CPPFLAGS)
 
-BOOTSTRAP_TESTS = tests/test_bootstrap tests/test_config
+BOOTSTRAP_TESTS = tests/test_bootstrap tests/test_bootstrap_wire tests/test_config
 check_PROGRAMS += $(BOOTSTRAP_TESTS)
 TESTS += $(BOOTSTRAP_TESTS)
 
@@ -15,7 +15,11 @@ tests_test_bootstrap_SOURCES = tests/test_bootstrap.c
 tests_test_bootstrap_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_bootstrap_LDADD = $(HARNESS_LIBS) $(TEST_INTERNAL_LIBS)
 
+tests_test_bootstrap_wire_SOURCES = tests/test_bootstrap_wire.c
+tests_test_bootstrap_wire_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_bootstrap_wire_LDADD = $(HARNESS_LIBS) $(TEST_INTERNAL_LIBS)
+
 tests_test_config_SOURCES = tests/test_config.c
 tests_test_config_CPPFLAGS = $(TEST_CPPFLAGS)
-tests_test_config_LDADD = $(TEST_INTERNAL_LIBS)
+tests_test_config_LDADD = $(HARNESS_LIBS) $(TEST_INTERNAL_LIBS)
 endif

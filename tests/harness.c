@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "harness.h"
 
+#include <check.h>
 #include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -220,4 +221,16 @@ int harness_run(int nranks, int nnodes, double timeout_sec, harness_body_t body,
     }
     free(pids);
     return failed ? 1 : 0;
+}
+
+int harness_main(Suite *suite)
+{
+    SRunner *sr = srunner_create(suite);
+    int failed;
+
+    srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

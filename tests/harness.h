@@ -29,4 +29,9 @@ int harness_count_fds(void);
 /* Simulated node of a rank under harness_run(nranks, nnodes, ...). */
 int harness_node_of(int rank, int nranks, int nnodes);
 
+/* Runs a Check suite in fork mode (each test in its own process, with its timeout),
+ * prints the results and returns the exit status for main(). */
+struct Suite;
+int harness_main(struct Suite *suite);
+
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "harness.h"
 #include "symcoll.h"
 
 START_TEST(test_parse_size)
@@ -193,8 +194,6 @@ int main(void)
 {
     Suite *s = suite_create("config");
     TCase *tc = tcase_create("parse");
-    SRunner *sr;
-    int failed;
 
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_parse_size);
@@ -206,10 +205,5 @@ int main(void)
     tcase_add_test(tc, test_comm_create_bad_env);
     tcase_add_test(tc, test_status_strings);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return harness_main(s);
 }
