@@ -1,8 +1,17 @@
 /* Entry points of the data path: argument checks in one place, then dispatch to the
- * pool and the algorithms. */
+ * pool and the algorithms. Every collective entry holds comm->lock, so two threads
+ * sharing one communicator cannot interleave collectives; pool statistics are read
+ * without it. */
 #include "core/core.h"
 
 #include <stdint.h>
+
+#include "algo/algo.h"
+#include "pool/pool.h"
+
+symcoll_status_t core_check_allreduce_args(const void *sendbuf, void *recvbuf, size_t count,
+                                           symcoll_dtype_t dtype, symcoll_op_t op,
+                                           symcoll_comm_h comm);
 
 symcoll_status_t core_check_allreduce_args(const void *sendbuf, void *recvbuf, size_t count,
                                            symcoll_dtype_t dtype, symcoll_op_t op,
@@ -10,8 +19,10 @@ symcoll_status_t core_check_allreduce_args(const void *sendbuf, void *recvbuf, s
 {
     size_t esize;
 
-    if (!core_comm_is_valid(comm))
+    if (!core_comm_is_valid(comm)) {
+        log_error("symcoll_allreduce: NULL or destroyed communicator");
         return SYMCOLL_ERR_INVALID_PARAM;
+    }
     if ((unsigned)dtype >= SYMCOLL_DTYPE_LAST || (unsigned)op >= SYMCOLL_OP_LAST) {
         log_error("symcoll_allreduce: invalid datatype %d or operator %d", (int)dtype, (int)op);
         return SYMCOLL_ERR_INVALID_PARAM;
@@ -29,51 +40,207 @@ symcoll_status_t core_check_allreduce_args(const void *sendbuf, void *recvbuf, s
     return SYMCOLL_OK;
 }
 
+static symcoll_status_t core_check_mem_type(const char *fn, symcoll_mem_type_t mem_type)
+{
+    if ((unsigned)mem_type >= SYMCOLL_MEM_LAST) {
+        log_error("%s: invalid memory type %d", fn, (int)mem_type);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    return SYMCOLL_OK;
+}
+
+/* The pool of mem_type, created on first use (collective: every rank's first use of a
+ * memory type is the same call). Called with comm->lock held. */
+static symcoll_status_t core_pool_get(comm_t *comm, symcoll_mem_type_t mem_type, pool_t **pool_p)
+{
+    pool_params_t params = {.mem_type = mem_type, .listener = NULL};
+    pool_t *pool = comm->pools[mem_type];
+    symcoll_status_t status;
+
+    if (!pool) {
+        if (!pool_backend_get(mem_type)) {
+            log_error("%s memory is not supported by this build",
+                      mem_type == SYMCOLL_MEM_CUDA ? "CUDA" : "this");
+            return SYMCOLL_ERR_UNSUPPORTED;
+        }
+        /* issue 5: the UCX layer's listener (registration, rkey exchange) goes here */
+        status = pool_create(comm, &params, &pool);
+        if (status != SYMCOLL_OK)
+            return status;
+        /* published for symcoll_pool_query, which does not take the lock */
+        __atomic_store_n(&comm->pools[mem_type], pool, __ATOMIC_RELEASE);
+    }
+    *pool_p = pool;
+    return SYMCOLL_OK;
+}
+
 SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *recvbuf,
                                                   size_t count, symcoll_dtype_t dtype,
                                                   symcoll_op_t op, symcoll_comm_h comm,
                                                   void *stream)
 {
     symcoll_status_t status = core_check_allreduce_args(sendbuf, recvbuf, count, dtype, op, comm);
+    symcoll_mem_type_t mem_type;
+    pool_t *pool = NULL;
+
     if (status != SYMCOLL_OK)
         return status;
-    /* the all-reduce layer is not built yet */
-    return SYMCOLL_ERR_UNSUPPORTED;
+    status = algo_mem_type(sendbuf, recvbuf, &mem_type);
+    if (status != SYMCOLL_OK || count == 0)
+        return status;
+    pthread_mutex_lock(&comm->lock);
+    if (atomic_load_explicit(&comm->aborted, memory_order_relaxed)) {
+        log_error("symcoll_allreduce: communicator aborted");
+        if (comm->pools[mem_type])
+            algo_pool_abort(comm->pools[mem_type]);
+        status = SYMCOLL_ERR_ABORTED;
+        goto out;
+    }
+    if (comm->nranks > 1) {
+        status = core_pool_get(comm, mem_type, &pool);
+        if (status != SYMCOLL_OK)
+            goto out;
+    }
+    status = algo_allreduce(comm, pool, mem_type, sendbuf, recvbuf, count, dtype, op, stream);
+out:
+    pthread_mutex_unlock(&comm->lock);
+    return status;
 }
 
 SYMCOLL_EXPORT symcoll_status_t symcoll_mem_alloc(symcoll_comm_h comm, size_t size,
                                                   symcoll_mem_type_t mem_type, void **ptr_p)
 {
-    if (!core_comm_is_valid(comm) || !ptr_p || (unsigned)mem_type >= SYMCOLL_MEM_LAST)
+    symcoll_status_t status;
+    pool_t *pool;
+    size_t off;
+
+    if (!core_comm_is_valid(comm) || !ptr_p) {
+        log_error("symcoll_mem_alloc: NULL or destroyed communicator, or NULL ptr_p");
         return SYMCOLL_ERR_INVALID_PARAM;
-    return SYMCOLL_ERR_UNSUPPORTED;
+    }
+    status = core_check_mem_type("symcoll_mem_alloc", mem_type);
+    if (status != SYMCOLL_OK)
+        return status;
+    if (size == 0) {
+        log_error("symcoll_mem_alloc: size 0");
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    pthread_mutex_lock(&comm->lock);
+    if (atomic_load_explicit(&comm->aborted, memory_order_relaxed)) {
+        log_error("symcoll_mem_alloc: communicator aborted");
+        status = SYMCOLL_ERR_ABORTED;
+        goto out;
+    }
+    status = core_pool_get(comm, mem_type, &pool);
+    if (status != SYMCOLL_OK)
+        goto out;
+    status = pool_alloc(pool, size, POOL_ALLOC_USER, &off);
+    if (status != SYMCOLL_OK)
+        goto out;
+    *ptr_p = pool_peer_addr(pool, pool_local_rank(pool), off);
+out:
+    pthread_mutex_unlock(&comm->lock);
+    return status;
 }
 
 SYMCOLL_EXPORT symcoll_status_t symcoll_mem_free(symcoll_comm_h comm, void *ptr)
 {
-    if (!core_comm_is_valid(comm))
+    symcoll_status_t status = SYMCOLL_ERR_INVALID_PARAM;
+    size_t off;
+
+    if (!core_comm_is_valid(comm)) {
+        log_error("symcoll_mem_free: NULL or destroyed communicator");
         return SYMCOLL_ERR_INVALID_PARAM;
-    return SYMCOLL_ERR_UNSUPPORTED;
+    }
+    if (!ptr)
+        return SYMCOLL_OK;
+    pthread_mutex_lock(&comm->lock);
+    for (int mt = 0; mt < SYMCOLL_MEM_LAST; mt++) {
+        pool_t *pool = comm->pools[mt];
+        if (pool && pool_lookup(pool, ptr, 0, &off)) {
+            status = pool_free(pool, off);
+            goto out;
+        }
+    }
+    log_error("symcoll_mem_free: %p was not returned by symcoll_mem_alloc on this "
+              "communicator (or was freed already)", ptr);
+out:
+    pthread_mutex_unlock(&comm->lock);
+    return status;
 }
 
 SYMCOLL_EXPORT symcoll_status_t symcoll_pool_query(symcoll_comm_h comm,
                                                    symcoll_mem_type_t mem_type,
                                                    symcoll_pool_attr_t *attr_p)
 {
-    if (!core_comm_is_valid(comm) || !attr_p || (unsigned)mem_type >= SYMCOLL_MEM_LAST)
+    uint64_t known = SYMCOLL_POOL_ATTR_FIELD_RESERVED | SYMCOLL_POOL_ATTR_FIELD_MAPPED |
+                     SYMCOLL_POOL_ATTR_FIELD_IN_USE | SYMCOLL_POOL_ATTR_FIELD_PEAK |
+                     SYMCOLL_POOL_ATTR_FIELD_GROWTHS | SYMCOLL_POOL_ATTR_FIELD_SEGMENTS;
+    symcoll_pool_attr_t attr;
+    pool_t *pool;
+
+    if (!core_comm_is_valid(comm) || !attr_p) {
+        log_error("symcoll_pool_query: NULL or destroyed communicator, or NULL attr_p");
         return SYMCOLL_ERR_INVALID_PARAM;
-    return SYMCOLL_ERR_UNSUPPORTED;
+    }
+    if (core_check_mem_type("symcoll_pool_query", mem_type) != SYMCOLL_OK)
+        return SYMCOLL_ERR_INVALID_PARAM;
+    if (attr_p->field_mask & ~known) {
+        log_error("symcoll_pool_query: unknown field_mask bits 0x%llx",
+                  (unsigned long long)(attr_p->field_mask & ~known));
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    attr = *attr_p;
+    attr.reserved = attr.mapped = attr.in_use = attr.peak = 0;
+    attr.growths = attr.segments = 0;
+    pool = __atomic_load_n(&comm->pools[mem_type], __ATOMIC_ACQUIRE);
+    if (pool)
+        pool_query(pool, &attr);
+    *attr_p = attr;
+    return SYMCOLL_OK;
 }
 
 SYMCOLL_EXPORT symcoll_status_t symcoll_pool_trim(symcoll_comm_h comm,
                                                   symcoll_mem_type_t mem_type)
 {
-    if (!core_comm_is_valid(comm) || (unsigned)mem_type >= SYMCOLL_MEM_LAST)
+    symcoll_status_t status;
+    pool_t *pool;
+
+    if (!core_comm_is_valid(comm)) {
+        log_error("symcoll_pool_trim: NULL or destroyed communicator");
         return SYMCOLL_ERR_INVALID_PARAM;
-    return SYMCOLL_ERR_UNSUPPORTED;
+    }
+    status = core_check_mem_type("symcoll_pool_trim", mem_type);
+    if (status != SYMCOLL_OK)
+        return status;
+    pthread_mutex_lock(&comm->lock);
+    pool = comm->pools[mem_type];
+    if (pool) {
+        /* the algorithms' staging comes back on the next all-reduce */
+        algo_pool_release(pool);
+        status = pool_trim(pool);
+    }
+    pthread_mutex_unlock(&comm->lock);
+    return status;
 }
 
-/* Layers created with the communicator (pools are created lazily). */
-symcoll_status_t comm_init_layers(comm_t *comm) { return SYMCOLL_OK; }
+/* Layers created with the communicator. Pools are created lazily, on the first call
+ * that needs one, so a communicator that never reduces maps nothing. */
+symcoll_status_t comm_init_layers(comm_t *comm);
+void comm_release_layers(comm_t *comm);
 
-void comm_release_layers(comm_t *comm) {}
+symcoll_status_t comm_init_layers(comm_t *comm)
+{
+    (void)comm;
+    return SYMCOLL_OK;
+}
+
+/* Pools go first: their listener (UCX registration) must release before the UCX
+ * context does. */
+void comm_release_layers(comm_t *comm)
+{
+    for (int mt = 0; mt < SYMCOLL_MEM_LAST; mt++) {
+        pool_destroy(comm->pools[mt]);
+        comm->pools[mt] = NULL;
+    }
+}

@@ -1,0 +1,102 @@
+/* Shared machinery of the intra-node host all-reduce algorithms: the signal pad layout,
+ * per-pool state, epochs and the wait loop, call descriptors, staging slots. */
+#ifndef SYMCOLL_ALGO_HOST_H
+#define SYMCOLL_ALGO_HOST_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/core.h"
+#include "pool/pool.h"
+
+/* What one call tells its peers (in its signal pad, before the first barrier). */
+typedef struct algo_host_desc {
+    _Atomic uint64_t sig;     /* count, dtype, op, algorithm: must agree */
+    _Atomic uint64_t flags;   /* HOST_DESC_* | chunk bytes << 8 */
+    _Atomic uint64_t in_off;  /* pool offset of the input when HOST_DESC_IN_LINEAR */
+    _Atomic uint64_t out_off; /* pool offset of the result when HOST_DESC_OUT_LINEAR */
+    uint8_t pad[32];
+} algo_host_desc_t;
+
+#define HOST_DESC_IN_LINEAR  1u /* input read in place from the caller's pool buffer */
+#define HOST_DESC_OUT_LINEAR 2u /* result slices written to the caller's pool buffer */
+
+/* Layout of the first bytes of each rank's host signal pad. Only its owner writes it;
+ * peers read it. Every word sits on its own cache line (or pair) to avoid false
+ * sharing between the polled flag and the rest. The pad's remaining bytes are free
+ * for other layers (HOST_SIG_FREE_OFF). */
+typedef struct algo_host_sig {
+    _Atomic uint64_t progress; /* barriers passed; monotonic, never reset */
+    uint8_t pad0[56];
+    _Atomic uint64_t aborted;  /* non-zero once this rank gave up (abort, failure) */
+    uint8_t pad1[56];
+    algo_host_desc_t desc[2];  /* by call parity */
+} algo_host_sig_t;
+
+#define HOST_SIG_FREE_OFF 4096
+
+typedef struct algo_host_state {
+    int me, n;
+    algo_host_sig_t **sig;   /* every local rank's pad */
+    int *pids;               /* of every local rank */
+    uint64_t *starts;        /* process start times, for pid reuse */
+    uint64_t epoch;          /* barriers this rank passed */
+    uint64_t calls;          /* descriptor parity */
+    uint64_t slot;           /* staging slot counter */
+    size_t chunk_bytes;      /* pipeline chunk (SYMCOLL_HOST_CHUNK_SIZE) */
+    bool has_staging;
+    size_t staging_off;      /* 2 slots of chunk_bytes, same offset on every rank */
+    symcoll_status_t broken; /* a failed wait leaves the epochs out of step: sticky */
+    const void **srcs;       /* n source pointers for the reduction */
+    uint64_t *peer_flags, *peer_in, *peer_out; /* descriptors read from the peers */
+    /* last selector decision (the selector formats a reason: keep it off the fast path) */
+    size_t last_bytes;
+    int last_algo;
+} algo_host_state_t;
+
+/* One call in flight. */
+typedef struct host_call {
+    comm_t *comm;
+    pool_t *pool;
+    algo_host_state_t *st;
+    int me, n;
+    const char *sendbuf;
+    char *recvbuf;
+    size_t count, esize;
+    symcoll_dtype_t dtype;
+    symcoll_op_t op;
+    deadline_t dl;
+    double next_alive;
+    bool any_out_linear;   /* some rank exposes its result buffer: end barrier */
+} host_call_t;
+
+enum { HOST_ALGO_ONESHOT = 1, HOST_ALGO_TWOSHOT = 2 };
+
+/* State of the host algorithms for pool (created on first use; staging is allocated
+ * collectively here when missing). */
+symcoll_status_t algo_host_state_get(pool_t *pool, algo_host_state_t **st_p);
+
+/* Signals this rank's next epoch and waits for every peer to reach it. */
+symcoll_status_t algo_host_barrier(host_call_t *c);
+
+/* Publishes this call's descriptor (before the first barrier). */
+void algo_host_desc_publish(host_call_t *c, int algo, uint64_t flags, size_t in_off,
+                            size_t out_off);
+
+/* After the first barrier: reads every peer's descriptor, checks agreement. */
+symcoll_status_t algo_host_desc_collect(host_call_t *c, int algo);
+
+/* Local rank r's input / result for chunk k (staging slot if not linear). */
+const char *algo_host_in(const host_call_t *c, int r, size_t k, unsigned slot);
+char *algo_host_out(const host_call_t *c, int r, size_t k, unsigned slot);
+char *algo_host_staging(const host_call_t *c, int r, unsigned slot);
+
+/* Records a failure that leaves the peers' epochs out of step. */
+symcoll_status_t algo_host_fail(host_call_t *c, symcoll_status_t status);
+
+symcoll_status_t algo_host_oneshot(host_call_t *c);
+symcoll_status_t algo_host_twoshot(host_call_t *c);
+
+#endif

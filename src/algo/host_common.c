@@ -1,0 +1,260 @@
+/* Machinery shared by the host algorithms: per-pool state, the barrier over epochs in
+ * the signal pads, the wait loop with its deadline, abort and dead-peer checks, and the
+ * call descriptors through which ranks tell each other where their data is. */
+#include "algo/host.h"
+#ifdef HAVE_CUDA
+#include "algo/cuda_algo.h"
+#endif
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "topo/topo.h"
+
+/* How often a waiting rank looks at /proc for its peers: cheap enough not to matter,
+ * frequent enough that a dead peer is noticed within a few milliseconds. */
+#define HOST_ALIVE_PERIOD 0.005
+
+static void host_state_free(void *p)
+{
+    algo_host_state_t *st = p;
+    if (!st)
+        return;
+    free(st->sig);
+    free(st->pids);
+    free(st->starts);
+    free(st->srcs);
+    free(st->peer_flags);
+    free(st->peer_in);
+    free(st->peer_out);
+    free(st);
+}
+
+symcoll_status_t algo_host_state_get(pool_t *pool, algo_host_state_t **st_p)
+{
+    void **slot = pool_algo_state(pool);
+    algo_host_state_t *st = *slot;
+    comm_t *comm = pool_comm(pool);
+    symcoll_status_t status;
+
+    if (!st) {
+        int n = pool_local_size(pool);
+        st = calloc(1, sizeof(*st));
+        if (!st)
+            goto err_nomem;
+        st->me = pool_local_rank(pool);
+        st->n = n;
+        st->sig = calloc((size_t)n, sizeof(*st->sig));
+        st->pids = calloc((size_t)n, sizeof(*st->pids));
+        st->starts = calloc((size_t)n, sizeof(*st->starts));
+        st->srcs = calloc((size_t)n, sizeof(*st->srcs));
+        st->peer_flags = calloc((size_t)n, sizeof(uint64_t));
+        st->peer_in = calloc((size_t)n, sizeof(uint64_t));
+        st->peer_out = calloc((size_t)n, sizeof(uint64_t));
+        if (!st->sig || !st->pids || !st->starts || !st->srcs || !st->peer_flags ||
+            !st->peer_in || !st->peer_out) {
+            host_state_free(st);
+            goto err_nomem;
+        }
+        for (int r = 0; r < n; r++) {
+            int g = comm->topo->local_ranks[r];
+            st->sig[r] = pool_signal_pad(pool, r);
+            st->pids[r] = comm->topo->info[g].pid;
+            st->starts[r] = comm->topo->info[g].start_time;
+        }
+        /* a whole number of cache lines, so that chunks and slices stay aligned */
+        st->chunk_bytes = comm->config.host_chunk_size / POOL_ALIGN * POOL_ALIGN;
+        /* the pad words start at 0 everywhere and never go back: resume from them */
+        st->epoch = atomic_load(&st->sig[st->me]->progress);
+        st->last_algo = -1;
+        *slot = st;
+        pool_set_algo_state_free(pool, host_state_free);
+    }
+    if (!st->has_staging && st->broken == SYMCOLL_OK) {
+        /* same call sequence on every rank, so same decision and same offset */
+        status = pool_alloc(pool, 2 * st->chunk_bytes, POOL_ALLOC_STAGING, &st->staging_off);
+        if (status != SYMCOLL_OK)
+            return status;
+        st->has_staging = true;
+    }
+    *st_p = st;
+    return SYMCOLL_OK;
+
+err_nomem:
+    log_error("all-reduce: out of memory for the host algorithm state");
+    return SYMCOLL_ERR_NO_MEMORY;
+}
+
+void algo_pool_release(pool_t *pool)
+{
+    algo_host_state_t *st = *pool_algo_state(pool);
+#ifdef HAVE_CUDA
+    if (pool_backend(pool)->mem_type == SYMCOLL_MEM_CUDA) {
+        algo_cuda_release(pool);
+        return;
+    }
+#endif
+    if (pool_backend(pool)->mem_type != SYMCOLL_MEM_HOST || !st || !st->has_staging)
+        return;
+    pool_free(pool, st->staging_off);
+    st->has_staging = false;
+}
+
+void algo_pool_abort(pool_t *pool)
+{
+    algo_host_state_t *st = *pool_algo_state(pool);
+    if (pool_backend(pool)->mem_type != SYMCOLL_MEM_HOST)
+        return;
+    if (st)
+        st->broken = SYMCOLL_ERR_ABORTED;
+    /* the pad exists from pool creation on, state or not */
+    atomic_store_explicit(&((algo_host_sig_t *)pool_signal_pad(pool, pool_local_rank(pool)))
+                               ->aborted,
+                          1, memory_order_release);
+}
+
+symcoll_status_t algo_host_fail(host_call_t *c, symcoll_status_t status)
+{
+    if (status == SYMCOLL_ERR_TIMED_OUT || status == SYMCOLL_ERR_PEER_FAILED ||
+        status == SYMCOLL_ERR_ABORTED) {
+        c->st->broken = status;
+        /* peers still waiting for us learn it at once instead of at their deadline */
+        atomic_store_explicit(&c->st->sig[c->me]->aborted, 1, memory_order_release);
+    }
+    return status;
+}
+
+/* Slow part of the wait loop: abort, deadline, the peer's own abort word, liveness. */
+static symcoll_status_t host_wait_check(host_call_t *c, int r)
+{
+    algo_host_state_t *st = c->st;
+    double now;
+
+    if (atomic_load_explicit(&c->comm->aborted, memory_order_relaxed)) {
+        log_error("all-reduce: communicator aborted while waiting for local rank %d", r);
+        return SYMCOLL_ERR_ABORTED;
+    }
+    if (atomic_load_explicit(&st->sig[r]->aborted, memory_order_acquire)) {
+        log_error("all-reduce: local rank %d (rank %d) gave up (aborted or failed)", r,
+                  c->comm->topo->local_ranks[r]);
+        return SYMCOLL_ERR_ABORTED;
+    }
+    now = time_now();
+    if (now > c->dl.end) {
+        log_error("all-reduce: timed out after %.1f s waiting for local rank %d (rank %d)",
+                  c->comm->timeout_sec, r, c->comm->topo->local_ranks[r]);
+        return SYMCOLL_ERR_TIMED_OUT;
+    }
+    if (now >= c->next_alive) {
+        c->next_alive = now + HOST_ALIVE_PERIOD;
+        if (!topo_proc_alive(st->pids[r], st->starts[r])) {
+            log_error("all-reduce: local rank %d (rank %d, pid %d) died", r,
+                      c->comm->topo->local_ranks[r], st->pids[r]);
+            return SYMCOLL_ERR_PEER_FAILED;
+        }
+    }
+    return SYMCOLL_OK;
+}
+
+static symcoll_status_t host_wait(host_call_t *c, int r, uint64_t target)
+{
+    _Atomic uint64_t *w = &c->st->sig[r]->progress;
+    unsigned spins = 0;
+    symcoll_status_t status;
+
+    while (atomic_load_explicit(w, memory_order_acquire) < target) {
+        /* spin briefly (core_spin_pause yields after a few hundred rounds, which lets
+         * ranks sharing a core run); look at the clock only now and then */
+        core_spin_pause(&spins);
+        if (spins >= 256 || (spins & 31) == 0) {
+            status = host_wait_check(c, r);
+            if (status != SYMCOLL_OK)
+                return algo_host_fail(c, status);
+        }
+    }
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t algo_host_barrier(host_call_t *c)
+{
+    algo_host_state_t *st = c->st;
+    uint64_t e = ++st->epoch;
+    symcoll_status_t status;
+
+    atomic_store_explicit(&st->sig[c->me]->progress, e, memory_order_release);
+    /* Peers in order, starting after ourselves so ranks do not all poll rank 0 first. */
+    for (int i = 1; i < c->n; i++) {
+        status = host_wait(c, (c->me + i) % c->n, e);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    return SYMCOLL_OK;
+}
+
+static uint64_t host_signature(const host_call_t *c, int algo)
+{
+    return ((uint64_t)c->count << 12) ^ ((uint64_t)c->dtype << 8) ^ ((uint64_t)c->op << 4) ^
+           (uint64_t)algo;
+}
+
+void algo_host_desc_publish(host_call_t *c, int algo, uint64_t flags, size_t in_off,
+                            size_t out_off)
+{
+    algo_host_desc_t *d = &c->st->sig[c->me]->desc[c->st->calls & 1];
+    /* relaxed: the release store of the next barrier publishes them */
+    atomic_store_explicit(&d->sig, host_signature(c, algo), memory_order_relaxed);
+    atomic_store_explicit(&d->flags, flags | ((uint64_t)c->st->chunk_bytes << 8),
+                          memory_order_relaxed);
+    atomic_store_explicit(&d->in_off, in_off, memory_order_relaxed);
+    atomic_store_explicit(&d->out_off, out_off, memory_order_relaxed);
+}
+
+symcoll_status_t algo_host_desc_collect(host_call_t *c, int algo)
+{
+    algo_host_state_t *st = c->st;
+    unsigned parity = st->calls & 1;
+    uint64_t sig = host_signature(c, algo);
+    symcoll_status_t status = SYMCOLL_OK;
+
+    st->calls++;
+    c->any_out_linear = false;
+    for (int r = 0; r < c->n; r++) {
+        algo_host_desc_t *d = &st->sig[r]->desc[parity];
+        uint64_t s = atomic_load_explicit(&d->sig, memory_order_relaxed);
+        uint64_t f = atomic_load_explicit(&d->flags, memory_order_relaxed);
+        st->peer_flags[r] = f;
+        st->peer_in[r] = atomic_load_explicit(&d->in_off, memory_order_relaxed);
+        st->peer_out[r] = atomic_load_explicit(&d->out_off, memory_order_relaxed);
+        if (f & HOST_DESC_OUT_LINEAR)
+            c->any_out_linear = true;
+        if (s != sig || (f >> 8) != st->chunk_bytes) {
+            if (status == SYMCOLL_OK)
+                log_error("all-reduce: local rank %d (rank %d) called with different arguments "
+                          "(count, datatype, operator, algorithm or SYMCOLL_HOST_CHUNK_SIZE)",
+                          r, c->comm->topo->local_ranks[r]);
+            status = SYMCOLL_ERR_MISMATCH;
+        }
+    }
+    return status;
+}
+
+char *algo_host_staging(const host_call_t *c, int r, unsigned slot)
+{
+    return (char *)pool_peer_addr(c->pool, r,
+                                  c->st->staging_off + (size_t)slot * c->st->chunk_bytes);
+}
+
+const char *algo_host_in(const host_call_t *c, int r, size_t k, unsigned slot)
+{
+    if (c->st->peer_flags[r] & HOST_DESC_IN_LINEAR)
+        return (const char *)pool_peer_addr(c->pool, r, c->st->peer_in[r]) +
+               k * c->st->chunk_bytes;
+    return algo_host_staging(c, r, slot);
+}
+
+char *algo_host_out(const host_call_t *c, int r, size_t k, unsigned slot)
+{
+    if (c->st->peer_flags[r] & HOST_DESC_OUT_LINEAR)
+        return (char *)pool_peer_addr(c->pool, r, c->st->peer_out[r]) + k * c->st->chunk_bytes;
+    return algo_host_staging(c, r, slot);
+}

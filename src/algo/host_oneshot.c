@@ -1,0 +1,62 @@
+/* One-shot all-reduce between the ranks of one node, over the host pool.
+ *
+ * Algorithm. The message is cut into chunks of SYMCOLL_HOST_CHUNK_SIZE bytes (small
+ * messages are one chunk). For each chunk every rank makes its input visible to its
+ * peers: a buffer from symcoll_mem_alloc is already in the pool and is read in place;
+ * any other input is copied into one of the rank's two staging slots. One barrier
+ * (each rank bumps its epoch in its signal pad with a release store and waits, with
+ * acquire loads, until every peer's epoch reaches it), then every rank reads all ranks'
+ * copies in rank order and reduces them into its own output. Every rank runs the same
+ * reduction over the same bytes in the same order, so all get identical bits.
+ *
+ * Reuse. Staging slots alternate from chunk to chunk (and call to call): a rank writes
+ * a slot again only after the barrier of the next chunk, which every peer reaches only
+ * after it finished reading that slot; so no end barrier is needed for staged input.
+ * Input read in place from the caller's buffer is different: the caller may change it
+ * as soon as the call returns, so then the call ends with one more barrier. An
+ * in-place call on a pool buffer stages its input (the output overwrites it while
+ * peers may still read it).
+ */
+#include "algo/host.h"
+
+#include <string.h>
+
+#include "algo/reduce.h"
+
+symcoll_status_t algo_host_oneshot(host_call_t *c)
+{
+    algo_host_state_t *st = c->st;
+    size_t nbytes = c->count * c->esize, chunk = st->chunk_bytes, off;
+    size_t in_off = 0;
+    bool in_linear;
+    symcoll_status_t status;
+
+    in_linear = pool_lookup(c->pool, c->sendbuf, nbytes, &in_off) &&
+                (c->sendbuf + nbytes <= c->recvbuf || c->recvbuf + nbytes <= c->sendbuf);
+    algo_host_desc_publish(c, HOST_ALGO_ONESHOT, in_linear ? HOST_DESC_IN_LINEAR : 0, in_off, 0);
+
+    for (size_t k = 0; (off = k * chunk) < nbytes; k++) {
+        size_t bytes = nbytes - off < chunk ? nbytes - off : chunk;
+        unsigned slot = (unsigned)(st->slot++ & 1);
+
+        if (!in_linear)
+            memcpy(algo_host_staging(c, c->me, slot), c->sendbuf + off, bytes);
+        status = algo_host_barrier(c);
+        if (status != SYMCOLL_OK)
+            return status;
+        if (k == 0) {
+            status = algo_host_desc_collect(c, HOST_ALGO_ONESHOT);
+            if (status != SYMCOLL_OK)
+                return status;
+        }
+        for (int r = 0; r < c->n; r++)
+            st->srcs[r] = algo_host_in(c, r, k, slot);
+        algo_reduce(c->recvbuf + off, st->srcs, c->n, bytes / c->esize, c->dtype, c->op,
+                    c->comm->nranks);
+    }
+    /* some rank's input is read in place: nobody returns before everybody read it */
+    for (int r = 0; r < c->n; r++)
+        if (st->peer_flags[r] & HOST_DESC_IN_LINEAR)
+            return algo_host_barrier(c);
+    return SYMCOLL_OK;
+}

@@ -1,0 +1,206 @@
+/* Element-wise reductions: one loop per (datatype, operator) generated from a macro.
+ *
+ * Each loop works in blocks that fit in L1: the block's accumulator is loaded from the
+ * first source, combined with every further source in order (a loop the compiler
+ * vectorises: independent elements, fixed source order, so the result does not depend
+ * on vector width), then converted and stored. Because a whole block is read before it
+ * is written, dst may be one of the sources. Element pointers use types of alignment 1,
+ * so any byte address works without the compiler assuming natural alignment. */
+#include "algo/reduce.h"
+
+#include <string.h>
+
+#define REDUCE_BLOCK 512
+
+typedef int8_t u_i8 __attribute__((aligned(1)));
+typedef uint8_t u_u8 __attribute__((aligned(1)));
+typedef int32_t u_i32 __attribute__((aligned(1)));
+typedef uint32_t u_u32 __attribute__((aligned(1)));
+typedef int64_t u_i64 __attribute__((aligned(1)));
+typedef uint64_t u_u64 __attribute__((aligned(1)));
+typedef uint16_t u_h16 __attribute__((aligned(1)));
+typedef float u_f32 __attribute__((aligned(1)));
+typedef double u_f64 __attribute__((aligned(1)));
+
+/* ---- half-precision conversions ---------------------------------------------------- */
+
+float algo_half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, x;
+    float f;
+    if (exp == 0) {
+        /* zero or subnormal: man * 2^-24, exact in float */
+        f = (float)man * 0x1p-24f;
+        return sign ? -f : f;
+    }
+    if (exp == 31)
+        x = sign | 0x7f800000u | (man << 13);
+    else
+        x = sign | ((exp + 112) << 23) | (man << 13);
+    memcpy(&f, &x, sizeof(f));
+    return f;
+}
+
+uint16_t algo_float_to_half(float f)
+{
+    uint32_t x, sign;
+    memcpy(&x, &f, sizeof(x));
+    sign = (x >> 16) & 0x8000;
+    x &= 0x7fffffffu;
+    if (x > 0x7f800000u) /* NaN: keep it quiet and non-zero */
+        return (uint16_t)(sign | 0x7e00 | ((x >> 13) & 0x3ff));
+    if (x >= 0x477ff000u) /* >= 65520 rounds to infinity */
+        return (uint16_t)(sign | 0x7c00);
+    if (x < 0x38800000u) {
+        /* below the smallest normal half: round |f| / 2^-24 to an integer, nearest even,
+         * by the float addition of 2^23 (the result 1024 encodes the smallest normal) */
+        float a;
+        memcpy(&a, &x, sizeof(a));
+        volatile float t = a * 0x1p24f + 0x1p23f;
+        return (uint16_t)(sign | (uint32_t)(t - 0x1p23f));
+    }
+    /* rebias the exponent, round the 13 dropped bits to nearest even; a carry out of the
+     * mantissa correctly bumps the exponent */
+    x -= 0x38000000u;
+    x += 0xfffu + ((x >> 13) & 1);
+    return (uint16_t)(sign | (x >> 13));
+}
+
+float algo_bf16_to_float(uint16_t h)
+{
+    uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, sizeof(f));
+    return f;
+}
+
+uint16_t algo_float_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof(x));
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40);
+    x += 0x7fffu + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+
+/* ---- loops ------------------------------------------------------------------------- */
+
+typedef void (*reduce_fn_t)(void *dst, const void *const *srcs, int nsrc, size_t count,
+                            int div);
+
+/* T: element (unaligned), A: accumulator, LD: T->A, COMB: (A,A)->A, FIN: (A,div)->T */
+#define DEF_REDUCE(name, T, A, LD, COMB, FIN)                                              \
+    static void name(void *dst, const void *const *srcs, int nsrc, size_t count, int div) \
+    {                                                                                      \
+        A acc[REDUCE_BLOCK];                                                               \
+        (void)div;                                                                         \
+        for (size_t b = 0; b < count; b += REDUCE_BLOCK) {                                 \
+            size_t m = count - b < REDUCE_BLOCK ? count - b : REDUCE_BLOCK;                \
+            const T *s0 = (const T *)srcs[0] + b;                                          \
+            for (size_t k = 0; k < m; k++)                                                 \
+                acc[k] = LD(s0[k]);                                                        \
+            for (int r = 1; r < nsrc; r++) {                                               \
+                const T *s = (const T *)srcs[r] + b;                                       \
+                for (size_t k = 0; k < m; k++) {                                           \
+                    A x = LD(s[k]);                                                        \
+                    acc[k] = COMB(acc[k], x);                                              \
+                }                                                                          \
+            }                                                                              \
+            T *d = (T *)dst + b;                                                           \
+            for (size_t k = 0; k < m; k++)                                                 \
+                d[k] = FIN(acc[k], div);                                                   \
+        }                                                                                  \
+    }
+
+#define C_SUM(a, b) ((a) + (b))
+#define C_PROD(a, b) ((a) * (b))
+#define C_MIN(a, b) ((b) < (a) ? (b) : (a))
+#define C_MAX(a, b) ((b) > (a) ? (b) : (a))
+
+/* integers: sum and prod in the unsigned type of the element's width (wraps, no UB);
+ * min and max in the element type; avg sums in 64 bits then divides */
+#define ID(x) (x)
+#define FIN_CAST(T) (T)
+#define DEF_INT(tag, T, UT, UA)                                                            \
+    static inline UT tag##_ld_u(T x) { return (UT)x; }                                     \
+    static inline T tag##_fin_u(UT a, int div) { (void)div; return (T)a; }                 \
+    static inline T tag##_fin_id(T a, int div) { (void)div; return a; }                    \
+    DEF_REDUCE(reduce_##tag##_sum, u_##tag, UT, tag##_ld_u, C_SUM, tag##_fin_u)            \
+    DEF_REDUCE(reduce_##tag##_prod, u_##tag, UT, tag##_ld_u, C_PROD, tag##_fin_u)          \
+    DEF_REDUCE(reduce_##tag##_min, u_##tag, T, ID, C_MIN, tag##_fin_id)                    \
+    DEF_REDUCE(reduce_##tag##_max, u_##tag, T, ID, C_MAX, tag##_fin_id)
+
+/* uint8 * uint8 promotes to int: multiply in unsigned int to stay defined */
+#define C_PROD_U8(a, b) ((uint8_t)((unsigned)(a) * (unsigned)(b)))
+
+static inline uint8_t i8_ld_u(int8_t x) { return (uint8_t)x; }
+static inline int8_t i8_fin_u(uint8_t a, int div) { (void)div; return (int8_t)a; }
+static inline uint8_t u8_ld_u(uint8_t x) { return x; }
+static inline uint8_t u8_fin_u(uint8_t a, int div) { (void)div; return a; }
+static inline int8_t i8_fin_id(int8_t a, int div) { (void)div; return a; }
+static inline uint8_t u8_fin_id(uint8_t a, int div) { (void)div; return a; }
+DEF_REDUCE(reduce_i8_sum, u_i8, uint8_t, i8_ld_u, C_SUM, i8_fin_u)
+DEF_REDUCE(reduce_i8_prod, u_i8, uint8_t, i8_ld_u, C_PROD_U8, i8_fin_u)
+DEF_REDUCE(reduce_i8_min, u_i8, int8_t, ID, C_MIN, i8_fin_id)
+DEF_REDUCE(reduce_i8_max, u_i8, int8_t, ID, C_MAX, i8_fin_id)
+DEF_REDUCE(reduce_u8_sum, u_u8, uint8_t, u8_ld_u, C_SUM, u8_fin_u)
+DEF_REDUCE(reduce_u8_prod, u_u8, uint8_t, u8_ld_u, C_PROD_U8, u8_fin_u)
+DEF_REDUCE(reduce_u8_min, u_u8, uint8_t, ID, C_MIN, u8_fin_id)
+DEF_REDUCE(reduce_u8_max, u_u8, uint8_t, ID, C_MAX, u8_fin_id)
+
+DEF_INT(i32, int32_t, uint32_t, uint64_t)
+DEF_INT(u32, uint32_t, uint32_t, uint64_t)
+DEF_INT(i64, int64_t, uint64_t, uint64_t)
+DEF_INT(u64, uint64_t, uint64_t, uint64_t)
+
+/* avg of integers: exact 64-bit sum (wrapping only past 64 bits), then truncation */
+#define DEF_INT_AVG(tag, T, ST)                                                            \
+    static inline uint64_t tag##_ld_avg(T x) { return (uint64_t)(ST)x; }                   \
+    static inline T tag##_fin_avg(uint64_t a, int div)                                     \
+    {                                                                                      \
+        return div > 0 ? (T)((ST)a / (ST)div) : (T)a;                                      \
+    }                                                                                      \
+    DEF_REDUCE(reduce_##tag##_avg, u_##tag, uint64_t, tag##_ld_avg, C_SUM, tag##_fin_avg)
+DEF_INT_AVG(i8, int8_t, int64_t)
+DEF_INT_AVG(u8, uint8_t, uint64_t)
+DEF_INT_AVG(i32, int32_t, int64_t)
+DEF_INT_AVG(u32, uint32_t, uint64_t)
+DEF_INT_AVG(i64, int64_t, int64_t)
+DEF_INT_AVG(u64, uint64_t, uint64_t)
+
+/* floating point: A is the accumulation type */
+#define DEF_FLT(tag, T, A, LD, ST)                                                         \
+    static inline T tag##_fin(A a, int div) { (void)div; return ST(a); }                   \
+    static inline T tag##_fin_avg(A a, int div) { return ST(div > 0 ? a / (A)div : a); }   \
+    DEF_REDUCE(reduce_##tag##_sum, T, A, LD, C_SUM, tag##_fin)                             \
+    DEF_REDUCE(reduce_##tag##_prod, T, A, LD, C_PROD, tag##_fin)                           \
+    DEF_REDUCE(reduce_##tag##_min, T, A, LD, C_MIN, tag##_fin)                             \
+    DEF_REDUCE(reduce_##tag##_max, T, A, LD, C_MAX, tag##_fin)                             \
+    DEF_REDUCE(reduce_##tag##_avg, T, A, LD, C_SUM, tag##_fin_avg)
+
+DEF_FLT(f16, u_h16, float, algo_half_to_float, algo_float_to_half)
+DEF_FLT(bf16, u_h16, float, algo_bf16_to_float, algo_float_to_bf16)
+DEF_FLT(f32, u_f32, float, ID, ID)
+DEF_FLT(f64, u_f64, double, ID, ID)
+
+#define ROW(tag)                                                                           \
+    {reduce_##tag##_sum, reduce_##tag##_prod, reduce_##tag##_min, reduce_##tag##_max,      \
+     reduce_##tag##_avg}
+
+static const reduce_fn_t reduce_table[SYMCOLL_DTYPE_LAST][SYMCOLL_OP_LAST] = {
+    ROW(i8), ROW(u8), ROW(i32), ROW(u32), ROW(i64), ROW(u64), ROW(f16), ROW(bf16), ROW(f32),
+    ROW(f64)};
+
+void algo_reduce(void *dst, const void *const *srcs, int nsrc, size_t count,
+                 symcoll_dtype_t dtype, symcoll_op_t op, int avg_div)
+{
+    reduce_table[dtype][op](dst, srcs, nsrc, count, avg_div);
+}
+
+void algo_reduce_avg_finish(void *dst, const void *src, size_t count, symcoll_dtype_t dtype,
+                            int div)
+{
+    /* one source: the loop only loads, then divides on the way out */
+    algo_reduce(dst, &src, 1, count, dtype, SYMCOLL_AVG, div);
+}
