@@ -1,0 +1,97 @@
+/* Two-shot all-reduce between the ranks of one node, over the host pool.
+ *
+ * Algorithm. The message is cut into chunks of SYMCOLL_HOST_CHUNK_SIZE bytes, and each
+ * chunk into n slices, one per local rank (slices are whole cache lines where the
+ * chunk allows). Per chunk:
+ *   1. every rank makes its input chunk visible: read in place when it is a pool
+ *      buffer, else copied into one of its two staging slots;
+ *   2. barrier;
+ *   3. reduce-scatter: rank i reads slice i of every rank's chunk, in rank order, and
+ *      writes the reduced slice to its result location: its own pool output buffer
+ *      when the output was allocated from the pool, else slice i of its staging slot
+ *      (only rank i ever reads slice i of anybody's input, so writing it is safe);
+ *   4. barrier;
+ *   5. all-gather: every rank copies slice j from rank j's result location, for every
+ *      j, into its output.
+ * Every element is reduced once, by one rank, in rank order, then copied: identical
+ * bits everywhere. Working on one chunk at a time keeps the working set in cache, and a
+ * rank that finishes early copies in its next chunk (other slot) while slower peers
+ * still gather the previous one.
+ *
+ * Reuse. A staging slot is written again two chunks later, after the first barrier of
+ * the chunk in between, which every peer passes only after gathering from it. When
+ * some rank's result lives in its caller's buffer, peers read it until their last
+ * gather, so the call ends with one more barrier; input read in place is covered by
+ * the barrier of step 4 of the last chunk.
+ */
+#include "algo/host.h"
+
+#include <string.h>
+
+#include "algo/reduce.h"
+
+/* Slice r of a chunk of m elements: [lo, hi). Slices are multiples of 64 bytes where
+ * possible so that ranks do not write the same cache line. */
+static void twoshot_slice(size_t m, size_t esize, int n, int r, size_t *lo, size_t *hi)
+{
+    size_t align = 64 / esize, per = (m + (size_t)n - 1) / (size_t)n;
+    per = (per + align - 1) / align * align;
+    *lo = (size_t)r * per < m ? (size_t)r * per : m;
+    *hi = *lo + per < m ? *lo + per : m;
+}
+
+symcoll_status_t algo_host_twoshot(host_call_t *c)
+{
+    algo_host_state_t *st = c->st;
+    size_t nbytes = c->count * c->esize, chunk = st->chunk_bytes, es = c->esize, off;
+    size_t in_off = 0, out_off = 0;
+    bool in_linear, out_linear;
+    uint64_t flags = 0;
+    symcoll_status_t status;
+
+    out_linear = pool_lookup(c->pool, c->recvbuf, nbytes, &out_off);
+    in_linear = pool_lookup(c->pool, c->sendbuf, nbytes, &in_off) &&
+                (c->sendbuf == c->recvbuf || c->sendbuf + nbytes <= c->recvbuf ||
+                 c->recvbuf + nbytes <= c->sendbuf);
+    flags = (in_linear ? HOST_DESC_IN_LINEAR : 0) | (out_linear ? HOST_DESC_OUT_LINEAR : 0);
+    algo_host_desc_publish(c, HOST_ALGO_TWOSHOT, flags, in_off, out_off);
+
+    for (size_t k = 0; (off = k * chunk) < nbytes; k++) {
+        size_t bytes = nbytes - off < chunk ? nbytes - off : chunk, m = bytes / es, lo, hi;
+        unsigned slot = (unsigned)(st->slot++ & 1);
+
+        if (!in_linear)
+            memcpy(algo_host_staging(c, c->me, slot), c->sendbuf + off, bytes);
+        status = algo_host_barrier(c);
+        if (status != SYMCOLL_OK)
+            return status;
+        if (k == 0) {
+            status = algo_host_desc_collect(c, HOST_ALGO_TWOSHOT);
+            if (status != SYMCOLL_OK)
+                return status;
+        }
+
+        twoshot_slice(m, es, c->n, c->me, &lo, &hi);
+        if (hi > lo) {
+            for (int r = 0; r < c->n; r++)
+                st->srcs[r] = algo_host_in(c, r, k, slot) + lo * es;
+            algo_reduce(algo_host_out(c, c->me, k, slot) + lo * es, st->srcs, c->n, hi - lo,
+                        c->dtype, c->op, c->comm->nranks);
+        }
+        status = algo_host_barrier(c);
+        if (status != SYMCOLL_OK)
+            return status;
+
+        for (int i = 0; i < c->n; i++) {
+            int r = (c->me + i) % c->n; /* spread the readers over the owners */
+            const char *src;
+            twoshot_slice(m, es, c->n, r, &lo, &hi);
+            if (hi <= lo)
+                continue;
+            src = algo_host_out(c, r, k, slot) + lo * es;
+            if (src != c->recvbuf + off + lo * es)
+                memcpy(c->recvbuf + off + lo * es, src, (hi - lo) * es);
+        }
+    }
+    return c->any_out_linear ? algo_host_barrier(c) : SYMCOLL_OK;
+}
