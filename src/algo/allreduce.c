@@ -6,9 +6,6 @@
 #include <string.h>
 
 #include "algo/host.h"
-#ifdef HAVE_CUDA
-#include "algo/cuda_algo.h"
-#endif
 #include "topo/topo.h"
 
 /* Defined by the CUDA layer when it is built (cudaPointerGetAttributes); weak, so that
@@ -113,12 +110,9 @@ symcoll_status_t algo_allreduce(comm_t *comm, pool_t *pool, symcoll_mem_type_t m
         }
     }
     if (mem_type != SYMCOLL_MEM_HOST) {
-#ifdef HAVE_CUDA
-        return algo_cuda_allreduce(comm, pool, sendbuf, recvbuf, count, dtype, op, stream);
-#else
+        /* issue 4: the CUDA layer's entry goes here */
         log_error("symcoll_allreduce: CUDA memory is not supported by this build");
         return SYMCOLL_ERR_UNSUPPORTED;
-#endif
     }
     if (comm->topo->nnodes > 1) {
         /* issue 5: inter-node (rd, ring) and hierarchical algorithms go here */
