@@ -95,6 +95,21 @@ static symcoll_status_t allreduce_host(comm_t *comm, pool_t *pool, const void *s
     }
 }
 
+/* What the algorithms keep per pool depends on its memory type. */
+void algo_pool_release(pool_t *pool)
+{
+    switch (pool_backend(pool)->mem_type) {
+    case SYMCOLL_MEM_HOST: algo_host_release(pool); break;
+    default: break;
+    }
+}
+
+void algo_pool_abort(pool_t *pool)
+{
+    if (pool_backend(pool)->mem_type == SYMCOLL_MEM_HOST)
+        algo_host_abort(pool);
+}
+
 symcoll_status_t algo_allreduce(comm_t *comm, pool_t *pool, symcoll_mem_type_t mem_type,
                                 const void *sendbuf, void *recvbuf, size_t count,
                                 symcoll_dtype_t dtype, symcoll_op_t op, void *stream)

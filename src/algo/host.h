@@ -78,6 +78,10 @@ enum { HOST_ALGO_ONESHOT = 1, HOST_ALGO_TWOSHOT = 2 };
  * collectively here when missing). */
 symcoll_status_t algo_host_state_get(pool_t *pool, algo_host_state_t **st_p);
 
+/* Host parts of algo_pool_release / algo_pool_abort (see algo.h). */
+void algo_host_release(pool_t *pool);
+void algo_host_abort(pool_t *pool);
+
 /* Signals this rank's next epoch and waits for every peer to reach it. */
 symcoll_status_t algo_host_barrier(host_call_t *c);
 

@@ -2,9 +2,6 @@
  * the signal pads, the wait loop with its deadline, abort and dead-peer checks, and the
  * call descriptors through which ranks tell each other where their data is. */
 #include "algo/host.h"
-#ifdef HAVE_CUDA
-#include "algo/cuda_algo.h"
-#endif
 
 #include <stdlib.h>
 #include <string.h>
@@ -85,26 +82,18 @@ err_nomem:
     return SYMCOLL_ERR_NO_MEMORY;
 }
 
-void algo_pool_release(pool_t *pool)
+void algo_host_release(pool_t *pool)
 {
     algo_host_state_t *st = *pool_algo_state(pool);
-#ifdef HAVE_CUDA
-    if (pool_backend(pool)->mem_type == SYMCOLL_MEM_CUDA) {
-        algo_cuda_release(pool);
-        return;
-    }
-#endif
-    if (pool_backend(pool)->mem_type != SYMCOLL_MEM_HOST || !st || !st->has_staging)
+    if (!st || !st->has_staging)
         return;
     pool_free(pool, st->staging_off);
     st->has_staging = false;
 }
 
-void algo_pool_abort(pool_t *pool)
+void algo_host_abort(pool_t *pool)
 {
     algo_host_state_t *st = *pool_algo_state(pool);
-    if (pool_backend(pool)->mem_type != SYMCOLL_MEM_HOST)
-        return;
     if (st)
         st->broken = SYMCOLL_ERR_ABORTED;
     /* the pad exists from pool creation on, state or not */
