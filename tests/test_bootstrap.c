@@ -43,6 +43,7 @@ static bootstrap_params_t env_params(double timeout)
 static bootstrap_t *env_bootstrap(void)
 {
     bootstrap_params_t p = env_params(BS_TIMEOUT);
+    log_set_rank(p.rank);
     bootstrap_t *bs = NULL;
     symcoll_status_t st = bootstrap_create(&p, &bs);
     if (st != SYMCOLL_OK)
@@ -71,13 +72,18 @@ static void expect_fds(int fds0)
     }                                                                              \
     END_TEST
 
-/* Allgather of several sizes; every rank checks every other rank's bytes. */
-static void check_allgathers(bootstrap_t *bs, int rank, int nranks)
+/* Allgather of several sizes up to max; every rank checks every other rank's bytes. */
+static void check_allgathers_max(bootstrap_t *bs, int rank, int nranks, size_t max)
 {
-    static const size_t sizes[] = {0, 1, 13, 4096 + 7, 3000};
+    /* the largest exceeds the socket buffers: partial reads and writes */
+    static const size_t sizes[] = {0, 1, 13, 4096 + 7, 3000, (1 << 20) + 3};
     for (size_t s = 0; s < SC_ARRAY_SIZE(sizes); s++) {
         size_t size = sizes[s];
-        unsigned char *src = malloc(size + 1), *dst = malloc(size * (size_t)nranks + 1);
+        unsigned char *src, *dst;
+        if (size > max)
+            continue;
+        src = malloc(size + 1);
+        dst = malloc(size * (size_t)nranks + 1);
         symcoll_status_t st;
         ck_assert(src && dst);
         for (size_t i = 0; i < size; i++)
@@ -93,6 +99,11 @@ static void check_allgathers(bootstrap_t *bs, int rank, int nranks)
         free(src);
         free(dst);
     }
+}
+
+static void check_allgathers(bootstrap_t *bs, int rank, int nranks)
+{
+    check_allgathers_max(bs, rank, nranks, SIZE_MAX);
 }
 
 static void check_job_id(bootstrap_t *bs, int nranks)
@@ -529,7 +540,7 @@ static void body_callback(int rank, int nranks, void *arg)
         ctx.fail_call = 2;
     ck_assert_int_eq(bootstrap_create(&p, &bs), SYMCOLL_OK);
     if (mode == CB_OK) {
-        check_allgathers(bs, rank, nranks);
+        check_allgathers_max(bs, rank, nranks, SHM_SLOT - sizeof(bs_hdr_t));
         ck_assert_int_eq(bootstrap_barrier(bs), SYMCOLL_OK);
         check_job_id(bs, nranks);
     } else if (mode == CB_CORRUPT) {
@@ -576,7 +587,8 @@ static void local_exchange(bootstrap_t *bs, int lrank, int lsize, const int *lra
 {
     int fds[2], *all = malloc(sizeof(int) * 2 * (size_t)lsize);
     int *data = malloc(sizeof(int) * (size_t)lsize), me = lranks[lrank];
-    char big[3000], *bigall = malloc(sizeof(big) * (size_t)lsize);
+    enum { BIG = 600 * 1024 };
+    char *big = malloc(BIG), *bigall = malloc((size_t)BIG * (size_t)lsize);
 
     ck_assert_int_eq(bootstrap_local_init(bs, lrank, lsize, lranks), SYMCOLL_OK);
     fds[0] = memfd_with(me);
@@ -590,23 +602,39 @@ static void local_exchange(bootstrap_t *bs, int lrank, int lsize, const int *lra
         /* own slot holds copies, not the originals */
         ck_assert(all[2 * i] != fds[0] && all[2 * i + 1] != fds[1]);
     }
-    /* writes through a peer's descriptor reach the same memory */
+    /* the descriptors name the same files: write into the next rank's memfd, read
+     * what the previous rank wrote into ours */
+    {
+        int next = (lrank + 1) % lsize, prev = (lrank + lsize - 1) % lsize;
+        long v = 7000L + me, got = -1;
+        ck_assert_int_eq(pwrite(all[2 * next], &v, sizeof(v), 64), (ssize_t)sizeof(v));
+        ck_assert_int_eq(bootstrap_local_barrier(bs), SYMCOLL_OK);
+        ck_assert_int_eq(pread(fds[0], &got, sizeof(got), 64), (ssize_t)sizeof(got));
+        ck_assert_int_eq(got, 7000L + lranks[prev]);
+    }
     ck_assert_int_eq(bootstrap_local_barrier(bs), SYMCOLL_OK);
     for (int i = 0; i < 2 * lsize; i++)
         close(all[i]);
     close(fds[0]);
     close(fds[1]);
-    /* data only, larger than one header, and the sequence moves on */
-    memset(big, me, sizeof(big));
-    ck_assert_int_eq(bootstrap_local_fd_allgather(bs, NULL, 0, big, sizeof(big), NULL, bigall),
+    /* data larger than a socket buffer (partial sends) with a descriptor on its first
+     * byte; the sequence number moves on */
+    memset(big, me, BIG);
+    fds[0] = memfd_with(-me);
+    ck_assert_int_eq(bootstrap_local_fd_allgather(bs, fds, 1, big, BIG, all, bigall),
                      SYMCOLL_OK);
-    for (int i = 0; i < lsize; i++)
-        for (size_t k = 0; k < sizeof(big); k++)
-            if (bigall[(size_t)i * sizeof(big) + k] != (char)lranks[i])
+    for (int i = 0; i < lsize; i++) {
+        ck_assert_int_eq(memfd_value(all[i]), -lranks[i]);
+        close(all[i]);
+        for (size_t k = 0; k < BIG; k++)
+            if (bigall[(size_t)i * BIG + k] != (char)lranks[i])
                 harness_fail("local data of local rank %d is wrong at byte %zu", i, k);
+    }
+    close(fds[0]);
     ck_assert_int_eq(bootstrap_local_barrier(bs), SYMCOLL_OK);
     free(all);
     free(data);
+    free(big);
     free(bigall);
 }
 
