@@ -95,6 +95,11 @@ symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t 
     symcoll_status_t status = SYMCOLL_OK;
     int npend = 0;
 
+    if (a->msg_len < sizeof(bs_hdr_t) || a->msg_len > BS_HELLO_MAX) {
+        log_error("bootstrap: internal: hello of %zu bytes", a->msg_len);
+        free(pend);
+        return SYMCOLL_ERR_INTERNAL;
+    }
     if (!pend)
         return SYMCOLL_ERR_NO_MEMORY;
     while (missing > 0) {

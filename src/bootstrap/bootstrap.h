@@ -24,12 +24,17 @@
  *  - Rank 0 listens on the address named in SYMCOLL_ADDR (127.0.0.1 keeps a job off
  *    the network), judges each connection on its own with a non-blocking reader, and
  *    drops (with an error log) anything malformed, duplicate or silent past the
- *    deadline while it keeps accepting the real ranks. Once every rank has joined it
+ *    deadline while it keeps accepting the real ranks; at most 64 connections wait
+ *    for their hello, the oldest is evicted first. Once every rank has joined it
  *    stops listening.
  *  - The local channel uses abstract Unix sockets named from the (public, random) job
  *    id and the global rank; both ends check SO_PEERCRED (same effective uid) and the
  *    cookie, so another user can neither connect nor pose as a listener.
- *  - Every wait polls with the deadline (timeout_sec) and the abort flag.
+ *  - With an allgather callback, the first exchange hands out rank 0's cookie and job
+ *    id; every later contribution carries the same checked header. The callback
+ *    itself is trusted and cannot be interrupted: the deadline and the abort flag
+ *    are checked before it is called.
+ *  - Every other wait polls with the deadline (timeout_sec) and the abort flag.
  */
 #ifndef SYMCOLL_BOOTSTRAP_H
 #define SYMCOLL_BOOTSTRAP_H
