@@ -745,6 +745,8 @@ static void body_foreign_uid(int rank, int nranks, void *arg)
     ck_assert_int_eq(bootstrap_barrier(bs), SYMCOLL_OK);
     /* rank 0 cannot take its name, rank 1 finds a listener of another uid */
     ck_assert_int_eq(bootstrap_local_init(bs, rank, 2, lranks), SYMCOLL_ERR_BOOTSTRAP);
+    /* the squatter lives until rank 1 has met it */
+    ck_assert_int_eq(bootstrap_barrier(bs), SYMCOLL_OK);
     if (rank == 0) {
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
