@@ -22,18 +22,22 @@ static const topo_select_cfg_t cfg_test = {
     .hier_min = 0,
 };
 
-/* nranks, nnodes, ppn, uniform, gpu_link, net_cuda */
-static const topo_shape_t one_node_8_nvlink = {8, 1, 8, true, TOPO_LINK_NVLINK, false};
-static const topo_shape_t one_node_4_pcie_nop2p = {4, 1, 4, true, TOPO_LINK_NONE, false};
-static const topo_shape_t one_node_4_pcie_p2p = {4, 1, 4, true, TOPO_LINK_PCIE, false};
-static const topo_shape_t two_nodes_4_nvlink = {8, 2, 4, true, TOPO_LINK_NVLINK, true};
-static const topo_shape_t two_nodes_4_nop2p = {8, 2, 4, true, TOPO_LINK_NONE, false};
-static const topo_shape_t sixteen_nodes_1 = {16, 16, 1, true, TOPO_LINK_NONE, false};
-static const topo_shape_t host_1_node_4 = {4, 1, 4, true, TOPO_LINK_NONE, false};
-static const topo_shape_t host_1_rank = {1, 1, 1, true, TOPO_LINK_NONE, false};
-static const topo_shape_t host_4_nodes_2 = {8, 4, 2, true, TOPO_LINK_NONE, false};
-static const topo_shape_t host_4_nodes_uneven = {7, 4, 2, false, TOPO_LINK_NONE, false};
-static const topo_shape_t one_node_2_same_gpu = {2, 1, 2, true, TOPO_LINK_SAME, false};
+/* nranks, nnodes, ppn, uniform, gpu_link, net_cuda, cuda_max_local, cuda_across_nodes */
+static const topo_shape_t one_node_8_nvlink = {8, 1, 8, true, TOPO_LINK_NVLINK, false, 8, true};
+static const topo_shape_t one_node_4_pcie_nop2p = {4, 1, 4, true, TOPO_LINK_NONE, false, 8, true};
+static const topo_shape_t one_node_4_pcie_p2p = {4, 1, 4, true, TOPO_LINK_PCIE, false, 8, true};
+static const topo_shape_t two_nodes_4_nvlink = {8, 2, 4, true, TOPO_LINK_NVLINK, true, 8, true};
+static const topo_shape_t two_nodes_4_nop2p = {8, 2, 4, true, TOPO_LINK_NONE, false, 8, true};
+static const topo_shape_t sixteen_nodes_1 = {16, 16, 1, true, TOPO_LINK_NONE, false, 8, true};
+static const topo_shape_t host_1_node_4 = {4, 1, 4, true, TOPO_LINK_NONE, false, 8, true};
+static const topo_shape_t host_1_rank = {1, 1, 1, true, TOPO_LINK_NONE, false, 8, true};
+static const topo_shape_t host_4_nodes_2 = {8, 4, 2, true, TOPO_LINK_NONE, false, 8, true};
+static const topo_shape_t host_4_nodes_uneven = {7, 4, 2, false, TOPO_LINK_NONE, false, 8, true};
+static const topo_shape_t one_node_2_same_gpu = {2, 1, 2, true, TOPO_LINK_SAME, false, 8, true};
+/* what a build lacks: no CUDA at all, no CUDA path across nodes, kernels for <= 8 ranks */
+static const topo_shape_t build_no_cuda = {4, 1, 4, true, TOPO_LINK_NVLINK, false, 0, false};
+static const topo_shape_t build_cuda_intra = {8, 2, 4, true, TOPO_LINK_NVLINK, false, 8, false};
+static const topo_shape_t one_node_16_nvlink = {16, 1, 16, true, TOPO_LINK_NVLINK, false, 8, false};
 
 enum { H = SYMCOLL_MEM_HOST, C = SYMCOLL_MEM_CUDA };
 
@@ -126,6 +130,19 @@ static const select_case_t cases[] = {
      TOPO_ALGO_NONE, "same number of ranks"},
     /* two ranks on one GPU (how 4 and 8 ranks run on fewer GPUs) */
     {"same gpu", &one_node_2_same_gpu, 0, DFLT, C, 128 * K, TOPO_ALGO_ONESHOT, "sharing"},
+    /* what the build lacks turns into "none" with the reason, never into a wrong pick */
+    {"no cuda build cuda", &build_no_cuda, 0, DFLT, C, 8, TOPO_ALGO_NONE, "no CUDA support"},
+    {"no cuda build forced", &build_no_cuda, TOPO_ALGO_ONESHOT, DFLT, C, 8, TOPO_ALGO_NONE,
+     "no CUDA support"},
+    {"no cuda build host", &build_no_cuda, 0, DFLT, H, 8, TOPO_ALGO_ONESHOT, "one barrier"},
+    {"cuda across nodes missing", &build_cuda_intra, 0, DFLT, C, 8, TOPO_ALGO_NONE,
+     "would serve this, but CUDA memory across nodes"},
+    {"cuda across nodes missing host", &build_cuda_intra, 0, DFLT, H, 8, TOPO_ALGO_HIER,
+     "1/4"},
+    {"16 gpus per node", &one_node_16_nvlink, 0, DFLT, C, 8, TOPO_ALGO_NONE,
+     "at most 8 ranks per node and a node has 16"},
+    {"16 gpus per node host", &one_node_16_nvlink, 0, DFLT, H, 8 * M, TOPO_ALGO_TWOSHOT,
+     "16 ranks"},
 };
 
 START_TEST(test_select_table)
@@ -207,6 +224,10 @@ static const check_case_t checks[] = {
     {&host_1_rank, TOPO_ALGO_ONESHOT, false, SYMCOLL_OK},
     {&host_4_nodes_uneven, TOPO_ALGO_HIER, false, SYMCOLL_ERR_INVALID_PARAM},
     {&host_4_nodes_uneven, TOPO_ALGO_RING, false, SYMCOLL_OK},
+    /* what the build lacks is not a configuration error: it shows at the call */
+    {&build_no_cuda, TOPO_ALGO_ONESHOT, true, SYMCOLL_OK},
+    {&build_cuda_intra, TOPO_ALGO_RING, true, SYMCOLL_OK},
+    {&one_node_16_nvlink, TOPO_ALGO_TWOSHOT, true, SYMCOLL_OK},
 };
 
 START_TEST(test_select_check)

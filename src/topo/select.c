@@ -100,9 +100,37 @@ static bool gpu_peers_mappable(symcoll_mem_type_t mem, const topo_shape_t *s)
     return mem != SYMCOLL_MEM_CUDA || s->ppn <= 1 || s->gpu_link != TOPO_LINK_NONE;
 }
 
+/* What the build lacks for CUDA memory on this shape, or NULL. */
+static const char *cuda_missing(topo_algo_t algo, symcoll_mem_type_t mem, const topo_shape_t *s,
+                                char *buf, size_t len)
+{
+    if (mem != SYMCOLL_MEM_CUDA)
+        return NULL;
+    if (s->cuda_max_local <= 0)
+        return "this build of symcoll has no CUDA support (configure --with-cuda)";
+    if (s->nranks == 1)
+        return NULL;
+    if (s->nnodes > 1 && !s->cuda_across_nodes)
+        return "CUDA memory across nodes is not implemented in this build";
+    if ((algo == TOPO_ALGO_ONESHOT || algo == TOPO_ALGO_TWOSHOT) && s->ppn > s->cuda_max_local) {
+        snprintf(buf, len, "the CUDA kernels serve at most %d ranks per node and a node has %d",
+                 s->cuda_max_local, s->ppn);
+        return buf;
+    }
+    return NULL;
+}
+
 bool topo_algo_applicable(topo_algo_t algo, symcoll_mem_type_t mem, const topo_shape_t *s,
                           char *why, size_t why_len)
 {
+    char buf[TOPO_REASON_MAX];
+    const char *missing = algo == TOPO_ALGO_AUTO ? NULL
+                                                 : cuda_missing(algo, mem, s, buf, sizeof(buf));
+
+    if (missing) {
+        set_why(why, why_len, "%s", missing);
+        return false;
+    }
     switch (algo) {
     case TOPO_ALGO_AUTO:
         return true;
@@ -154,11 +182,16 @@ symcoll_status_t topo_select_check(const topo_select_cfg_t *cfg, const topo_shap
 {
     char why[TOPO_REASON_MAX];
 
+    topo_shape_t cuda_shape = *shape;
+
     if (cfg->forced == TOPO_ALGO_AUTO)
         return SYMCOLL_OK;
+    /* what the build lacks for CUDA shows at the call; here only the topology counts */
+    cuda_shape.cuda_max_local = shape->ppn;
+    cuda_shape.cuda_across_nodes = true;
     if (!topo_algo_applicable(cfg->forced, SYMCOLL_MEM_HOST, shape, why, sizeof(why)) ||
         (have_gpus &&
-         !topo_algo_applicable(cfg->forced, SYMCOLL_MEM_CUDA, shape, why, sizeof(why)))) {
+         !topo_algo_applicable(cfg->forced, SYMCOLL_MEM_CUDA, &cuda_shape, why, sizeof(why)))) {
         log_error("SYMCOLL_ALGO=%s cannot run on this communicator (%d ranks on %d node(s)): "
                   "%s", topo_algo_name(cfg->forced), shape->nranks, shape->nnodes, why);
         return SYMCOLL_ERR_INVALID_PARAM;
@@ -256,8 +289,15 @@ void topo_select(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
             decide(d, TOPO_ALGO_NONE, "SYMCOLL_ALGO=%s: %s", topo_algo_name(cfg->forced), why);
         return;
     }
+    if (mem == SYMCOLL_MEM_CUDA && shape->cuda_max_local <= 0) {
+        decide(d, TOPO_ALGO_NONE, "%s", cuda_missing(TOPO_ALGO_AUTO, mem, shape, NULL, 0));
+        return;
+    }
     if (shape->nnodes <= 1)
         select_intra(cfg, shape, mem, bytes, d);
     else
         select_inter(cfg, shape, mem, bytes, d);
+    if (d->algo != TOPO_ALGO_NONE &&
+        !topo_algo_applicable(d->algo, mem, shape, why, sizeof(why)))
+        decide(d, TOPO_ALGO_NONE, "%s would serve this, but %s", topo_algo_name(d->algo), why);
 }

@@ -39,6 +39,9 @@ typedef struct topo_shape {
     bool uniform;        /* every node holds ppn ranks */
     topo_link_t gpu_link; /* worst link between two GPUs of one node (ppn > 1) */
     bool net_cuda;       /* UCX moves CUDA memory itself (else the network path stages) */
+    /* what this build implements for CUDA memory (set from the build, injected by tests) */
+    int cuda_max_local;  /* most ranks of a node the CUDA kernels serve; 0: no CUDA */
+    bool cuda_across_nodes; /* a CUDA all-reduce across nodes exists */
 } topo_shape_t;
 
 /* Overrides and thresholds, from the SYMCOLL_* configuration. */
@@ -69,7 +72,8 @@ void topo_fmt_size(size_t v, char *buf, size_t len);
 /* Thresholds and forced algorithm from a configuration read by config_read(). */
 symcoll_status_t topo_select_cfg_from_config(const config_t *config, topo_select_cfg_t *cfg_p);
 
-/* Whether algo can run on this shape for this memory type; if not, why (in why). */
+/* Whether algo can run on this shape for this memory type (in this build); if not,
+ * why (in why). */
 bool topo_algo_applicable(topo_algo_t algo, symcoll_mem_type_t mem, const topo_shape_t *shape,
                           char *why, size_t why_len);
 

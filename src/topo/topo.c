@@ -10,6 +10,9 @@
 
 #include "bootstrap/bootstrap.h"
 #include "topo/gpu.h"
+#ifdef HAVE_CUDA
+#include "cuda/kernels.h"
+#endif
 
 uint64_t topo_proc_start_time(int pid)
 {
@@ -162,6 +165,10 @@ static void topo_update_shapes(topo_t *t)
         }
     }
     s.net_cuda = net_cuda;
+#ifdef HAVE_CUDA
+    s.cuda_max_local = CUDA_AR_MAX_RANKS;
+#endif
+    s.cuda_across_nodes = false; /* the inter-node algorithms serve host memory only */
     s.gpu_link = TOPO_LINK_NONE;
     t->shape[SYMCOLL_MEM_HOST] = s;
     s.gpu_link = worst;
