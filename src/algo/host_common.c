@@ -119,28 +119,17 @@ static symcoll_status_t host_wait_check(host_call_t *c, int r)
     algo_host_state_t *st = c->st;
     double now;
 
-    if (atomic_load_explicit(&c->comm->aborted, memory_order_relaxed)) {
-        log_error("all-reduce: communicator aborted while waiting for local rank %d", r);
+    if (atomic_load_explicit(&c->comm->aborted, memory_order_relaxed))
         return SYMCOLL_ERR_ABORTED;
-    }
-    if (atomic_load_explicit(&st->sig[r]->aborted, memory_order_acquire)) {
-        log_error("all-reduce: local rank %d (rank %d) gave up (aborted or failed)", r,
-                  c->comm->topo->local_ranks[r]);
-        return SYMCOLL_ERR_ABORTED;
-    }
+    if (atomic_load_explicit(&st->sig[r]->aborted, memory_order_acquire))
+        return SYMCOLL_ERR_PEER_FAILED;
     now = time_now();
-    if (now > c->dl.end) {
-        log_error("all-reduce: timed out after %.1f s waiting for local rank %d (rank %d)",
-                  c->comm->timeout_sec, r, c->comm->topo->local_ranks[r]);
+    if (now > c->dl.end)
         return SYMCOLL_ERR_TIMED_OUT;
-    }
     if (now >= c->next_alive) {
         c->next_alive = now + HOST_ALIVE_PERIOD;
-        if (!topo_proc_alive(st->pids[r], st->starts[r])) {
-            log_error("all-reduce: local rank %d (rank %d, pid %d) died", r,
-                      c->comm->topo->local_ranks[r], st->pids[r]);
+        if (!topo_proc_alive(st->pids[r], st->starts[r]))
             return SYMCOLL_ERR_PEER_FAILED;
-        }
     }
     return SYMCOLL_OK;
 }
@@ -148,6 +137,7 @@ static symcoll_status_t host_wait_check(host_call_t *c, int r)
 static symcoll_status_t host_wait(host_call_t *c, int r, uint64_t target)
 {
     _Atomic uint64_t *w = &c->st->sig[r]->progress;
+    int g = c->comm->topo->local_ranks[r];
     unsigned spins = 0;
     symcoll_status_t status;
 
@@ -155,11 +145,23 @@ static symcoll_status_t host_wait(host_call_t *c, int r, uint64_t target)
         /* spin briefly (core_spin_pause yields after a few hundred rounds, which lets
          * ranks sharing a core run); look at the clock only now and then */
         core_spin_pause(&spins);
-        if (spins >= 256 || (spins & 31) == 0) {
-            status = host_wait_check(c, r);
-            if (status != SYMCOLL_OK)
-                return algo_host_fail(c, status);
-        }
+        if (spins < 256 && (spins & 31) != 0)
+            continue;
+        status = host_wait_check(c, r);
+        /* the peer may have arrived (and even finished and exited) since our last look */
+        if (status == SYMCOLL_OK || atomic_load_explicit(w, memory_order_acquire) >= target)
+            continue;
+        if (status == SYMCOLL_ERR_ABORTED)
+            log_error("all-reduce: communicator aborted while waiting for rank %d", g);
+        else if (status == SYMCOLL_ERR_TIMED_OUT)
+            log_error("all-reduce: timed out after %.1f s waiting for rank %d (local rank %d)",
+                      c->comm->timeout_sec, g, r);
+        else if (atomic_load_explicit(&c->st->sig[r]->aborted, memory_order_acquire))
+            log_error("all-reduce: rank %d (local rank %d) gave up (aborted or failed)", g, r);
+        else
+            log_error("all-reduce: rank %d (local rank %d, pid %d) died", g, r,
+                      c->st->pids[r]);
+        return algo_host_fail(c, status);
     }
     return SYMCOLL_OK;
 }

@@ -1,0 +1,351 @@
+/* Multi-rank tests of the intra-node host all-reduce through the public API: every
+ * datatype x operator at several sizes, in place and out of place, plain and pool
+ * buffers at odd alignments, forced algorithms and small pipeline chunks; results are
+ * compared with a reference computed here and checked to be bitwise identical on
+ * every rank. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "symcoll.h"
+
+#define RUN_TIMEOUT 150.0
+
+/* ---- inputs and reference ------------------------------------------------------------
+ * Inputs are chosen so that every result is exact in every datatype, whatever the
+ * order of the operations: small integers for sum, powers of two for prod, and for avg
+ * rank offsets that cancel (the sum is nranks times a base value). So the reference
+ * below, computed in double / 64-bit integers, must match bit for bit. */
+
+static int is_float(symcoll_dtype_t dt)
+{
+    return dt == SYMCOLL_FLOAT16 || dt == SYMCOLL_BFLOAT16 || dt == SYMCOLL_FLOAT32 ||
+           dt == SYMCOLL_FLOAT64;
+}
+
+static int is_signed(symcoll_dtype_t dt)
+{
+    return dt == SYMCOLL_INT8 || dt == SYMCOLL_INT32 || dt == SYMCOLL_INT64 || is_float(dt);
+}
+
+/* The value rank r contributes at element i. */
+static double input_value(symcoll_dtype_t dt, symcoll_op_t op, int r, int n, size_t i)
+{
+    uint64_t h = (uint64_t)i * 2654435761u + (uint64_t)r * 40503u + (uint64_t)op * 977u;
+    h ^= h >> 13;
+    switch (op) {
+    case SYMCOLL_PROD:
+        if (is_float(dt)) {
+            static const double f[] = {1, 2, 0.5, -1, 1, -2, 1, 0.5};
+            return f[h % 8];
+        }
+        return is_signed(dt) ? (double)((int)(h % 5) - 2) : (double)(h % 4);
+    case SYMCOLL_AVG:
+        /* a base value common to all ranks plus offsets that cancel */
+        h = (uint64_t)i * 2654435761u;
+        h ^= h >> 13;
+        if (is_signed(dt))
+            return (double)((int)(h % 17) - 8) + (double)(2 * r - (n - 1));
+        return (double)(h % 29);
+    default:
+        return is_signed(dt) ? (double)((int)(h % 23) - 11) : (double)(h % 23);
+    }
+}
+
+/* float -> float16 / bfloat16 bits for values that are exact in the format (all the
+ * values this test produces); written independently of the library's conversion. */
+static uint16_t exact_half(double v)
+{
+    int e;
+    double m;
+    uint16_t sign = v < 0 ? 0x8000 : 0;
+    if (v == 0)
+        return sign;
+    m = frexp(fabs(v), &e); /* |v| = m * 2^e, m in [0.5, 1) */
+    int hexp = e - 1 + 15;
+    double frac = (m * 2 - 1) * 1024;
+    /* (no ck_assert in loops: in fork mode each one is a write to Check's pipe) */
+    if (hexp <= 0 || hexp >= 31 || frac != floor(frac))
+        harness_fail("%g is not exact in float16", v);
+    return (uint16_t)(sign | (hexp << 10) | (int)frac);
+}
+
+static uint16_t exact_bf16(double v)
+{
+    float f = (float)v;
+    uint32_t x;
+    memcpy(&x, &f, sizeof(x));
+    if ((double)f != v || (x & 0xffff) != 0)
+        harness_fail("%g is not exact in bfloat16", v);
+    return (uint16_t)(x >> 16);
+}
+
+/* Writes value v as element i of buf. */
+static void store(symcoll_dtype_t dt, void *buf, size_t i, double v)
+{
+    unsigned char *p = buf;
+    switch (dt) {
+    case SYMCOLL_INT8: { int8_t x = (int8_t)(int64_t)v; memcpy(p + i, &x, 1); break; }
+    case SYMCOLL_UINT8: { uint8_t x = (uint8_t)(uint64_t)v; memcpy(p + i, &x, 1); break; }
+    case SYMCOLL_INT32: { int32_t x = (int32_t)(int64_t)v; memcpy(p + 4 * i, &x, 4); break; }
+    case SYMCOLL_UINT32: { uint32_t x = (uint32_t)(uint64_t)v; memcpy(p + 4 * i, &x, 4); break; }
+    case SYMCOLL_INT64: { int64_t x = (int64_t)v; memcpy(p + 8 * i, &x, 8); break; }
+    case SYMCOLL_UINT64: { uint64_t x = (uint64_t)v; memcpy(p + 8 * i, &x, 8); break; }
+    case SYMCOLL_FLOAT16: { uint16_t x = exact_half(v); memcpy(p + 2 * i, &x, 2); break; }
+    case SYMCOLL_BFLOAT16: { uint16_t x = exact_bf16(v); memcpy(p + 2 * i, &x, 2); break; }
+    case SYMCOLL_FLOAT32: { float x = (float)v; memcpy(p + 4 * i, &x, 4); break; }
+    case SYMCOLL_FLOAT64: memcpy(p + 8 * i, &v, 8); break;
+    default: harness_fail("bad datatype %d", (int)dt);
+    }
+}
+
+/* acc = the reduction of every rank's input at element i, in type T */
+#define REF_REDUCE(T, acc)                                                                    \
+    do {                                                                                   \
+        acc = (T)input_value(dt, op, 0, n, i);                                             \
+        for (int r = 1; r < n; r++) {                                                      \
+            T x_ = (T)input_value(dt, op, r, n, i);                                        \
+            switch (op) {                                                                  \
+            case SYMCOLL_SUM: case SYMCOLL_AVG: acc += x_; break;                          \
+            case SYMCOLL_PROD: acc *= x_; break;                                           \
+            case SYMCOLL_MIN: acc = x_ < acc ? x_ : acc; break;                            \
+            case SYMCOLL_MAX: acc = x_ > acc ? x_ : acc; break;                            \
+            default: harness_fail("bad operator %d", (int)op);                             \
+            }                                                                              \
+        }                                                                                  \
+        if (op == SYMCOLL_AVG)                                                             \
+            acc /= (T)n;                                                                   \
+    } while (0)
+
+/* Expected bytes of element i: the reference in double (floats: exact for these
+ * inputs) or in 64-bit integers (exact; store() truncates to the element width, which
+ * is what wrapping arithmetic in the element type gives for sum and prod). Every value
+ * here is below 2^53, so it passes through a double unchanged. */
+static void expected(symcoll_dtype_t dt, symcoll_op_t op, int n, size_t i, void *out)
+{
+    if (is_float(dt)) {
+        double acc;
+        REF_REDUCE(double, acc);
+        store(dt, out, 0, acc);
+    } else if (is_signed(dt)) {
+        int64_t acc;
+        REF_REDUCE(int64_t, acc);
+        store(dt, out, 0, (double)acc);
+    } else {
+        uint64_t acc;
+        REF_REDUCE(uint64_t, acc);
+        store(dt, out, 0, (double)acc);
+    }
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t len)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ c[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* ---- one checked call ------------------------------------------------------------------ */
+
+typedef struct run_ctx {
+    symcoll_comm_h comm;
+    int rank, n;
+    unsigned char *plain_send, *plain_recv; /* malloc'd, big enough + slack */
+    unsigned char *pool_send, *pool_recv;   /* from symcoll_mem_alloc */
+    uint64_t hash;                          /* of every output, for the identity check */
+    unsigned long calls;
+} run_ctx_t;
+
+enum { BUF_PLAIN = 0, BUF_POOL = 1 };
+
+static void check_call(run_ctx_t *x, symcoll_dtype_t dt, symcoll_op_t op, size_t count,
+                       int inplace, int kind, size_t misalign)
+{
+    size_t es = symcoll_dtype_size(dt), nbytes = count * es;
+    unsigned char *send = (kind == BUF_POOL ? x->pool_send : x->plain_send) + misalign;
+    unsigned char *recv = inplace ? send : (kind == BUF_POOL ? x->pool_recv : x->plain_recv) + misalign;
+    unsigned char exp[8];
+    symcoll_status_t st;
+
+    for (size_t i = 0; i < count; i++)
+        store(dt, send, i, input_value(dt, op, x->rank, x->n, i));
+    if (!inplace)
+        memset(recv, 0xa5, nbytes + 16);
+    else
+        memset(send + nbytes, 0xa5, 16);
+    st = symcoll_allreduce(count ? send : NULL, count ? recv : NULL, count, dt, op, x->comm,
+                           NULL);
+    if (st != SYMCOLL_OK)
+        harness_fail("allreduce %s %s count %zu inplace %d kind %d: %s", symcoll_dtype_name(dt),
+                     symcoll_op_name(op), count, inplace, kind, symcoll_status_string(st));
+    for (size_t i = 0; i < count; i++) {
+        expected(dt, op, x->n, i, exp);
+        if (memcmp(recv + i * es, exp, es))
+            harness_fail("allreduce %s %s count %zu inplace %d kind %d misalign %zu: element "
+                         "%zu differs from the reference", symcoll_dtype_name(dt),
+                         symcoll_op_name(op), count, inplace, kind, misalign, i);
+    }
+    for (size_t i = 0; i < 16; i++)
+        if (recv[nbytes + i] != 0xa5)
+            harness_fail("allreduce %s %s count %zu: wrote past the end",
+                         symcoll_dtype_name(dt), symcoll_op_name(op), count);
+    x->hash = fnv(x->hash, recv, nbytes);
+    x->calls++;
+}
+
+/* Every rank must have produced the same bytes: min and max of the hash agree. */
+static void check_identical(run_ctx_t *x)
+{
+    uint64_t h[2] = {x->hash, x->hash}, mn, mx;
+    ck_assert_int_eq(symcoll_allreduce(&h[0], &mn, 1, SYMCOLL_UINT64, SYMCOLL_MIN, x->comm, NULL),
+                     SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_allreduce(&h[1], &mx, 1, SYMCOLL_UINT64, SYMCOLL_MAX, x->comm, NULL),
+                     SYMCOLL_OK);
+    if (mn != mx || mn != x->hash)
+        harness_fail("outputs differ between ranks (hash %016llx, min %016llx, max %016llx)",
+                     (unsigned long long)x->hash, (unsigned long long)mn,
+                     (unsigned long long)mx);
+}
+
+#define BIG_COUNT ((size_t)1048576 + 3)
+#define SMALL_MAX 4099
+
+static void ctx_init(run_ctx_t *x, int rank, int n, size_t max_bytes)
+{
+    memset(x, 0, sizeof(*x));
+    x->rank = rank;
+    x->n = n;
+    x->hash = 0xcbf29ce484222325ULL;
+    x->comm = harness_comm_create();
+    x->plain_send = malloc(max_bytes + 64);
+    x->plain_recv = malloc(max_bytes + 64);
+    ck_assert(x->plain_send && x->plain_recv);
+    ck_assert_int_eq(symcoll_mem_alloc(x->comm, max_bytes + 64, SYMCOLL_MEM_HOST,
+                                       (void **)&x->pool_send), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_mem_alloc(x->comm, max_bytes + 64, SYMCOLL_MEM_HOST,
+                                       (void **)&x->pool_recv), SYMCOLL_OK);
+}
+
+static void ctx_fini(run_ctx_t *x)
+{
+    check_identical(x);
+    ck_assert_int_eq(symcoll_mem_free(x->comm, x->pool_send), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_mem_free(x->comm, x->pool_recv), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_comm_destroy(x->comm), SYMCOLL_OK);
+    free(x->plain_send);
+    free(x->plain_recv);
+}
+
+/*
+ * The matrix. Every datatype x operator at counts 0, 1, 7 and 4099, in place and out of
+ * place, with plain and pool buffers (misaligned by a few bytes in half the cases):
+ * 800 calls, which covers the one-shot range (up to 16 KiB) and, for the 4- and
+ * 8-byte types at 4099 elements, the two-shot one. The 1 MiB + 3 element size runs for
+ * one pair per datatype (rotating through the operators, so every operator and every
+ * type is seen once at that size, pipelined over several chunks): the arithmetic is
+ * the same code at every size, so the big size checks chunking and slicing, not the
+ * operator table, and 50 big calls on 8 ranks would take minutes on 2 cores.
+ */
+static void body_matrix(int rank, int n, void *arg)
+{
+    static const size_t counts[] = {0, 1, 7, SMALL_MAX};
+    run_ctx_t x;
+    (void)arg;
+
+    ctx_init(&x, rank, n, BIG_COUNT * 8);
+    for (int dt = 0; dt < SYMCOLL_DTYPE_LAST; dt++)
+        for (int op = 0; op < SYMCOLL_OP_LAST; op++)
+            for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+                for (int inplace = 0; inplace < 2; inplace++)
+                    for (int kind = 0; kind < 2; kind++)
+                        check_call(&x, (symcoll_dtype_t)dt, (symcoll_op_t)op, counts[c], inplace,
+                                   kind, (c + (size_t)op) % 2 ? (size_t)(dt % 3) + 1 : 0);
+    for (int dt = 0; dt < SYMCOLL_DTYPE_LAST; dt++)
+        check_call(&x, (symcoll_dtype_t)dt, (symcoll_op_t)(dt % SYMCOLL_OP_LAST), BIG_COUNT,
+                   dt % 2, (dt / 2) % 2, 0);
+    ctx_fini(&x);
+}
+
+/* Small pipeline chunks and each algorithm forced: many chunks per call, staging
+ * slots reused across chunks and calls, one-shot on a large message, two-shot on a
+ * tiny one (empty slices on some ranks). */
+static void body_chunks(int rank, int n, void *arg)
+{
+    static const char *const algos[] = {"oneshot", "twoshot"};
+    static const size_t counts[] = {1, 5, 4099, 70001};
+    (void)arg;
+    setenv("SYMCOLL_HOST_CHUNK_SIZE", "4K", 1);
+    for (int a = 0; a < 2; a++) {
+        run_ctx_t x;
+        setenv("SYMCOLL_ALGO", algos[a], 1);
+        ctx_init(&x, rank, n, 70001 * 8);
+        for (int dt = 0; dt < SYMCOLL_DTYPE_LAST; dt++)
+            for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+                for (int mode = 0; mode < 4; mode++)
+                    check_call(&x, (symcoll_dtype_t)dt, (symcoll_op_t)((dt + c) % SYMCOLL_OP_LAST),
+                               counts[c], mode & 1, mode >> 1, (size_t)mode);
+        ctx_fini(&x);
+    }
+}
+
+/* Ranks mixing pool and plain buffers in the same call: each rank tells its peers
+ * where its data is, so any mix works. */
+static void body_mixed(int rank, int n, void *arg)
+{
+    run_ctx_t x;
+    (void)arg;
+    ctx_init(&x, rank, n, 70001 * 8);
+    for (int i = 0; i < 6; i++) {
+        size_t count = i < 3 ? 513 : 70001; /* one-shot, then two-shot */
+        check_call(&x, SYMCOLL_FLOAT64, SYMCOLL_SUM, count, i % 2, (rank + i) % 2, 0);
+        check_call(&x, SYMCOLL_INT32, SYMCOLL_MAX, count, 0, (rank + i + 1) % 2, 4);
+    }
+    ctx_fini(&x);
+}
+
+#define RANKS_TEST(name, body, n)                                                          \
+    START_TEST(name) { ck_assert_int_eq(harness_run(n, 1, RUN_TIMEOUT, body, NULL), 0); }  \
+    END_TEST
+
+RANKS_TEST(test_matrix_1, body_matrix, 1)
+RANKS_TEST(test_matrix_2, body_matrix, 2)
+RANKS_TEST(test_matrix_3, body_matrix, 3)
+RANKS_TEST(test_matrix_4, body_matrix, 4)
+RANKS_TEST(test_matrix_8, body_matrix, 8)
+RANKS_TEST(test_chunks_3, body_chunks, 3)
+RANKS_TEST(test_mixed_buffers_3, body_mixed, 3)
+
+/* One case per test, so that CK_RUN_CASE=test_matrix_8 runs one of them. */
+#define ADD(t)                                                                             \
+    do {                                                                                   \
+        TCase *tc = tcase_create(#t);                                                      \
+        tcase_set_timeout(tc, RUN_TIMEOUT + 30);                                           \
+        tcase_add_test(tc, t);                                                             \
+        suite_add_tcase(s, tc);                                                            \
+    } while (0)
+
+int main(void)
+{
+    Suite *s = suite_create("allreduce_host");
+    SRunner *sr;
+    int failed;
+
+    ADD(test_matrix_1);
+    ADD(test_matrix_2);
+    ADD(test_matrix_3);
+    ADD(test_matrix_4);
+    ADD(test_matrix_8);
+    ADD(test_chunks_3);
+    ADD(test_mixed_buffers_3);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
