@@ -24,7 +24,7 @@
 #include "core/core.h"
 
 #define RUN_TIMEOUT 25.0 /* harness deadline; Check's is above it */
-#define BS_TIMEOUT  15.0 /* bootstrap deadline inside the ranks */
+#define BS_TIMEOUT 15.0  /* bootstrap deadline inside the ranks */
 
 /* ---- helpers ----------------------------------------------------------- */
 
@@ -65,11 +65,11 @@ static void expect_fds(int fds0)
 }
 
 /* A test that runs a body on n ranks over `nodes` simulated nodes. */
-#define RANKS_TEST(_name, _n, _nodes, _body)                                        \
-    START_TEST(_name)                                                              \
-    {                                                                              \
-        ck_assert_int_eq(harness_run((_n), (_nodes), RUN_TIMEOUT, (_body), NULL), 0); \
-    }                                                                              \
+#define RANKS_TEST(_name, _n, _nodes, _body)                                                   \
+    START_TEST(_name)                                                                          \
+    {                                                                                          \
+        ck_assert_int_eq(harness_run((_n), (_nodes), RUN_TIMEOUT, (_body), NULL), 0);          \
+    }                                                                                          \
     END_TEST
 
 /* Allgather of several sizes up to max; every rank checks every other rank's bytes. */
@@ -94,8 +94,8 @@ static void check_allgathers_max(bootstrap_t *bs, int rank, int nranks, size_t m
         for (int r = 0; r < nranks; r++)
             for (size_t i = 0; i < size; i++)
                 if (dst[(size_t)r * size + i] != pattern(r, i, size))
-                    harness_fail("size %zu: byte %zu of rank %d is %u, expected %u", size, i,
-                                 r, dst[(size_t)r * size + i], pattern(r, i, size));
+                    harness_fail("size %zu: byte %zu of rank %d is %u, expected %u", size, i, r,
+                                 dst[(size_t)r * size + i], pattern(r, i, size));
         free(src);
         free(dst);
     }
@@ -177,8 +177,14 @@ RANKS_TEST(test_tcp_hostname, 2, 1, body_hostname)
 
 START_TEST(test_bad_addr)
 {
-    static const char *const bad[] = {"", "127.0.0.1", "127.0.0.1:", ":5000", "127.0.0.1:0",
-                                      "127.0.0.1:65536", "127.0.0.1:12x", "[::1:5000",
+    static const char *const bad[] = {"",
+                                      "127.0.0.1",
+                                      "127.0.0.1:",
+                                      ":5000",
+                                      "127.0.0.1:0",
+                                      "127.0.0.1:65536",
+                                      "127.0.0.1:12x",
+                                      "[::1:5000",
                                       "no.such.host.invalid:5000"};
     bootstrap_params_t p;
     bootstrap_t *bs = NULL;
@@ -676,7 +682,8 @@ static void body_two_nodes(int rank, int nranks, void *arg)
         lranks[lsize++] = r;
     }
     for (int i = 0; i < lsize; i++)
-        ck_assert_int_eq(harness_node_of(lranks[i], nranks, 2), harness_node_of(rank, nranks, 2));
+        ck_assert_int_eq(harness_node_of(lranks[i], nranks, 2),
+                         harness_node_of(rank, nranks, 2));
     ck_assert_int_lt(lsize, nranks);
     local_exchange(bs, lrank, lsize, lranks);
     bootstrap_destroy(bs);

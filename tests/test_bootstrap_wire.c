@@ -271,8 +271,8 @@ START_TEST(test_acceptor)
     bootstrap_t *bs = fake_bs(0, 3, 99);
     int slots[3] = {-1, -1, -1}, lfd, port, fds0 = harness_count_fds();
     int c1, c1dup, cbad, cmagic, ctrunc, c2, flood[70];
-    bs_acceptor_t a = {BS_MSG_LOCAL_HELLO, sizeof(bs_hdr_t), NULL, judge_rank, NULL,
-                       slots, "rank(s)"};
+    bs_acceptor_t a = {BS_MSG_LOCAL_HELLO, sizeof(bs_hdr_t), NULL, judge_rank, NULL, slots,
+                       "rank(s)"};
     struct sockaddr_in sa;
     socklen_t sl = sizeof(sa);
     bs_hdr_t h;

@@ -14,13 +14,30 @@ START_TEST(test_parse_size)
     static const struct {
         const char *s;
         size_t v;
-    } good[] = {{"0", 0},           {"4096", 4096},           {"64K", 65536},
-                {"64k", 65536},     {"2M", 2u << 20},         {"1G", (size_t)1 << 30},
-                {"1T", (size_t)1 << 40}, {"4KiB", 4096},      {"4kb", 4096},
-                {"7B", 7},          {"16M", (size_t)16 << 20}};
-    static const char *const bad[] = {"",    "-1",  "abc", "4X",  "K",   "1.5M",
-                                      " 4",  "4K ", "4KK", "4Kx", "99999999999999999999",
-                                      "17179869184G", "0x10"};
+    } good[] = {{"0", 0},
+                {"4096", 4096},
+                {"64K", 65536},
+                {"64k", 65536},
+                {"2M", 2u << 20},
+                {"1G", (size_t)1 << 30},
+                {"1T", (size_t)1 << 40},
+                {"4KiB", 4096},
+                {"4kb", 4096},
+                {"7B", 7},
+                {"16M", (size_t)16 << 20}};
+    static const char *const bad[] = {"",
+                                      "-1",
+                                      "abc",
+                                      "4X",
+                                      "K",
+                                      "1.5M",
+                                      " 4",
+                                      "4K ",
+                                      "4KK",
+                                      "4Kx",
+                                      "99999999999999999999",
+                                      "17179869184G",
+                                      "0x10"};
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         size_t v = 12345;
         ck_assert_msg(config_parse_size(good[i].s, &v) == 0, "'%s' rejected", good[i].s);
@@ -39,10 +56,9 @@ START_TEST(test_parse_time)
     static const struct {
         const char *s;
         double v;
-    } good[] = {{"1.5", 1.5}, {"2s", 2.0}, {"200ms", 0.2}, {"50us", 50e-6}, {"2m", 120.0},
-                {"0", 0.0}};
-    static const char *const bad[] = {"", "abc", "-1", "1h", "1.5x", "inf", "nan", "ms",
-                                      "1 s"};
+    } good[] = {{"1.5", 1.5},    {"2s", 2.0},   {"200ms", 0.2},
+                {"50us", 50e-6}, {"2m", 120.0}, {"0", 0.0}};
+    static const char *const bad[] = {"", "abc", "-1", "1h", "1.5x", "inf", "nan", "ms", "1 s"};
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         double v = -7;
         ck_assert_msg(config_parse_time(good[i].s, &v) == 0, "'%s' rejected", good[i].s);
@@ -126,11 +142,11 @@ END_TEST
 START_TEST(test_read_bad)
 {
     static const char *const bad[][2] = {
-        {"SYMCOLL_TIMEOUT", "abc"},      {"SYMCOLL_TIMEOUT", "0"},
-        {"SYMCOLL_TIMEOUT", "-5"},       {"SYMCOLL_LOG_LEVEL", "loud"},
-        {"SYMCOLL_RANK", "-1"},          {"SYMCOLL_NRANKS", "x"},
-        {"SYMCOLL_POOL_GROWTH", "0.5"},  {"SYMCOLL_POOL_MAX_SIZE", "lots"},
-        {"SYMCOLL_ALGO", "fastest"},     {"SYMCOLL_POOL_MIN_SIZE", "128G"}};
+        {"SYMCOLL_TIMEOUT", "abc"},     {"SYMCOLL_TIMEOUT", "0"},
+        {"SYMCOLL_TIMEOUT", "-5"},      {"SYMCOLL_LOG_LEVEL", "loud"},
+        {"SYMCOLL_RANK", "-1"},         {"SYMCOLL_NRANKS", "x"},
+        {"SYMCOLL_POOL_GROWTH", "0.5"}, {"SYMCOLL_POOL_MAX_SIZE", "lots"},
+        {"SYMCOLL_ALGO", "fastest"},    {"SYMCOLL_POOL_MIN_SIZE", "128G"}};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         config_t cfg;
         clear_env();

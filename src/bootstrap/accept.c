@@ -15,7 +15,7 @@
 /* Connections kept while they have not yet introduced themselves; when full the
  * oldest is dropped, so a flood of idle connections cannot lock real ranks out. */
 #define BS_MAX_PENDING 64
-#define BS_HELLO_MAX   64 /* bytes of the largest hello */
+#define BS_HELLO_MAX 64 /* bytes of the largest hello */
 
 typedef struct bs_pending {
     int fd;
@@ -61,7 +61,8 @@ static int bs_pending_read(bootstrap_t *bs, const bs_acceptor_t *a, bs_pending_t
         return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
     if (r == 0) {
         log_error("bootstrap: connection from %s closed after %zu of %zu bytes of its "
-                  "hello (truncated); dropped", p->from, p->off, a->msg_len);
+                  "hello (truncated); dropped",
+                  p->from, p->off, a->msg_len);
         return -2;
     }
     p->off += (size_t)r;
@@ -70,8 +71,8 @@ static int bs_pending_read(bootstrap_t *bs, const bs_acceptor_t *a, bs_pending_t
         (h->magic != BS_MAGIC || h->version != BS_VERSION || h->type != a->type ||
          h->len != a->msg_len - sizeof(bs_hdr_t))) {
         log_error("bootstrap: connection from %s sent a malformed hello (magic 0x%08x, "
-                  "version %u, type %u, length %llu); dropped", p->from, h->magic,
-                  h->version, h->type, (unsigned long long)h->len);
+                  "version %u, type %u, length %llu); dropped",
+                  p->from, h->magic, h->version, h->type, (unsigned long long)h->len);
         return -2;
     }
     if (p->off < a->msg_len)
@@ -81,14 +82,15 @@ static int bs_pending_read(bootstrap_t *bs, const bs_acceptor_t *a, bs_pending_t
         return -2;
     if (a->slots[slot] >= 0) {
         log_error("bootstrap: connection from %s: rank %u is already connected "
-                  "(duplicate); dropped", p->from, h->rank);
+                  "(duplicate); dropped",
+                  p->from, h->rank);
         return -2;
     }
     return slot;
 }
 
-symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t *a,
-                                  int missing, const deadline_t *dl)
+symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t *a, int missing,
+                                  const deadline_t *dl)
 {
     bs_pending_t *pend = calloc(BS_MAX_PENDING, sizeof(*pend));
     struct pollfd pfd[BS_MAX_PENDING + 1];
@@ -144,7 +146,8 @@ symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t 
             }
             if (npend == BS_MAX_PENDING) {
                 log_error("bootstrap: too many connections that have not said hello; "
-                          "dropping the oldest (from %s)", pend[0].from);
+                          "dropping the oldest (from %s)",
+                          pend[0].from);
                 close(pend[0].fd);
                 npend--;
                 memmove(&pend[0], &pend[1], (size_t)npend * sizeof(pend[0]));

@@ -35,8 +35,8 @@ bad:
 }
 
 /* Callback path: every contribution travels behind a header that is checked. */
-static symcoll_status_t bs_cb_exchange(bootstrap_t *bs, const void *src, void *dst,
-                                       size_t size, uint16_t type, bool first)
+static symcoll_status_t bs_cb_exchange(bootstrap_t *bs, const void *src, void *dst, size_t size,
+                                       uint16_t type, bool first)
 {
     size_t hl = sizeof(bs_hdr_t), slot = hl + size;
     char *mine, *all;
@@ -147,7 +147,9 @@ symcoll_status_t bootstrap_create(const bootstrap_params_t *params, bootstrap_t 
         goto err_free;
     bs->seq = 1;
     log_debug("bootstrap: rank %d of %d connected (%s)", bs->rank, bs->nranks,
-              bs->allgather ? "callback" : bs->nranks > 1 ? "tcp" : "single rank");
+              bs->allgather    ? "callback"
+              : bs->nranks > 1 ? "tcp"
+                               : "single rank");
     *bs_p = bs;
     return SYMCOLL_OK;
 

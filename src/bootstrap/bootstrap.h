@@ -51,11 +51,10 @@ typedef struct bootstrap_params {
     int nranks;
     symcoll_allgather_fn_t allgather; /* NULL: built-in TCP bootstrap */
     void *allgather_ctx;
-    const char *addr;                 /* built-in: rank 0's host:port */
+    const char *addr; /* built-in: rank 0's host:port */
     double timeout_sec;
-    const _Atomic int *aborted;       /* may be NULL */
-    const char *cookie;               /* built-in: SYMCOLL_COOKIE, 1-16 hex digits;
-                                         NULL or "": rank 0 makes one up */
+    const _Atomic int *aborted; /* may be NULL */
+    const char *cookie;         /* built-in: SYMCOLL_COOKIE (NULL, "": none) */
 } bootstrap_params_t;
 
 /* Collective over all ranks. */

@@ -10,7 +10,7 @@
 
 #include "bootstrap/bootstrap.h"
 
-#define BS_MAGIC   0x53594d42u /* "SYMB" */
+#define BS_MAGIC 0x53594d42u /* "SYMB" */
 #define BS_VERSION 1u
 
 /* The largest payload of one message; anything announcing more is rejected before a
@@ -53,9 +53,9 @@ struct bootstrap {
     void *allgather_ctx;
     double timeout_sec;
     const _Atomic int *aborted;
-    uint64_t cookie;  /* per-job secret (never logged) */
-    uint64_t job_id;  /* per-job random, public (names Unix sockets) */
-    uint64_t seq;     /* global collectives done */
+    uint64_t cookie;         /* per-job secret (never logged) */
+    uint64_t job_id;         /* per-job random, public (names Unix sockets) */
+    uint64_t seq;            /* global collectives done */
     symcoll_status_t failed; /* a channel is out of step: every later call fails */
 
     /* TCP: rank 0 holds one socket per rank (peer_fds[0] unused), others root_fd */
@@ -65,8 +65,8 @@ struct bootstrap {
     /* node-local Unix channel */
     int local_rank;
     int local_size;
-    int *local_ranks;   /* global rank of every local rank */
-    int *local_fds;     /* socket to every local rank (own slot -1) */
+    int *local_ranks; /* global rank of every local rank */
+    int *local_fds;   /* socket to every local rank (own slot -1) */
     uint64_t local_seq;
     bool local_ready;
 };
@@ -74,38 +74,38 @@ struct bootstrap {
 /* One direction or both of one message exchange on one socket. */
 typedef struct bs_xfer {
     int fd;
-    int peer;            /* global rank of the other side, for messages */
+    int peer; /* global rank of the other side, for messages */
     /* send: header, then sbuf; sfds ride with the first byte */
     bool send;
     bs_hdr_t shdr;
     const void *sbuf;
     const int *sfds;
-    size_t soff;         /* bytes of header + payload sent */
+    size_t soff; /* bytes of header + payload sent */
     /* receive: a header matching the expectation, then rlen bytes into rbuf */
     bool recv;
     uint16_t rtype;
     uint64_t rseq;
     size_t rlen;
     void *rbuf;
-    int *rfds;           /* room for rnfds descriptors */
+    int *rfds; /* room for rnfds descriptors */
     int rnfds;
-    bool adopt_cookie;   /* accept and keep the peer's cookie (first TCP reply) */
+    bool adopt_cookie; /* accept and keep the peer's cookie (first TCP reply) */
     bs_hdr_t rhdr;
     size_t roff;
     int rnfds_got;
 } bs_xfer_t;
 
 /* Fill a header for a message from this rank. */
-void bs_hdr_fill(const bootstrap_t *bs, bs_hdr_t *h, uint16_t type, uint64_t seq,
-                 uint64_t len, uint32_t nfds);
+void bs_hdr_fill(const bootstrap_t *bs, bs_hdr_t *h, uint16_t type, uint64_t seq, uint64_t len,
+                 uint32_t nfds);
 
 /* Check a received header against what was expected; logs and returns
  * SYMCOLL_ERR_BOOTSTRAP (or SYMCOLL_ERR_MISMATCH for a well-formed message that
  * disagrees on sequence or size) when it does not match. cookie_ok: skip the cookie
  * comparison (the caller checks it). */
-symcoll_status_t bs_hdr_check(const bootstrap_t *bs, const bs_hdr_t *h, uint16_t type,
-                              int rank, uint64_t seq, uint64_t len, uint32_t nfds,
-                              bool cookie_ok, const char *what);
+symcoll_status_t bs_hdr_check(const bootstrap_t *bs, const bs_hdr_t *h, uint16_t type, int rank,
+                              uint64_t seq, uint64_t len, uint32_t nfds, bool cookie_ok,
+                              const char *what);
 
 /* Run every transfer to completion, all at once, until the deadline. On error every
  * descriptor received so far is closed and set to -1. */
@@ -128,20 +128,20 @@ void bs_close(int *fd);
 
 /* How a listener judges the connections it accepts (accept.c). */
 typedef struct bs_acceptor {
-    uint16_t type;      /* message type of the hello */
-    size_t msg_len;     /* header + payload of a hello (at most 64 bytes) */
+    uint16_t type;  /* message type of the hello */
+    size_t msg_len; /* header + payload of a hello (at most 64 bytes) */
     /* on each accepted socket, before reading: nonzero drops it (logged by admit) */
     int (*admit)(int fd);
     /* on a complete hello: the slot it fills, or -1 (logged by judge) to drop it */
     int (*judge)(bootstrap_t *bs, const void *msg, const char *from, void *ctx);
     void *ctx;
-    int *slots;         /* socket per slot, -1 while missing; filled here */
-    const char *who;    /* "rank(s)", for the timeout message */
+    int *slots;      /* socket per slot, -1 while missing; filled here */
+    const char *who; /* "rank(s)", for the timeout message */
 } bs_acceptor_t;
 
 /* Accept until `missing` slots are filled; every other connection is dropped. */
-symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t *a,
-                                  int missing, const deadline_t *dl);
+symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t *a, int missing,
+                                  const deadline_t *dl);
 
 /* Built-in TCP rendezvous (tcp.c). */
 symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, uint64_t env_cookie,

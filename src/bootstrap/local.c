@@ -133,7 +133,8 @@ static int bs_local_judge(bootstrap_t *bs, const void *msg, const char *from, vo
     snprintf(what, sizeof(what), "local connection from %s", from);
     if (idx <= bs->local_rank) {
         log_error("bootstrap: %s claims rank %u, which is not a higher rank of this node; "
-                  "dropped", what, h.rank);
+                  "dropped",
+                  what, h.rank);
         return -1;
     }
     if (bs_hdr_check(bs, &h, BS_MSG_LOCAL_HELLO, (int)h.rank, 0, 0, 0, false, what) !=
@@ -203,8 +204,8 @@ symcoll_status_t bootstrap_local_init(bootstrap_t *bs, int local_rank, int local
         }
         sl = bs_local_addr(bs, bs->rank, &sa);
         if (bind(lfd, (struct sockaddr *)&sa, sl) || listen(lfd, local_size + 8)) {
-            log_error("bootstrap: cannot listen on the local socket @%s: %s",
-                      sa.sun_path + 1, strerror(errno));
+            log_error("bootstrap: cannot listen on the local socket @%s: %s", sa.sun_path + 1,
+                      strerror(errno));
             status = SYMCOLL_ERR_BOOTSTRAP;
             goto err;
         }
@@ -217,8 +218,9 @@ symcoll_status_t bootstrap_local_init(bootstrap_t *bs, int local_rank, int local
             goto err;
     }
     if (lfd >= 0) {
-        bs_acceptor_t acceptor = {BS_MSG_LOCAL_HELLO, sizeof(bs_hdr_t), bs_local_admit,
-                                  bs_local_judge, NULL, bs->local_fds, "local rank(s)"};
+        bs_acceptor_t acceptor = {
+            BS_MSG_LOCAL_HELLO, sizeof(bs_hdr_t), bs_local_admit, bs_local_judge, NULL,
+            bs->local_fds,      "local rank(s)"};
         status = bs_accept_hellos(bs, lfd, &acceptor, local_size - 1 - local_rank, &dl);
         bs_close(&lfd);
         if (status != SYMCOLL_OK)

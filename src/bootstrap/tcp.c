@@ -188,7 +188,8 @@ static int bs_hello_judge(bootstrap_t *bs, const void *msg, const char *from, vo
         return -1;
     if (hello.nranks != (uint32_t)bs->nranks) {
         log_error("bootstrap: %s: rank %d believes the job has %u ranks, rank 0 has %d; "
-                  "dropped", what, r, hello.nranks, bs->nranks);
+                  "dropped",
+                  what, r, hello.nranks, bs->nranks);
         return -1;
     }
     return r;
@@ -256,7 +257,9 @@ symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, uint64_t env_
         int lfd = -1;
         uint64_t job_id = bs->job_id;
         bs_acceptor_t acceptor = {BS_MSG_HELLO, sizeof(bs_hdr_t) + sizeof(bs_hello_t),
-                                  bs_tune, bs_hello_judge, &env_cookie, NULL, "rank(s)"};
+                                  bs_tune,      bs_hello_judge,
+                                  &env_cookie,  NULL,
+                                  "rank(s)"};
 
         bs->peer_fds = malloc((size_t)bs->nranks * sizeof(int));
         x = calloc((size_t)bs->nranks, sizeof(*x));

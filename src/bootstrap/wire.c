@@ -19,12 +19,18 @@
 static const char *bs_type_name(unsigned type)
 {
     switch (type) {
-    case BS_MSG_HELLO: return "hello";
-    case BS_MSG_WELCOME: return "welcome";
-    case BS_MSG_DATA: return "data";
-    case BS_MSG_LOCAL_HELLO: return "local hello";
-    case BS_MSG_LOCAL_DATA: return "local data";
-    default: return "unknown";
+    case BS_MSG_HELLO:
+        return "hello";
+    case BS_MSG_WELCOME:
+        return "welcome";
+    case BS_MSG_DATA:
+        return "data";
+    case BS_MSG_LOCAL_HELLO:
+        return "local hello";
+    case BS_MSG_LOCAL_DATA:
+        return "local data";
+    default:
+        return "unknown";
     }
 }
 
@@ -58,8 +64,8 @@ symcoll_status_t bs_random64(uint64_t *out)
     return SYMCOLL_OK;
 }
 
-void bs_hdr_fill(const bootstrap_t *bs, bs_hdr_t *h, uint16_t type, uint64_t seq,
-                 uint64_t len, uint32_t nfds)
+void bs_hdr_fill(const bootstrap_t *bs, bs_hdr_t *h, uint16_t type, uint64_t seq, uint64_t len,
+                 uint32_t nfds)
 {
     memset(h, 0, sizeof(*h));
     h->magic = BS_MAGIC;
@@ -72,9 +78,9 @@ void bs_hdr_fill(const bootstrap_t *bs, bs_hdr_t *h, uint16_t type, uint64_t seq
     h->len = len;
 }
 
-symcoll_status_t bs_hdr_check(const bootstrap_t *bs, const bs_hdr_t *h, uint16_t type,
-                              int rank, uint64_t seq, uint64_t len, uint32_t nfds,
-                              bool cookie_ok, const char *what)
+symcoll_status_t bs_hdr_check(const bootstrap_t *bs, const bs_hdr_t *h, uint16_t type, int rank,
+                              uint64_t seq, uint64_t len, uint32_t nfds, bool cookie_ok,
+                              const char *what)
 {
     if (h->magic != BS_MAGIC) {
         log_error("bootstrap: %s: bad magic 0x%08x (not a symcoll bootstrap message)", what,
@@ -88,7 +94,8 @@ symcoll_status_t bs_hdr_check(const bootstrap_t *bs, const bs_hdr_t *h, uint16_t
     }
     if (!cookie_ok && h->cookie != bs->cookie) {
         log_error("bootstrap: %s: wrong job cookie (a message from another job or a "
-                  "stray connection)", what);
+                  "stray connection)",
+                  what);
         return SYMCOLL_ERR_BOOTSTRAP;
     }
     if (h->type != type) {
@@ -107,14 +114,13 @@ symcoll_status_t bs_hdr_check(const bootstrap_t *bs, const bs_hdr_t *h, uint16_t
         return SYMCOLL_ERR_BOOTSTRAP;
     }
     if (h->nfds != nfds) {
-        log_error("bootstrap: %s: %u descriptors announced, expected %u", what, h->nfds,
-                  nfds);
+        log_error("bootstrap: %s: %u descriptors announced, expected %u", what, h->nfds, nfds);
         return SYMCOLL_ERR_BOOTSTRAP;
     }
     if (h->seq != seq) {
         log_error("bootstrap: %s: sequence number %llu, expected %llu (ranks called "
-                  "collectives in different orders)", what, (unsigned long long)h->seq,
-                  (unsigned long long)seq);
+                  "collectives in different orders)",
+                  what, (unsigned long long)h->seq, (unsigned long long)seq);
         return SYMCOLL_ERR_MISMATCH;
     }
     if (h->len != len) {
