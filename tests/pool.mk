@@ -1,10 +1,14 @@
 # tests of the pool layer and the intra-node host all-reduce
 if HAVE_CHECK
-POOL_TESTS = tests/test_allreduce_host
+POOL_TESTS = tests/test_allreduce_host tests/test_pool
 check_PROGRAMS += $(POOL_TESTS)
 TESTS += $(POOL_TESTS)
 
-tests_test_allreduce_host_SOURCES = tests/test_allreduce_host.c
+tests_test_allreduce_host_SOURCES = tests/test_allreduce_host.c tests/pool_tests.h
 tests_test_allreduce_host_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_allreduce_host_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) -lm
+
+tests_test_pool_SOURCES = tests/test_pool.c tests/pool_tests.h
+tests_test_pool_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_pool_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) -lpthread
 endif

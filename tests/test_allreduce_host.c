@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "pool_tests.h"
 #include "symcoll.h"
 
 #define RUN_TIMEOUT 150.0
@@ -309,10 +310,6 @@ static void body_mixed(int rank, int n, void *arg)
     ctx_fini(&x);
 }
 
-#define RANKS_TEST(name, body, n)                                                          \
-    START_TEST(name) { ck_assert_int_eq(harness_run(n, 1, RUN_TIMEOUT, body, NULL), 0); }  \
-    END_TEST
-
 RANKS_TEST(test_matrix_1, body_matrix, 1)
 RANKS_TEST(test_matrix_2, body_matrix, 2)
 RANKS_TEST(test_matrix_3, body_matrix, 3)
@@ -321,31 +318,16 @@ RANKS_TEST(test_matrix_8, body_matrix, 8)
 RANKS_TEST(test_chunks_3, body_chunks, 3)
 RANKS_TEST(test_mixed_buffers_3, body_mixed, 3)
 
-/* One case per test, so that CK_RUN_CASE=test_matrix_8 runs one of them. */
-#define ADD(t)                                                                             \
-    do {                                                                                   \
-        TCase *tc = tcase_create(#t);                                                      \
-        tcase_set_timeout(tc, RUN_TIMEOUT + 30);                                           \
-        tcase_add_test(tc, t);                                                             \
-        suite_add_tcase(s, tc);                                                            \
-    } while (0)
-
 int main(void)
 {
     Suite *s = suite_create("allreduce_host");
-    SRunner *sr;
-    int failed;
 
-    ADD(test_matrix_1);
-    ADD(test_matrix_2);
-    ADD(test_matrix_3);
-    ADD(test_matrix_4);
-    ADD(test_matrix_8);
-    ADD(test_chunks_3);
-    ADD(test_mixed_buffers_3);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    ADD_CASE(s, test_matrix_1);
+    ADD_CASE(s, test_matrix_2);
+    ADD_CASE(s, test_matrix_3);
+    ADD_CASE(s, test_matrix_4);
+    ADD_CASE(s, test_matrix_8);
+    ADD_CASE(s, test_chunks_3);
+    ADD_CASE(s, test_mixed_buffers_3);
+    return pool_tests_run(s);
 }
