@@ -1,1 +1,11 @@
-# tests of the ucx layer
+# tests of the ucx layer and of the inter-node all-reduce (simulated nodes over TCP
+# loopback)
+if HAVE_CHECK
+UCX_TESTS = tests/test_ucx
+check_PROGRAMS += $(UCX_TESTS)
+TESTS += $(UCX_TESTS)
+
+tests_test_ucx_SOURCES = tests/test_ucx.c
+tests_test_ucx_CPPFLAGS = $(TEST_CPPFLAGS) $(UCX_CFLAGS)
+tests_test_ucx_LDADD = $(HARNESS_LIBS) $(TEST_INTERNAL_LIBS)
+endif

@@ -8,6 +8,8 @@
 
 #include "algo/algo.h"
 #include "pool/pool.h"
+#include "topo/topo.h"
+#include "ucx/ucx.h"
 
 symcoll_status_t core_check_allreduce_args(const void *sendbuf, void *recvbuf, size_t count,
                                            symcoll_dtype_t dtype, symcoll_op_t op,
@@ -54,6 +56,7 @@ static symcoll_status_t core_check_mem_type(const char *fn, symcoll_mem_type_t m
 static symcoll_status_t core_pool_get(comm_t *comm, symcoll_mem_type_t mem_type, pool_t **pool_p)
 {
     pool_params_t params = {.mem_type = mem_type, .listener = NULL};
+    pool_listener_t listener;
     pool_t *pool = comm->pools[mem_type];
     symcoll_status_t status;
 
@@ -63,7 +66,10 @@ static symcoll_status_t core_pool_get(comm_t *comm, symcoll_mem_type_t mem_type,
                       mem_type == SYMCOLL_MEM_CUDA ? "CUDA" : "this");
             return SYMCOLL_ERR_UNSUPPORTED;
         }
-        /* issue 5: the UCX layer's listener (registration, rkey exchange) goes here */
+        if (comm->ucx) {
+            ucx_pool_listener(comm->ucx, mem_type, &listener);
+            params.listener = &listener;
+        }
         status = pool_create(comm, &params, &pool);
         if (status != SYMCOLL_OK)
             return status;
@@ -231,7 +237,8 @@ void comm_release_layers(comm_t *comm);
 
 symcoll_status_t comm_init_layers(comm_t *comm)
 {
-    (void)comm;
+    if (comm->topo->nnodes > 1)
+        return ucx_create(comm, &comm->ucx);
     return SYMCOLL_OK;
 }
 
@@ -239,8 +246,11 @@ symcoll_status_t comm_init_layers(comm_t *comm)
  * context does. */
 void comm_release_layers(comm_t *comm)
 {
+    ucx_close(comm->ucx); /* flush, rkeys, endpoints; registrations go with the pools */
     for (int mt = 0; mt < SYMCOLL_MEM_LAST; mt++) {
         pool_destroy(comm->pools[mt]);
         comm->pools[mt] = NULL;
     }
+    ucx_destroy(comm->ucx);
+    comm->ucx = NULL;
 }

@@ -1,0 +1,1023 @@
+/* UCX layer: context, worker and endpoints of a communicator; registered regions and their
+ * rkeys; put / fence / flag and the progress loops every inter-node wait goes through. */
+#include "ucx/ucx.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ucp/api/ucp.h>
+
+#include "bootstrap/bootstrap.h"
+#include "pool/pool.h"
+#include "topo/topo.h"
+
+#define UCX_AM_HELLO 0x5c01u
+/* Flag puts in flight at once; a slot is reused only after its put completed locally. */
+#define UCX_FLAG_SLOTS 256
+#define UCX_TLS_STR_MAX 256
+
+typedef struct ucx_peer {
+    ucx_ctx_t *ucx;
+    int rank;
+    ucp_ep_h ep;        /* NULL for ranks of this node */
+    int hello;          /* check messages received: 1 at creation, 2 at close */
+    _Atomic int failed; /* set by the endpoint error callback */
+} ucx_peer_t;
+
+/* Remote view of a region: one per rank. */
+typedef struct ucx_remote {
+    uint64_t addr;
+    uint64_t size;
+    void *rkey_buf; /* packed rkey as received */
+    size_t rkey_len;
+    ucp_rkey_h rkey; /* unpacked on first use */
+} ucx_remote_t;
+
+struct ucx_region {
+    char *addr;
+    size_t size;
+    ucp_mem_h memh;
+    bool connected;
+    ucx_remote_t *remote; /* nranks entries */
+};
+
+/* Pool segments of one memory type, as the pool listener sees them. */
+typedef struct ucx_seg_table {
+    ucx_ctx_t *ucx;
+    ucx_region_t **segs; /* by segment index */
+    int nsegs;
+    ucx_region_t *signal;
+} ucx_seg_table_t;
+
+struct ucx_ctx {
+    comm_t *comm;
+    int rank;
+    int nranks;
+    ucp_context_h context;
+    ucp_worker_h worker;
+    ucx_peer_t *peers;
+    int nremote;
+    _Atomic int failed;
+    bool closed;
+    bool closing;       /* endpoints going away: their errors are expected */
+    bool worker_ready;  /* creation exchanged the first check messages */
+    int32_t hello_rank; /* header of the check message; must outlive the send */
+
+    ucx_region_t **regions;
+    size_t nregions, cap_regions;
+    size_t last_region;
+    size_t blob_max;
+
+    ucx_req_t *deferred;
+    size_t ndeferred, cap_deferred;
+
+    uint64_t flag_src[UCX_FLAG_SLOTS];
+    ucx_req_t flag_req[UCX_FLAG_SLOTS];
+    unsigned flag_next;
+
+    ucx_seg_table_t segtab[SYMCOLL_MEM_LAST];
+    void *algo_state[SYMCOLL_MEM_LAST];
+    void (*algo_state_free[SYMCOLL_MEM_LAST])(void *);
+    char transports[UCX_TLS_STR_MAX];
+};
+
+/* Header of a region blob; the packed rkey follows. */
+typedef struct ucx_blob_hdr {
+    uint64_t addr;
+    uint64_t size;
+    uint64_t rkey_len;
+} ucx_blob_hdr_t;
+
+/* What every rank tells the others at creation (besides its worker address). */
+typedef struct ucx_caps {
+    uint64_t addr_len;
+    uint32_t mem_types;
+    char tls[TOPO_TLS_MAX];
+} ucx_caps_t;
+
+static symcoll_status_t ucx_status_of(const ucx_ctx_t *ucx, ucs_status_t s)
+{
+    switch (s) {
+    case UCS_OK: return SYMCOLL_OK;
+    case UCS_ERR_NO_MEMORY: return SYMCOLL_ERR_NO_MEMORY;
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_ENDPOINT_TIMEOUT:
+    case UCS_ERR_UNREACHABLE:
+    case UCS_ERR_REJECTED:
+    case UCS_ERR_NOT_CONNECTED:
+        return SYMCOLL_ERR_PEER_FAILED;
+    case UCS_ERR_CANCELED:
+        /* requests of a failed endpoint are cancelled */
+        return atomic_load(&ucx->failed) ? SYMCOLL_ERR_PEER_FAILED : SYMCOLL_ERR_UCX;
+    default: return SYMCOLL_ERR_UCX;
+    }
+}
+
+bool ucx_is_remote(const ucx_ctx_t *ucx, int rank)
+{
+    return rank >= 0 && rank < ucx->nranks && ucx->peers[rank].ep != NULL;
+}
+
+const char *ucx_transports(const ucx_ctx_t *ucx) { return ucx->transports; }
+
+void *ucx_algo_state(const ucx_ctx_t *ucx, symcoll_mem_type_t mem_type)
+{
+    return ucx->algo_state[mem_type];
+}
+
+void ucx_set_algo_state(ucx_ctx_t *ucx, symcoll_mem_type_t mem_type, void *state,
+                        void (*free_fn)(void *))
+{
+    ucx->algo_state[mem_type] = state;
+    ucx->algo_state_free[mem_type] = free_fn;
+}
+
+/* ---- progress and waits --------------------------------------------------------------- */
+
+static void ucx_err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    ucx_peer_t *peer = arg;
+    if (peer->ucx->closing) {
+        /* expected once peers close; the closing handshake skips it */
+        atomic_store(&peer->failed, 1);
+        log_debug("UCX endpoint to rank %d closed: %s", peer->rank, ucs_status_string(status));
+        return;
+    }
+    if (!atomic_exchange(&peer->failed, 1))
+        log_error("UCX endpoint to rank %d failed: %s", peer->rank, ucs_status_string(status));
+    atomic_store(&peer->ucx->failed, 1);
+}
+
+symcoll_status_t ucx_progress(ucx_ctx_t *ucx)
+{
+    ucp_worker_progress(ucx->worker);
+    return atomic_load_explicit(&ucx->failed, memory_order_relaxed) ? SYMCOLL_ERR_PEER_FAILED
+                                                                    : SYMCOLL_OK;
+}
+
+/* One turn of a wait loop: progress, then back off when nothing happened. */
+static symcoll_status_t ucx_wait_turn(ucx_ctx_t *ucx, const deadline_t *dl, unsigned *iter)
+{
+    symcoll_status_t status;
+
+    if (ucp_worker_progress(ucx->worker))
+        *iter = 0;
+    else
+        core_spin_pause(iter);
+    if (atomic_load_explicit(&ucx->failed, memory_order_relaxed))
+        return SYMCOLL_ERR_PEER_FAILED;
+    status = deadline_check(dl);
+    if (status != SYMCOLL_OK)
+        log_error("UCX wait: %s", symcoll_status_string(status));
+    return status;
+}
+
+symcoll_status_t ucx_wait_flag(ucx_ctx_t *ucx, const uint64_t *flag, uint64_t value,
+                               const deadline_t *dl)
+{
+    const _Atomic uint64_t *f = (const _Atomic uint64_t *)flag;
+    unsigned iter = 0;
+
+    while (atomic_load_explicit(f, memory_order_acquire) < value) {
+        symcoll_status_t status = ucx_wait_turn(ucx, dl, &iter);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    return SYMCOLL_OK;
+}
+
+/* Frees req once complete; *done tells whether it was. */
+static symcoll_status_t ucx_req_test(ucx_ctx_t *ucx, ucx_req_t req, bool *done)
+{
+    ucs_status_t s = ucp_request_check_status(req);
+
+    if (s == UCS_INPROGRESS) {
+        *done = false;
+        return SYMCOLL_OK;
+    }
+    ucp_request_free(req);
+    *done = true;
+    if (s != UCS_OK) {
+        log_error("UCX operation failed: %s", ucs_status_string(s));
+        return ucx_status_of(ucx, s);
+    }
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t ucx_req_wait(ucx_ctx_t *ucx, ucx_req_t req, const deadline_t *dl)
+{
+    unsigned iter = 0;
+    bool done;
+
+    if (!req)
+        return SYMCOLL_OK;
+    for (;;) {
+        symcoll_status_t status = ucx_req_test(ucx, req, &done);
+        if (done || status != SYMCOLL_OK)
+            return status;
+        status = ucx_wait_turn(ucx, dl, &iter);
+        if (status != SYMCOLL_OK) {
+            /* the request stays with UCX; the worker's destruction reclaims it */
+            return status;
+        }
+    }
+}
+
+symcoll_status_t ucx_defer(ucx_ctx_t *ucx, ucx_req_t req)
+{
+    if (!req)
+        return SYMCOLL_OK;
+    if (ucx->ndeferred == ucx->cap_deferred) {
+        size_t cap = ucx->cap_deferred ? 2 * ucx->cap_deferred : 64;
+        ucx_req_t *d = realloc(ucx->deferred, cap * sizeof(*d));
+        if (!d) {
+            /* cannot keep it: complete it now rather than lose it */
+            deadline_t dl = deadline_make(ucx->comm->timeout_sec, &ucx->comm->aborted);
+            log_warn("out of memory tracking a UCX request; waiting for it");
+            return ucx_req_wait(ucx, req, &dl);
+        }
+        ucx->deferred = d;
+        ucx->cap_deferred = cap;
+    }
+    ucx->deferred[ucx->ndeferred++] = req;
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t ucx_wait_all(ucx_ctx_t *ucx, const deadline_t *dl)
+{
+    symcoll_status_t status = SYMCOLL_OK;
+
+    while (ucx->ndeferred > 0) {
+        status = ucx_req_wait(ucx, ucx->deferred[ucx->ndeferred - 1], dl);
+        if (status != SYMCOLL_OK)
+            return status;
+        ucx->ndeferred--;
+    }
+    for (unsigned i = 0; i < UCX_FLAG_SLOTS; i++) {
+        if (ucx->flag_req[i]) {
+            status = ucx_req_wait(ucx, ucx->flag_req[i], dl);
+            if (status != SYMCOLL_OK)
+                return status;
+            ucx->flag_req[i] = NULL;
+        }
+    }
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t ucx_flush(ucx_ctx_t *ucx, const deadline_t *dl)
+{
+    ucp_request_param_t param = {0};
+    ucs_status_ptr_t req = ucp_worker_flush_nbx(ucx->worker, &param);
+
+    if (UCS_PTR_IS_ERR(req)) {
+        log_error("ucp_worker_flush_nbx: %s", ucs_status_string(UCS_PTR_STATUS(req)));
+        return ucx_status_of(ucx, UCS_PTR_STATUS(req));
+    }
+    return ucx_req_wait(ucx, req, dl);
+}
+
+symcoll_status_t ucx_fence(ucx_ctx_t *ucx)
+{
+    ucs_status_t s = ucp_worker_fence(ucx->worker);
+    if (s != UCS_OK) {
+        log_error("ucp_worker_fence: %s", ucs_status_string(s));
+        return ucx_status_of(ucx, s);
+    }
+    return SYMCOLL_OK;
+}
+
+/* ---- regions ---------------------------------------------------------------------------- */
+
+size_t ucx_region_blob_max(const ucx_ctx_t *ucx) { return ucx->blob_max; }
+
+static ucx_region_t *ucx_region_find(ucx_ctx_t *ucx, const char *addr, size_t len)
+{
+    for (size_t k = 0; k < ucx->nregions; k++) {
+        size_t i = (ucx->last_region + k) % ucx->nregions;
+        ucx_region_t *reg = ucx->regions[i];
+        if (addr >= reg->addr && (size_t)(addr - reg->addr) <= reg->size &&
+            len <= reg->size - (size_t)(addr - reg->addr)) {
+            ucx->last_region = i;
+            return reg;
+        }
+    }
+    return NULL;
+}
+
+symcoll_status_t ucx_region_register(ucx_ctx_t *ucx, void *addr, size_t size, void *blob,
+                                     size_t max_blob, size_t *len_p, ucx_region_t **reg_p)
+{
+    ucp_mem_map_params_t mp;
+    ucx_region_t *reg;
+    ucx_blob_hdr_t hdr;
+    void *rkey_buf = NULL;
+    size_t rkey_len = 0;
+    ucs_status_t s;
+    symcoll_status_t status;
+
+    if (ucx->nregions == ucx->cap_regions) {
+        size_t cap = ucx->cap_regions ? 2 * ucx->cap_regions : 16;
+        ucx_region_t **r = realloc(ucx->regions, cap * sizeof(*r));
+        if (!r)
+            return SYMCOLL_ERR_NO_MEMORY;
+        ucx->regions = r;
+        ucx->cap_regions = cap;
+    }
+    reg = calloc(1, sizeof(*reg));
+    if (!reg)
+        return SYMCOLL_ERR_NO_MEMORY;
+    reg->remote = calloc((size_t)ucx->nranks, sizeof(*reg->remote));
+    if (!reg->remote) {
+        status = SYMCOLL_ERR_NO_MEMORY;
+        goto err_free;
+    }
+    reg->addr = addr;
+    reg->size = size;
+
+    memset(&mp, 0, sizeof(mp));
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    mp.address = addr;
+    mp.length = size;
+    s = ucp_mem_map(ucx->context, &mp, &reg->memh);
+    if (s != UCS_OK) {
+        log_error("ucp_mem_map(%p, %zu): %s", addr, size, ucs_status_string(s));
+        status = ucx_status_of(ucx, s);
+        goto err_free;
+    }
+    s = ucp_rkey_pack(ucx->context, reg->memh, &rkey_buf, &rkey_len);
+    if (s != UCS_OK) {
+        log_error("ucp_rkey_pack: %s", ucs_status_string(s));
+        status = ucx_status_of(ucx, s);
+        goto err_unmap;
+    }
+    if (sizeof(hdr) + rkey_len > max_blob) {
+        log_error("packed rkey of %zu bytes does not fit the %zu-byte exchange slot", rkey_len,
+                  max_blob);
+        status = SYMCOLL_ERR_INTERNAL;
+        goto err_rkey;
+    }
+    hdr.addr = (uint64_t)(uintptr_t)addr;
+    hdr.size = size;
+    hdr.rkey_len = rkey_len;
+    memcpy(blob, &hdr, sizeof(hdr));
+    memcpy((char *)blob + sizeof(hdr), rkey_buf, rkey_len);
+    ucp_rkey_buffer_release(rkey_buf);
+    *len_p = sizeof(hdr) + rkey_len;
+    ucx->regions[ucx->nregions++] = reg;
+    *reg_p = reg;
+    return SYMCOLL_OK;
+
+err_rkey:
+    ucp_rkey_buffer_release(rkey_buf);
+err_unmap:
+    ucp_mem_unmap(ucx->context, reg->memh);
+err_free:
+    free(reg->remote);
+    free(reg);
+    return status;
+}
+
+static void ucx_region_drop_rkeys(ucx_region_t *reg, int nranks)
+{
+    for (int r = 0; r < nranks; r++) {
+        if (reg->remote[r].rkey) {
+            ucp_rkey_destroy(reg->remote[r].rkey);
+            reg->remote[r].rkey = NULL;
+        }
+    }
+}
+
+symcoll_status_t ucx_region_connect(ucx_ctx_t *ucx, ucx_region_t *reg, const void *blobs,
+                                    size_t stride, const size_t *lens)
+{
+    for (int r = 0; r < ucx->nranks; r++) {
+        const char *b = (const char *)blobs + (size_t)r * stride;
+        ucx_blob_hdr_t hdr;
+        ucx_remote_t *rm = &reg->remote[r];
+
+        if (!ucx_is_remote(ucx, r))
+            continue;
+        if (lens[r] < sizeof(hdr))
+            goto err_bad;
+        memcpy(&hdr, b, sizeof(hdr));
+        if (hdr.rkey_len != lens[r] - sizeof(hdr) || hdr.size != reg->size)
+            goto err_bad;
+        free(rm->rkey_buf);
+        rm->rkey_buf = malloc(hdr.rkey_len);
+        if (!rm->rkey_buf)
+            return SYMCOLL_ERR_NO_MEMORY;
+        memcpy(rm->rkey_buf, b + sizeof(hdr), hdr.rkey_len);
+        rm->rkey_len = hdr.rkey_len;
+        rm->addr = hdr.addr;
+        rm->size = hdr.size;
+        continue;
+    err_bad:
+        log_error("malformed region blob from rank %d (%zu bytes, region of %zu bytes)", r,
+                  lens[r], reg->size);
+        return SYMCOLL_ERR_MISMATCH;
+    }
+    reg->connected = true;
+    return SYMCOLL_OK;
+}
+
+void ucx_region_release(ucx_ctx_t *ucx, ucx_region_t *reg)
+{
+    if (!reg)
+        return;
+    if (!ucx->closed) {
+        /* Our puts may still read from this memory until they complete locally. Puts
+         * into it need no flush: every one of them is a message its receiver waited
+         * for, so all have landed before the last call that used the region returned
+         * (and a flush here could need peers' progress that a trim does not give). */
+        deadline_t dl = deadline_make(ucx->comm->timeout_sec, NULL);
+        (void)ucx_wait_all(ucx, &dl);
+    }
+    ucx_region_drop_rkeys(reg, ucx->nranks);
+    ucp_mem_unmap(ucx->context, reg->memh);
+    for (int r = 0; r < ucx->nranks; r++)
+        free(reg->remote[r].rkey_buf);
+    for (size_t i = 0; i < ucx->nregions; i++) {
+        if (ucx->regions[i] == reg) {
+            ucx->regions[i] = ucx->regions[--ucx->nregions];
+            break;
+        }
+    }
+    ucx->last_region = 0;
+    free(reg->remote);
+    free(reg);
+}
+
+symcoll_status_t ucx_region_create(ucx_ctx_t *ucx, void *addr, size_t size,
+                                   ucx_region_t **reg_p)
+{
+    size_t n = (size_t)ucx->nranks, stride = ucx->blob_max, len = 0;
+    uint64_t mylen;
+    uint64_t *lens64 = calloc(n, sizeof(*lens64));
+    size_t *lens = calloc(n, sizeof(*lens));
+    char *blob = calloc(1, stride), *blobs = calloc(n, stride);
+    ucx_region_t *reg = NULL;
+    symcoll_status_t status = SYMCOLL_ERR_NO_MEMORY;
+
+    if (!lens64 || !lens || !blob || !blobs)
+        goto out;
+    status = ucx_region_register(ucx, addr, size, blob, stride, &len, &reg);
+    if (status != SYMCOLL_OK)
+        goto out;
+    mylen = len;
+    status = bootstrap_allgather(ucx->comm->bootstrap, &mylen, lens64, sizeof(mylen));
+    if (status == SYMCOLL_OK)
+        status = bootstrap_allgather(ucx->comm->bootstrap, blob, blobs, stride);
+    if (status != SYMCOLL_OK)
+        goto out;
+    for (size_t r = 0; r < n; r++)
+        lens[r] = lens64[r] > stride ? stride : (size_t)lens64[r];
+    status = ucx_region_connect(ucx, reg, blobs, stride, lens);
+out:
+    if (status == SYMCOLL_OK)
+        *reg_p = reg;
+    else if (reg)
+        ucx_region_release(ucx, reg);
+    free(lens64);
+    free(lens);
+    free(blob);
+    free(blobs);
+    return status;
+}
+
+/* ---- pool segments ------------------------------------------------------------------ */
+
+static ucx_region_t **ucx_seg_slot(ucx_seg_table_t *t, int seg)
+{
+    if (seg == POOL_SEG_SIGNAL)
+        return &t->signal;
+    if (seg < 0)
+        return NULL;
+    if (seg >= t->nsegs) {
+        int n = seg + 8;
+        ucx_region_t **s = realloc(t->segs, (size_t)n * sizeof(*s));
+        if (!s)
+            return NULL;
+        memset(s + t->nsegs, 0, (size_t)(n - t->nsegs) * sizeof(*s));
+        t->segs = s;
+        t->nsegs = n;
+    }
+    return &t->segs[seg];
+}
+
+static symcoll_status_t ucx_seg_added(void *arg, int seg, void *addr, size_t size, void *blob,
+                                      size_t *len_p)
+{
+    ucx_seg_table_t *t = arg;
+    ucx_region_t **slot = ucx_seg_slot(t, seg);
+
+    if (!slot)
+        return SYMCOLL_ERR_NO_MEMORY;
+    if (*slot) {
+        log_error("internal: pool segment %d registered twice", seg);
+        return SYMCOLL_ERR_INTERNAL;
+    }
+    return ucx_region_register(t->ucx, addr, size, blob, t->ucx->blob_max, len_p, slot);
+}
+
+static symcoll_status_t ucx_seg_exchanged(void *arg, int seg, const void *blobs,
+                                          const size_t *lens)
+{
+    ucx_seg_table_t *t = arg;
+    ucx_region_t **slot = ucx_seg_slot(t, seg);
+
+    if (!slot || !*slot) {
+        log_error("internal: pool segment %d exchanged before it was added", seg);
+        return SYMCOLL_ERR_INTERNAL;
+    }
+    return ucx_region_connect(t->ucx, *slot, blobs, t->ucx->blob_max, lens);
+}
+
+static void ucx_seg_removed(void *arg, int seg)
+{
+    ucx_seg_table_t *t = arg;
+    ucx_region_t **slot = ucx_seg_slot(t, seg);
+
+    if (slot && *slot) {
+        ucx_region_release(t->ucx, *slot);
+        *slot = NULL;
+    }
+}
+
+void ucx_pool_listener(ucx_ctx_t *ucx, symcoll_mem_type_t mem_type, pool_listener_t *listener)
+{
+    memset(listener, 0, sizeof(*listener));
+    listener->max_blob = ucx->blob_max;
+    listener->seg_added = ucx_seg_added;
+    listener->seg_exchanged = ucx_seg_exchanged;
+    listener->seg_removed = ucx_seg_removed;
+    listener->arg = &ucx->segtab[mem_type];
+}
+
+/* ---- data path ---------------------------------------------------------------------- */
+
+static symcoll_status_t ucx_target(ucx_ctx_t *ucx, int peer, void *sym_dst, size_t len,
+                                   uint64_t *raddr_p, ucp_rkey_h *rkey_p)
+{
+    ucx_region_t *reg;
+    ucx_remote_t *rm;
+    size_t off;
+
+    if (!ucx_is_remote(ucx, peer)) {
+        log_error("internal: put to rank %d, which has no endpoint", peer);
+        return SYMCOLL_ERR_INTERNAL;
+    }
+    if (atomic_load_explicit(&ucx->peers[peer].failed, memory_order_relaxed))
+        return SYMCOLL_ERR_PEER_FAILED;
+    reg = ucx_region_find(ucx, sym_dst, len);
+    if (!reg || !reg->connected) {
+        log_error("internal: put target %p+%zu lies in no registered region", sym_dst, len);
+        return SYMCOLL_ERR_INTERNAL;
+    }
+    rm = &reg->remote[peer];
+    off = (size_t)((char *)sym_dst - reg->addr);
+    if (!rm->rkey) {
+        ucs_status_t s = ucp_ep_rkey_unpack(ucx->peers[peer].ep, rm->rkey_buf, &rm->rkey);
+        if (s != UCS_OK) {
+            log_error("ucp_ep_rkey_unpack (rank %d): %s", peer, ucs_status_string(s));
+            return ucx_status_of(ucx, s);
+        }
+    }
+    *raddr_p = rm->addr + off;
+    *rkey_p = rm->rkey;
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t ucx_put(ucx_ctx_t *ucx, int peer, const void *src, size_t len,
+                         void *sym_dst, ucx_req_t *req_p)
+{
+    ucp_request_param_t param = {0};
+    ucs_status_ptr_t req;
+    uint64_t raddr = 0;
+    ucp_rkey_h rkey = NULL;
+    symcoll_status_t status;
+
+    *req_p = NULL;
+    if (len == 0)
+        return SYMCOLL_OK;
+    status = ucx_target(ucx, peer, sym_dst, len, &raddr, &rkey);
+    if (status != SYMCOLL_OK)
+        return status;
+    req = ucp_put_nbx(ucx->peers[peer].ep, src, len, raddr, rkey, &param);
+    if (UCS_PTR_IS_ERR(req)) {
+        log_error("ucp_put_nbx to rank %d (%zu bytes): %s", peer, len,
+                  ucs_status_string(UCS_PTR_STATUS(req)));
+        return ucx_status_of(ucx, UCS_PTR_STATUS(req));
+    }
+    *req_p = req;
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t ucx_put_flag(ucx_ctx_t *ucx, int peer, uint64_t value, uint64_t *sym_flag)
+{
+    unsigned slot = ucx->flag_next++ % UCX_FLAG_SLOTS;
+    ucx_req_t req;
+    symcoll_status_t status;
+
+    if (ucx->flag_req[slot]) {
+        deadline_t dl = deadline_make(ucx->comm->timeout_sec, &ucx->comm->aborted);
+        status = ucx_req_wait(ucx, ucx->flag_req[slot], &dl);
+        ucx->flag_req[slot] = NULL;
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    ucx->flag_src[slot] = value;
+    status = ucx_put(ucx, peer, &ucx->flag_src[slot], sizeof(uint64_t), sym_flag, &req);
+    if (status == SYMCOLL_OK)
+        ucx->flag_req[slot] = req;
+    return status;
+}
+
+/* ---- creation and teardown ---------------------------------------------------------- */
+
+static ucs_status_t ucx_hello_cb(void *arg, const void *header, size_t header_length,
+                                 void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+    ucx_ctx_t *ucx = arg;
+    int32_t r;
+
+    if (header_length == sizeof(r)) {
+        memcpy(&r, header, sizeof(r));
+        if (r >= 0 && r < ucx->nranks)
+            ucx->peers[r].hello++;
+    }
+    return UCS_OK;
+}
+
+/* Names of the transports of one endpoint's lanes, from ucp_ep_print_info. */
+static void ucx_describe_ep(ucx_ctx_t *ucx, ucp_ep_h ep)
+{
+    char *text = NULL, *line, *save = NULL;
+    size_t text_len = 0, used = 0;
+    FILE *f = open_memstream(&text, &text_len);
+
+    if (!f)
+        return;
+    ucp_ep_print_info(ep, f);
+    fclose(f);
+    for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *lane = strstr(line, "lane[");
+        char name[64];
+        if (strstr(line, "rma_bw") || strstr(line, "amo"))
+            log_info("UCX %s", line + strspn(line, "# "));
+        if (!lane)
+            continue;
+        log_info("UCX %s", lane);
+        lane = strchr(lane, ':');
+        if (!lane)
+            continue;
+        /* "  1:tcp/lo.0 md[1] ..." -> "tcp/lo.0" */
+        if (sscanf(lane + 1, " %*d:%63s", name) != 1)
+            continue;
+        if (!strstr(ucx->transports, name)) {
+            int n = snprintf(ucx->transports + used, sizeof(ucx->transports) - used, "%s%s",
+                             used ? "," : "", name);
+            if (n > 0 && (size_t)n < sizeof(ucx->transports) - used)
+                used += (size_t)n;
+        }
+    }
+    free(text);
+}
+
+/* Sends one message to every remote rank that did not fail and waits, progressing, for
+ * one from each: the count-th such exchange. At creation (count 1) it shows broken
+ * connectivity early and saves the first all-reduce the wireup; at close (count 2) it
+ * keeps every rank progressing until all have flushed. */
+static symcoll_status_t ucx_exchange_hello(ucx_ctx_t *ucx, int count, deadline_t *dl)
+{
+    symcoll_status_t status;
+    unsigned iter = 0;
+
+    ucx->hello_rank = ucx->rank;
+    for (int r = 0; r < ucx->nranks; r++) {
+        ucp_request_param_t param = {0};
+        ucs_status_ptr_t req;
+        if (!ucx_is_remote(ucx, r) || atomic_load(&ucx->peers[r].failed))
+            continue;
+        req = ucp_am_send_nbx(ucx->peers[r].ep, UCX_AM_HELLO, &ucx->hello_rank,
+                              sizeof(ucx->hello_rank), NULL, 0, &param);
+        if (UCS_PTR_IS_ERR(req)) {
+            log_error("UCX: cannot reach rank %d: %s", r, ucs_status_string(UCS_PTR_STATUS(req)));
+            return ucx_status_of(ucx, UCS_PTR_STATUS(req));
+        }
+        status = ucx_defer(ucx, req);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    for (int r = 0; r < ucx->nranks; r++) {
+        while (ucx_is_remote(ucx, r) && ucx->peers[r].hello < count &&
+               !atomic_load(&ucx->peers[r].failed)) {
+            if (ucp_worker_progress(ucx->worker))
+                iter = 0;
+            else
+                core_spin_pause(&iter);
+            if (!ucx->closing && atomic_load(&ucx->failed))
+                return SYMCOLL_ERR_PEER_FAILED;
+            status = deadline_check(dl);
+            if (status != SYMCOLL_OK) {
+                log_error("UCX: no message from rank %d (%s)", r, symcoll_status_string(status));
+                return status;
+            }
+        }
+    }
+    return ucx_wait_all(ucx, dl);
+}
+
+static symcoll_status_t ucx_check_connections(ucx_ctx_t *ucx)
+{
+    deadline_t dl = deadline_make(ucx->comm->timeout_sec, &ucx->comm->aborted);
+    ucp_am_handler_param_t hp;
+    ucs_status_t s;
+
+    memset(&hp, 0, sizeof(hp));
+    hp.field_mask =
+        UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    hp.id = UCX_AM_HELLO;
+    hp.cb = ucx_hello_cb;
+    hp.arg = ucx;
+    s = ucp_worker_set_am_recv_handler(ucx->worker, &hp);
+    if (s != UCS_OK) {
+        log_error("ucp_worker_set_am_recv_handler: %s", ucs_status_string(s));
+        return SYMCOLL_ERR_UCX;
+    }
+    return ucx_exchange_hello(ucx, 1, &dl);
+}
+
+static symcoll_status_t ucx_init_context(ucx_ctx_t *ucx)
+{
+    ucp_config_t *config;
+    ucp_params_t params;
+    ucp_worker_params_t wparams;
+    ucs_status_t s;
+
+    s = ucp_config_read(NULL, NULL, &config);
+    if (s != UCS_OK) {
+        log_error("ucp_config_read: %s (check the UCX_* environment)", ucs_status_string(s));
+        return SYMCOLL_ERR_UCX;
+    }
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
+    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM;
+    params.name = "symcoll";
+    s = ucp_init(&params, config, &ucx->context);
+    ucp_config_release(config);
+    if (s != UCS_OK) {
+        log_error("ucp_init: %s", ucs_status_string(s));
+        return SYMCOLL_ERR_UCX;
+    }
+    memset(&wparams, 0, sizeof(wparams));
+    /* the communicator's lock serialises every use */
+    wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+    s = ucp_worker_create(ucx->context, &wparams, &ucx->worker);
+    if (s != UCS_OK) {
+        log_error("ucp_worker_create: %s", ucs_status_string(s));
+        ucp_cleanup(ucx->context);
+        ucx->context = NULL;
+        return SYMCOLL_ERR_UCX;
+    }
+    return SYMCOLL_OK;
+}
+
+/* Size of a packed rkey of this context, measured on one page, to size the exchange. */
+static symcoll_status_t ucx_measure_rkey(ucx_ctx_t *ucx)
+{
+    static char probe[4096] __attribute__((aligned(4096)));
+    ucp_mem_map_params_t mp;
+    ucp_mem_h memh;
+    void *buf;
+    size_t len;
+    ucs_status_t s;
+
+    memset(&mp, 0, sizeof(mp));
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    mp.address = probe;
+    mp.length = sizeof(probe);
+    s = ucp_mem_map(ucx->context, &mp, &memh);
+    if (s != UCS_OK) {
+        log_error("ucp_mem_map: %s", ucs_status_string(s));
+        return SYMCOLL_ERR_UCX;
+    }
+    s = ucp_rkey_pack(ucx->context, memh, &buf, &len);
+    if (s == UCS_OK)
+        ucp_rkey_buffer_release(buf);
+    ucp_mem_unmap(ucx->context, memh);
+    if (s != UCS_OK) {
+        log_error("ucp_rkey_pack: %s", ucs_status_string(s));
+        return SYMCOLL_ERR_UCX;
+    }
+    /* room for memory types whose rkeys carry more transports than host memory */
+    ucx->blob_max = sizeof(ucx_blob_hdr_t) + 2 * len + 256;
+    return SYMCOLL_OK;
+}
+
+static symcoll_status_t ucx_connect_all(ucx_ctx_t *ucx, const topo_t *topo)
+{
+    ucp_address_t *addr = NULL;
+    size_t addr_len = 0, max_len = 0;
+    ucx_caps_t mine, *caps = NULL;
+    char *addrs = NULL, *slot = NULL;
+    ucp_context_attr_t cattr;
+    ucs_status_t s;
+    symcoll_status_t status;
+    size_t n = (size_t)ucx->nranks;
+
+    s = ucp_worker_get_address(ucx->worker, &addr, &addr_len);
+    if (s != UCS_OK) {
+        log_error("ucp_worker_get_address: %s", ucs_status_string(s));
+        return SYMCOLL_ERR_UCX;
+    }
+    memset(&mine, 0, sizeof(mine));
+    mine.addr_len = addr_len;
+    memset(&cattr, 0, sizeof(cattr));
+    cattr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    if (ucp_context_query(ucx->context, &cattr) == UCS_OK) {
+        if (cattr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_HOST))
+            mine.mem_types |= TOPO_NET_MEM_HOST;
+        if (cattr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA))
+            mine.mem_types |= TOPO_NET_MEM_CUDA;
+    }
+    caps = calloc(n, sizeof(*caps));
+    if (!caps) {
+        status = SYMCOLL_ERR_NO_MEMORY;
+        goto out;
+    }
+    status = bootstrap_allgather(ucx->comm->bootstrap, &mine, caps, sizeof(mine));
+    if (status != SYMCOLL_OK)
+        goto out;
+    for (size_t r = 0; r < n; r++)
+        if (caps[r].addr_len > max_len)
+            max_len = caps[r].addr_len;
+    if (max_len == 0 || max_len > (1u << 20)) {
+        log_error("implausible UCX worker address length %zu", max_len);
+        status = SYMCOLL_ERR_BOOTSTRAP;
+        goto out;
+    }
+    slot = calloc(1, max_len);
+    addrs = calloc(n, max_len);
+    if (!slot || !addrs) {
+        status = SYMCOLL_ERR_NO_MEMORY;
+        goto out;
+    }
+    memcpy(slot, addr, addr_len);
+    status = bootstrap_allgather(ucx->comm->bootstrap, slot, addrs, max_len);
+    if (status != SYMCOLL_OK)
+        goto out;
+
+    for (int r = 0; r < ucx->nranks; r++) {
+        ucp_ep_params_t ep;
+        if (topo->rank_node[r] == topo->node)
+            continue;
+        memset(&ep, 0, sizeof(ep));
+        ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        ep.address = (const ucp_address_t *)(addrs + (size_t)r * max_len);
+        ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+        ep.err_handler.cb = ucx_err_cb;
+        ep.err_handler.arg = &ucx->peers[r];
+        s = ucp_ep_create(ucx->worker, &ep, &ucx->peers[r].ep);
+        if (s != UCS_OK) {
+            log_error("ucp_ep_create to rank %d: %s", r, ucs_status_string(s));
+            status = SYMCOLL_ERR_UCX;
+            goto out;
+        }
+        ucx->nremote++;
+    }
+    status = ucx_check_connections(ucx);
+    if (status != SYMCOLL_OK)
+        goto out;
+    ucx->worker_ready = true;
+    for (int r = 0; r < ucx->nranks && !ucx->transports[0]; r++)
+        if (ucx_is_remote(ucx, r))
+            ucx_describe_ep(ucx, ucx->peers[r].ep);
+    log_info("UCX transports to other nodes: %s", ucx->transports[0] ? ucx->transports : "?");
+
+    /* tell the topology what every rank's UCX reaches and uses */
+    snprintf(mine.tls, sizeof(mine.tls), "%.*s", (int)sizeof(mine.tls) - 1, ucx->transports);
+    status = bootstrap_allgather(ucx->comm->bootstrap, &mine, caps, sizeof(mine));
+    if (status != SYMCOLL_OK)
+        goto out;
+    for (int r = 0; r < ucx->nranks; r++) {
+        caps[r].tls[TOPO_TLS_MAX - 1] = 0;
+        topo_set_net_caps(ucx->comm->topo, r, caps[r].mem_types, caps[r].tls);
+    }
+out:
+    ucp_worker_release_address(ucx->worker, addr);
+    free(caps);
+    free(slot);
+    free(addrs);
+    return status;
+}
+
+symcoll_status_t ucx_create(comm_t *comm, ucx_ctx_t **ucx_p)
+{
+    ucx_ctx_t *ucx;
+    symcoll_status_t status;
+
+    ucx = calloc(1, sizeof(*ucx));
+    if (!ucx)
+        return SYMCOLL_ERR_NO_MEMORY;
+    ucx->comm = comm;
+    ucx->rank = comm->rank;
+    ucx->nranks = comm->nranks;
+    ucx->peers = calloc((size_t)comm->nranks, sizeof(*ucx->peers));
+    if (!ucx->peers) {
+        free(ucx);
+        return SYMCOLL_ERR_NO_MEMORY;
+    }
+    for (int r = 0; r < comm->nranks; r++) {
+        ucx->peers[r].ucx = ucx;
+        ucx->peers[r].rank = r;
+    }
+    for (int m = 0; m < SYMCOLL_MEM_LAST; m++)
+        ucx->segtab[m].ucx = ucx;
+
+    status = ucx_init_context(ucx);
+    if (status != SYMCOLL_OK)
+        goto err_free;
+    status = ucx_measure_rkey(ucx);
+    if (status != SYMCOLL_OK)
+        goto err_destroy;
+    status = ucx_connect_all(ucx, comm->topo);
+    if (status != SYMCOLL_OK)
+        goto err_destroy;
+    *ucx_p = ucx;
+    return SYMCOLL_OK;
+
+err_destroy:
+    ucx_destroy(ucx);
+    return status;
+err_free:
+    free(ucx->peers);
+    free(ucx);
+    return status;
+}
+
+void ucx_close(ucx_ctx_t *ucx)
+{
+    deadline_t dl;
+
+    if (!ucx || ucx->closed)
+        return;
+    dl = deadline_make(ucx->comm->timeout_sec, NULL);
+    if (!atomic_load(&ucx->failed)) {
+        (void)ucx_wait_all(ucx, &dl);
+        (void)ucx_flush(ucx, &dl);
+    }
+    /* On TCP our flush completes only while the peers progress, and theirs while we do:
+     * nobody leaves before everybody has flushed. Afterwards nothing is in flight, so a
+     * forced close loses nothing and needs no help from the peers. */
+    ucx->closing = true;
+    if (ucx->worker_ready && ucx_exchange_hello(ucx, 2, &dl) != SYMCOLL_OK)
+        log_warn("UCX close: not every peer confirmed; closing the endpoints anyway");
+    for (size_t i = 0; i < ucx->nregions; i++)
+        ucx_region_drop_rkeys(ucx->regions[i], ucx->nranks);
+    for (int r = 0; r < ucx->nranks; r++) {
+        ucp_request_param_t param = {0};
+        ucs_status_ptr_t req;
+        unsigned iter = 0;
+        if (!ucx->peers[r].ep)
+            continue;
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+        req = ucp_ep_close_nbx(ucx->peers[r].ep, &param);
+        ucx->peers[r].ep = NULL;
+        /* a forced close completes locally */
+        while (UCS_PTR_IS_PTR(req) && ucp_request_check_status(req) == UCS_INPROGRESS &&
+               deadline_check(&dl) == SYMCOLL_OK) {
+            ucp_worker_progress(ucx->worker);
+            core_spin_pause(&iter);
+        }
+        if (UCS_PTR_IS_PTR(req))
+            ucp_request_free(req);
+    }
+    ucx->closed = true;
+}
+
+void ucx_destroy(ucx_ctx_t *ucx)
+{
+    if (!ucx)
+        return;
+    if (ucx->worker) {
+        ucx_close(ucx);
+        while (ucx->nregions > 0)
+            ucx_region_release(ucx, ucx->regions[ucx->nregions - 1]);
+        ucp_worker_destroy(ucx->worker);
+    }
+    if (ucx->context)
+        ucp_cleanup(ucx->context);
+    for (int m = 0; m < SYMCOLL_MEM_LAST; m++) {
+        free(ucx->segtab[m].segs);
+        if (ucx->algo_state[m] && ucx->algo_state_free[m])
+            ucx->algo_state_free[m](ucx->algo_state[m]);
+    }
+    free(ucx->regions);
+    free(ucx->deferred);
+    free(ucx->peers);
+    free(ucx);
+}

@@ -1,0 +1,116 @@
+/* UCX layer: one UCP context and worker per communicator, endpoints to the ranks of the
+ * other nodes, registered memory regions whose packed rkeys are exchanged and unpacked
+ * lazily, and the put / fence / flag primitives the inter-node algorithms are built on. */
+#ifndef SYMCOLL_UCX_H
+#define SYMCOLL_UCX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/core.h"
+
+typedef struct ucx_ctx ucx_ctx_t;
+typedef struct ucx_region ucx_region_t;
+struct pool_listener;
+
+/* A pending UCX operation; NULL once complete. */
+typedef void *ucx_req_t;
+
+/* ---- lifecycle ---------------------------------------------------------------------- */
+
+/* Collective over all ranks of comm (uses the bootstrap): creates the context and the
+ * worker, exchanges worker addresses, connects to every rank of another node and checks
+ * each connection with one message each way. Fills the topology's UCX capabilities. */
+symcoll_status_t ucx_create(comm_t *comm, ucx_ctx_t **ucx_p);
+
+/* First half of teardown: flush outstanding operations, destroy every unpacked rkey and
+ * close the endpoints (flushing them; peers that failed are closed by force). Regions
+ * stay registered until ucx_region_release or ucx_destroy. Idempotent. */
+void ucx_close(ucx_ctx_t *ucx);
+
+/* Second half: ucx_close if not done, deregister remaining regions, destroy the worker
+ * and the context. NULL is ignored. */
+void ucx_destroy(ucx_ctx_t *ucx);
+
+/* A slot for the inter-node algorithms' state of one memory type; ucx_destroy frees it
+ * with free_fn. */
+void *ucx_algo_state(const ucx_ctx_t *ucx, symcoll_mem_type_t mem_type);
+void ucx_set_algo_state(ucx_ctx_t *ucx, symcoll_mem_type_t mem_type, void *state,
+                        void (*free_fn)(void *));
+
+/* Transports UCX chose for the inter-node endpoints ("tcp/lo", ...), for reports. */
+const char *ucx_transports(const ucx_ctx_t *ucx);
+
+/* True if rank is on another node (reached through an endpoint). */
+bool ucx_is_remote(const ucx_ctx_t *ucx, int rank);
+
+/* ---- memory regions ------------------------------------------------------------------
+ *
+ * A region is local memory registered with UCX plus, for every remote rank, the address
+ * and packed rkey of that rank's matching region. Algorithms address remote memory
+ * symmetrically: the local address of a byte stands for the same byte of the peer's
+ * matching region (same offset from the region start). */
+
+/* Largest blob ucx_region_register writes. */
+size_t ucx_region_blob_max(const ucx_ctx_t *ucx);
+
+/* Registers [addr, addr + size) and writes this rank's blob (address, size, packed
+ * rkey) for the exchange. */
+symcoll_status_t ucx_region_register(ucx_ctx_t *ucx, void *addr, size_t size, void *blob,
+                                     size_t max_blob, size_t *len_p, ucx_region_t **reg_p);
+
+/* Records every rank's blob (slot r at blobs + r * stride, lens[r] bytes) and makes the
+ * region usable as a put target. */
+symcoll_status_t ucx_region_connect(ucx_ctx_t *ucx, ucx_region_t *reg, const void *blobs,
+                                    size_t stride, const size_t *lens);
+
+/* Flushes, destroys the region's rkeys and deregisters it. NULL is ignored. */
+void ucx_region_release(ucx_ctx_t *ucx, ucx_region_t *reg);
+
+/* Collective over all ranks: register + bootstrap allgather of the blobs + connect. */
+symcoll_status_t ucx_region_create(ucx_ctx_t *ucx, void *addr, size_t size,
+                                   ucx_region_t **reg_p);
+
+/* Fills a pool listener that registers every segment of the mem_type pool and exchanges
+ * its rkeys during the pool's growth exchange; trim and destroy release them. */
+void ucx_pool_listener(ucx_ctx_t *ucx, symcoll_mem_type_t mem_type,
+                       struct pool_listener *listener);
+
+/* ---- data path ------------------------------------------------------------------------
+ * Every call below must come from the thread that holds the communicator's lock. */
+
+/* Non-blocking put of len bytes from local src to peer's byte that sym_dst stands for
+ * (sym_dst: this rank's address of the same byte of a region). src must stay untouched
+ * until *req_p completes (ucx_req_wait, or ucx_defer then ucx_wait_all). */
+symcoll_status_t ucx_put(ucx_ctx_t *ucx, int peer, const void *src, size_t len,
+                         void *sym_dst, ucx_req_t *req_p);
+
+/* Orders the puts issued so far before the puts issued after (remote completion). */
+symcoll_status_t ucx_fence(ucx_ctx_t *ucx);
+
+/* Puts the 64-bit value to the peer's flag that sym_flag stands for. The value is copied;
+ * completion is tracked internally. Call ucx_fence first if it must follow data. */
+symcoll_status_t ucx_put_flag(ucx_ctx_t *ucx, int peer, uint64_t value, uint64_t *sym_flag);
+
+/* Keeps req to be completed by ucx_wait_all. */
+symcoll_status_t ucx_defer(ucx_ctx_t *ucx, ucx_req_t req);
+
+/* One round of progress; SYMCOLL_ERR_PEER_FAILED once a peer failed. */
+symcoll_status_t ucx_progress(ucx_ctx_t *ucx);
+
+/* Progress until *flag >= value (acquire), the deadline passes, the communicator is
+ * aborted or a peer fails. */
+symcoll_status_t ucx_wait_flag(ucx_ctx_t *ucx, const uint64_t *flag, uint64_t value,
+                               const deadline_t *dl);
+
+/* Progress until req completes (NULL is complete). Frees the request. */
+symcoll_status_t ucx_req_wait(ucx_ctx_t *ucx, ucx_req_t req, const deadline_t *dl);
+
+/* Completes every deferred request and every flag put. */
+symcoll_status_t ucx_wait_all(ucx_ctx_t *ucx, const deadline_t *dl);
+
+/* Remote completion of every operation issued so far. */
+symcoll_status_t ucx_flush(ucx_ctx_t *ucx, const deadline_t *dl);
+
+#endif
