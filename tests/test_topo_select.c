@@ -22,22 +22,24 @@ static const topo_select_cfg_t cfg_test = {
     .hier_min = 0,
 };
 
-/* nranks, nnodes, ppn, uniform, gpu_link, net_cuda, cuda_max_local, cuda_across_nodes */
-static const topo_shape_t one_node_8_nvlink = {8, 1, 8, true, TOPO_LINK_NVLINK, false, 8, true};
-static const topo_shape_t one_node_4_pcie_nop2p = {4, 1, 4, true, TOPO_LINK_NONE, false, 8, true};
-static const topo_shape_t one_node_4_pcie_p2p = {4, 1, 4, true, TOPO_LINK_PCIE, false, 8, true};
-static const topo_shape_t two_nodes_4_nvlink = {8, 2, 4, true, TOPO_LINK_NVLINK, true, 8, true};
-static const topo_shape_t two_nodes_4_nop2p = {8, 2, 4, true, TOPO_LINK_NONE, false, 8, true};
-static const topo_shape_t sixteen_nodes_1 = {16, 16, 1, true, TOPO_LINK_NONE, false, 8, true};
-static const topo_shape_t host_1_node_4 = {4, 1, 4, true, TOPO_LINK_NONE, false, 8, true};
-static const topo_shape_t host_1_rank = {1, 1, 1, true, TOPO_LINK_NONE, false, 8, true};
-static const topo_shape_t host_4_nodes_2 = {8, 4, 2, true, TOPO_LINK_NONE, false, 8, true};
-static const topo_shape_t host_4_nodes_uneven = {7, 4, 2, false, TOPO_LINK_NONE, false, 8, true};
-static const topo_shape_t one_node_2_same_gpu = {2, 1, 2, true, TOPO_LINK_SAME, false, 8, true};
+/* nranks, nnodes, ppn, uniform, gpu_link, net_cuda, cuda_max_local, cuda_across_nodes,
+ * gpus */
+static const topo_shape_t one_node_8_nvlink = {8, 1, 8, true, TOPO_LINK_NVLINK, false, 8, true, true};
+static const topo_shape_t one_node_4_pcie_nop2p = {4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, true};
+static const topo_shape_t one_node_4_pcie_p2p = {4, 1, 4, true, TOPO_LINK_PCIE, false, 8, true, true};
+static const topo_shape_t two_nodes_4_nvlink = {8, 2, 4, true, TOPO_LINK_NVLINK, true, 8, true, true};
+static const topo_shape_t two_nodes_4_nop2p = {8, 2, 4, true, TOPO_LINK_NONE, false, 8, true, true};
+static const topo_shape_t sixteen_nodes_1 = {16, 16, 1, true, TOPO_LINK_NONE, false, 8, true, true};
+static const topo_shape_t host_1_node_4 = {4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, false};
+static const topo_shape_t host_1_rank = {1, 1, 1, true, TOPO_LINK_NONE, false, 8, true, false};
+static const topo_shape_t host_4_nodes_2 = {8, 4, 2, true, TOPO_LINK_NONE, false, 8, true, false};
+static const topo_shape_t host_4_nodes_uneven = {7, 4, 2, false, TOPO_LINK_NONE, false, 8, true, false};
+static const topo_shape_t one_gpu_rank = {1, 1, 1, true, TOPO_LINK_NONE, false, 8, false, true};
+static const topo_shape_t one_node_2_same_gpu = {2, 1, 2, true, TOPO_LINK_SAME, false, 8, true, true};
 /* what a build lacks: no CUDA at all, no CUDA path across nodes, kernels for <= 8 ranks */
-static const topo_shape_t build_no_cuda = {4, 1, 4, true, TOPO_LINK_NVLINK, false, 0, false};
-static const topo_shape_t build_cuda_intra = {8, 2, 4, true, TOPO_LINK_NVLINK, false, 8, false};
-static const topo_shape_t one_node_16_nvlink = {16, 1, 16, true, TOPO_LINK_NVLINK, false, 8, false};
+static const topo_shape_t build_no_cuda = {4, 1, 4, true, TOPO_LINK_NVLINK, false, 0, false, true};
+static const topo_shape_t build_cuda_intra = {8, 2, 4, true, TOPO_LINK_NVLINK, false, 8, false, true};
+static const topo_shape_t one_node_16_nvlink = {16, 1, 16, true, TOPO_LINK_NVLINK, false, 8, false, true};
 
 enum { H = SYMCOLL_MEM_HOST, C = SYMCOLL_MEM_CUDA };
 
@@ -118,7 +120,9 @@ static const select_case_t cases[] = {
     {"host 1x4 large", &host_1_node_4, 0, DFLT, H, 64 * M, TOPO_ALGO_TWOSHOT,
      "reduce-scatter"},
     {"host 1 rank", &host_1_rank, 0, DFLT, H, G, TOPO_ALGO_ONESHOT, "single rank"},
-    {"host 1 rank cuda", &host_1_rank, 0, DFLT, C, G, TOPO_ALGO_ONESHOT, "single rank"},
+    {"host 1 rank cuda", &host_1_rank, 0, DFLT, C, G, TOPO_ALGO_NONE, "some rank has none"},
+    {"1 gpu rank cuda", &one_gpu_rank, 0, DFLT, C, G, TOPO_ALGO_ONESHOT, "single rank"},
+    {"host 1x4 cuda", &host_1_node_4, 0, DFLT, C, 8, TOPO_ALGO_NONE, "CUDA device"},
     /* host only, 4 nodes */
     {"host 4x2 small", &host_4_nodes_2, 0, DFLT, H, 8, TOPO_ALGO_HIER, "4 nodes x 2"},
     {"host 4x2 large", &host_4_nodes_2, 0, DFLT, H, 256 * M, TOPO_ALGO_HIER, "1/2"},
@@ -179,9 +183,10 @@ START_TEST(test_select_monotonic)
         for (int mem = 0; mem < SYMCOLL_MEM_LAST; mem++) {
             topo_algo_t prev = TOPO_ALGO_AUTO;
             int changes = 0;
-            if (mem == SYMCOLL_MEM_CUDA && shapes[s]->nnodes == 1 &&
-                shapes[s]->gpu_link == TOPO_LINK_NONE)
-                continue; /* host-only shape: CUDA has no path, checked in the table */
+            if (mem == SYMCOLL_MEM_CUDA &&
+                (!shapes[s]->gpus ||
+                 (shapes[s]->nnodes == 1 && shapes[s]->gpu_link == TOPO_LINK_NONE)))
+                continue; /* CUDA has no path there: checked in the table */
             for (size_t b = 1; b <= G; b *= 2) {
                 topo_decision_t d;
                 topo_select(&cfg, shapes[s], (symcoll_mem_type_t)mem, b, &d);

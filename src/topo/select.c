@@ -108,6 +108,8 @@ static const char *cuda_missing(topo_algo_t algo, symcoll_mem_type_t mem, const 
         return NULL;
     if (s->cuda_max_local <= 0)
         return "this build of symcoll has no CUDA support (configure --with-cuda)";
+    if (!s->gpus)
+        return "CUDA memory needs a CUDA device on every rank, and some rank has none";
     if (s->nranks == 1)
         return NULL;
     if (s->nnodes > 1 && !s->cuda_across_nodes)
@@ -289,7 +291,7 @@ void topo_select(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
             decide(d, TOPO_ALGO_NONE, "SYMCOLL_ALGO=%s: %s", topo_algo_name(cfg->forced), why);
         return;
     }
-    if (mem == SYMCOLL_MEM_CUDA && shape->cuda_max_local <= 0) {
+    if (mem == SYMCOLL_MEM_CUDA && (shape->cuda_max_local <= 0 || !shape->gpus)) {
         decide(d, TOPO_ALGO_NONE, "%s", cuda_missing(TOPO_ALGO_AUTO, mem, shape, NULL, 0));
         return;
     }

@@ -42,6 +42,7 @@ typedef struct topo_shape {
     /* what this build implements for CUDA memory (set from the build, injected by tests) */
     int cuda_max_local;  /* most ranks of a node the CUDA kernels serve; 0: no CUDA */
     bool cuda_across_nodes; /* a CUDA all-reduce across nodes exists */
+    bool gpus;           /* every rank has a CUDA device */
 } topo_shape_t;
 
 /* Overrides and thresholds, from the SYMCOLL_* configuration. */

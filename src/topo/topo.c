@@ -142,7 +142,7 @@ const topo_link_info_t *topo_link(const topo_t *t, int a, int b)
 static void topo_update_shapes(topo_t *t)
 {
     topo_shape_t s;
-    int uniform = 1, net_cuda = 1;
+    int uniform = 1, net_cuda = 1, gpus = 1;
     topo_link_t worst = TOPO_LINK_SAME;
 
     memset(&s, 0, sizeof(s));
@@ -154,6 +154,7 @@ static void topo_update_shapes(topo_t *t)
     s.uniform = uniform;
     for (int a = 0; a < t->nranks; a++) {
         net_cuda &= (t->info[a].net_mem_types & TOPO_NET_MEM_CUDA) != 0;
+        gpus &= t->info[a].cuda_device >= 0;
         for (int b = 0; b < t->nranks; b++) {
             const topo_link_info_t *l = topo_link(t, a, b);
             if (a == b || t->rank_node[a] != t->rank_node[b])
@@ -169,6 +170,7 @@ static void topo_update_shapes(topo_t *t)
     s.cuda_max_local = CUDA_AR_MAX_RANKS;
 #endif
     s.cuda_across_nodes = false; /* the inter-node algorithms serve host memory only */
+    s.gpus = gpus;
     s.gpu_link = TOPO_LINK_NONE;
     t->shape[SYMCOLL_MEM_HOST] = s;
     s.gpu_link = worst;
@@ -226,6 +228,11 @@ symcoll_status_t topo_probe(comm_t *comm, topo_t **topo_p)
 
     log_debug("topology: %d ranks on %d nodes; node %d, local rank %d of %d", n, t->nnodes,
               t->node, t->local_rank, t->local_size);
+    if (t->have_gpus && comm->rank == 0)
+        log_info("topology: GPU %d (%s) of rank 0; worst GPU link inside a node: %s "
+                 "(NVML %s)", me.cuda_device, me.pci_bus_id,
+                 topo_link_name(t->shape[SYMCOLL_MEM_CUDA].gpu_link),
+                 topo_nvml_available() ? "loaded" : "not available");
     *topo_p = t;
     return SYMCOLL_OK;
 
