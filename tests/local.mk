@@ -5,3 +5,38 @@
 TEST_CPPFLAGS = $(AM_CPPFLAGS) $(CHECK_CFLAGS) -I$(top_srcdir)/tests
 TEST_INTERNAL_LIBS = libsymcoll_core.la $(CHECK_LIBS)
 TEST_API_LIBS = libsymcoll.la $(CHECK_LIBS)
+
+# What the shell tests need to find the build, the sources and the tools. Other
+# fragments may append with +=.
+AM_TESTS_ENVIRONMENT = \
+	top_builddir='$(abs_top_builddir)'; top_srcdir='$(abs_top_srcdir)'; \
+	MAKE='$(MAKE)'; CC='$(CC)'; CXX='$(CXX)'; NM='$(NM)'; PKG_CONFIG='$(PKG_CONFIG)'; \
+	prefix='$(prefix)'; bindir='$(bindir)'; libdir='$(libdir)'; \
+	includedir='$(includedir)'; \
+	export top_builddir top_srcdir MAKE CC CXX NM PKG_CONFIG prefix bindir libdir includedir;
+
+# Build-level tests (need no Check): exported symbols, configuration table vs. the
+# variables the sources use, the launcher, and a program built against the installed
+# package.
+TOOLS_TESTS = \
+	tests/test_exports.sh \
+	tests/test_config_vars.sh \
+	tests/test_tools_run.sh \
+	tests/test_install.sh
+TESTS += $(TOOLS_TESTS)
+EXTRA_DIST += $(TOOLS_TESTS) tests/testlib.sh tests/installed_hello.c
+
+# `make check` refuses to pass if no test passed: a suite that ran nothing (every test
+# skipped, TESTS emptied, a fragment dropped) proves nothing. Runs after the tests.
+check-local: check-TESTS
+	@log='$(TEST_SUITE_LOG)'; \
+	if test ! -f "$$log"; then \
+	  echo "make check: $$log is missing: no test ran" >&2; exit 1; \
+	fi; \
+	npass=`sed -n 's/^# PASS: *\([0-9][0-9]*\)$$/\1/p' "$$log"`; \
+	ntotal=`sed -n 's/^# TOTAL: *\([0-9][0-9]*\)$$/\1/p' "$$log"`; \
+	if test -z "$$npass" || test "$$npass" -eq 0; then \
+	  echo "make check: no test passed ($${ntotal:-0} run, see $$log): refusing to pass" >&2; \
+	  exit 1; \
+	fi; \
+	echo "make check: $$npass of $$ntotal tests passed"

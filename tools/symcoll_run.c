@@ -56,8 +56,10 @@ static void usage(FILE *out)
             "Usage: %s -n N [--nodes K] [--timeout S] [--grace S] [-v] PROGRAM [ARGS...]\n"
             "\n"
             "Start N ranks of PROGRAM on this machine for symcoll's built-in bootstrap:\n"
-            "each rank gets SYMCOLL_RANK, SYMCOLL_NRANKS and SYMCOLL_ADDR=127.0.0.1:PORT\n"
-            "(rank 0 listens there) and SYMCOLL_COOKIE (random per job).\n"
+            "each rank gets SYMCOLL_RANK, SYMCOLL_NRANKS, SYMCOLL_ADDR=127.0.0.1:PORT (rank 0\n"
+            "listens there) and SYMCOLL_COOKIE (random per job); for programs that pick a\n"
+            "GPU per rank, also SYMCOLL_LOCAL_RANK and SYMCOLL_LOCAL_SIZE (rank and number\n"
+            "of ranks on its node; the library itself does not read them).\n"
             "\n"
             "Options:\n"
             "  -n, --nranks N   number of ranks (1..%d)\n"
@@ -75,7 +77,8 @@ static void usage(FILE *out)
             "non-zero status or is killed by a signal, the others are stopped (SIGTERM, then\n"
             "SIGKILL after the grace period) and %s exits non-zero: with the rank's\n"
             "status, 128+signal for a signal, %d on a timeout, %d if PROGRAM cannot be\n"
-            "executed. SIGINT, SIGTERM and SIGHUP are forwarded to the ranks.\n",
+            "executed. SIGINT, SIGTERM and SIGHUP are forwarded to the ranks. When the job\n"
+            "ends, whatever the ranks left running in its process group is killed.\n",
             prog, RUN_MAX_RANKS, RUN_DEFAULT_GRACE, prog, RUN_EXIT_TIMEOUT, RUN_EXIT_EXEC);
 }
 
@@ -182,15 +185,22 @@ static int parse_args(int argc, char **argv, run_opts_t *o)
 }
 
 /* Node of a rank when nranks ranks are split in blocks over nnodes nodes, the first
- * nranks % nnodes nodes holding one rank more. */
-static int node_of_rank(int rank, int nranks, int nnodes)
+ * nranks % nnodes nodes holding one rank more; also the node's first rank and size. */
+static int node_of_rank(int rank, int nranks, int nnodes, int *first_p, int *size_p)
 {
     int base = nranks / nnodes, extra = nranks % nnodes;
     int big = extra * (base + 1); /* ranks held by the larger nodes */
+    int node;
 
     if (rank < big)
-        return rank / (base + 1);
-    return extra + (rank - big) / base;
+        node = rank / (base + 1);
+    else
+        node = extra + (rank - big) / base;
+    if (first_p)
+        *first_p = node < extra ? node * (base + 1) : big + (node - extra) * base;
+    if (size_p)
+        *size_p = node < extra ? base + 1 : base;
+    return node;
 }
 
 static int random_bytes(void *buf, size_t len)
@@ -248,6 +258,9 @@ static rank_proc_t *ranks;
 static int nranks_started;
 static pid_t job_pgid;     /* process group of every rank (rank 0 leads it) */
 static sigset_t orig_mask; /* restored in the children */
+static bool stopping;      /* the job is being stopped (failure, timeout, signal) */
+static double stop_time;   /* when stopping began */
+static double kill_at = -1; /* when the stopping ranks get SIGKILL (<0: done or not yet) */
 
 static void signal_job(int sig)
 {
@@ -291,7 +304,7 @@ static void child_exec(const run_opts_t *o, int rank, pid_t pgid, pid_t parent,
                        const char *job_id, int errfd)
 {
     char buf[64];
-    int err, fd;
+    int err, fd, node = 0, first = 0, size = o->nranks;
 
     if (setpgid(0, pgid))
         goto fail;
@@ -317,11 +330,17 @@ static void child_exec(const run_opts_t *o, int rank, pid_t pgid, pid_t parent,
         goto fail;
     if (o->nnodes) {
         char host_id[512];
-        snprintf(host_id, sizeof(host_id), "%s-simnode%d-%s", host_name,
-                 node_of_rank(rank, o->nranks, o->nnodes), job_id);
+        node = node_of_rank(rank, o->nranks, o->nnodes, &first, &size);
+        snprintf(host_id, sizeof(host_id), "%s-simnode%d-%s", host_name, node, job_id);
         if (setenv("SYMCOLL_HOST_ID", host_id, 1))
             goto fail;
     }
+    snprintf(buf, sizeof(buf), "%d", rank - first);
+    if (setenv("SYMCOLL_LOCAL_RANK", buf, 1))
+        goto fail;
+    snprintf(buf, sizeof(buf), "%d", size);
+    if (setenv("SYMCOLL_LOCAL_SIZE", buf, 1))
+        goto fail;
 
     signal(SIGPIPE, SIG_DFL);
     sigprocmask(SIG_SETMASK, &orig_mask, NULL);
@@ -365,7 +384,7 @@ static int start_rank(const run_opts_t *o, int r, const char *addr, const char *
         job_pgid = pid;
     setpgid(pid, job_pgid);
     ranks[r].pid = pid;
-    ranks[r].node = o->nnodes ? node_of_rank(r, o->nranks, o->nnodes) : 0;
+    ranks[r].node = o->nnodes ? node_of_rank(r, o->nranks, o->nnodes, NULL, NULL) : 0;
     nranks_started = r + 1;
 
     do {
@@ -432,6 +451,25 @@ static void reap_all(void)
     }
 }
 
+/* Reap what the ranks left behind in the job's group (orphans come to the launcher, a
+ * subreaper) until the group is empty, so nothing of the job outlives the launcher.
+ * Bounded: a process stuck in the kernel must not hang the launcher. */
+static void reap_group(void)
+{
+    double give_up = now_sec() + 10.0;
+    struct timespec pause = {0, 10 * 1000 * 1000};
+
+    if (job_pgid <= 0)
+        return;
+    while (killpg(job_pgid, 0) == 0 && now_sec() < give_up) {
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            ;
+        nanosleep(&pause, NULL);
+    }
+    while (waitpid(-1, NULL, WNOHANG) > 0)
+        ;
+}
+
 static void list_running(char *buf, size_t len)
 {
     size_t off = 0;
@@ -477,15 +515,26 @@ static int wait_signal(const sigset_t *set, double deadline)
     }
 }
 
+/* Start stopping the job: sig to every rank (SIGCONT too: a stopped rank must run to
+ * take it), SIGKILL once the grace period is over. */
+static void begin_stop(int sig, double grace_sec)
+{
+    signal_job(sig);
+    signal_job(SIGCONT);
+    stopping = true;
+    stop_time = now_sec();
+    kill_at = stop_time + grace_sec;
+}
+
 int main(int argc, char **argv)
 {
     run_opts_t o;
     sigset_t set;
-    uint8_t rnd[24];
-    char cookie[33], jobhex[17], addr[64], host[256];
+    uint8_t rnd[16];
+    char cookie[17], jobhex[17], addr[64], host[256], list[256];
     int port, first_failed = -1, running, exit_code = 0, forwarded = 0;
-    bool stopping = false, timed_out = false;
-    double deadline = -1, kill_at = -1;
+    bool timed_out = false;
+    double deadline = -1;
 
     if (parse_args(argc, argv, &o))
         return RUN_EXIT_USAGE;
@@ -494,8 +543,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: getrandom: %s\n", prog, strerror(errno));
         return 1;
     }
-    to_hex(rnd, 16, cookie);
-    to_hex(rnd + 16, 8, jobhex);
+    if (!rnd[0])
+        rnd[0] = 1; /* the bootstrap rejects an all-zero cookie */
+    to_hex(rnd, 8, cookie);
+    to_hex(rnd + 8, 8, jobhex);
     port = pick_port();
     if (port <= 0) {
         fprintf(stderr, "%s: no free TCP port on 127.0.0.1: %s\n", prog, strerror(errno));
@@ -506,6 +557,8 @@ int main(int argc, char **argv)
         snprintf(host, sizeof(host), "localhost");
     host[sizeof(host) - 1] = '\0';
 
+    /* orphans of the ranks come to us, so they can be reaped and waited for */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     ranks = calloc((size_t)o.nranks, sizeof(*ranks));
     if (!ranks) {
         fprintf(stderr, "%s: out of memory\n", prog);
@@ -524,10 +577,7 @@ int main(int argc, char **argv)
     for (int r = 0; r < o.nranks; r++) {
         if (start_rank(&o, r, addr, cookie, host, jobhex)) {
             exit_code = RUN_EXIT_EXEC;
-            stopping = true;
-            signal_job(SIGTERM);
-            signal_job(SIGCONT);
-            kill_at = now_sec() + o.grace_sec;
+            begin_stop(SIGTERM, o.grace_sec);
             break;
         }
     }
@@ -542,13 +592,9 @@ int main(int argc, char **argv)
         if (!running)
             break;
         if (!stopping && first_failed >= 0) {
-            char list[256];
             list_running(list, sizeof(list));
             fprintf(stderr, "%s: stopping %d remaining rank(s): %s\n", prog, running, list);
-            stopping = true;
-            signal_job(SIGTERM);
-            signal_job(SIGCONT); /* a stopped rank must run to take SIGTERM */
-            kill_at = now_sec() + o.grace_sec;
+            begin_stop(SIGTERM, o.grace_sec);
         }
         if (stopping && kill_at >= 0 && now_sec() >= kill_at) {
             signal_job(SIGKILL);
@@ -561,43 +607,37 @@ int main(int argc, char **argv)
             wake = kill_at;
         sig = wait_signal(&set, wake);
         if (sig == 0 && !stopping && deadline >= 0 && now_sec() >= deadline) {
-            char list[256];
             running = poll_ranks(stopping, &first_failed);
-            if (!running)
-                break;
+            if (!running || first_failed >= 0)
+                continue; /* ended on its own just in time */
             list_running(list, sizeof(list));
             fprintf(stderr, "%s: timeout after %g s; stopping %d rank(s) still running: %s\n",
                     prog, o.timeout_sec, running, list);
             timed_out = true;
-            stopping = true;
-            signal_job(SIGTERM);
-            signal_job(SIGCONT);
-            kill_at = now_sec() + o.grace_sec;
+            begin_stop(SIGTERM, o.grace_sec);
         } else if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
             if (!forwarded)
                 forwarded = sig;
-            if (stopping) {
-                /* asked again while already stopping: no more grace */
+            if (!stopping) {
+                fprintf(stderr, "%s: got signal %d (%s); forwarding it to the ranks\n", prog,
+                        sig, strsignal(sig));
+                begin_stop(sig, o.grace_sec);
+            } else if (now_sec() - stop_time >= 0.5) {
+                /* asked again while stopping: no more grace. (Within 0.5 s it is the same
+                 * request delivered twice: timeout(1) signals its child and its group.) */
                 fprintf(stderr, "%s: got signal %d (%s) while stopping; killing the ranks\n",
                         prog, sig, strsignal(sig));
                 signal_job(SIGKILL);
                 kill_at = -1;
-            } else {
-                fprintf(stderr, "%s: got signal %d (%s); forwarding it to the ranks\n", prog,
-                        sig, strsignal(sig));
-                signal_job(sig);
-                signal_job(SIGCONT);
-                stopping = true;
-                if (kill_at < 0)
-                    kill_at = now_sec() + o.grace_sec;
             }
         }
     }
 
-    /* leftovers of the ranks (their own children) go with the job */
-    if (stopping && job_pgid > 0)
+    /* whatever the ranks left running in the job's group goes with the job */
+    if (job_pgid > 0)
         killpg(job_pgid, SIGKILL);
     reap_all();
+    reap_group();
 
     if (exit_code)
         ; /* exec failure, reported already */
