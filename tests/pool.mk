@@ -1,6 +1,6 @@
 # tests of the pool layer and the intra-node host all-reduce
 if HAVE_CHECK
-POOL_TESTS = tests/test_allreduce_host tests/test_pool
+POOL_TESTS = tests/test_allreduce_host_reduce tests/test_allreduce_host tests/test_pool
 check_PROGRAMS += $(POOL_TESTS)
 TESTS += $(POOL_TESTS)
 
@@ -11,4 +11,9 @@ tests_test_allreduce_host_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) -lm
 tests_test_pool_SOURCES = tests/test_pool.c tests/pool_tests.h
 tests_test_pool_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_pool_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) -lpthread
+
+# internals: links the convenience library
+tests_test_allreduce_host_reduce_SOURCES = tests/test_allreduce_host_reduce.c
+tests_test_allreduce_host_reduce_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_allreduce_host_reduce_LDADD = $(TEST_INTERNAL_LIBS) -lm
 endif

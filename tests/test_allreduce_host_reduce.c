@@ -1,0 +1,182 @@
+/* Unit tests of the element-wise reductions: float16/bfloat16 conversions (every bit
+ * pattern, rounding to nearest even, overflow, subnormals), source order, aliasing,
+ * alignment, block boundaries, integer wrap-around and avg's truncation. */
+#include <check.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "algo/reduce.h"
+
+static uint32_t fbits(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof(x));
+    return x;
+}
+
+START_TEST(test_half_roundtrip)
+{
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = algo_half_to_float((uint16_t)h);
+        uint16_t back = algo_float_to_half(f);
+        int nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
+        /* (plain ifs in the loops: each ck_assert is a write to Check's pipe) */
+        if (nan) {
+            if (!isnan(f) || (back & 0x7c00) != 0x7c00 || !(back & 0x3ff))
+                ck_abort_msg("float16 NaN 0x%04x -> 0x%04x", h, back);
+        } else if (back != h) {
+            ck_abort_msg("float16 0x%04x -> %a -> 0x%04x", h, (double)f, back);
+        }
+    }
+    /* a few values by their meaning */
+    ck_assert(algo_half_to_float(0x3c00) == 1.0f);
+    ck_assert(algo_half_to_float(0xc000) == -2.0f);
+    ck_assert(algo_half_to_float(0x7bff) == 65504.0f);
+    ck_assert(algo_half_to_float(0x0001) == 0x1p-24f);
+    ck_assert(isinf(algo_half_to_float(0xfc00)) && algo_half_to_float(0xfc00) < 0);
+}
+END_TEST
+
+START_TEST(test_half_rounding)
+{
+    /* ties go to the even mantissa */
+    ck_assert_uint_eq(algo_float_to_half(1.0f + 0x1p-11f), 0x3c00);
+    ck_assert_uint_eq(algo_float_to_half(1.0f + 3 * 0x1p-11f), 0x3c02);
+    ck_assert_uint_eq(algo_float_to_half(1.0f + 0x1p-11f + 0x1p-20f), 0x3c01);
+    /* overflow: 65520 is the first value that rounds to infinity */
+    ck_assert_uint_eq(algo_float_to_half(65519.0f), 0x7bff);
+    ck_assert_uint_eq(algo_float_to_half(65520.0f), 0x7c00);
+    ck_assert_uint_eq(algo_float_to_half(-1e10f), 0xfc00);
+    /* subnormals, with ties to even, and the carry into the smallest normal */
+    ck_assert_uint_eq(algo_float_to_half(0x1p-24f), 0x0001);
+    ck_assert_uint_eq(algo_float_to_half(0x1p-25f), 0x0000);
+    ck_assert_uint_eq(algo_float_to_half(3 * 0x1p-25f), 0x0002);
+    ck_assert_uint_eq(algo_float_to_half(-0x1p-26f), 0x8000);
+    ck_assert_uint_eq(algo_float_to_half(0x1p-14f - 0x1p-26f), 0x0400);
+    ck_assert_uint_eq(algo_float_to_half(-0.0f), 0x8000);
+}
+END_TEST
+
+START_TEST(test_bf16)
+{
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = algo_bf16_to_float((uint16_t)h);
+        uint16_t back = algo_float_to_bf16(f);
+        if (fbits(f) >> 16 != h || (isnan(f) ? !isnan(algo_bf16_to_float(back)) : back != h))
+            ck_abort_msg("bfloat16 0x%04x -> %a -> 0x%04x", h, (double)f, back);
+    }
+    ck_assert_uint_eq(algo_float_to_bf16(1.0f + 0x1p-8f), 0x3f80);
+    ck_assert_uint_eq(algo_float_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);
+    ck_assert_uint_eq(algo_float_to_bf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);
+    ck_assert_uint_eq(algo_float_to_bf16(FLT_MAX), 0x7f80); /* rounds up to infinity */
+}
+END_TEST
+
+/* Sources combined left to right, as written: (a + b) + c differs from a + (b + c). */
+START_TEST(test_order_float)
+{
+    float a[1] = {1.0f}, b[1] = {0x1p24f}, c[1] = {-0x1p24f}, d[1];
+    const void *s1[3] = {a, b, c}, *s2[3] = {b, c, a};
+    algo_reduce(d, s1, 3, 1, SYMCOLL_FLOAT32, SYMCOLL_SUM, 0);
+    ck_assert(d[0] == 0.0f); /* 1 + 2^24 rounds to 2^24 */
+    algo_reduce(d, s2, 3, 1, SYMCOLL_FLOAT32, SYMCOLL_SUM, 0);
+    ck_assert(d[0] == 1.0f);
+    /* half types accumulate in float32: the same sum is exact there */
+    uint16_t ha = algo_float_to_half(2048.0f), hb = algo_float_to_half(1.0f), hc = 0, hd;
+    hc = algo_float_to_half(-2048.0f);
+    const void *s3[3] = {&ha, &hb, &hc};
+    algo_reduce(&hd, s3, 3, 1, SYMCOLL_FLOAT16, SYMCOLL_SUM, 0);
+    ck_assert(algo_half_to_float(hd) == 1.0f);
+}
+END_TEST
+
+/* Long, misaligned, aliased: compared with a plain loop. */
+START_TEST(test_alias_align_blocks)
+{
+    enum { N = 1531 };
+    static unsigned char raw[4][N * 8 + 16];
+    for (int k = 0; k < 4; k++)
+        for (size_t i = 0; i < sizeof(raw[k]); i++)
+            raw[k][i] = (unsigned char)(i * 31 + (size_t)k * 7);
+    double *src[3];
+    double ref[N];
+    for (int k = 0; k < 3; k++) {
+        src[k] = (double *)(void *)(raw[k] + 1 + k); /* byte-misaligned on purpose */
+        for (int i = 0; i < N; i++) {
+            double v = (double)(i % 13) - 6 + k;
+            memcpy((char *)src[k] + 8 * i, &v, 8);
+        }
+    }
+    for (int i = 0; i < N; i++) {
+        double x[3];
+        for (int k = 0; k < 3; k++)
+            memcpy(&x[k], (char *)src[k] + 8 * i, 8);
+        ref[i] = (x[0] > x[1] ? x[0] : x[1]);
+        ref[i] = ref[i] > x[2] ? ref[i] : x[2];
+    }
+    /* the destination is the second source */
+    const void *s[3] = {src[0], src[1], src[2]};
+    algo_reduce(src[1], s, 3, N, SYMCOLL_FLOAT64, SYMCOLL_MAX, 0);
+    for (int i = 0; i < N; i++) {
+        double v;
+        memcpy(&v, (char *)src[1] + 8 * i, 8);
+        if (v != ref[i])
+            ck_abort_msg("element %d: %g, expected %g", i, v, ref[i]);
+    }
+}
+END_TEST
+
+START_TEST(test_integers)
+{
+    int8_t a[3] = {100, -128, -7}, b[3] = {100, -1, 0}, d[3];
+    const void *s[2] = {a, b};
+    algo_reduce(d, s, 2, 3, SYMCOLL_INT8, SYMCOLL_SUM, 0);
+    ck_assert_int_eq(d[0], (int8_t)200 /* wraps */);
+    ck_assert_int_eq(d[1], 127);
+    algo_reduce(d, s, 2, 3, SYMCOLL_INT8, SYMCOLL_PROD, 0);
+    ck_assert_int_eq(d[0], (int8_t)(100 * 100));
+    ck_assert_int_eq(d[1], -128);
+    /* avg: exact sum in 64 bits, truncated toward zero */
+    algo_reduce(d, s, 2, 3, SYMCOLL_INT8, SYMCOLL_AVG, 2);
+    ck_assert_int_eq(d[0], 100);
+    ck_assert_int_eq(d[1], -64);
+    ck_assert_int_eq(d[2], -3);
+    /* partial sums (div 0) then the division */
+    int32_t p[2] = {7, -7}, q[2] = {0, 0}, r[2];
+    const void *s2[2] = {p, q};
+    algo_reduce(r, s2, 2, 2, SYMCOLL_INT32, SYMCOLL_AVG, 0);
+    ck_assert_int_eq(r[0], 7);
+    algo_reduce_avg_finish(r, r, 2, SYMCOLL_INT32, 2);
+    ck_assert_int_eq(r[0], 3);
+    ck_assert_int_eq(r[1], -3);
+    uint64_t u[1] = {UINT64_MAX}, v[1] = {2}, w[1];
+    const void *s3[2] = {u, v};
+    algo_reduce(w, s3, 2, 1, SYMCOLL_UINT64, SYMCOLL_SUM, 0);
+    ck_assert_uint_eq(w[0], 1);
+    algo_reduce(w, s3, 2, 1, SYMCOLL_UINT64, SYMCOLL_MIN, 0);
+    ck_assert_uint_eq(w[0], 2);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("reduce");
+    TCase *tc = tcase_create("reduce");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_test(tc, test_half_roundtrip);
+    tcase_add_test(tc, test_half_rounding);
+    tcase_add_test(tc, test_bf16);
+    tcase_add_test(tc, test_order_float);
+    tcase_add_test(tc, test_alias_align_blocks);
+    tcase_add_test(tc, test_integers);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
