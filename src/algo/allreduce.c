@@ -80,8 +80,6 @@ static symcoll_status_t allreduce_host(comm_t *comm, pool_t *pool, const void *s
     c.dtype = dtype;
     c.op = op;
     c.esize = symcoll_dtype_size(dtype);
-    c.dl = deadline_make(comm->timeout_sec, &comm->aborted);
-    c.next_alive = time_now() + 0.005;
 
     algo = allreduce_choose(comm, st, SYMCOLL_MEM_HOST, count * c.esize);
     switch (algo) {

@@ -67,7 +67,7 @@ typedef struct host_call {
     size_t count, esize;
     symcoll_dtype_t dtype;
     symcoll_op_t op;
-    deadline_t dl;
+    deadline_t dl;         /* set at the first long wait (dl.end 0 until then) */
     double next_alive;
     bool any_out_linear;   /* some rank exposes its result buffer: end barrier */
 } host_call_t;

@@ -124,6 +124,12 @@ static symcoll_status_t host_wait_check(host_call_t *c, int r)
     if (atomic_load_explicit(&st->sig[r]->aborted, memory_order_acquire))
         return SYMCOLL_ERR_PEER_FAILED;
     now = time_now();
+    if (c->dl.end == 0) {
+        /* the clock is read only once a wait gets long: calls that never wait (small
+         * messages, peers in step) do not pay for it */
+        c->dl = deadline_make(c->comm->timeout_sec, &c->comm->aborted);
+        c->next_alive = now + HOST_ALIVE_PERIOD;
+    }
     if (now > c->dl.end)
         return SYMCOLL_ERR_TIMED_OUT;
     if (now >= c->next_alive) {

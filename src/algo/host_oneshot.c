@@ -51,6 +51,8 @@ symcoll_status_t algo_host_oneshot(host_call_t *c)
         }
         for (int r = 0; r < c->n; r++)
             st->srcs[r] = algo_host_in(c, r, k, slot);
+        /* our own part from where we wrote it, still in our cache */
+        st->srcs[c->me] = c->sendbuf + off;
         algo_reduce(c->recvbuf + off, st->srcs, c->n, bytes / c->esize, c->dtype, c->op,
                     c->comm->nranks);
     }

@@ -4,7 +4,8 @@
  * chunk into n slices, one per local rank (slices are whole cache lines where the
  * chunk allows). Per chunk:
  *   1. every rank makes its input chunk visible: read in place when it is a pool
- *      buffer, else copied into one of its two staging slots;
+ *      buffer, else copied into one of its two staging slots (all but its own slice,
+ *      which only it reads, straight from its input);
  *   2. barrier;
  *   3. reduce-scatter: rank i reads slice i of every rank's chunk, in rank order, and
  *      writes the reduced slice to its result location: its own pool output buffer
@@ -60,8 +61,13 @@ symcoll_status_t algo_host_twoshot(host_call_t *c)
         size_t bytes = nbytes - off < chunk ? nbytes - off : chunk, m = bytes / es, lo, hi;
         unsigned slot = (unsigned)(st->slot++ & 1);
 
-        if (!in_linear)
-            memcpy(algo_host_staging(c, c->me, slot), c->sendbuf + off, bytes);
+        twoshot_slice(m, es, c->n, c->me, &lo, &hi);
+        if (!in_linear) {
+            /* peers read every slice but ours, which we reduce from sendbuf itself */
+            char *stage = algo_host_staging(c, c->me, slot);
+            memcpy(stage, c->sendbuf + off, lo * es);
+            memcpy(stage + hi * es, c->sendbuf + off + hi * es, (m - hi) * es);
+        }
         status = algo_host_barrier(c);
         if (status != SYMCOLL_OK)
             return status;
@@ -71,10 +77,10 @@ symcoll_status_t algo_host_twoshot(host_call_t *c)
                 return status;
         }
 
-        twoshot_slice(m, es, c->n, c->me, &lo, &hi);
         if (hi > lo) {
             for (int r = 0; r < c->n; r++)
                 st->srcs[r] = algo_host_in(c, r, k, slot) + lo * es;
+            st->srcs[c->me] = c->sendbuf + off + lo * es;
             algo_reduce(algo_host_out(c, c->me, k, slot) + lo * es, st->srcs, c->n, hi - lo,
                         c->dtype, c->op, c->comm->nranks);
         }
