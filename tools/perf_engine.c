@@ -604,9 +604,13 @@ static int perf_measure(perf_state_t *st, size_t count, int inplace, double *tim
     } else {
         if (perf_fill_buf(st, st->in[0], count, ++st->seed))
             goto err;
-        for (long w = 0; w < warmup; w++)
-            MEASURE_CALL("allreduce", be->allreduce(be->ctx, st->in[0], st->out, count,
-                                                    o->dtype, o->op));
+        if (be->allreduce_loop)
+            MEASURE_CALL("allreduce", be->allreduce_loop(be->ctx, st->in, st->out, count,
+                                                         o->dtype, o->op, iters));
+        else
+            for (long w = 0; w < warmup; w++)
+                MEASURE_CALL("allreduce", be->allreduce(be->ctx, st->in[0], st->out, count,
+                                                        o->dtype, o->op));
     }
 
     for (long r = 0; r < o->repeats; r++) {
@@ -636,9 +640,13 @@ static int perf_measure(perf_state_t *st, size_t count, int inplace, double *tim
                 goto err;
             MEASURE_CALL("barrier", be->barrier(be->ctx));
             MEASURE_CALL("timer", be->timer_start(be->ctx));
-            for (long it = 0; it < iters; it++)
-                MEASURE_CALL("allreduce", be->allreduce(be->ctx, st->in[it & 1], st->out, count,
-                                                        o->dtype, o->op));
+            if (be->allreduce_loop)
+                MEASURE_CALL("allreduce", be->allreduce_loop(be->ctx, st->in, st->out, count,
+                                                             o->dtype, o->op, iters));
+            else
+                for (long it = 0; it < iters; it++)
+                    MEASURE_CALL("allreduce", be->allreduce(be->ctx, st->in[it & 1], st->out,
+                                                            count, o->dtype, o->op));
             MEASURE_CALL("timer", be->timer_stop(be->ctx, &sum));
             seed_last = seeds[(iters - 1) & 1];
         }
@@ -708,7 +716,9 @@ int perf_run(const perf_opts_t *o, perf_backend_t *be)
 {
     perf_state_t st = {.o = o, .be = be, .esize = perf_dtype_size(o->dtype)};
     size_t maxcount = o->maxbytes / st.esize, allocbytes = (maxcount ? maxcount : 1) * st.esize;
-    int result = 0;
+    int result = 0, nrows = 0;
+    double busbw_sum = 0;
+    uint64_t wrong_sum = 0;
 
     if (!be->supports(be->ctx, o->dtype, o->op)) {
         if (be->rank == 0)
@@ -756,6 +766,10 @@ int perf_run(const perf_opts_t *o, perf_backend_t *be)
                 result = 1;
             if (be->rank == 0)
                 perf_print_row(o, be, bytes, count, inplace, sec, wrong);
+            if (sec > 0 && be->nranks > 1)
+                busbw_sum += (double)bytes / sec / 1e9 * 2.0 * (be->nranks - 1) / be->nranks;
+            wrong_sum += wrong;
+            nrows++;
         }
         if (size >= o->maxbytes)
             break;
@@ -764,6 +778,9 @@ int perf_run(const perf_opts_t *o, perf_backend_t *be)
             break;
         size = next;
     }
+    if (be->rank == 0 && !o->csv)
+        printf("# %d rows, average busbw %.3f GB/s, wrong elements %" PRIu64 "%s\n", nrows,
+               nrows ? busbw_sum / nrows : 0.0, wrong_sum, wrong_sum ? " (FAILED)" : "");
 out:
     if (st.out)
         be->free(be->ctx, st.out);
