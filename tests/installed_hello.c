@@ -1,6 +1,7 @@
 /* A user's first program, built by tests/test_install.sh against the *installed* header
  * and library (pkg-config symcoll) and run under the installed symcoll_run: create a
- * communicator from the environment, check rank and size, all-reduce a few doubles. */
+ * communicator from the environment, check rank and size, all-reduce a few doubles
+ * (plain buffers, then in place in a buffer from the pool). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@ int main(void)
 {
     symcoll_comm_h comm;
     symcoll_status_t st;
-    double send[COUNT], recv[COUNT];
+    double send[COUNT], recv[COUNT], *buf;
     int rank, size, ret = 1;
 
     st = symcoll_comm_create(NULL, &comm);
@@ -54,17 +55,42 @@ int main(void)
                 goto out;
             }
         }
-        printf("installed_hello: rank %d of %d: allreduce ok\n", rank, size);
-    } else if (st == SYMCOLL_ERR_UNSUPPORTED && getenv("INSTALLED_HELLO_ALLOW_UNSUPPORTED")) {
-        /* TODO(lead): once symcoll_allreduce is implemented, drop
-         * INSTALLED_HELLO_ALLOW_UNSUPPORTED from tests/test_install.sh so this is strict. */
-        printf("installed_hello: rank %d of %d: allreduce not implemented yet (%s)\n", rank,
-               size, symcoll_status_string(st));
     } else {
         fprintf(stderr, "installed_hello: rank %d: symcoll_allreduce: %s\n", rank,
                 symcoll_status_string(st));
         goto out;
     }
+
+    /* in place on a buffer from the pool (reduced without a staging copy) */
+    st = symcoll_mem_alloc(comm, COUNT * sizeof(double), SYMCOLL_MEM_HOST, (void **)&buf);
+    if (st != SYMCOLL_OK) {
+        fprintf(stderr, "installed_hello: rank %d: symcoll_mem_alloc: %s\n", rank,
+                symcoll_status_string(st));
+        goto out;
+    }
+    for (int i = 0; i < COUNT; i++)
+        buf[i] = rank == 0 ? (double)i : 1.0;
+    st = symcoll_allreduce(buf, buf, COUNT, SYMCOLL_FLOAT64, SYMCOLL_MAX, comm, NULL);
+    for (int i = 0; st == SYMCOLL_OK && i < COUNT; i++) {
+        double want = (i >= 1 || size == 1) ? (double)i : 1.0;
+        if (buf[i] != want) {
+            fprintf(stderr, "installed_hello: rank %d: pool element %d is %g, expected %g\n",
+                    rank, i, buf[i], want);
+            st = SYMCOLL_ERR_INTERNAL;
+        }
+    }
+    if (st != SYMCOLL_OK) {
+        fprintf(stderr, "installed_hello: rank %d: in-place pool all-reduce: %s\n", rank,
+                symcoll_status_string(st));
+        goto out; /* the pool goes with the communicator */
+    }
+    st = symcoll_mem_free(comm, buf);
+    if (st != SYMCOLL_OK) {
+        fprintf(stderr, "installed_hello: rank %d: symcoll_mem_free: %s\n", rank,
+                symcoll_status_string(st));
+        goto out;
+    }
+    printf("installed_hello: rank %d of %d: allreduce ok\n", rank, size);
     ret = 0;
 out:
     st = symcoll_comm_destroy(comm);

@@ -70,10 +70,6 @@ esac
 grep -q "symcoll version $version" "$tmp/info.out" ||
     { echo "FAIL: installed symcoll_info does not report version $version:"; cat "$tmp/info.out"; exit 1; }
 
-# TODO(lead): symcoll_allreduce is being implemented; once it is, delete the next line so
-# installed_hello accepts only a correct result (it already checks the result when the
-# call returns SYMCOLL_OK).
-INSTALLED_HELLO_ALLOW_UNSUPPORTED=1; export INSTALLED_HELLO_ALLOW_UNSUPPORTED
 UCX_TLS=${UCX_TLS:-tcp,self} UCX_WARN_UNUSED_ENV_VARS=n \
     "$dest$bindir/symcoll_run" -n 2 --timeout 120 "$tmp/installed_hello" >"$tmp/run.out" 2>&1
 rc=$?
@@ -82,9 +78,9 @@ if [ $rc -ne 0 ]; then
     echo "FAIL: installed_hello under the installed symcoll_run -n 2 exited with $rc"
     exit 1
 fi
-n=$(grep -c '^installed_hello: rank [01] of 2: ' "$tmp/run.out")
+n=$(grep -c '^installed_hello: rank [01] of 2: allreduce ok$' "$tmp/run.out")
 if [ "$n" -ne 2 ]; then
-    echo "FAIL: expected a line from each of the 2 ranks, got $n"
+    echo "FAIL: expected 'allreduce ok' from each of the 2 ranks, got $n"
     exit 1
 fi
 echo "PASS: installed header, library, pkg-config file and tools work from $dest$prefix"
