@@ -1,11 +1,15 @@
 # tests of the ucx layer and of the inter-node all-reduce (simulated nodes over TCP
 # loopback)
 if HAVE_CHECK
-UCX_TESTS = tests/test_ucx
+UCX_TESTS = tests/test_ucx tests/test_net
 check_PROGRAMS += $(UCX_TESTS)
 TESTS += $(UCX_TESTS)
 
 tests_test_ucx_SOURCES = tests/test_ucx.c
 tests_test_ucx_CPPFLAGS = $(TEST_CPPFLAGS) $(UCX_CFLAGS)
 tests_test_ucx_LDADD = $(HARNESS_LIBS) $(TEST_INTERNAL_LIBS)
+
+tests_test_net_SOURCES = tests/test_net.c
+tests_test_net_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_net_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) -lm -lpthread
 endif

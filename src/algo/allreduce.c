@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "algo/host.h"
+#include "algo/net.h"
 #include "topo/topo.h"
 
 /* Defined by the CUDA layer when it is built (cudaPointerGetAttributes); weak, so that
@@ -97,7 +98,10 @@ static symcoll_status_t allreduce_host(comm_t *comm, pool_t *pool, const void *s
 void algo_pool_release(pool_t *pool)
 {
     switch (pool_backend(pool)->mem_type) {
-    case SYMCOLL_MEM_HOST: algo_host_release(pool); break;
+    case SYMCOLL_MEM_HOST:
+        algo_host_release(pool);
+        algo_net_pool_release(pool);
+        break;
     default: break;
     }
 }
@@ -128,10 +132,7 @@ symcoll_status_t algo_allreduce(comm_t *comm, pool_t *pool, symcoll_mem_type_t m
         return SYMCOLL_ERR_UNSUPPORTED;
     }
     if (comm->topo->nnodes > 1) {
-        /* issue 5: inter-node (rd, ring) and hierarchical algorithms go here */
-        log_error("symcoll_allreduce: communicators spanning several nodes (%d here) are not "
-                  "supported yet", comm->topo->nnodes);
-        return SYMCOLL_ERR_UNSUPPORTED;
+        return algo_net_allreduce(comm, pool, sendbuf, recvbuf, count, dtype, op);
     }
     return allreduce_host(comm, pool, sendbuf, recvbuf, count, dtype, op);
 }

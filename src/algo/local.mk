@@ -9,3 +9,11 @@ noinst_HEADERS += \
 	src/algo/algo.h \
 	src/algo/host.h \
 	src/algo/reduce.h
+# inter-node algorithms over UCX (issue 5)
+libsymcoll_core_la_SOURCES += \
+	src/algo/hier.c \
+	src/algo/net_common.c \
+	src/algo/net_rd.c \
+	src/algo/net_ring.c
+noinst_HEADERS += \
+	src/algo/net.h

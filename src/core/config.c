@@ -174,6 +174,15 @@ static int parse_string_field(const char *s, void *f)
     return 0;
 }
 
+static int parse_net_protocol_field(const char *s, void *f)
+{
+    if (strcasecmp(s, "auto") && strcasecmp(s, "put") && strcasecmp(s, "am"))
+        return -1;
+    if (!strcasecmp(s, "put"))
+        return parse_string_field("put", f);
+    return parse_string_field(!strcasecmp(s, "am") ? "am" : "auto", f);
+}
+
 static int parse_algo_field(const char *s, void *f)
 {
     static const char *const names[] = {"auto",  "oneshot", "twoshot",
@@ -229,6 +238,10 @@ static const config_row_t config_table[] = {
         hier_min),
     ROW("SYMCOLL_NET_CHUNK_SIZE", "1M", "Across nodes: pipeline chunk of the ring, bytes.",
         parse_size_field, net_chunk_size),
+    ROW("SYMCOLL_NET_PROTOCOL", "auto", "Across nodes: how data moves over UCX: put (put, fence, "
+        "flag put), am (one active message per transfer) or auto (put where the transport "
+        "does RMA itself, am where UCX would emulate it, as on TCP).",
+        parse_net_protocol_field, net_protocol),
 };
 
 #define CONFIG_NROWS (sizeof(config_table) / sizeof(config_table[0]))

@@ -31,6 +31,7 @@ typedef struct config {
     size_t net_rd_max;                   /* SYMCOLL_NET_RD_MAX */
     size_t hier_min;                     /* SYMCOLL_HIER_MIN */
     size_t net_chunk_size;               /* SYMCOLL_NET_CHUNK_SIZE */
+    char net_protocol[CONFIG_STR_MAX];   /* SYMCOLL_NET_PROTOCOL: auto, put or am */
 } config_t;
 
 /* Parse every variable of the table into *cfg. On a bad value logs an error naming

@@ -13,8 +13,9 @@
 #include "topo/topo.h"
 
 #define UCX_AM_HELLO 0x5c01u
-/* Flag puts in flight at once; a slot is reused only after its put completed locally. */
-#define UCX_FLAG_SLOTS 256
+#define UCX_AM_WRITE 0x5c02u
+/* Operations tracked at once; a slot is reused only after its operation completed. */
+#define UCX_OPS 1024
 #define UCX_TLS_STR_MAX 256
 
 typedef struct ucx_peer {
@@ -50,6 +51,22 @@ typedef struct ucx_seg_table {
     ucx_region_t *signal;
 } ucx_seg_table_t;
 
+/* Header of a write carried by an active message: where the payload goes, then which
+ * flag word gets which value (flag_addr 0: none). Addresses are the receiver's. */
+typedef struct ucx_am_hdr {
+    uint64_t addr;
+    uint64_t flag_addr;
+    uint64_t flag_value;
+} ucx_am_hdr_t;
+
+/* One operation in flight, with what UCX reads until it completes. */
+typedef struct ucx_op {
+    ucs_status_ptr_t req; /* NULL: complete */
+    uint32_t gen;         /* bumped on reuse: stale handles read as complete */
+    ucx_am_hdr_t hdr;
+    uint64_t value; /* source of a flag put */
+} ucx_op_t;
+
 struct ucx_ctx {
     comm_t *comm;
     int rank;
@@ -69,12 +86,9 @@ struct ucx_ctx {
     size_t last_region;
     size_t blob_max;
 
-    ucx_req_t *deferred;
-    size_t ndeferred, cap_deferred;
-
-    uint64_t flag_src[UCX_FLAG_SLOTS];
-    ucx_req_t flag_req[UCX_FLAG_SLOTS];
-    unsigned flag_next;
+    ucx_op_t ops[UCX_OPS];
+    unsigned op_next;
+    bool native_rma; /* put / fence / flag; else one active message per transfer */
 
     ucx_seg_table_t segtab[SYMCOLL_MEM_LAST];
     void *algo_state[SYMCOLL_MEM_LAST];
@@ -99,8 +113,10 @@ typedef struct ucx_caps {
 static symcoll_status_t ucx_status_of(const ucx_ctx_t *ucx, ucs_status_t s)
 {
     switch (s) {
-    case UCS_OK: return SYMCOLL_OK;
-    case UCS_ERR_NO_MEMORY: return SYMCOLL_ERR_NO_MEMORY;
+    case UCS_OK:
+        return SYMCOLL_OK;
+    case UCS_ERR_NO_MEMORY:
+        return SYMCOLL_ERR_NO_MEMORY;
     case UCS_ERR_CONNECTION_RESET:
     case UCS_ERR_ENDPOINT_TIMEOUT:
     case UCS_ERR_UNREACHABLE:
@@ -110,7 +126,8 @@ static symcoll_status_t ucx_status_of(const ucx_ctx_t *ucx, ucs_status_t s)
     case UCS_ERR_CANCELED:
         /* requests of a failed endpoint are cancelled */
         return atomic_load(&ucx->failed) ? SYMCOLL_ERR_PEER_FAILED : SYMCOLL_ERR_UCX;
-    default: return SYMCOLL_ERR_UCX;
+    default:
+        return SYMCOLL_ERR_UCX;
     }
 }
 
@@ -119,7 +136,10 @@ bool ucx_is_remote(const ucx_ctx_t *ucx, int rank)
     return rank >= 0 && rank < ucx->nranks && ucx->peers[rank].ep != NULL;
 }
 
-const char *ucx_transports(const ucx_ctx_t *ucx) { return ucx->transports; }
+const char *ucx_transports(const ucx_ctx_t *ucx)
+{
+    return ucx->transports;
+}
 
 void *ucx_algo_state(const ucx_ctx_t *ucx, symcoll_mem_type_t mem_type)
 {
@@ -187,80 +207,85 @@ symcoll_status_t ucx_wait_flag(ucx_ctx_t *ucx, const uint64_t *flag, uint64_t va
     return SYMCOLL_OK;
 }
 
-/* Frees req once complete; *done tells whether it was. */
-static symcoll_status_t ucx_req_test(ucx_ctx_t *ucx, ucx_req_t req, bool *done)
+/* Progress until op completes; frees its request. */
+static symcoll_status_t ucx_op_finish(ucx_ctx_t *ucx, ucx_op_t *op, const deadline_t *dl)
 {
-    ucs_status_t s = ucp_request_check_status(req);
+    unsigned iter = 0;
 
-    if (s == UCS_INPROGRESS) {
-        *done = false;
-        return SYMCOLL_OK;
-    }
-    ucp_request_free(req);
-    *done = true;
-    if (s != UCS_OK) {
-        log_error("UCX operation failed: %s", ucs_status_string(s));
-        return ucx_status_of(ucx, s);
+    while (op->req) {
+        ucs_status_t s = ucp_request_check_status(op->req);
+        symcoll_status_t status;
+        if (s != UCS_INPROGRESS) {
+            ucp_request_free(op->req);
+            op->req = NULL;
+            if (s != UCS_OK) {
+                log_error("UCX operation failed: %s", ucs_status_string(s));
+                return ucx_status_of(ucx, s);
+            }
+            return SYMCOLL_OK;
+        }
+        /* on failure the request stays with UCX; the worker's destruction reclaims it */
+        status = ucx_wait_turn(ucx, dl, &iter);
+        if (status != SYMCOLL_OK)
+            return status;
     }
     return SYMCOLL_OK;
+}
+
+/* The next operation slot, once its previous operation completed. */
+static symcoll_status_t ucx_op_new(ucx_ctx_t *ucx, ucx_op_t **op_p)
+{
+    ucx_op_t *op = &ucx->ops[ucx->op_next % UCX_OPS];
+
+    if (op->req) {
+        deadline_t dl = deadline_make(ucx->comm->timeout_sec, &ucx->comm->aborted);
+        symcoll_status_t status = ucx_op_finish(ucx, op, &dl);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    op->gen++;
+    ucx->op_next++;
+    *op_p = op;
+    return SYMCOLL_OK;
+}
+
+/* Records what a UCX call returned for op. */
+static symcoll_status_t ucx_op_track(ucx_ctx_t *ucx, ucx_op_t *op, ucs_status_ptr_t req,
+                                     const char *what, int peer)
+{
+    if (UCS_PTR_IS_ERR(req)) {
+        log_error("%s to rank %d: %s", what, peer, ucs_status_string(UCS_PTR_STATUS(req)));
+        return ucx_status_of(ucx, UCS_PTR_STATUS(req));
+    }
+    op->req = req;
+    return SYMCOLL_OK;
+}
+
+static ucx_req_t ucx_op_handle(const ucx_ctx_t *ucx, const ucx_op_t *op)
+{
+    uint64_t idx = (uint64_t)(op - ucx->ops);
+    return (ucx_req_t)(uintptr_t)(((uint64_t)op->gen << 32) | (idx + 1));
 }
 
 symcoll_status_t ucx_req_wait(ucx_ctx_t *ucx, ucx_req_t req, const deadline_t *dl)
 {
-    unsigned iter = 0;
-    bool done;
+    uint64_t h = (uint64_t)(uintptr_t)req;
+    ucx_op_t *op;
 
     if (!req)
         return SYMCOLL_OK;
-    for (;;) {
-        symcoll_status_t status = ucx_req_test(ucx, req, &done);
-        if (done || status != SYMCOLL_OK)
-            return status;
-        status = ucx_wait_turn(ucx, dl, &iter);
-        if (status != SYMCOLL_OK) {
-            /* the request stays with UCX; the worker's destruction reclaims it */
-            return status;
-        }
-    }
-}
-
-symcoll_status_t ucx_defer(ucx_ctx_t *ucx, ucx_req_t req)
-{
-    if (!req)
-        return SYMCOLL_OK;
-    if (ucx->ndeferred == ucx->cap_deferred) {
-        size_t cap = ucx->cap_deferred ? 2 * ucx->cap_deferred : 64;
-        ucx_req_t *d = realloc(ucx->deferred, cap * sizeof(*d));
-        if (!d) {
-            /* cannot keep it: complete it now rather than lose it */
-            deadline_t dl = deadline_make(ucx->comm->timeout_sec, &ucx->comm->aborted);
-            log_warn("out of memory tracking a UCX request; waiting for it");
-            return ucx_req_wait(ucx, req, &dl);
-        }
-        ucx->deferred = d;
-        ucx->cap_deferred = cap;
-    }
-    ucx->deferred[ucx->ndeferred++] = req;
-    return SYMCOLL_OK;
+    op = &ucx->ops[(h & 0xffffffffu) - 1];
+    if (op->gen != (uint32_t)(h >> 32))
+        return SYMCOLL_OK; /* the slot was reused, so that operation completed */
+    return ucx_op_finish(ucx, op, dl);
 }
 
 symcoll_status_t ucx_wait_all(ucx_ctx_t *ucx, const deadline_t *dl)
 {
-    symcoll_status_t status = SYMCOLL_OK;
-
-    while (ucx->ndeferred > 0) {
-        status = ucx_req_wait(ucx, ucx->deferred[ucx->ndeferred - 1], dl);
+    for (unsigned i = 0; i < UCX_OPS; i++) {
+        symcoll_status_t status = ucx_op_finish(ucx, &ucx->ops[i], dl);
         if (status != SYMCOLL_OK)
             return status;
-        ucx->ndeferred--;
-    }
-    for (unsigned i = 0; i < UCX_FLAG_SLOTS; i++) {
-        if (ucx->flag_req[i]) {
-            status = ucx_req_wait(ucx, ucx->flag_req[i], dl);
-            if (status != SYMCOLL_OK)
-                return status;
-            ucx->flag_req[i] = NULL;
-        }
     }
     return SYMCOLL_OK;
 }
@@ -268,13 +293,10 @@ symcoll_status_t ucx_wait_all(ucx_ctx_t *ucx, const deadline_t *dl)
 symcoll_status_t ucx_flush(ucx_ctx_t *ucx, const deadline_t *dl)
 {
     ucp_request_param_t param = {0};
-    ucs_status_ptr_t req = ucp_worker_flush_nbx(ucx->worker, &param);
-
-    if (UCS_PTR_IS_ERR(req)) {
-        log_error("ucp_worker_flush_nbx: %s", ucs_status_string(UCS_PTR_STATUS(req)));
-        return ucx_status_of(ucx, UCS_PTR_STATUS(req));
-    }
-    return ucx_req_wait(ucx, req, dl);
+    ucx_op_t op = {0};
+    symcoll_status_t status = ucx_op_track(ucx, &op, ucp_worker_flush_nbx(ucx->worker, &param),
+                                           "ucp_worker_flush_nbx", ucx->rank);
+    return status == SYMCOLL_OK ? ucx_op_finish(ucx, &op, dl) : status;
 }
 
 symcoll_status_t ucx_fence(ucx_ctx_t *ucx)
@@ -289,7 +311,10 @@ symcoll_status_t ucx_fence(ucx_ctx_t *ucx)
 
 /* ---- regions ---------------------------------------------------------------------------- */
 
-size_t ucx_region_blob_max(const ucx_ctx_t *ucx) { return ucx->blob_max; }
+size_t ucx_region_blob_max(const ucx_ctx_t *ucx)
+{
+    return ucx->blob_max;
+}
 
 static ucx_region_t *ucx_region_find(ucx_ctx_t *ucx, const char *addr, size_t len)
 {
@@ -556,27 +581,22 @@ void ucx_pool_listener(ucx_ctx_t *ucx, symcoll_mem_type_t mem_type, pool_listene
 
 /* ---- data path ---------------------------------------------------------------------- */
 
-static symcoll_status_t ucx_target(ucx_ctx_t *ucx, int peer, void *sym_dst, size_t len,
-                                   uint64_t *raddr_p, ucp_rkey_h *rkey_p)
+/* Where sym (this rank's address of a region byte) lies at peer, and how many of len bytes
+ * from there stay inside that region. rkey_p NULL: no rkey needed (active messages). */
+static symcoll_status_t ucx_target(ucx_ctx_t *ucx, int peer, const char *sym, size_t len,
+                                   uint64_t *raddr_p, ucp_rkey_h *rkey_p, size_t *piece_p)
 {
-    ucx_region_t *reg;
+    ucx_region_t *reg = ucx_region_find(ucx, sym, 1);
     ucx_remote_t *rm;
     size_t off;
 
-    if (!ucx_is_remote(ucx, peer)) {
-        log_error("internal: put to rank %d, which has no endpoint", peer);
-        return SYMCOLL_ERR_INTERNAL;
-    }
-    if (atomic_load_explicit(&ucx->peers[peer].failed, memory_order_relaxed))
-        return SYMCOLL_ERR_PEER_FAILED;
-    reg = ucx_region_find(ucx, sym_dst, len);
     if (!reg || !reg->connected) {
-        log_error("internal: put target %p+%zu lies in no registered region", sym_dst, len);
+        log_error("internal: remote target %p lies in no registered region", (const void *)sym);
         return SYMCOLL_ERR_INTERNAL;
     }
     rm = &reg->remote[peer];
-    off = (size_t)((char *)sym_dst - reg->addr);
-    if (!rm->rkey) {
+    off = (size_t)(sym - reg->addr);
+    if (rkey_p && !rm->rkey) {
         ucs_status_t s = ucp_ep_rkey_unpack(ucx->peers[peer].ep, rm->rkey_buf, &rm->rkey);
         if (s != UCS_OK) {
             log_error("ucp_ep_rkey_unpack (rank %d): %s", peer, ucs_status_string(s));
@@ -584,53 +604,177 @@ static symcoll_status_t ucx_target(ucx_ctx_t *ucx, int peer, void *sym_dst, size
         }
     }
     *raddr_p = rm->addr + off;
-    *rkey_p = rm->rkey;
+    if (rkey_p)
+        *rkey_p = rm->rkey;
+    *piece_p = len < reg->size - off ? len : reg->size - off;
     return SYMCOLL_OK;
 }
 
-symcoll_status_t ucx_put(ucx_ctx_t *ucx, int peer, const void *src, size_t len,
-                         void *sym_dst, ucx_req_t *req_p)
+/* One transfer inside one region of the peer: data (len may be 0), then the flag if
+ * flag_raddr is not 0. *op_p: the operation that releases src. */
+static symcoll_status_t ucx_emit(ucx_ctx_t *ucx, int peer, const void *src, size_t len,
+                                 uint64_t raddr, ucp_rkey_h rkey, uint64_t flag_raddr,
+                                 ucp_rkey_h flag_rkey, uint64_t flag_value, ucx_op_t **op_p)
 {
+    ucp_ep_h ep = ucx->peers[peer].ep;
     ucp_request_param_t param = {0};
-    ucs_status_ptr_t req;
-    uint64_t raddr = 0;
-    ucp_rkey_h rkey = NULL;
+    ucx_op_t *op = NULL, *fop;
+    symcoll_status_t status;
+
+    if (!ucx->native_rma) {
+        /* one message: the receiver copies the payload, then raises the flag */
+        status = ucx_op_new(ucx, &op);
+        if (status != SYMCOLL_OK)
+            return status;
+        op->hdr.addr = len ? raddr : 0;
+        op->hdr.flag_addr = flag_raddr;
+        op->hdr.flag_value = flag_value;
+        /* eager only: the rendezvous would need replies from a peer that may be gone */
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags = UCP_AM_SEND_FLAG_EAGER;
+        status = ucx_op_track(
+            ucx, op,
+            ucp_am_send_nbx(ep, UCX_AM_WRITE, &op->hdr, sizeof(op->hdr), src, len, &param),
+            "ucp_am_send_nbx", peer);
+        *op_p = op;
+        return status;
+    }
+    if (len) {
+        status = ucx_op_new(ucx, &op);
+        if (status != SYMCOLL_OK)
+            return status;
+        status = ucx_op_track(ucx, op, ucp_put_nbx(ep, src, len, raddr, rkey, &param),
+                              "ucp_put_nbx", peer);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    if (flag_raddr) {
+        if (len) {
+            status = ucx_fence(ucx);
+            if (status != SYMCOLL_OK)
+                return status;
+        }
+        status = ucx_op_new(ucx, &fop);
+        if (status != SYMCOLL_OK)
+            return status;
+        fop->value = flag_value;
+        status = ucx_op_track(
+            ucx, fop,
+            ucp_put_nbx(ep, &fop->value, sizeof(fop->value), flag_raddr, flag_rkey, &param),
+            "ucp_put_nbx (flag)", peer);
+        if (status != SYMCOLL_OK)
+            return status;
+        if (!op)
+            op = fop;
+    }
+    *op_p = op;
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t ucx_put_signal(ucx_ctx_t *ucx, int peer, const void *src, size_t len,
+                                void *sym_dst, uint64_t *sym_flag, uint64_t flag_value,
+                                ucx_req_t *req_p)
+{
+    const char *s = src, *d = sym_dst;
+    uint64_t fraddr = 0;
+    ucp_rkey_h frkey = NULL;
+    bool rkeys = ucx->native_rma;
     symcoll_status_t status;
 
     *req_p = NULL;
+    if (!ucx_is_remote(ucx, peer)) {
+        log_error("internal: transfer to rank %d, which has no endpoint", peer);
+        return SYMCOLL_ERR_INTERNAL;
+    }
+    if (atomic_load_explicit(&ucx->peers[peer].failed, memory_order_relaxed))
+        return SYMCOLL_ERR_PEER_FAILED;
+    if (sym_flag) {
+        size_t piece;
+        status = ucx_target(ucx, peer, (const char *)sym_flag, sizeof(uint64_t), &fraddr,
+                            rkeys ? &frkey : NULL, &piece);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    do {
+        uint64_t raddr = 0;
+        ucp_rkey_h rkey = NULL;
+        size_t piece = 0;
+        ucx_op_t *op;
+        bool last;
+
+        if (len) {
+            status = ucx_target(ucx, peer, d, len, &raddr, rkeys ? &rkey : NULL, &piece);
+            if (status != SYMCOLL_OK)
+                return status;
+        }
+        last = piece == len;
+        status = ucx_emit(ucx, peer, s, piece, raddr, rkey, last ? fraddr : 0, frkey,
+                          flag_value, &op);
+        if (status != SYMCOLL_OK)
+            return status;
+        if (!last) {
+            /* the caller tracks one operation: finish the pieces before the last (a
+             * transfer crosses a region boundary at most once per pool growth) */
+            deadline_t dl = deadline_make(ucx->comm->timeout_sec, &ucx->comm->aborted);
+            status = ucx_op_finish(ucx, op, &dl);
+            if (status != SYMCOLL_OK)
+                return status;
+        } else if (op) {
+            *req_p = ucx_op_handle(ucx, op);
+        }
+        s += piece;
+        d += piece;
+        len -= piece;
+    } while (len > 0);
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t ucx_put(ucx_ctx_t *ucx, int peer, const void *src, size_t len, void *sym_dst,
+                         ucx_req_t *req_p)
+{
+    *req_p = NULL;
     if (len == 0)
         return SYMCOLL_OK;
-    status = ucx_target(ucx, peer, sym_dst, len, &raddr, &rkey);
-    if (status != SYMCOLL_OK)
-        return status;
-    req = ucp_put_nbx(ucx->peers[peer].ep, src, len, raddr, rkey, &param);
-    if (UCS_PTR_IS_ERR(req)) {
-        log_error("ucp_put_nbx to rank %d (%zu bytes): %s", peer, len,
-                  ucs_status_string(UCS_PTR_STATUS(req)));
-        return ucx_status_of(ucx, UCS_PTR_STATUS(req));
-    }
-    *req_p = req;
-    return SYMCOLL_OK;
+    return ucx_put_signal(ucx, peer, src, len, sym_dst, NULL, 0, req_p);
 }
 
 symcoll_status_t ucx_put_flag(ucx_ctx_t *ucx, int peer, uint64_t value, uint64_t *sym_flag)
 {
-    unsigned slot = ucx->flag_next++ % UCX_FLAG_SLOTS;
     ucx_req_t req;
-    symcoll_status_t status;
+    return ucx_put_signal(ucx, peer, NULL, 0, NULL, sym_flag, value, &req);
+}
 
-    if (ucx->flag_req[slot]) {
-        deadline_t dl = deadline_make(ucx->comm->timeout_sec, &ucx->comm->aborted);
-        status = ucx_req_wait(ucx, ucx->flag_req[slot], &dl);
-        ucx->flag_req[slot] = NULL;
-        if (status != SYMCOLL_OK)
-            return status;
+/* Receiver side of a write carried by an active message (see ucx_emit). The addresses
+ * come from a peer of this job; they are still checked against our regions. */
+static ucs_status_t ucx_write_cb(void *arg, const void *header, size_t header_length,
+                                 void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+    ucx_ctx_t *ucx = arg;
+    ucx_am_hdr_t h;
+
+    if (header_length != sizeof(h) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+        log_error("UCX: malformed write message (header %zu bytes, attr 0x%llx)", header_length,
+                  (unsigned long long)param->recv_attr);
+        return UCS_OK;
     }
-    ucx->flag_src[slot] = value;
-    status = ucx_put(ucx, peer, &ucx->flag_src[slot], sizeof(uint64_t), sym_flag, &req);
-    if (status == SYMCOLL_OK)
-        ucx->flag_req[slot] = req;
-    return status;
+    memcpy(&h, header, sizeof(h));
+    if (length) {
+        if (!ucx_region_find(ucx, (const char *)(uintptr_t)h.addr, length)) {
+            log_error("UCX: write of %zu bytes to 0x%llx outside every region", length,
+                      (unsigned long long)h.addr);
+            return UCS_OK;
+        }
+        memcpy((void *)(uintptr_t)h.addr, data, length);
+    }
+    if (h.flag_addr) {
+        if (!ucx_region_find(ucx, (const char *)(uintptr_t)h.flag_addr, sizeof(uint64_t))) {
+            log_error("UCX: flag 0x%llx outside every region", (unsigned long long)h.flag_addr);
+            return UCS_OK;
+        }
+        atomic_store_explicit((_Atomic uint64_t *)(uintptr_t)h.flag_addr, h.flag_value,
+                              memory_order_release);
+    }
+    return UCS_OK;
 }
 
 /* ---- creation and teardown ---------------------------------------------------------- */
@@ -650,7 +794,7 @@ static ucs_status_t ucx_hello_cb(void *arg, const void *header, size_t header_le
 }
 
 /* Names of the transports of one endpoint's lanes, from ucp_ep_print_info. */
-static void ucx_describe_ep(ucx_ctx_t *ucx, ucp_ep_h ep)
+static void ucx_describe_ep(ucx_ctx_t *ucx, ucp_ep_h ep, bool *native_rma)
 {
     char *text = NULL, *line, *save = NULL;
     size_t text_len = 0, used = 0;
@@ -665,6 +809,10 @@ static void ucx_describe_ep(ucx_ctx_t *ucx, ucp_ep_h ep)
         char name[64];
         if (strstr(line, "rma_bw") || strstr(line, "amo"))
             log_info("UCX %s", line + strspn(line, "# "));
+        /* "rma_bw: #1 ..." lists lanes doing RMA in the transport; "rma_bw: mds ..."
+         * has none: UCX would emulate RMA with messages */
+        if (strstr(line, "rma_bw:") && strchr(strstr(line, "rma_bw:"), '#'))
+            *native_rma = true;
         if (!lane)
             continue;
         log_info("UCX %s", lane);
@@ -696,16 +844,16 @@ static symcoll_status_t ucx_exchange_hello(ucx_ctx_t *ucx, int count, deadline_t
     ucx->hello_rank = ucx->rank;
     for (int r = 0; r < ucx->nranks; r++) {
         ucp_request_param_t param = {0};
-        ucs_status_ptr_t req;
+        ucx_op_t *op;
         if (!ucx_is_remote(ucx, r) || atomic_load(&ucx->peers[r].failed))
             continue;
-        req = ucp_am_send_nbx(ucx->peers[r].ep, UCX_AM_HELLO, &ucx->hello_rank,
-                              sizeof(ucx->hello_rank), NULL, 0, &param);
-        if (UCS_PTR_IS_ERR(req)) {
-            log_error("UCX: cannot reach rank %d: %s", r, ucs_status_string(UCS_PTR_STATUS(req)));
-            return ucx_status_of(ucx, UCS_PTR_STATUS(req));
-        }
-        status = ucx_defer(ucx, req);
+        status = ucx_op_new(ucx, &op);
+        if (status == SYMCOLL_OK)
+            status =
+                ucx_op_track(ucx, op,
+                             ucp_am_send_nbx(ucx->peers[r].ep, UCX_AM_HELLO, &ucx->hello_rank,
+                                             sizeof(ucx->hello_rank), NULL, 0, &param),
+                             "UCX check message", r);
         if (status != SYMCOLL_OK)
             return status;
     }
@@ -720,7 +868,8 @@ static symcoll_status_t ucx_exchange_hello(ucx_ctx_t *ucx, int count, deadline_t
                 return SYMCOLL_ERR_PEER_FAILED;
             status = deadline_check(dl);
             if (status != SYMCOLL_OK) {
-                log_error("UCX: no message from rank %d (%s)", r, symcoll_status_string(status));
+                log_error("UCX: no message from rank %d (%s)", r,
+                          symcoll_status_string(status));
                 return status;
             }
         }
@@ -735,12 +884,19 @@ static symcoll_status_t ucx_check_connections(ucx_ctx_t *ucx)
     ucs_status_t s;
 
     memset(&hp, 0, sizeof(hp));
-    hp.field_mask =
-        UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                    UCP_AM_HANDLER_PARAM_FIELD_ARG;
     hp.id = UCX_AM_HELLO;
     hp.cb = ucx_hello_cb;
     hp.arg = ucx;
     s = ucp_worker_set_am_recv_handler(ucx->worker, &hp);
+    if (s == UCS_OK) {
+        hp.field_mask |= UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+        hp.id = UCX_AM_WRITE;
+        hp.cb = ucx_write_cb;
+        hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+        s = ucp_worker_set_am_recv_handler(ucx->worker, &hp);
+    }
     if (s != UCS_OK) {
         log_error("ucp_worker_set_am_recv_handler: %s", ucs_status_string(s));
         return SYMCOLL_ERR_UCX;
@@ -874,8 +1030,8 @@ static symcoll_status_t ucx_connect_all(ucx_ctx_t *ucx, const topo_t *topo)
         if (topo->rank_node[r] == topo->node)
             continue;
         memset(&ep, 0, sizeof(ep));
-        ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
         ep.address = (const ucp_address_t *)(addrs + (size_t)r * max_len);
         ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
         ep.err_handler.cb = ucx_err_cb;
@@ -892,10 +1048,21 @@ static symcoll_status_t ucx_connect_all(ucx_ctx_t *ucx, const topo_t *topo)
     if (status != SYMCOLL_OK)
         goto out;
     ucx->worker_ready = true;
-    for (int r = 0; r < ucx->nranks && !ucx->transports[0]; r++)
-        if (ucx_is_remote(ucx, r))
-            ucx_describe_ep(ucx, ucx->peers[r].ep);
-    log_info("UCX transports to other nodes: %s", ucx->transports[0] ? ucx->transports : "?");
+    ucx->native_rma = true;
+    for (int r = 0; r < ucx->nranks; r++) {
+        bool native = false;
+        if (!ucx_is_remote(ucx, r))
+            continue;
+        ucx_describe_ep(ucx, ucx->peers[r].ep, &native);
+        ucx->native_rma = ucx->native_rma && native;
+    }
+    if (!strcmp(ucx->comm->config.net_protocol, "put"))
+        ucx->native_rma = true;
+    else if (!strcmp(ucx->comm->config.net_protocol, "am"))
+        ucx->native_rma = false;
+    log_info("UCX transports to other nodes: %s; transfers: %s",
+             ucx->transports[0] ? ucx->transports : "?",
+             ucx->native_rma ? "put, fence, flag put" : "active messages (RMA is emulated)");
 
     /* tell the topology what every rank's UCX reaches and uses */
     snprintf(mine.tls, sizeof(mine.tls), "%.*s", (int)sizeof(mine.tls) - 1, ucx->transports);
@@ -1017,7 +1184,6 @@ void ucx_destroy(ucx_ctx_t *ucx)
             ucx->algo_state_free[m](ucx->algo_state[m]);
     }
     free(ucx->regions);
-    free(ucx->deferred);
     free(ucx->peers);
     free(ucx);
 }

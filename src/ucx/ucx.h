@@ -82,9 +82,20 @@ void ucx_pool_listener(ucx_ctx_t *ucx, symcoll_mem_type_t mem_type,
 
 /* Non-blocking put of len bytes from local src to peer's byte that sym_dst stands for
  * (sym_dst: this rank's address of the same byte of a region). src must stay untouched
- * until *req_p completes (ucx_req_wait, or ucx_defer then ucx_wait_all). */
-symcoll_status_t ucx_put(ucx_ctx_t *ucx, int peer, const void *src, size_t len,
-                         void *sym_dst, ucx_req_t *req_p);
+ * until *req_p completes (ucx_req_wait or ucx_wait_all). */
+symcoll_status_t ucx_put(ucx_ctx_t *ucx, int peer, const void *src, size_t len, void *sym_dst,
+                         ucx_req_t *req_p);
+
+/* Transfers len bytes from src to the peer's bytes that sym_dst stands for, then sets the
+ * peer's flag word that sym_flag stands for (NULL: none) to flag_value; when the peer
+ * sees the value, the data is there. Where UCX has RMA in the transport: put, fence, put;
+ * where it would emulate RMA (TCP): one active message whose handler copies and then
+ * stores the flag (an emulated put needs acknowledgements that UCX 1.13 turns into a
+ * fatal error when the origin has died). src must stay untouched until *req_p
+ * completes. */
+symcoll_status_t ucx_put_signal(ucx_ctx_t *ucx, int peer, const void *src, size_t len,
+                                void *sym_dst, uint64_t *sym_flag, uint64_t flag_value,
+                                ucx_req_t *req_p);
 
 /* Orders the puts issued so far before the puts issued after (remote completion). */
 symcoll_status_t ucx_fence(ucx_ctx_t *ucx);
@@ -92,9 +103,6 @@ symcoll_status_t ucx_fence(ucx_ctx_t *ucx);
 /* Puts the 64-bit value to the peer's flag that sym_flag stands for. The value is copied;
  * completion is tracked internally. Call ucx_fence first if it must follow data. */
 symcoll_status_t ucx_put_flag(ucx_ctx_t *ucx, int peer, uint64_t value, uint64_t *sym_flag);
-
-/* Keeps req to be completed by ucx_wait_all. */
-symcoll_status_t ucx_defer(ucx_ctx_t *ucx, ucx_req_t req);
 
 /* One round of progress; SYMCOLL_ERR_PEER_FAILED once a peer failed. */
 symcoll_status_t ucx_progress(ucx_ctx_t *ucx);
@@ -107,7 +115,7 @@ symcoll_status_t ucx_wait_flag(ucx_ctx_t *ucx, const uint64_t *flag, uint64_t va
 /* Progress until req completes (NULL is complete). Frees the request. */
 symcoll_status_t ucx_req_wait(ucx_ctx_t *ucx, ucx_req_t req, const deadline_t *dl);
 
-/* Completes every deferred request and every flag put. */
+/* Completes every operation issued so far (locally: sources may be reused). */
 symcoll_status_t ucx_wait_all(ucx_ctx_t *ucx, const deadline_t *dl);
 
 /* Remote completion of every operation issued so far. */

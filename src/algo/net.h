@@ -1,0 +1,134 @@
+/* Shared machinery of the all-reduce algorithms that cross nodes (recursive doubling, ring,
+ * hierarchical): per-communicator state kept in the pool, message counters and flags,
+ * transfers that go through UCX to other nodes and through the pool mappings inside a
+ * node, and the wait loop. */
+#ifndef SYMCOLL_ALGO_NET_H
+#define SYMCOLL_ALGO_NET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/core.h"
+#include "pool/pool.h"
+#include "ucx/ucx.h"
+
+/* Bytes between two flag words, so that writers of different flags do not share a line. */
+#define NET_FLAG_STRIDE 64
+
+/*
+ * Flags: every rank owns, at the same pool offset, one word per sender rank. A sender
+ * counts the messages it sent to each receiver; with each message it raises the
+ * receiver's word for it to that count (ucx_put_signal; inside a node: a copy and a
+ * release store through the mapping). The receiver counts what it consumed from each sender and
+ * waits for the word to reach its count. Counts only grow, so nothing is ever reset, and
+ * a message of the next call that overtakes the current one cannot be mistaken for it.
+ * Word 0 is this rank's barrier epoch among the ranks of its node (hierarchical).
+ */
+typedef struct net_state {
+    comm_t *comm;
+    pool_t *pool;
+    ucx_ctx_t *ucx;
+    int n;              /* ranks of the communicator */
+    size_t flags_off;   /* (n + 1) * NET_FLAG_STRIDE bytes */
+    uint64_t *sent;     /* messages sent to each rank */
+    uint64_t *recvd;    /* messages consumed from each rank */
+    uint64_t bar;       /* intra-node barriers passed */
+    uint64_t calls;     /* calls made: parity of the receive areas */
+    size_t chunk_bytes; /* ring pipeline chunk (SYMCOLL_NET_CHUNK_SIZE) */
+    bool has_scratch;
+    size_t scratch_off; /* [hier in | hier acc | area parity 0 | area parity 1] */
+    size_t in_bytes, acc_bytes, area_bytes;
+    ucx_req_t *reqs; /* per chunk of a ring call */
+    size_t nreqs_cap;
+    const void **srcs;       /* local_size sources of a hierarchical reduction */
+    int *group;              /* ranks of one hierarchical group (one per node) */
+    int *all;                /* 0 .. n-1: the group of a flat call */
+    symcoll_status_t broken; /* a failed call leaves the counters out of step: sticky */
+    size_t last_bytes;       /* last selector decision (it formats a reason: keep it off */
+    int last_algo;           /* the fast path); -1: none yet */
+} net_state_t;
+
+/* Ranks an inter-node all-reduce runs over; group[me] is this rank. */
+typedef struct net_group {
+    const int *ranks;
+    int n;
+    int me;
+} net_group_t;
+
+/* One all-reduce over a group. area is this call's receive area (pool offset). */
+typedef struct net_call {
+    net_state_t *st;
+    const net_group_t *g;
+    const char *sendbuf;
+    char *recvbuf;
+    size_t count, esize;
+    symcoll_dtype_t dtype;
+    symcoll_op_t op;
+    int avg_div; /* SYMCOLL_AVG: divisor of the final step (0: leave the sum) */
+    size_t area_off;
+    deadline_t *dl;
+    double next_alive;
+} net_call_t;
+
+/* State for the communicator of pool (created on first use; collective then). */
+symcoll_status_t algo_net_state_get(comm_t *comm, pool_t *pool, net_state_t **st_p);
+
+/* Fills c for one all-reduce over group g in this call's receive area (AVG divides by
+ * the communicator's size) and counts the call. */
+void algo_net_call_init(net_call_t *c, net_state_t *st, const net_group_t *g,
+                        const void *sendbuf, void *recvbuf, size_t count, symcoll_dtype_t dtype,
+                        symcoll_op_t op, deadline_t *dl);
+
+/* Makes sure the scratch holds in + acc bytes and two receive areas of area bytes each
+ * (collective: same arguments on every rank). */
+symcoll_status_t algo_net_reserve(net_state_t *st, size_t in, size_t acc, size_t area);
+
+/* Receive area bytes that algo_net_rd / algo_net_ring need for count elements. */
+size_t algo_net_rd_area(size_t count, size_t esize, int n);
+size_t algo_net_ring_area(size_t count, size_t esize, int n);
+
+/* This rank's view of pool offset off, and local rank r's (r in local-rank order). */
+char *algo_net_addr(const net_state_t *st, size_t off);
+
+/* Sends one message to rank: len bytes from src to offset off of its memory, and its
+ * flag for us raised to our message count. Another node: through UCX (*req_p set: src
+ * must stay until it completes); this node: a copy through the pool mapping and a
+ * release store (*req_p NULL). */
+symcoll_status_t algo_net_send(net_call_t *c, int rank, const void *src, size_t len, size_t off,
+                               ucx_req_t *req_p);
+
+/* Waits for the next message from rank. */
+symcoll_status_t algo_net_wait(net_call_t *c, int rank);
+
+/* Waits for a request of algo_net_send. */
+symcoll_status_t algo_net_req_wait(net_call_t *c, ucx_req_t req);
+
+/* Barrier among the ranks of this node, progressing UCX while it waits. */
+symcoll_status_t algo_net_local_barrier(net_state_t *st, deadline_t *dl);
+
+/* Elements [start, start + len) of block b when count elements are split into n blocks. */
+static inline void algo_net_block(size_t count, int n, int b, size_t *start, size_t *len)
+{
+    size_t q = count / (size_t)n, r = count % (size_t)n;
+    size_t ub = (size_t)b;
+    *start = ub * q + (ub < r ? ub : r);
+    *len = q + (ub < r ? 1 : 0);
+}
+
+symcoll_status_t algo_net_rd(net_call_t *c);
+symcoll_status_t algo_net_ring(net_call_t *c);
+symcoll_status_t algo_net_hier(net_state_t *st, const void *sendbuf, void *recvbuf,
+                               size_t count, symcoll_dtype_t dtype, symcoll_op_t op,
+                               deadline_t *dl);
+
+/* All-reduce on a communicator spanning several nodes (count > 0, arguments checked,
+ * comm->lock held): the selector's algorithm among rd, ring and hier. */
+symcoll_status_t algo_net_allreduce(comm_t *comm, pool_t *pool, const void *sendbuf,
+                                    void *recvbuf, size_t count, symcoll_dtype_t dtype,
+                                    symcoll_op_t op);
+
+/* Releases the scratch so that pool_trim can unmap it (collective, like the trim). */
+void algo_net_pool_release(pool_t *pool);
+
+#endif

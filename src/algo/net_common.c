@@ -1,0 +1,332 @@
+/* Machinery shared by the algorithms that cross nodes: state, scratch in the pool, flags,
+ * transfers (UCX to other nodes, pool mappings inside a node), waits, and the dispatcher
+ * of recursive doubling, ring and hierarchical. */
+#include "algo/net.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/reduce.h"
+#include "bootstrap/bootstrap.h"
+#include "topo/select.h"
+#include "topo/topo.h"
+
+/* How often a rank waiting on a peer of its own node checks that it still runs. */
+#define NET_ALIVE_PERIOD 0.005
+
+static size_t net_round(size_t bytes)
+{
+    return (bytes + POOL_ALIGN - 1) / POOL_ALIGN * POOL_ALIGN;
+}
+
+static void net_state_free(void *p)
+{
+    net_state_t *st = p;
+    if (!st)
+        return;
+    free(st->sent);
+    free(st->recvd);
+    free(st->reqs);
+    free(st->srcs);
+    free(st->group);
+    free(st->all);
+    free(st);
+}
+
+char *algo_net_addr(const net_state_t *st, size_t off)
+{
+    return pool_peer_addr(st->pool, pool_local_rank(st->pool), off);
+}
+
+static char *net_peer_addr(const net_state_t *st, int rank, size_t off)
+{
+    return pool_peer_addr(st->pool, st->comm->topo->rank_local_rank[rank], off);
+}
+
+static uint64_t *net_flag(const net_state_t *st, int owner, int word)
+{
+    size_t off = st->flags_off + (size_t)word * NET_FLAG_STRIDE;
+    return (uint64_t *)(owner == st->comm->rank ? algo_net_addr(st, off)
+                                                : net_peer_addr(st, owner, off));
+}
+
+symcoll_status_t algo_net_state_get(comm_t *comm, pool_t *pool, net_state_t **st_p)
+{
+    net_state_t *st = ucx_algo_state(comm->ucx, pool_backend(pool)->mem_type);
+    int n = comm->nranks, ls = comm->topo->local_size;
+    symcoll_status_t status;
+
+    if (st) {
+        *st_p = st;
+        return SYMCOLL_OK;
+    }
+    st = calloc(1, sizeof(*st));
+    if (!st)
+        goto err_nomem;
+    st->comm = comm;
+    st->pool = pool;
+    st->ucx = comm->ucx;
+    st->n = n;
+    st->sent = calloc((size_t)n, sizeof(*st->sent));
+    st->recvd = calloc((size_t)n, sizeof(*st->recvd));
+    st->srcs = calloc((size_t)ls, sizeof(*st->srcs));
+    st->group = calloc((size_t)comm->topo->nnodes, sizeof(*st->group));
+    st->all = calloc((size_t)n, sizeof(*st->all));
+    if (!st->sent || !st->recvd || !st->srcs || !st->group || !st->all) {
+        net_state_free(st);
+        goto err_nomem;
+    }
+    for (int r = 0; r < n; r++)
+        st->all[r] = r;
+    st->last_algo = -1;
+    st->chunk_bytes = net_round(comm->config.net_chunk_size);
+    /* same call sequence on every rank: same offset everywhere */
+    status =
+        pool_alloc(pool, (size_t)(n + 1) * NET_FLAG_STRIDE, POOL_ALLOC_STAGING, &st->flags_off);
+    if (status != SYMCOLL_OK) {
+        net_state_free(st);
+        return status;
+    }
+    memset(algo_net_addr(st, st->flags_off), 0, (size_t)(n + 1) * NET_FLAG_STRIDE);
+    /* nobody raises a flag of ours before we zeroed them */
+    status = bootstrap_barrier(comm->bootstrap);
+    if (status != SYMCOLL_OK) {
+        pool_free(pool, st->flags_off);
+        net_state_free(st);
+        return status;
+    }
+    ucx_set_algo_state(comm->ucx, pool_backend(pool)->mem_type, st, net_state_free);
+    *st_p = st;
+    return SYMCOLL_OK;
+
+err_nomem:
+    log_error("all-reduce: out of memory for the inter-node algorithm state");
+    return SYMCOLL_ERR_NO_MEMORY;
+}
+
+symcoll_status_t algo_net_reserve(net_state_t *st, size_t in, size_t acc, size_t area)
+{
+    size_t off;
+    symcoll_status_t status;
+
+    in = net_round(in);
+    acc = net_round(acc);
+    area = net_round(area);
+    if (st->has_scratch && in <= st->in_bytes && acc <= st->acc_bytes && area <= st->area_bytes)
+        return SYMCOLL_OK;
+    if (st->has_scratch) {
+        in = in > st->in_bytes ? in : st->in_bytes;
+        acc = acc > st->acc_bytes ? acc : st->acc_bytes;
+        area = area > st->area_bytes ? area : st->area_bytes;
+        /* every put of earlier calls into it has been consumed: free to reuse */
+        pool_free(st->pool, st->scratch_off);
+        st->has_scratch = false;
+    }
+    /* pool_alloc exchanges with every rank: once it returns nobody still reads the old
+     * scratch, and nobody writes the new one before it is ours */
+    status = pool_alloc(st->pool, in + acc + 2 * area, POOL_ALLOC_STAGING, &off);
+    if (status != SYMCOLL_OK)
+        return status;
+    st->scratch_off = off;
+    st->in_bytes = in;
+    st->acc_bytes = acc;
+    st->area_bytes = area;
+    st->has_scratch = true;
+    return SYMCOLL_OK;
+}
+
+void algo_net_pool_release(pool_t *pool)
+{
+    comm_t *comm = pool_comm(pool);
+    net_state_t *st;
+
+    if (!comm->ucx)
+        return;
+    st = ucx_algo_state(comm->ucx, pool_backend(pool)->mem_type);
+    if (st && st->has_scratch) {
+        pool_free(pool, st->scratch_off);
+        st->has_scratch = false;
+        st->in_bytes = st->acc_bytes = st->area_bytes = 0;
+    }
+}
+
+symcoll_status_t algo_net_send(net_call_t *c, int rank, const void *src, size_t len, size_t off,
+                               ucx_req_t *req_p)
+{
+    net_state_t *st = c->st;
+    int me = st->comm->rank;
+    uint64_t v = ++st->sent[rank];
+
+    *req_p = NULL;
+    if (ucx_is_remote(st->ucx, rank))
+        return ucx_put_signal(st->ucx, rank, src, len, algo_net_addr(st, off),
+                              net_flag(st, me, 1 + me), v, req_p);
+    if (len)
+        memcpy(net_peer_addr(st, rank, off), src, len);
+    atomic_store_explicit((_Atomic uint64_t *)net_flag(st, rank, 1 + me), v,
+                          memory_order_release);
+    return SYMCOLL_OK;
+}
+
+/* Waits until owner's flag word reaches target, progressing UCX all along (on TCP the
+ * peers' puts into our memory land only while we progress). */
+static symcoll_status_t net_wait_word(net_state_t *st, const uint64_t *word, uint64_t target,
+                                      int peer, deadline_t *dl, double *next_alive)
+{
+    const _Atomic uint64_t *w = (const _Atomic uint64_t *)word;
+    bool local = !ucx_is_remote(st->ucx, peer);
+    unsigned iter = 0;
+
+    while (atomic_load_explicit(w, memory_order_acquire) < target) {
+        symcoll_status_t status = ucx_progress(st->ucx);
+        if (status == SYMCOLL_OK)
+            status = deadline_check(dl);
+        if (status == SYMCOLL_OK && local && iter > 256) {
+            double now = time_now();
+            if (now >= *next_alive) {
+                const topo_rank_info_t *info = &st->comm->topo->info[peer];
+                *next_alive = now + NET_ALIVE_PERIOD;
+                if (!topo_proc_alive(info->pid, info->start_time)) {
+                    log_error("rank %d (same node) died", peer);
+                    status = SYMCOLL_ERR_PEER_FAILED;
+                }
+            }
+        }
+        if (status != SYMCOLL_OK) {
+            log_error("all-reduce: waiting for rank %d: %s", peer,
+                      symcoll_status_string(status));
+            return status;
+        }
+        core_spin_pause(&iter);
+    }
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t algo_net_wait(net_call_t *c, int rank)
+{
+    net_state_t *st = c->st;
+    uint64_t target = ++st->recvd[rank];
+    return net_wait_word(st, net_flag(st, st->comm->rank, 1 + rank), target, rank, c->dl,
+                         &c->next_alive);
+}
+
+symcoll_status_t algo_net_req_wait(net_call_t *c, ucx_req_t req)
+{
+    return ucx_req_wait(c->st->ucx, req, c->dl);
+}
+
+symcoll_status_t algo_net_local_barrier(net_state_t *st, deadline_t *dl)
+{
+    const topo_t *t = st->comm->topo;
+    uint64_t target = ++st->bar;
+    double next_alive = time_now() + NET_ALIVE_PERIOD;
+
+    atomic_store_explicit((_Atomic uint64_t *)net_flag(st, st->comm->rank, 0), target,
+                          memory_order_release);
+    for (int j = 0; j < t->local_size; j++) {
+        int r = t->local_ranks[j];
+        symcoll_status_t status;
+        if (r == st->comm->rank)
+            continue;
+        status = net_wait_word(st, net_flag(st, r, 0), target, r, dl, &next_alive);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    return SYMCOLL_OK;
+}
+
+void algo_net_call_init(net_call_t *c, net_state_t *st, const net_group_t *g,
+                        const void *sendbuf, void *recvbuf, size_t count, symcoll_dtype_t dtype,
+                        symcoll_op_t op, deadline_t *dl)
+{
+    memset(c, 0, sizeof(*c));
+    c->st = st;
+    c->g = g;
+    c->sendbuf = sendbuf;
+    c->recvbuf = recvbuf;
+    c->count = count;
+    c->esize = symcoll_dtype_size(dtype);
+    c->dtype = dtype;
+    c->op = op;
+    c->avg_div = op == SYMCOLL_AVG ? st->n : 0;
+    c->area_off =
+        st->scratch_off + st->in_bytes + st->acc_bytes + (st->calls & 1) * st->area_bytes;
+    c->dl = dl;
+    c->next_alive = time_now() + NET_ALIVE_PERIOD;
+    st->calls++;
+}
+
+/* ---- dispatcher ---------------------------------------------------------------------- */
+
+static bool net_failure_is_sticky(symcoll_status_t s)
+{
+    return s == SYMCOLL_ERR_TIMED_OUT || s == SYMCOLL_ERR_PEER_FAILED ||
+           s == SYMCOLL_ERR_ABORTED || s == SYMCOLL_ERR_UCX || s == SYMCOLL_ERR_INTERNAL;
+}
+
+static int net_choose(net_state_t *st, size_t bytes)
+{
+    topo_decision_t d;
+
+    if (st->last_algo >= 0 && st->last_bytes == bytes)
+        return st->last_algo;
+    topo_choose(st->comm->topo, pool_backend(st->pool)->mem_type, bytes, &d);
+    log_debug("all-reduce of %zu bytes: %s (%s)", bytes, topo_algo_name(d.algo), d.reason);
+    if (d.algo != TOPO_ALGO_RD && d.algo != TOPO_ALGO_RING && d.algo != TOPO_ALGO_HIER) {
+        log_error("symcoll_allreduce: no inter-node algorithm for %zu bytes (%s: %s)", bytes,
+                  topo_algo_name(d.algo), d.reason);
+        return -1;
+    }
+    st->last_bytes = bytes;
+    st->last_algo = (int)d.algo;
+    return (int)d.algo;
+}
+
+symcoll_status_t algo_net_allreduce(comm_t *comm, pool_t *pool, const void *sendbuf,
+                                    void *recvbuf, size_t count, symcoll_dtype_t dtype,
+                                    symcoll_op_t op)
+{
+    net_state_t *st;
+    deadline_t dl = deadline_make(comm->timeout_sec, &comm->aborted);
+    size_t esize = symcoll_dtype_size(dtype);
+    symcoll_status_t status;
+    int algo;
+
+    if (!comm->ucx) {
+        log_error("internal: inter-node all-reduce without a UCX context");
+        return SYMCOLL_ERR_INTERNAL;
+    }
+    status = algo_net_state_get(comm, pool, &st);
+    if (status != SYMCOLL_OK)
+        return status;
+    if (st->broken != SYMCOLL_OK) {
+        log_error("symcoll_allreduce: an earlier call failed (%s); the communicator can only "
+                  "be destroyed",
+                  symcoll_status_string(st->broken));
+        return st->broken;
+    }
+    algo = net_choose(st, count * esize);
+    if (algo < 0)
+        return SYMCOLL_ERR_UNSUPPORTED;
+    if (algo == TOPO_ALGO_HIER) {
+        status = algo_net_hier(st, sendbuf, recvbuf, count, dtype, op, &dl);
+    } else {
+        net_group_t g;
+        net_call_t c;
+        size_t area = algo == TOPO_ALGO_RD ? algo_net_rd_area(count, esize, comm->nranks)
+                                           : algo_net_ring_area(count, esize, comm->nranks);
+        status = algo_net_reserve(st, 0, 0, area);
+        if (status != SYMCOLL_OK)
+            return status;
+        g.ranks = st->all;
+        g.n = comm->nranks;
+        g.me = comm->rank;
+        algo_net_call_init(&c, st, &g, sendbuf, recvbuf, count, dtype, op, &dl);
+        status = algo == TOPO_ALGO_RD ? algo_net_rd(&c) : algo_net_ring(&c);
+        if (status == SYMCOLL_OK)
+            status = ucx_wait_all(st->ucx, &dl);
+    }
+    if (status != SYMCOLL_OK && net_failure_is_sticky(status))
+        st->broken = status;
+    return status;
+}

@@ -1,0 +1,406 @@
+/* Multi-rank tests of the all-reduce across simulated nodes (real UCX over TCP loopback):
+ * every datatype x operator with recursive doubling, the ring and the hierarchical
+ * algorithm on several node shapes, sizes from 0 to a few MiB, pool growth and trim while
+ * remote peers hold rkeys, and a rank of another node dying in the middle of a call.
+ * Results are compared with a reference computed here, bit for bit, so every rank is
+ * checked to hold the same bits. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "symcoll.h"
+
+#define RUN_TIMEOUT 240.0
+
+typedef struct shape {
+    int nranks, nnodes;
+} shape_t;
+
+static double now_sec(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- inputs and the reference -------------------------------------------------------
+ * Values are small integers (and halves for products of floats) chosen so that every
+ * partial and final result is exact in every type whatever the order of operations;
+ * AVG inputs are base +- offsets that cancel, so the average is the base exactly. The
+ * reference is then plain double arithmetic, encoded to the type's bits here. */
+
+static int dt_float(symcoll_dtype_t dt)
+{
+    return dt == SYMCOLL_FLOAT16 || dt == SYMCOLL_BFLOAT16 || dt == SYMCOLL_FLOAT32 ||
+           dt == SYMCOLL_FLOAT64;
+}
+
+static int dt_unsigned(symcoll_dtype_t dt)
+{
+    return dt == SYMCOLL_UINT8 || dt == SYMCOLL_UINT32 || dt == SYMCOLL_UINT64;
+}
+
+static double value_of(symcoll_dtype_t dt, symcoll_op_t op, int r, int n, size_t i)
+{
+    uint64_t h = ((uint64_t)i + 1) * 0x9e3779b97f4a7c15ull ^ ((uint64_t)r << 40) ^
+                 ((uint64_t)op << 52) ^ ((uint64_t)dt << 56);
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    switch (op) {
+    case SYMCOLL_SUM:
+        return dt_unsigned(dt) ? (double)(h % 7) : (double)(h % 7) - 3;
+    case SYMCOLL_PROD:
+        if (dt_unsigned(dt))
+            return (double)(1 + h % 2);
+        if (dt_float(dt)) {
+            static const double f[] = {1, -1, 2, 0.5};
+            return f[h % 4];
+        }
+        return (double)((int)(h % 3) - 1 == 0 ? 2 : (int)(h % 3) - 1);
+    case SYMCOLL_MIN:
+    case SYMCOLL_MAX:
+        return dt_unsigned(dt) ? (double)(h % 101) : (double)(h % 101) - 50;
+    case SYMCOLL_AVG: {
+        /* the base depends on i only, the offsets 2r - (n - 1) sum to zero */
+        uint64_t b = ((uint64_t)i * 2654435761u) >> 7;
+        double base = dt_unsigned(dt) ? (double)(b % 21 + (uint64_t)n) : (double)(b % 21) - 10;
+        return base + (double)(2 * r - (n - 1));
+    }
+    default:
+        return 0;
+    }
+}
+
+static double reference(symcoll_dtype_t dt, symcoll_op_t op, int n, size_t i)
+{
+    double acc = value_of(dt, op, 0, n, i);
+    for (int r = 1; r < n; r++) {
+        double x = value_of(dt, op, r, n, i);
+        switch (op) {
+        case SYMCOLL_SUM:
+        case SYMCOLL_AVG:
+            acc += x;
+            break;
+        case SYMCOLL_PROD:
+            acc *= x;
+            break;
+        case SYMCOLL_MIN:
+            acc = x < acc ? x : acc;
+            break;
+        case SYMCOLL_MAX:
+            acc = x > acc ? x : acc;
+            break;
+        default:
+            break;
+        }
+    }
+    return op == SYMCOLL_AVG ? acc / n : acc;
+}
+
+/* binary16 bits of a value that binary16 holds exactly (normal or zero) */
+static uint16_t half_bits(double v)
+{
+    uint16_t sign = signbit(v) ? 0x8000 : 0;
+    int e;
+    double m;
+    if (v == 0)
+        return sign;
+    m = frexp(fabs(v), &e); /* [0.5, 1) */
+    return (uint16_t)(sign | (uint16_t)((e + 14) << 10) | (uint16_t)((m * 2 - 1) * 1024));
+}
+
+static void encode(symcoll_dtype_t dt, double v, void *out)
+{
+    switch (dt) {
+    case SYMCOLL_INT8:
+        *(int8_t *)out = (int8_t)v;
+        break;
+    case SYMCOLL_UINT8:
+        *(uint8_t *)out = (uint8_t)v;
+        break;
+    case SYMCOLL_INT32:
+        *(int32_t *)out = (int32_t)v;
+        break;
+    case SYMCOLL_UINT32:
+        *(uint32_t *)out = (uint32_t)v;
+        break;
+    case SYMCOLL_INT64:
+        *(int64_t *)out = (int64_t)v;
+        break;
+    case SYMCOLL_UINT64:
+        *(uint64_t *)out = (uint64_t)v;
+        break;
+    case SYMCOLL_FLOAT16:
+        *(uint16_t *)out = half_bits(v);
+        break;
+    case SYMCOLL_BFLOAT16: {
+        float f = (float)v;
+        uint32_t x;
+        memcpy(&x, &f, 4);
+        *(uint16_t *)out = (uint16_t)(x >> 16);
+        break;
+    }
+    case SYMCOLL_FLOAT32:
+        *(float *)out = (float)v;
+        break;
+    case SYMCOLL_FLOAT64:
+        *(double *)out = v;
+        break;
+    default:
+        break;
+    }
+}
+
+/* One all-reduce of count elements, checked element by element. */
+static void check_allreduce(symcoll_comm_h comm, int rank, int n, symcoll_dtype_t dt,
+                            symcoll_op_t op, size_t count, int inplace, const char *what)
+{
+    size_t es = symcoll_dtype_size(dt);
+    unsigned char *send = malloc(count * es + 1), *recv = malloc(count * es + 1);
+    unsigned char want[8];
+    symcoll_status_t status;
+
+    ck_assert(send && recv);
+    for (size_t i = 0; i < count; i++)
+        encode(dt, value_of(dt, op, rank, n, i), send + i * es);
+    memset(recv, 0xa5, count * es + 1);
+    status = symcoll_allreduce(send, inplace ? send : recv, count, dt, op, comm, NULL);
+    if (status != SYMCOLL_OK)
+        harness_fail("%s: allreduce of %zu %s %s%s: %s", what, count, symcoll_dtype_name(dt),
+                     symcoll_op_name(op), inplace ? " in place" : "",
+                     symcoll_status_string(status));
+    if (inplace)
+        memcpy(recv, send, count * es);
+    for (size_t i = 0; i < count; i++) {
+        encode(dt, reference(dt, op, n, i), want);
+        if (memcmp(recv + i * es, want, es))
+            harness_fail("%s: %zu %s %s%s: element %zu differs from the reference", what, count,
+                         symcoll_dtype_name(dt), symcoll_op_name(op),
+                         inplace ? " in place" : "", i);
+    }
+    if (!inplace && count > 0 && recv[count * es] != 0xa5)
+        harness_fail("%s: wrote past the end of recvbuf", what);
+    free(send);
+    free(recv);
+}
+
+static void net_env(void)
+{
+    setenv("UCX_TLS", "tcp,self", 1);
+    setenv("SYMCOLL_TIMEOUT", "60", 1);
+}
+
+/* ---- every datatype x operator, every algorithm, small sizes --------------------------- */
+
+static void body_sweep(int rank, int nranks, void *arg)
+{
+    const shape_t *sh = arg;
+    const char *algos[] = {"auto", "rd", "ring", "hier"};
+    static const size_t sizes[] = {0, 1, 7, 1031};
+    int uniform = nranks % sh->nnodes == 0;
+
+    net_env();
+    /* small chunks: the ring pipelines even these sizes */
+    setenv("SYMCOLL_NET_CHUNK_SIZE", "4K", 1);
+    for (size_t a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
+        symcoll_comm_h comm;
+        if (!strcmp(algos[a], "hier") && !uniform)
+            continue;
+        setenv("SYMCOLL_ALGO", algos[a], 1);
+        comm = harness_comm_create();
+        for (int dt = 0; dt < SYMCOLL_DTYPE_LAST; dt++)
+            for (int op = 0; op < SYMCOLL_OP_LAST; op++)
+                for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+                    check_allreduce(comm, rank, nranks, (symcoll_dtype_t)dt, (symcoll_op_t)op,
+                                    sizes[s], (int)((dt + op + s) % 3 == 0), algos[a]);
+        ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+    }
+    unsetenv("SYMCOLL_ALGO");
+    unsetenv("SYMCOLL_NET_CHUNK_SIZE");
+}
+
+/* ---- a few pairs at MiB sizes with the default configuration --------------------------- */
+
+static void body_large(int rank, int nranks, void *arg)
+{
+    symcoll_comm_h comm;
+    (void)arg;
+
+    net_env();
+    comm = harness_comm_create();
+    check_allreduce(comm, rank, nranks, SYMCOLL_FLOAT64, SYMCOLL_SUM, (1u << 19) + 3, 0,
+                    "large");
+    check_allreduce(comm, rank, nranks, SYMCOLL_INT32, SYMCOLL_MAX, (1u << 20) + 1, 1, "large");
+    check_allreduce(comm, rank, nranks, SYMCOLL_BFLOAT16, SYMCOLL_AVG, (3u << 19) + 5, 0,
+                    "large");
+    check_allreduce(comm, rank, nranks, SYMCOLL_FLOAT32, SYMCOLL_PROD, 65537, 0, "large");
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+}
+
+#define SHAPE_TEST(name, nr, nn, body)                                                         \
+    START_TEST(name)                                                                           \
+    {                                                                                          \
+        shape_t sh = {nr, nn};                                                                 \
+        ck_assert_int_eq(harness_run(nr, nn, RUN_TIMEOUT, body, &sh), 0);                      \
+    }                                                                                          \
+    END_TEST
+
+SHAPE_TEST(test_sweep_2x1, 2, 2, body_sweep)
+SHAPE_TEST(test_sweep_2x2, 4, 2, body_sweep)
+SHAPE_TEST(test_sweep_3x1, 3, 3, body_sweep)
+SHAPE_TEST(test_sweep_4x1, 4, 4, body_sweep)
+SHAPE_TEST(test_sweep_3x2, 6, 3, body_sweep)
+SHAPE_TEST(test_large_2x1, 2, 2, body_large)
+SHAPE_TEST(test_large_3x1, 3, 3, body_large)
+SHAPE_TEST(test_large_2x2, 4, 2, body_large)
+
+/* ---- pool growth and trim while remote peers hold rkeys ------------------------------- */
+
+static void body_growth(int rank, int nranks, void *arg)
+{
+    symcoll_comm_h comm;
+    symcoll_pool_attr_t attr = {.field_mask = SYMCOLL_POOL_ATTR_FIELD_GROWTHS |
+                                              SYMCOLL_POOL_ATTR_FIELD_SEGMENTS};
+    uint64_t growths0;
+    double *buf;
+    void *pbuf;
+    (void)arg;
+
+    net_env();
+    setenv("SYMCOLL_POOL_MIN_SIZE", "64K", 1);
+    setenv("SYMCOLL_NET_CHUNK_SIZE", "16K", 1);
+    comm = harness_comm_create();
+    /* small: scratch in the first segment, whose rkeys the peers unpack and cache */
+    check_allreduce(comm, rank, nranks, SYMCOLL_FLOAT64, SYMCOLL_SUM, 100, 0, "growth");
+    ck_assert_int_eq(symcoll_pool_query(comm, SYMCOLL_MEM_HOST, &attr), SYMCOLL_OK);
+    growths0 = attr.growths;
+    /* a user buffer that stays in the pool across the growth */
+    ck_assert_int_eq(symcoll_mem_alloc(comm, 32 * 1024, SYMCOLL_MEM_HOST, &pbuf), SYMCOLL_OK);
+    /* larger, in steps: each grows the pool; old segments keep their rkeys */
+    for (size_t count = 20000; count <= 400000; count *= 4)
+        check_allreduce(comm, rank, nranks, SYMCOLL_FLOAT64, SYMCOLL_SUM, count, 0, "growth");
+    ck_assert_int_eq(symcoll_pool_query(comm, SYMCOLL_MEM_HOST, &attr), SYMCOLL_OK);
+    ck_assert_msg(attr.growths > growths0, "the pool did not grow (%llu growths)",
+                  (unsigned long long)attr.growths);
+    /* the pool buffer (old segment) as both input and output */
+    buf = pbuf;
+    for (size_t i = 0; i < 4096; i++)
+        buf[i] = value_of(SYMCOLL_FLOAT64, SYMCOLL_MAX, rank, nranks, i);
+    ck_assert_int_eq(
+        symcoll_allreduce(buf, buf, 4096, SYMCOLL_FLOAT64, SYMCOLL_MAX, comm, NULL),
+        SYMCOLL_OK);
+    for (size_t i = 0; i < 4096; i++)
+        ck_assert(buf[i] == reference(SYMCOLL_FLOAT64, SYMCOLL_MAX, nranks, i));
+    check_allreduce(comm, rank, nranks, SYMCOLL_INT64, SYMCOLL_SUM, 33, 1, "growth");
+    /* trim drops tail segments and their rkeys everywhere; growing again registers new
+     * ones over the same addresses */
+    ck_assert_int_eq(symcoll_pool_trim(comm, SYMCOLL_MEM_HOST), SYMCOLL_OK);
+    check_allreduce(comm, rank, nranks, SYMCOLL_FLOAT64, SYMCOLL_SUM, 300000, 0, "after trim");
+    check_allreduce(comm, rank, nranks, SYMCOLL_UINT8, SYMCOLL_MIN, 5, 0, "after trim");
+    ck_assert_int_eq(symcoll_mem_free(comm, pbuf), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+}
+
+SHAPE_TEST(test_growth_2x1, 2, 2, body_growth)
+SHAPE_TEST(test_growth_2x2, 4, 2, body_growth)
+
+/* ---- a rank of another node dies in the middle of a call ------------------------------ */
+
+#define KILL_TIMEOUT 20.0
+
+static void *killer(void *arg)
+{
+    (void)arg;
+    usleep(30000);
+    _exit(0); /* the process ends at once, mid-call, as a kill would end it */
+    return NULL;
+}
+
+static void body_killed(int rank, int nranks, void *arg)
+{
+    const size_t count = 1u << 20;
+    double *a = calloc(count, sizeof(double)), *b = calloc(count, sizeof(double));
+    symcoll_comm_h comm;
+    symcoll_status_t status = SYMCOLL_OK;
+    char tmo[32];
+    (void)arg;
+
+    net_env();
+    snprintf(tmo, sizeof(tmo), "%g", KILL_TIMEOUT);
+    setenv("SYMCOLL_TIMEOUT", tmo, 1);
+    comm = harness_comm_create();
+    ck_assert(a && b);
+    /* everyone is connected and warm before the victim goes */
+    ck_assert_int_eq(symcoll_allreduce(a, b, count, SYMCOLL_FLOAT64, SYMCOLL_SUM, comm, NULL),
+                     SYMCOLL_OK);
+    if (rank == nranks - 1) {
+        pthread_t t;
+        pthread_create(&t, NULL, killer, NULL);
+    }
+    for (int it = 0; it < 1000 && status == SYMCOLL_OK; it++) {
+        double t0 = now_sec(), dt;
+        status = symcoll_allreduce(a, b, count, SYMCOLL_FLOAT64, SYMCOLL_SUM, comm, NULL);
+        dt = now_sec() - t0;
+        if (status != SYMCOLL_OK) {
+            ck_assert_msg(status == SYMCOLL_ERR_PEER_FAILED || status == SYMCOLL_ERR_TIMED_OUT,
+                          "survivor got %s", symcoll_status_string(status));
+            ck_assert_msg(dt < KILL_TIMEOUT + 10, "the error took %.1f s", dt);
+        }
+    }
+    ck_assert_msg(status != SYMCOLL_OK, "1000 calls succeeded without the dead rank");
+    /* the communicator is broken for good, and says so at once */
+    ck_assert_int_eq(symcoll_allreduce(a, b, 8, SYMCOLL_FLOAT64, SYMCOLL_SUM, comm, NULL),
+                     status);
+    symcoll_comm_destroy(comm); /* must return (harness deadline), whatever it reports */
+    free(a);
+    free(b);
+}
+
+START_TEST(test_killed_3x1)
+{
+    ck_assert_int_eq(harness_run(3, 3, KILL_TIMEOUT * 4 + 30, body_killed, NULL), 0);
+}
+END_TEST
+
+START_TEST(test_killed_2x2)
+{
+    ck_assert_int_eq(harness_run(4, 2, KILL_TIMEOUT * 4 + 30, body_killed, NULL), 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("net");
+    TCase *tc = tcase_create("net");
+    SRunner *sr;
+    int failed;
+
+    tcase_set_timeout(tc, RUN_TIMEOUT + 60);
+    tcase_add_test(tc, test_sweep_2x1);
+    tcase_add_test(tc, test_sweep_2x2);
+    tcase_add_test(tc, test_sweep_3x1);
+    tcase_add_test(tc, test_sweep_4x1);
+    tcase_add_test(tc, test_sweep_3x2);
+    tcase_add_test(tc, test_large_2x1);
+    tcase_add_test(tc, test_large_3x1);
+    tcase_add_test(tc, test_large_2x2);
+    tcase_add_test(tc, test_growth_2x1);
+    tcase_add_test(tc, test_growth_2x2);
+    tcase_add_test(tc, test_killed_3x1);
+    tcase_add_test(tc, test_killed_2x2);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
