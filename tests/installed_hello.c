@@ -35,8 +35,8 @@ int main(void)
         goto out;
     }
     if (rank != env_int("SYMCOLL_RANK") || size != env_int("SYMCOLL_NRANKS")) {
-        fprintf(stderr, "installed_hello: rank %d of %d, but the launcher set %d of %d\n",
-                rank, size, env_int("SYMCOLL_RANK"), env_int("SYMCOLL_NRANKS"));
+        fprintf(stderr, "installed_hello: rank %d of %d, but the launcher set %d of %d\n", rank,
+                size, env_int("SYMCOLL_RANK"), env_int("SYMCOLL_NRANKS"));
         goto out;
     }
 

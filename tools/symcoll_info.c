@@ -25,8 +25,7 @@ static int show_version(void)
 
     symcoll_get_version(&major, &minor, &patch);
     printf("# symcoll version %s (library %u.%u.%u, header API %d.%d)\n",
-           symcoll_version_string(), major, minor, patch, SYMCOLL_API_MAJOR,
-           SYMCOLL_API_MINOR);
+           symcoll_version_string(), major, minor, patch, SYMCOLL_API_MAJOR, SYMCOLL_API_MINOR);
     printf("# build: %s\n", symcoll_build_info());
     return 0;
 }
@@ -114,9 +113,15 @@ static int show_topo_report(symcoll_status_t (*print)(symcoll_comm_h, FILE *))
     return 0;
 }
 
-static int show_topology(void) { return show_topo_report(symcoll_comm_print_topology); }
+static int show_topology(void)
+{
+    return show_topo_report(symcoll_comm_print_topology);
+}
 
-static int show_algorithms(void) { return show_topo_report(symcoll_comm_print_decisions); }
+static int show_algorithms(void)
+{
+    return show_topo_report(symcoll_comm_print_decisions);
+}
 
 static const info_action_t actions[] = {
     {'v', "version", "print the version and build configuration (the default)", show_version},

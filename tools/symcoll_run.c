@@ -34,14 +34,13 @@
 typedef struct rank_proc {
     pid_t pid;
     int node;
-    bool done;   /* exited; kept as a zombie until the end so its pid is never reused */
-    int status;  /* wait status once done */
-    bool killed; /* done after the launcher started stopping the job */
+    bool done;  /* exited; kept as a zombie until the end so its pid is never reused */
+    int status; /* wait status once done */
 } rank_proc_t;
 
 typedef struct run_opts {
     int nranks;
-    int nnodes; /* 0: no simulated nodes (SYMCOLL_HOST_ID left as it is) */
+    int nnodes;         /* 0: no simulated nodes (SYMCOLL_HOST_ID left as it is) */
     double timeout_sec; /* 0: none */
     double grace_sec;
     bool verbose;
@@ -118,12 +117,14 @@ static int parse_seconds(const char *s, double *out)
 static int parse_args(int argc, char **argv, run_opts_t *o)
 {
     enum { OPT_GRACE = 256 };
-    static const struct option longopts[] = {
-        {"nranks", required_argument, NULL, 'n'}, {"np", required_argument, NULL, 'n'},
-        {"nodes", required_argument, NULL, 'N'},  {"timeout", required_argument, NULL, 't'},
-        {"grace", required_argument, NULL, OPT_GRACE},
-        {"verbose", no_argument, NULL, 'v'},      {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"nranks", required_argument, NULL, 'n'},
+                                             {"np", required_argument, NULL, 'n'},
+                                             {"nodes", required_argument, NULL, 'N'},
+                                             {"timeout", required_argument, NULL, 't'},
+                                             {"grace", required_argument, NULL, OPT_GRACE},
+                                             {"verbose", no_argument, NULL, 'v'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     int c;
 
     memset(o, 0, sizeof(*o));
@@ -172,8 +173,8 @@ static int parse_args(int argc, char **argv, run_opts_t *o)
         return -1;
     }
     if (o->nnodes > o->nranks) {
-        fprintf(stderr, "%s: %d nodes for %d ranks: every node needs at least one rank\n",
-                prog, o->nnodes, o->nranks);
+        fprintf(stderr, "%s: %d nodes for %d ranks: every node needs at least one rank\n", prog,
+                o->nnodes, o->nranks);
         return -1;
     }
     if (optind >= argc) {
@@ -256,10 +257,10 @@ static int pick_port(void)
 
 static rank_proc_t *ranks;
 static int nranks_started;
-static pid_t job_pgid;     /* process group of every rank (rank 0 leads it) */
-static sigset_t orig_mask; /* restored in the children */
-static bool stopping;      /* the job is being stopped (failure, timeout, signal) */
-static double stop_time;   /* when stopping began */
+static pid_t job_pgid;      /* process group of every rank (rank 0 leads it) */
+static sigset_t orig_mask;  /* restored in the children */
+static bool stopping;       /* the job is being stopped (failure, timeout, signal) */
+static double stop_time;    /* when stopping began */
 static double kill_at = -1; /* when the stopping ranks get SIGKILL (<0: done or not yet) */
 
 static void signal_job(int sig)
@@ -285,7 +286,10 @@ static void describe_status(int status, char *buf, size_t len)
         snprintf(buf, len, "ended with wait status 0x%x", status);
 }
 
-static bool status_failed(int status) { return !WIFEXITED(status) || WEXITSTATUS(status); }
+static bool status_failed(int status)
+{
+    return !WIFEXITED(status) || WEXITSTATUS(status);
+}
 
 static int status_exit_code(int status)
 {
@@ -398,17 +402,17 @@ static int start_rank(const run_opts_t *o, int r, const char *addr, const char *
     }
     if (o->verbose) {
         if (o->nnodes)
-            fprintf(stderr, "%s: rank %d pid %d node %d\n", prog, r, (int)pid,
-                    ranks[r].node);
+            fprintf(stderr, "%s: rank %d pid %d node %d\n", prog, r, (int)pid, ranks[r].node);
         else
             fprintf(stderr, "%s: rank %d pid %d\n", prog, r, (int)pid);
     }
     return 0;
 }
 
-/* Record every rank that has exited since the last call, without reaping it.
- * Returns the number still running. */
-static int poll_ranks(bool stopping, int *first_failed)
+/* Record every rank that has exited since the last call, without reaping it, and report
+ * failures that happened before the launcher began stopping the job (later ones are its
+ * own doing). Returns the number still running. */
+static int poll_ranks(int *first_failed)
 {
     int running = 0;
 
@@ -424,7 +428,6 @@ static int poll_ranks(bool stopping, int *first_failed)
             continue;
         }
         rp->done = true;
-        rp->killed = stopping;
         if (si.si_code == CLD_EXITED)
             rp->status = (si.si_status & 0xff) << 8;
         else
@@ -588,7 +591,7 @@ int main(int argc, char **argv)
         double wake;
         int sig;
 
-        running = poll_ranks(stopping, &first_failed);
+        running = poll_ranks(&first_failed);
         if (!running)
             break;
         if (!stopping && first_failed >= 0) {
@@ -607,7 +610,7 @@ int main(int argc, char **argv)
             wake = kill_at;
         sig = wait_signal(&set, wake);
         if (sig == 0 && !stopping && deadline >= 0 && now_sec() >= deadline) {
-            running = poll_ranks(stopping, &first_failed);
+            running = poll_ranks(&first_failed);
             if (!running || first_failed >= 0)
                 continue; /* ended on its own just in time */
             list_running(list, sizeof(list));
