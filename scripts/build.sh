@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Builds symcoll out of tree: ./autogen.sh when configure is missing or stale, configure
 # in $BUILD_DIR (default ./build) with the given arguments, make. Shared by
 # scripts/quickstart.sh, scripts/check.sh and .ci/run.

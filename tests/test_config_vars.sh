@@ -68,7 +68,7 @@ report_unknown() {
     expect_subset "$3" "$4" "named in $1 but not $5" && return 0
     for n in $missing; do
         echo "    $n is in:"
-        grep -rln "\"[^\"]*$n[^A-Z0-9_]" "$2" | sed 's/^/        /'
+        grep -rln "\"[^\"]*${n}[^A-Z0-9_]" "$2" | sed 's/^/        /'
     done
 }
 # 1. the library
