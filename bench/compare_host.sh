@@ -10,11 +10,15 @@ set -u
 
 usage() {
     cat <<EOF
-usage: $0 [--intra] [--inter] [--runs K] [-b MIN] [-e MAX] [-r REPEATS] [--out DIR] [--no-record]
+usage: $0 [--intra] [--inter] [--runs K] [-b MIN] [-e MAX] [-r REPEATS] [--bind core|none]
+          [--out DIR] [--no-record]
   --intra / --inter  which comparison (default: both)
   --runs K           alternate symcoll and Open MPI K times; medians are reported (default 3)
   -b, -e             size range (default 8 .. 32M, doubling)
   -r REPEATS         repeats inside each run (symcoll_perf -r; default 5)
+  --bind core|none   core (default): rank i on core i mod nproc, for both sides (what
+                     mpirun does by default for 2 ranks); none: the scheduler places them
+                     (on a busy 2-core machine it sometimes puts both ranks on one core)
   --out DIR          where the .md files go (default: bench/results in the source tree)
   --no-record        print the tables only
 Needs tools/symcoll_run, tools/symcoll_perf and bench/mpi_allreduce_peer in the current
@@ -24,6 +28,7 @@ EOF
 
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 do_intra=0 do_inter=0 runs=3 minb=8 maxb=32M repeats=5 outdir=$srcdir/bench/results record=1
+bind=core
 while [ $# -gt 0 ]; do
     case $1 in
     --intra) do_intra=1 ;;
@@ -32,6 +37,7 @@ while [ $# -gt 0 ]; do
     -b) minb=$2; shift ;;
     -e) maxb=$2; shift ;;
     -r) repeats=$2; shift ;;
+    --bind) bind=$2; shift ;;
     --out) outdir=$2; shift ;;
     --no-record) record=0 ;;
     -h|--help) usage; exit 0 ;;
@@ -53,7 +59,17 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/symcoll-compare.XXXXXX") || exit 2
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
 common="-d float64 -o sum -b $minb -e $maxb -r $repeats --csv"
-mpirun_base="mpirun --allow-run-as-root -np 2 --bind-to none"
+case $bind in
+core)
+    sym_bind="$srcdir/bench/bind_rank.sh"
+    mpirun_base="mpirun --allow-run-as-root -np 2 --bind-to core"
+    ;;
+none)
+    sym_bind=
+    mpirun_base="mpirun --allow-run-as-root -np 2 --bind-to none"
+    ;;
+*) usage >&2; exit 2 ;;
+esac
 status=0
 
 # compare NAME TITLE SYMCOLL_CMD MPI_CMD TARGET_RULE
@@ -87,6 +103,8 @@ compare() {
         echo "symcoll commit: $(git -C "$srcdir" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
              "$(git -C "$srcdir" diff --quiet HEAD 2>/dev/null || echo '(with local changes)');" \
              "$(mpirun --version 2>/dev/null | head -1)."
+        echo
+        echo "Placement: --bind $bind (see bench/compare_host.sh --help)."
         echo
         echo "Each side ran $runs times, alternating (symcoll, Open MPI, symcoll, ...). In each run a"
         echo "size is timed as the median over $repeats repeats of the mean time per call (max over"
@@ -162,13 +180,13 @@ EOF
 
 if [ $do_intra = 1 ]; then
     compare host-intra-node "Host all-reduce inside a node: symcoll vs Open MPI (shared memory)" \
-        "tools/symcoll_run -n 2 -t 600 tools/symcoll_perf -m host $common" \
+        "tools/symcoll_run -n 2 -t 600 $sym_bind tools/symcoll_perf -m host $common" \
         "$mpirun_base --mca pml ob1 --mca btl self,vader bench/mpi_allreduce_peer $common" \
         intra
 fi
 if [ $do_inter = 1 ]; then
     compare host-inter-node "Host all-reduce across 2 simulated nodes: symcoll over UCX vs Open MPI over TCP loopback" \
-        "tools/symcoll_run -n 2 --nodes 2 -t 600 tools/symcoll_perf -m host $common" \
+        "tools/symcoll_run -n 2 --nodes 2 -t 600 $sym_bind tools/symcoll_perf -m host $common" \
         "$mpirun_base --mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo bench/mpi_allreduce_peer $common" \
         inter
 fi
