@@ -1,1 +1,14 @@
-# tests of the cuda layer
+# tests of the cuda layer: GPU tests (exit 77, skipped, without a GPU). They link the
+# static CUDA runtime like the library does, so they build and skip on machines
+# without a driver.
+if HAVE_CUDA
+if HAVE_CHECK
+CUDA_TESTS = tests/test_cuda
+check_PROGRAMS += $(CUDA_TESTS)
+TESTS += $(CUDA_TESTS)
+tests_test_cuda_SOURCES = tests/test_cuda.c
+tests_test_cuda_CPPFLAGS = $(TEST_CPPFLAGS) $(CUDA_CPPFLAGS)
+tests_test_cuda_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) $(CUDA_LIBS) -lm
+endif
+endif
+EXTRA_DIST += scripts/gpu-check.sh

@@ -30,6 +30,11 @@ typedef struct perf_backend {
     int (*timer_stop)(void *ctx, double *seconds_p); /* waits for the work started since */
     const char *(*strerror)(void *ctx, int rc);
     void (*abort)(void *ctx); /* after a failure: make peers fail fast (may be NULL) */
+    /* Optional: @a iters out-of-place calls, sendbuf in[it & 1], as one unit (a CUDA
+     * front-end captures them into a graph once and replays it). NULL: the engine loops
+     * over allreduce. The engine calls it for the warm-up too, before any timing. */
+    int (*allreduce_loop)(void *ctx, void *const in[2], void *recvbuf, size_t count,
+                          symcoll_dtype_t dtype, symcoll_op_t op, long iters);
     /* name of the algorithm that serves @a bytes (may be NULL: opts.algo is printed) */
     const char *(*algo_name)(void *ctx, size_t bytes);
 } perf_backend_t;

@@ -33,6 +33,14 @@ typedef struct sp_ctx {
 #ifdef HAVE_CUDA
     cudaStream_t stream;
     cudaEvent_t ev_start, ev_stop;
+    int graph;              /* -G: time replays of a graph of ITERS captured calls */
+    cudaGraphExec_t gexec;  /* the graph of the last (buffers, count, type, op, iters) */
+    struct {
+        void *in0, *in1, *out;
+        size_t count;
+        int dtype, op;
+        long iters;
+    } gkey;
 #endif
 } sp_ctx_t;
 
@@ -142,6 +150,58 @@ static int sp_allreduce(void *ctx, const void *sendbuf, void *recvbuf, size_t co
     sp_ctx_t *c = ctx;
     return symcoll_allreduce(sendbuf, recvbuf, count, dtype, op, c->comm, sp_stream(c));
 }
+
+#ifdef HAVE_CUDA
+/* -G: the ITERS calls of one timing are captured into a CUDA graph once (after one eager
+ * call, which sizes the library's staging: growth is refused under capture) and every
+ * timing replays it; per-call time = replay time / ITERS, as nccl-tests -G measures. */
+static int sp_allreduce_loop(void *ctx, void *const in[2], void *recvbuf, size_t count,
+                             symcoll_dtype_t dtype, symcoll_op_t op, long iters)
+{
+    sp_ctx_t *c = ctx;
+    cudaGraph_t g;
+    cudaError_t e;
+    int rc;
+
+    if (!c->gexec || c->gkey.in0 != in[0] || c->gkey.in1 != in[1] || c->gkey.out != recvbuf ||
+        c->gkey.count != count || c->gkey.dtype != (int)dtype || c->gkey.op != (int)op ||
+        c->gkey.iters != iters) {
+        if (c->gexec) {
+            cudaGraphExecDestroy(c->gexec);
+            c->gexec = NULL;
+        }
+        rc = symcoll_allreduce(in[0], recvbuf, count, dtype, op, c->comm, c->stream);
+        if (rc)
+            return rc;
+        if ((e = cudaStreamSynchronize(c->stream)) != cudaSuccess ||
+            (e = cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal)) != cudaSuccess)
+            return PERF_CUDA_RC + (int)e;
+        for (long it = 0; it < iters; it++) {
+            rc = symcoll_allreduce(in[it & 1], recvbuf, count, dtype, op, c->comm, c->stream);
+            if (rc) {
+                if (cudaStreamEndCapture(c->stream, &g) == cudaSuccess)
+                    cudaGraphDestroy(g);
+                return rc;
+            }
+        }
+        if ((e = cudaStreamEndCapture(c->stream, &g)) != cudaSuccess)
+            return PERF_CUDA_RC + (int)e;
+        e = cudaGraphInstantiate(&c->gexec, g, 0);
+        cudaGraphDestroy(g);
+        if (e != cudaSuccess)
+            return PERF_CUDA_RC + (int)e;
+        c->gkey.in0 = in[0];
+        c->gkey.in1 = in[1];
+        c->gkey.out = recvbuf;
+        c->gkey.count = count;
+        c->gkey.dtype = (int)dtype;
+        c->gkey.op = (int)op;
+        c->gkey.iters = iters;
+    }
+    e = cudaGraphLaunch(c->gexec, c->stream);
+    return e == cudaSuccess ? 0 : PERF_CUDA_RC + (int)e;
+}
+#endif
 
 /* The library has no barrier: an all-reduce of one word is one, since no rank can
  * leave it before every rank has entered. */
@@ -272,6 +332,13 @@ static int sp_handle_opt(int opt, const char *arg, void *ctx)
     case 'P':
         c->pool = 1;
         return 0;
+    case 'G':
+#ifdef HAVE_CUDA
+        c->graph = 1;
+        return 0;
+#else
+        return -1;
+#endif
     default: return -1;
     }
 }
@@ -315,20 +382,23 @@ int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"pool", no_argument, NULL, 'P'},
+        {"graph", no_argument, NULL, 'G'},
         {"mem", required_argument, NULL, 'm'},
         {"algo", required_argument, NULL, 'a'},
         {NULL, 0, NULL, 0},
     };
     sp_ctx_t c = {.mem = SYMCOLL_MEM_HOST, .mem_name = "host", .algo = "auto"};
     perf_extra_opts_t extra = {
-        .shortopts = "m:a:",
+        .shortopts = "m:a:PG",
         .longopts = longopts,
         .handle = sp_handle_opt,
         .ctx = &c,
         .usage = "  -m MEM        host or cuda: where the buffers live (default host)\n"
                  "  -a ALGO       force an algorithm (sets SYMCOLL_ALGO before the\n"
                  "                communicator is created; default auto, the library chooses)\n"
-                 "  --pool        use buffers from symcoll_mem_alloc (no staging copy)\n"
+                 "  -P, --pool    use buffers from symcoll_mem_alloc (no staging copy)\n"
+                 "  -G, --graph   CUDA: capture the ITERS calls of a timing into a CUDA graph\n"
+                 "                and time its replays (out of place only)\n"
                  "The algo column is the library's choice for that size, from its decision\n"
                  "table (symcoll_comm_print_decisions); '~' marks a size between two rows.\n",
     };
@@ -385,13 +455,26 @@ int main(int argc, char **argv)
     be.strerror = sp_strerror;
     be.abort = sp_abort;
     be.algo_name = sp_algo_name;
+#ifdef HAVE_CUDA
+    if (c.graph) {
+        if (c.mem != SYMCOLL_MEM_CUDA) {
+            fprintf(stderr, "symcoll_perf: -G needs -m cuda\n");
+            return 2;
+        }
+        be.allreduce_loop = sp_allreduce_loop;
+    }
+#endif
 
     /* the header shows what was asked (auto or forced), the rows what the library picks */
     sp_load_decisions(&c);
     opts.algo = c.algo;
-    snprintf(banner, sizeof(banner), "symcoll_perf: symcoll %s, memory %s, %s buffers",
+    snprintf(banner, sizeof(banner), "symcoll_perf: symcoll %s, memory %s, %s buffers%s",
              symcoll_version_string(), c.mem_name,
-             c.pool ? "pool (symcoll_mem_alloc)" : "plain");
+             c.pool ? "pool (symcoll_mem_alloc)" : "plain",
+#ifdef HAVE_CUDA
+             c.graph ? ", CUDA graph" :
+#endif
+             "");
     opts.banner = banner;
 
     rc = perf_run(&opts, &be);
@@ -404,6 +487,8 @@ int main(int argc, char **argv)
     }
 #ifdef HAVE_CUDA
     if (c.mem == SYMCOLL_MEM_CUDA) {
+        if (c.gexec)
+            cudaGraphExecDestroy(c.gexec);
         cudaEventDestroy(c.ev_start);
         cudaEventDestroy(c.ev_stop);
         cudaStreamDestroy(c.stream);

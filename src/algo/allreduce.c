@@ -7,6 +7,9 @@
 
 #include "algo/host.h"
 #include "algo/net.h"
+#ifdef HAVE_CUDA
+#include "algo/cuda_algo.h"
+#endif
 #include "topo/topo.h"
 
 /* Defined by the CUDA layer when it is built (cudaPointerGetAttributes); weak, so that
@@ -102,6 +105,9 @@ void algo_pool_release(pool_t *pool)
         algo_host_release(pool);
         algo_net_pool_release(pool);
         break;
+#ifdef HAVE_CUDA
+    case SYMCOLL_MEM_CUDA: algo_cuda_release(pool); break;
+#endif
     default: break;
     }
 }
@@ -127,9 +133,12 @@ symcoll_status_t algo_allreduce(comm_t *comm, pool_t *pool, symcoll_mem_type_t m
         }
     }
     if (mem_type != SYMCOLL_MEM_HOST) {
-        /* issue 4: the CUDA layer's entry goes here */
+#ifdef HAVE_CUDA
+        return algo_cuda_allreduce(comm, pool, sendbuf, recvbuf, count, dtype, op, stream);
+#else
         log_error("symcoll_allreduce: CUDA memory is not supported by this build");
         return SYMCOLL_ERR_UNSUPPORTED;
+#endif
     }
     if (comm->topo->nnodes > 1) {
         return algo_net_allreduce(comm, pool, sendbuf, recvbuf, count, dtype, op);

@@ -7,6 +7,9 @@
 
 #include "bootstrap/bootstrap.h"
 #include "topo/topo.h"
+#ifdef HAVE_CUDA
+#include "cuda/cuda.h"
+#endif
 
 /* ---- registry of live communicators ------------------------------------- */
 
@@ -279,6 +282,9 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_abort(symcoll_comm_h comm)
     if (!core_comm_is_valid(comm))
         return SYMCOLL_ERR_INVALID_PARAM;
     atomic_store(&comm->aborted, 1);
+#ifdef HAVE_CUDA
+    cuda_abort_notify(comm); /* kernels poll a host-mapped word, not comm->aborted */
+#endif
     log_warn("communicator aborted");
     return SYMCOLL_OK;
 }

@@ -1,1 +1,33 @@
-# cuda: CUDA glue and kernels (built with nvcc when configure finds CUDA)
+# cuda: CUDA glue and kernels (built with nvcc when configure finds CUDA). libtool does
+# not know nvcc: scripts/nvcc-lt.sh compiles each .cu into the PIC and non-PIC objects
+# and writes the .lo file that libtool links like any other object.
+noinst_HEADERS += src/cuda/cuda.h src/cuda/kernels.h src/algo/cuda_algo.h
+EXTRA_DIST += src/cuda/allreduce.cu scripts/nvcc-lt.sh
+
+if HAVE_CUDA
+libsymcoll_core_la_SOURCES += \
+	src/cuda/cuda.c \
+	src/pool/pool_cuda.c \
+	src/algo/cuda_allreduce.c
+CUDA_KERNEL_LOS = src/cuda/allreduce.lo
+libsymcoll_core_la_LIBADD += $(CUDA_KERNEL_LOS)
+EXTRA_libsymcoll_core_la_DEPENDENCIES = $(CUDA_KERNEL_LOS)
+
+# sm_90 machine code plus PTX for later GPUs; -Xptxas -v reports registers and spills
+NVCC_ALL_FLAGS = -std=c++17 -O3 \
+	-gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
+	-Xptxas -v -Xcompiler -fvisibility=hidden -Xcompiler -Wall \
+	-I$(top_srcdir)/include -I$(top_srcdir)/src -I$(top_builddir) $(NVCC_FLAGS)
+
+src/cuda/allreduce.lo: $(top_srcdir)/src/cuda/allreduce.cu $(top_srcdir)/src/cuda/kernels.h \
+		$(top_srcdir)/include/symcoll.h $(top_srcdir)/scripts/nvcc-lt.sh
+	$(AM_V_GEN)$(SHELL) $(top_srcdir)/scripts/nvcc-lt.sh '$(NVCC)' $@ \
+		$(top_srcdir)/src/cuda/allreduce.cu $(NVCC_ALL_FLAGS) >src/cuda/allreduce.ptxas.log 2>&1 \
+		|| { cat src/cuda/allreduce.ptxas.log; exit 1; }
+	@if grep -E '[1-9][0-9]* bytes spill (stores|loads)' src/cuda/allreduce.ptxas.log >/dev/null; then \
+		echo "nvcc: register spills in allreduce.cu (details in src/cuda/allreduce.ptxas.log):"; \
+		grep -c -E '[1-9][0-9]* bytes spill stores' src/cuda/allreduce.ptxas.log; fi
+
+CLEANFILES += src/cuda/allreduce.lo src/cuda/allreduce.o src/cuda/.libs/allreduce.o \
+	src/cuda/allreduce.ptxas.log
+endif

@@ -15,6 +15,9 @@
 #ifdef HAVE_HWLOC
 #include <hwloc.h>
 #endif
+#ifdef HAVE_CUDA
+#include "cuda/cuda.h"
+#endif
 
 /* ---- PCI bus ids --------------------------------------------------------- */
 
@@ -168,7 +171,19 @@ void topo_gpu_local_facts(int cuda_device, topo_rank_info_t *me)
     me->gpu_uuid[0] = 0;
     me->gpu_name[0] = 0;
     me->gpu_numa_node = -1;
+#ifdef HAVE_CUDA
+    {
+        int ord;
+        if (!cuda_device_identity(cuda_device, &ord, me->pci_bus_id, sizeof(me->pci_bus_id),
+                                  me->gpu_uuid, sizeof(me->gpu_uuid), me->gpu_name,
+                                  sizeof(me->gpu_name))) {
+            me->cuda_device = ord;
+            me->gpu_numa_node = topo_pci_numa_node(me->pci_bus_id);
+        }
+    }
+#else
     (void)cuda_device;
+#endif
 }
 
 void topo_gpu_link(const topo_rank_info_t *me, const topo_rank_info_t *peer,
@@ -186,6 +201,19 @@ void topo_gpu_link(const topo_rank_info_t *me, const topo_rank_info_t *peer,
         out->flags = TOPO_LINK_F_P2P;
         return;
     }
+#ifdef HAVE_CUDA
+    {
+        int access = 0, atomic = 0, rank = -1;
+        if (!cuda_p2p_attributes(me->pci_bus_id, peer->pci_bus_id, &access, &atomic, &rank)) {
+            out->flags |= TOPO_LINK_F_CUDA;
+            if (access)
+                out->flags |= TOPO_LINK_F_P2P;
+            if (atomic)
+                out->flags |= TOPO_LINK_F_ATOMIC;
+            out->perf_rank = (int8_t)rank;
+        }
+    }
+#endif
     nvml_link(me->pci_bus_id, peer->pci_bus_id, out);
     if (!(out->flags & TOPO_LINK_F_P2P))
         out->link = TOPO_LINK_NONE;

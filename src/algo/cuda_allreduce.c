@@ -1,0 +1,284 @@
+/* CUDA all-reduce inside a node: picks one-shot or two-shot, keeps the staging space in
+ * the CUDA pool, fills the kernel arguments and launches on the caller's stream. */
+/*
+ * Staging: one-shot uses 2 parities x n sources x slot bytes, allocated once (slot from
+ * SYMCOLL_CUDA_ONESHOT_MAX); two-shot (n-1) input slices plus a full-size results area,
+ * allocated at the largest size seen. A larger size makes the staging grow: the stream
+ * is synchronised first (the old space may still be in use by this rank's kernels; the
+ * peers' uses of it ended before this rank's kernels did), then the old space is freed
+ * and a new one allocated collectively. Every rank reaches the same decision from the
+ * same arguments. Under stream capture no staging may grow: the call fails with
+ * SYMCOLL_ERR_IN_PROGRESS and says to warm up.
+ */
+#include "algo/cuda_algo.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "cuda/cuda.h"
+#include "cuda/kernels.h"
+
+/* pool_cuda.c; named here so that static links of the library always carry it */
+extern const pool_backend_t pool_cuda_backend;
+#include "bootstrap/bootstrap.h"
+#include "topo/topo.h"
+
+typedef struct cuda_algo_state {
+    cuda_words_t words;
+    int me, n;
+    int device;
+    int nb[CUDA_AR_NALGOS];        /* fixed grid of each kernel */
+    bool has_stage[CUDA_AR_NALGOS];
+    size_t stage_off[CUDA_AR_NALGOS];
+    size_t stage_slot[CUDA_AR_NALGOS];
+    size_t stage_out;              /* two-shot: offset of the results area */
+    size_t last_bytes;             /* selector cache */
+    int last_algo;
+} cuda_algo_state_t;
+
+static void state_free(void *p)
+{
+    cuda_algo_state_t *st = p;
+    if (!st)
+        return;
+    cuda_words_destroy(NULL, &st->words);
+    free(st);
+}
+
+static symcoll_status_t state_get(pool_t *pool, cuda_algo_state_t **st_p)
+{
+    void **slot = pool_algo_state(pool);
+    cuda_algo_state_t *st = *slot;
+    comm_t *comm = pool_comm(pool);
+    symcoll_status_t status;
+    int sms = 0;
+    cudaError_t err;
+
+    if (st) {
+        *st_p = st;
+        return SYMCOLL_OK;
+    }
+    st = calloc(1, sizeof(*st));
+    if (!st)
+        return SYMCOLL_ERR_NO_MEMORY;
+    st->me = pool_local_rank(pool);
+    st->n = pool_local_size(pool);
+    st->last_algo = -1;
+    status = cuda_comm_device(comm, &st->device);
+    if (status != SYMCOLL_OK)
+        goto err_free;
+    err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, st->device);
+    if (err != cudaSuccess) {
+        status = cuda_rt_error(err, "cudaDeviceGetAttribute");
+        goto err_free;
+    }
+    /* every rank must use the same grids: take the smallest SM count of the node */
+    {
+        int *all = calloc((size_t)comm->nranks, sizeof(int));
+        if (!all) {
+            status = SYMCOLL_ERR_NO_MEMORY;
+            goto err_free;
+        }
+        status = bootstrap_allgather(comm->bootstrap, &sms, all, sizeof(int));
+        for (int r = 0; status == SYMCOLL_OK && r < comm->nranks; r++)
+            if (all[r] < sms)
+                sms = all[r];
+        free(all);
+        if (status != SYMCOLL_OK)
+            goto err_free;
+    }
+    if (comm->config.cuda_nblocks > 0) {
+        st->nb[CUDA_AR_ONESHOT] = st->nb[CUDA_AR_TWOSHOT] =
+            (int)(comm->config.cuda_nblocks < CUDA_AR_MAX_BLOCKS ? comm->config.cuda_nblocks
+                                                                 : CUDA_AR_MAX_BLOCKS);
+    } else {
+        /* one-shot: enough blocks to keep a few hundred KB in flight, few enough that
+         * the per-block barriers stay cheap; two-shot: one block per SM */
+        st->nb[CUDA_AR_ONESHOT] = sms < 32 ? sms : 32;
+        st->nb[CUDA_AR_TWOSHOT] = sms < CUDA_AR_MAX_BLOCKS ? sms : CUDA_AR_MAX_BLOCKS;
+    }
+    status = cuda_words_create(comm, &st->words);
+    if (status != SYMCOLL_OK)
+        goto err_free;
+    *slot = st;
+    pool_set_algo_state_free(pool, state_free);
+    *st_p = st;
+    return SYMCOLL_OK;
+
+err_free:
+    free(st);
+    return status;
+}
+
+static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+/* Make sure the staging of algo holds a message of bytes bytes. */
+static symcoll_status_t stage_ensure(pool_t *pool, cuda_algo_state_t *st, int algo,
+                                     size_t bytes, void *stream)
+{
+    comm_t *comm = pool_comm(pool);
+    size_t slot, out = 0, size;
+    symcoll_status_t status;
+    cudaError_t err;
+
+    if (algo == CUDA_AR_ONESHOT) {
+        size_t want = bytes > comm->config.cuda_oneshot_max ? bytes : comm->config.cuda_oneshot_max;
+        slot = round_up(want + 16, POOL_ALIGN);
+        size = 2 * (size_t)st->n * slot;
+    } else {
+        size_t nvec = bytes / 16 + 1;
+        slot = round_up((nvec + st->n - 1) / st->n * 16 + 16, POOL_ALIGN);
+        out = (size_t)(st->n - 1) * slot;
+        size = out + round_up(bytes + 16, POOL_ALIGN);
+    }
+    if (st->has_stage[algo] && st->stage_slot[algo] >= slot &&
+        (algo == CUDA_AR_ONESHOT || st->stage_out >= out))
+        return SYMCOLL_OK;
+
+    status = cuda_check_not_capturing(stream, "symcoll_allreduce");
+    if (status != SYMCOLL_OK)
+        return status;
+    if (st->has_stage[algo]) {
+        err = cudaStreamSynchronize((cudaStream_t)stream);
+        if (err != cudaSuccess)
+            return cuda_rt_error(err, "cudaStreamSynchronize");
+        pool_free(pool, st->stage_off[algo]);
+        st->has_stage[algo] = false;
+    }
+    if (algo == CUDA_AR_TWOSHOT) {
+        /* grow by half again so that a slowly rising size does not re-stage every call */
+        slot = round_up(slot + slot / 2, POOL_ALIGN);
+        out = (size_t)(st->n - 1) * slot;
+        size = out + round_up((bytes + bytes / 2) + 16, POOL_ALIGN);
+    }
+    status = pool_alloc(pool, size, POOL_ALLOC_STAGING, &st->stage_off[algo]);
+    if (status != SYMCOLL_OK)
+        return status;
+    st->has_stage[algo] = true;
+    st->stage_slot[algo] = slot;
+    if (algo == CUDA_AR_TWOSHOT)
+        st->stage_out = out;
+    log_debug("CUDA %s staging: %zu bytes at pool offset %zu", algo ? "two-shot" : "one-shot",
+              size, st->stage_off[algo]);
+    return SYMCOLL_OK;
+}
+
+void algo_cuda_release(pool_t *pool)
+{
+    cuda_algo_state_t *st = *pool_algo_state(pool);
+    if (!st)
+        return;
+    cudaDeviceSynchronize();
+    for (int a = 0; a < CUDA_AR_NALGOS; a++) {
+        if (st->has_stage[a])
+            pool_free(pool, st->stage_off[a]);
+        st->has_stage[a] = false;
+    }
+}
+
+static int choose(comm_t *comm, cuda_algo_state_t *st, size_t bytes)
+{
+    topo_decision_t d;
+    if (st->last_algo >= 0 && st->last_bytes == bytes)
+        return st->last_algo;
+    topo_choose(comm->topo, SYMCOLL_MEM_CUDA, bytes, &d);
+    st->last_bytes = bytes;
+    switch (d.algo) {
+    case TOPO_ALGO_ONESHOT: st->last_algo = CUDA_AR_ONESHOT; break;
+    case TOPO_ALGO_TWOSHOT: st->last_algo = CUDA_AR_TWOSHOT; break;
+    default:
+        log_error("symcoll_allreduce: no CUDA algorithm for %zu bytes: %s (%s)", bytes,
+                  topo_algo_name(d.algo), d.reason);
+        st->last_algo = -1;
+        return -1;
+    }
+    log_debug("CUDA all-reduce of %zu bytes: %s (%s)", bytes, topo_algo_name(d.algo), d.reason);
+    return st->last_algo;
+}
+
+symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, const void *sendbuf,
+                                     void *recvbuf, size_t count, symcoll_dtype_t dtype,
+                                     symcoll_op_t op, void *stream)
+{
+    const size_t esize = symcoll_dtype_size(dtype), bytes = count * esize;
+    cuda_algo_state_t *st = NULL;
+    cuda_ar_args_t a;
+    symcoll_status_t status;
+    size_t off;
+    int algo, prev = -1;
+    cudaError_t err;
+
+    if (((uintptr_t)sendbuf | (uintptr_t)recvbuf) % esize) {
+        log_error("symcoll_allreduce: CUDA buffers must be aligned to the element size (%zu)",
+                  esize);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    if (!pool) {
+        /* one rank: the result is the input */
+        if (sendbuf == recvbuf)
+            return SYMCOLL_OK;
+        err = cudaMemcpyAsync(recvbuf, sendbuf, bytes, cudaMemcpyDeviceToDevice,
+                              (cudaStream_t)stream);
+        return err == cudaSuccess ? SYMCOLL_OK : cuda_rt_error(err, "cudaMemcpyAsync");
+    }
+    if (pool_backend(pool) != &pool_cuda_backend) {
+        log_error("symcoll_allreduce: internal error: CUDA buffers but not the CUDA pool");
+        return SYMCOLL_ERR_INTERNAL;
+    }
+    if (pool_local_size(pool) != comm->nranks || comm->nranks > CUDA_AR_MAX_RANKS) {
+        log_error("symcoll_allreduce: CUDA memory across nodes or on more than %d GPUs is not "
+                  "supported yet", CUDA_AR_MAX_RANKS);
+        return SYMCOLL_ERR_UNSUPPORTED;
+    }
+    status = state_get(pool, &st);
+    if (status != SYMCOLL_OK)
+        return status;
+    if (st->words.host[1] != CUDA_KERR_NONE) {
+        status = st->words.host[1] == CUDA_KERR_ABORTED ? SYMCOLL_ERR_ABORTED
+                                                        : SYMCOLL_ERR_TIMED_OUT;
+        log_error("symcoll_allreduce: an earlier CUDA all-reduce gave up (%s); the "
+                  "communicator can only be destroyed", symcoll_status_string(status));
+        return status;
+    }
+    algo = choose(comm, st, bytes);
+    if (algo < 0)
+        return SYMCOLL_ERR_UNSUPPORTED;
+    status = stage_ensure(pool, st, algo, bytes, stream);
+    if (status != SYMCOLL_OK)
+        return status;
+
+    memset(&a, 0, sizeof(a));
+    a.send = sendbuf;
+    a.recv = recvbuf;
+    a.count = count;
+    a.dtype = (int)dtype;
+    a.op = (int)op;
+    a.rank = st->me;
+    a.nranks = st->n;
+    a.algo = algo;
+    a.nblocks = st->nb[algo];
+    a.stage_slot = st->stage_slot[algo];
+    a.stage_out = st->stage_out;
+    for (int p = 0; p < st->n; p++) {
+        a.stage[p] = pool_peer_addr(pool, p, st->stage_off[algo]);
+        a.pool_base[p] = pool_peer_addr(pool, p, 0);
+        a.pad[p] = pool_signal_pad(pool, p);
+    }
+    a.recv_info = pool_lookup(pool, recvbuf, bytes, &off) ? (uint64_t)off + 1 : 0;
+    a.abort_word = st->words.dev;
+    a.err_word = st->words.dev + 1;
+    a.timeout_ns = (unsigned long long)(comm->timeout_sec * 1e9);
+
+    if (cudaGetDevice(&prev) == cudaSuccess && prev != st->device)
+        cudaSetDevice(st->device);
+    else
+        prev = -1;
+    err = (cudaError_t)cuda_ar_launch(&a, stream);
+    if (prev >= 0)
+        cudaSetDevice(prev);
+    if (err != cudaSuccess)
+        return cuda_rt_error(err, "all-reduce kernel launch");
+    return SYMCOLL_OK;
+}

@@ -1,0 +1,493 @@
+/* All-reduce kernels for the GPUs of one node that map each other's pool (CUDA VMM),
+ * behind the C entry point cuda_ar_launch(). */
+/*
+ * Both algorithms move data with 16-byte accesses; a buffer that is not 16-byte aligned
+ * is read or written element by element, and the last count % (16 / size) elements go
+ * through block 0 one element per thread. Staging positions depend on the element index
+ * only, never on which path a rank took, so ranks with differently aligned buffers agree.
+ * Every rank reduces its sources in rank order, in float32 for the half types, so every
+ * rank gets the same bits.
+ *
+ * One-shot (small messages; grid fixed for the life of the pool):
+ *   1. every rank pushes its input into every peer's staging, slot [parity][own rank];
+ *   2. start barrier of block b with epoch e (parity = e & 1);
+ *   3. every rank reduces all sources from its own memory and writes its output.
+ *   No end barrier: a rank pushes into a parity only after passing the barrier of the
+ *   call before, which its peer reached after finishing every read of the call before
+ *   that one (stream order), the previous user of that parity.
+ *
+ * Two-shot (large messages; grid fixed too):
+ *   1. push slice p of the input into peer p's staging (slot of the own rank);
+ *   2. start barrier; each rank also publishes where its output lies in the pool;
+ *   3. reduce the own slice (own input, staging) and store the result into the own
+ *      output and into every peer's output (if in the pool) or its staging results area;
+ *   4. end barrier;
+ *   5. a rank whose output is not in the pool copies the peers' slices from staging.
+ *   With a fixed grid, block b always handles the same staging positions, so the end
+ *   barrier of the previous call already orders a push after the peer's last read.
+ *
+ * Barriers: per block, one uint32 flag per (algorithm, slot, block, source) in the
+ * receiver's signal pad, written with st.release.sys after a system fence, read with
+ * ld.acquire.sys, compared wrap-safely against an epoch counted in device memory and
+ * never reset (CUDA graph replays advance it like eager calls). A waiting thread reads
+ * the host-mapped abort word and the global timer every 4096 spins and gives up, leaving
+ * the reason in the host-mapped error word.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "symcoll.h"
+#include "cuda/kernels.h"
+
+namespace {
+
+constexpr int MAXR = CUDA_AR_MAX_RANKS;
+
+/* ---- element traits: accumulator type and the operators ------------------------- */
+
+template <typename T> struct Tr {
+    /* integers: accumulate in 64 bits, sum and product in unsigned arithmetic (wraps like
+     * the element type would) */
+    typedef typename std::conditional<std::is_signed<T>::value, long long,
+                                      unsigned long long>::type A;
+    __device__ static A in(T x) { return (A)x; }
+    __device__ static T out(A x) { return (T)x; }
+    __device__ static A sum(A a, A b) { return (A)((unsigned long long)a + (unsigned long long)b); }
+    __device__ static A prod(A a, A b) { return (A)((unsigned long long)a * (unsigned long long)b); }
+    __device__ static A mn(A a, A b) { return b < a ? b : a; }
+    __device__ static A mx(A a, A b) { return a < b ? b : a; }
+    __device__ static A div(A a, int n) { return a / (A)n; }
+};
+template <typename F> struct TrF {
+    typedef F A;
+    __device__ static A sum(A a, A b) { return a + b; }
+    __device__ static A prod(A a, A b) { return a * b; }
+    __device__ static A mn(A a, A b) { return b < a ? b : a; }
+    __device__ static A mx(A a, A b) { return a < b ? b : a; }
+    __device__ static A div(A a, int n) { return a / (A)n; }
+};
+template <> struct Tr<float> : TrF<float> {
+    __device__ static float in(float x) { return x; }
+    __device__ static float out(float x) { return x; }
+};
+template <> struct Tr<double> : TrF<double> {
+    __device__ static double in(double x) { return x; }
+    __device__ static double out(double x) { return x; }
+};
+template <> struct Tr<__half> : TrF<float> {
+    __device__ static float in(__half x) { return __half2float(x); }
+    __device__ static __half out(float x) { return __float2half_rn(x); }
+};
+template <> struct Tr<__nv_bfloat16> : TrF<float> {
+    __device__ static float in(__nv_bfloat16 x) { return __bfloat162float(x); }
+    __device__ static __nv_bfloat16 out(float x) { return __float2bfloat16_rn(x); }
+};
+
+template <typename T, int OP>
+__device__ __forceinline__ typename Tr<T>::A apply(typename Tr<T>::A a, typename Tr<T>::A b)
+{
+    if (OP == SYMCOLL_SUM || OP == SYMCOLL_AVG)
+        return Tr<T>::sum(a, b);
+    if (OP == SYMCOLL_PROD)
+        return Tr<T>::prod(a, b);
+    if (OP == SYMCOLL_MIN)
+        return Tr<T>::mn(a, b);
+    return Tr<T>::mx(a, b);
+}
+
+/* reduce element k of n source vectors, rank order */
+template <typename T, int OP>
+__device__ __forceinline__ T reduce_elem(const T *const *src, int n)
+{
+    typename Tr<T>::A acc = Tr<T>::in(*src[0]);
+#pragma unroll
+    for (int q = 1; q < MAXR; q++)
+        if (q < n)
+            acc = apply<T, OP>(acc, Tr<T>::in(*src[q]));
+    if (OP == SYMCOLL_AVG)
+        acc = Tr<T>::div(acc, n);
+    return Tr<T>::out(acc);
+}
+
+template <typename T> union Vec {
+    uint4 u;
+    T e[16 / sizeof(T)];
+};
+
+template <typename T, int OP>
+__device__ __forceinline__ uint4 reduce_vec(const uint4 *v, int n)
+{
+    constexpr int V = 16 / sizeof(T);
+    Vec<T> out;
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+        const T *src[MAXR];
+#pragma unroll
+        for (int q = 0; q < MAXR; q++)
+            src[q] = &reinterpret_cast<const Vec<T> *>(&v[q])->e[k];
+        out.e[k] = reduce_elem<T, OP>(src, n);
+    }
+    return out.u;
+}
+
+/* ---- memory access -------------------------------------------------------------- */
+
+/* data written by other GPUs during the kernel: bypass L1 */
+__device__ __forceinline__ uint4 ld_cg(const char *p) { return __ldcg((const uint4 *)p); }
+__device__ __forceinline__ void st_v(char *p, uint4 v) { *(uint4 *)p = v; }
+
+template <typename T> __device__ __forceinline__ uint4 ld_any(const char *p, bool aligned)
+{
+    if (aligned)
+        return ld_cg(p);
+    Vec<T> v;
+#pragma unroll
+    for (int k = 0; k < 16 / (int)sizeof(T); k++)
+        v.e[k] = ((const T *)p)[k];
+    return v.u;
+}
+
+template <typename T> __device__ __forceinline__ void st_any(char *p, uint4 u, bool aligned)
+{
+    if (aligned) {
+        st_v(p, u);
+        return;
+    }
+    Vec<T> v;
+    v.u = u;
+#pragma unroll
+    for (int k = 0; k < 16 / (int)sizeof(T); k++)
+        ((T *)p)[k] = v.e[k];
+}
+
+__device__ __forceinline__ bool al16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+
+/* ---- barrier -------------------------------------------------------------------- */
+
+__device__ __forceinline__ void st_release_sys(uint32_t *p, uint32_t v)
+{
+    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ uint32_t ld_acquire_sys(const uint32_t *p)
+{
+    uint32_t v;
+    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ unsigned long long global_ns()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/* Block-wide barrier with the same block of every peer. Returns false if it gave up
+ * (abort or timeout); the caller then returns from the kernel. */
+__device__ __forceinline__ bool barrier(const cuda_ar_args_t &a, int algo, int slot, uint32_t e,
+                                     bool publish, int *s_fail)
+{
+    const int t = threadIdx.x, b = blockIdx.x;
+    __syncthreads();
+    if (t < a.nranks && t != a.rank) {
+        if (publish)
+            *(volatile uint64_t *)((uint64_t *)a.pad[t] + CUDA_PAD_INFO64(b, a.rank)) =
+                a.recv_info;
+        /* the release is cumulative: it covers every store of the block ordered before it
+         * by the __syncthreads above (PTX causality order), local and remote */
+        st_release_sys(a.pad[t] + CUDA_PAD_FLAG(algo, slot, b, a.rank), e);
+        const uint32_t *mine = a.pad[a.rank] + CUDA_PAD_FLAG(algo, slot, b, t);
+        unsigned spins = 0;
+        unsigned long long t0 = 0;
+        while ((int32_t)(ld_acquire_sys(mine) - e) < 0) {
+            if ((++spins & 4095) == 0) {
+                if (*a.abort_word) {
+                    *a.err_word = CUDA_KERR_ABORTED;
+                    *s_fail = 1;
+                    break;
+                }
+                unsigned long long now = global_ns();
+                if (!t0) {
+                    t0 = now;
+                } else if (now - t0 > a.timeout_ns) {
+                    *a.err_word = CUDA_KERR_TIMED_OUT;
+                    *s_fail = 1;
+                    break;
+                }
+            }
+        }
+    }
+    __syncthreads();
+    return !*s_fail;
+}
+
+/* epoch of this block for algo: counted in this rank's own pad, never reset */
+__device__ __forceinline__ uint32_t next_epoch(const cuda_ar_args_t &a, int algo,
+                                               uint32_t *s_e, int *s_fail)
+{
+    if (threadIdx.x == 0) {
+        uint32_t *c = a.pad[a.rank] + CUDA_PAD_COUNTER(algo, 0, blockIdx.x);
+        uint32_t e = *c + 1;
+        *c = e;
+        *s_e = e;
+        *s_fail = 0;
+    }
+    __syncthreads();
+    return *s_e;
+}
+
+/* ---- one-shot ------------------------------------------------------------------- */
+
+template <typename T, int OP>
+__device__ __forceinline__ void oneshot_reduce(const cuda_ar_args_t &a, const char *send,
+                                               char *recv, const char *mine, size_t i, bool sal,
+                                               bool ral)
+{
+    uint4 v[MAXR];
+#pragma unroll
+    for (int q = 0; q < MAXR; q++)
+        if (q < a.nranks)
+            v[q] = q == a.rank ? ld_any<T>(send + i * 16, sal) : ld_cg(mine + q * a.stage_slot + i * 16);
+    st_any<T>(recv + i * 16, reduce_vec<T, OP>(v, a.nranks), ral);
+}
+
+template <typename T, int OP>
+__global__ void __launch_bounds__(CUDA_AR_THREADS, 1) k_oneshot(const cuda_ar_args_t a)
+{
+    constexpr int V = 16 / sizeof(T);
+    __shared__ uint32_t s_e;
+    __shared__ int s_fail;
+    const int n = a.nranks, r = a.rank, t = threadIdx.x;
+    const size_t nvec = a.count / V;
+    const int tail = (int)(a.count - nvec * V);
+    const char *send = (const char *)a.send;
+    char *recv = (char *)a.recv;
+    const bool sal = al16(send), ral = al16(recv);
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    const size_t i0 = (size_t)blockIdx.x * blockDim.x + t;
+    /* the first input vector is loaded while thread 0 reads the epoch */
+    const uint4 first = i0 < nvec ? ld_any<T>(send + i0 * 16, sal) : make_uint4(0, 0, 0, 0);
+    const uint32_t e = next_epoch(a, CUDA_AR_ONESHOT, &s_e, &s_fail);
+    const size_t par = (size_t)(e & 1) * n * a.stage_slot;
+    const size_t own = par + r * a.stage_slot;
+
+    if (i0 < nvec) {
+#pragma unroll
+        for (int p = 0; p < MAXR; p++)
+            if (p < n && p != r)
+                st_v(a.stage[p] + own + i0 * 16, first);
+    }
+    for (size_t i = i0 + stride; i < nvec; i += 2 * stride) {
+        const bool two = i + stride < nvec;
+        const uint4 v0 = ld_any<T>(send + i * 16, sal);
+        const uint4 v1 = two ? ld_any<T>(send + (i + stride) * 16, sal) : v0;
+#pragma unroll
+        for (int p = 0; p < MAXR; p++) {
+            if (p < n && p != r) {
+                st_v(a.stage[p] + own + i * 16, v0);
+                if (two)
+                    st_v(a.stage[p] + own + (i + stride) * 16, v1);
+            }
+        }
+    }
+    if (blockIdx.x == 0 && t < tail) {
+        const T x = ((const T *)send)[nvec * V + t];
+#pragma unroll
+        for (int p = 0; p < MAXR; p++)
+            if (p < n && p != r)
+                *(T *)(a.stage[p] + own + a.stage_slot - 16 + t * sizeof(T)) = x;
+    }
+    if (!barrier(a, CUDA_AR_ONESHOT, CUDA_BAR_START, e, false, &s_fail))
+        return;
+
+    const char *mine = a.stage[r] + par;
+    size_t i = i0;
+    for (; i + stride < nvec; i += 2 * stride) {
+        oneshot_reduce<T, OP>(a, send, recv, mine, i, sal, ral);
+        oneshot_reduce<T, OP>(a, send, recv, mine, i + stride, sal, ral);
+    }
+    if (i < nvec)
+        oneshot_reduce<T, OP>(a, send, recv, mine, i, sal, ral);
+    if (blockIdx.x == 0 && t < tail) {
+        const T *src[MAXR];
+#pragma unroll
+        for (int q = 0; q < MAXR; q++)
+            src[q] = q == r || q >= n ? (const T *)send + nvec * V + t
+                                      : (const T *)(mine + (q + 1) * a.stage_slot - 16) + t;
+        const T x = reduce_elem<T, OP>(src, n);
+        ((T *)recv)[nvec * V + t] = x;
+    }
+}
+
+/* ---- two-shot ------------------------------------------------------------------- */
+
+template <typename T, int OP>
+__device__ __forceinline__ void twoshot_reduce(const cuda_ar_args_t &a, const char *send,
+                                               char *recv, const char *mine, char *const *out,
+                                               const bool *oal, size_t lo, size_t j, bool sal,
+                                               bool ral)
+{
+    uint4 v[MAXR];
+#pragma unroll
+    for (int q = 0; q < MAXR; q++)
+        if (q < a.nranks)
+            v[q] = q == a.rank ? ld_any<T>(send + (lo + j) * 16, sal)
+                               : ld_cg(mine + (size_t)(q - (q > a.rank)) * a.stage_slot + j * 16);
+    const uint4 res = reduce_vec<T, OP>(v, a.nranks);
+    st_any<T>(recv + (lo + j) * 16, res, ral);
+#pragma unroll
+    for (int p = 0; p < MAXR; p++)
+        if (p < a.nranks && p != a.rank)
+            st_any<T>(out[p] + (lo + j) * 16, res, oal[p]);
+}
+
+template <typename T, int OP>
+__global__ void __launch_bounds__(CUDA_AR_THREADS, 1) k_twoshot(const cuda_ar_args_t a)
+{
+    constexpr int V = 16 / sizeof(T);
+    __shared__ uint32_t s_e;
+    __shared__ int s_fail;
+    const int n = a.nranks, r = a.rank, t = threadIdx.x;
+    const uint32_t e = next_epoch(a, CUDA_AR_TWOSHOT, &s_e, &s_fail);
+    const size_t nvec = a.count / V;
+    const int tail = (int)(a.count - nvec * V);
+    const char *send = (const char *)a.send;
+    char *recv = (char *)a.recv;
+    const bool sal = al16(send), ral = al16(recv);
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    const size_t j0 = (size_t)blockIdx.x * blockDim.x + t;
+    const size_t slot = a.stage_slot;
+
+    /* 1. push slice p of the input to peer p */
+#pragma unroll
+    for (int p = 0; p < MAXR; p++) {
+        if (p >= n || p == r)
+            continue;
+        const size_t lo = nvec * p / n, len = nvec * (p + 1) / n - lo;
+        char *dst = a.stage[p] + (size_t)(r - (r > p)) * slot;
+        const char *src = send + lo * 16;
+        size_t j = j0;
+        for (; j + stride < len; j += 2 * stride) {
+            const uint4 v0 = ld_any<T>(src + j * 16, sal);
+            const uint4 v1 = ld_any<T>(src + (j + stride) * 16, sal);
+            st_v(dst + j * 16, v0);
+            st_v(dst + (j + stride) * 16, v1);
+        }
+        if (j < len)
+            st_v(dst + j * 16, ld_any<T>(src + j * 16, sal));
+        if (p == n - 1 && blockIdx.x == 0 && t < tail)
+            *(T *)(dst + slot - 16 + t * sizeof(T)) = ((const T *)send)[nvec * V + t];
+    }
+    if (!barrier(a, CUDA_AR_TWOSHOT, CUDA_BAR_START, e, true, &s_fail))
+        return;
+
+    /* 2. reduce the own slice, store it everywhere */
+    char *out[MAXR];
+    bool oal[MAXR];
+#pragma unroll
+    for (int p = 0; p < MAXR; p++) {
+        out[p] = nullptr;
+        oal[p] = true;
+        if (p < n && p != r) {
+            const uint64_t info =
+                *(const volatile uint64_t *)((const uint64_t *)a.pad[r] + CUDA_PAD_INFO64(blockIdx.x, p));
+            out[p] = info ? a.pool_base[p] + (info - 1) : a.stage[p] + a.stage_out;
+            oal[p] = al16(out[p]);
+        }
+    }
+    {
+        const size_t lo = nvec * r / n, len = nvec * (r + 1) / n - lo;
+        const char *mine = a.stage[r];
+        size_t j = j0;
+        for (; j + stride < len; j += 2 * stride) {
+            twoshot_reduce<T, OP>(a, send, recv, mine, out, oal, lo, j, sal, ral);
+            twoshot_reduce<T, OP>(a, send, recv, mine, out, oal, lo, j + stride, sal, ral);
+        }
+        if (j < len)
+            twoshot_reduce<T, OP>(a, send, recv, mine, out, oal, lo, j, sal, ral);
+        if (r == n - 1 && blockIdx.x == 0 && t < tail) {
+            const T *src[MAXR];
+#pragma unroll
+            for (int q = 0; q < MAXR; q++)
+                src[q] = q == r || q >= n ? (const T *)send + nvec * V + t
+                                          : (const T *)(mine + (size_t)(q - (q > r) + 1) * slot - 16) + t;
+            const T x = reduce_elem<T, OP>(src, n);
+            ((T *)recv)[nvec * V + t] = x;
+#pragma unroll
+            for (int p = 0; p < MAXR; p++)
+                if (p < n && p != r)
+                    ((T *)out[p])[nvec * V + t] = x;
+        }
+    }
+    if (!barrier(a, CUDA_AR_TWOSHOT, CUDA_BAR_END, e, false, &s_fail))
+        return;
+
+    /* 3. results that peers left in the staging area */
+    if (a.recv_info)
+        return;
+    const char *res = a.stage[r] + a.stage_out;
+#pragma unroll
+    for (int p = 0; p < MAXR; p++) {
+        if (p >= n || p == r)
+            continue;
+        const size_t lo = nvec * p / n, len = nvec * (p + 1) / n - lo;
+        for (size_t j = j0; j < len; j += stride)
+            st_any<T>(recv + (lo + j) * 16, ld_cg(res + (lo + j) * 16), ral);
+        if (p == n - 1 && blockIdx.x == 0 && t < tail)
+            ((T *)recv)[nvec * V + t] = __ldcg((const T *)res + nvec * V + t);
+    }
+}
+
+/* ---- dispatch ------------------------------------------------------------------- */
+
+typedef void (*kernel_fn)(const cuda_ar_args_t);
+
+template <typename T> struct Kernels {
+    static kernel_fn get(int algo, int op)
+    {
+        switch (op) {
+#define SYMCOLL_CASE(o)                                                                   \
+    case o:                                                                               \
+        return algo == CUDA_AR_ONESHOT ? k_oneshot<T, o> : k_twoshot<T, o>;
+            SYMCOLL_CASE(SYMCOLL_SUM)
+            SYMCOLL_CASE(SYMCOLL_PROD)
+            SYMCOLL_CASE(SYMCOLL_MIN)
+            SYMCOLL_CASE(SYMCOLL_MAX)
+            SYMCOLL_CASE(SYMCOLL_AVG)
+#undef SYMCOLL_CASE
+        default:
+            return nullptr;
+        }
+    }
+};
+
+kernel_fn kernel_for(int dtype, int algo, int op)
+{
+    switch (dtype) {
+    case SYMCOLL_INT8: return Kernels<int8_t>::get(algo, op);
+    case SYMCOLL_UINT8: return Kernels<uint8_t>::get(algo, op);
+    case SYMCOLL_INT32: return Kernels<int32_t>::get(algo, op);
+    case SYMCOLL_UINT32: return Kernels<uint32_t>::get(algo, op);
+    case SYMCOLL_INT64: return Kernels<int64_t>::get(algo, op);
+    case SYMCOLL_UINT64: return Kernels<uint64_t>::get(algo, op);
+    case SYMCOLL_FLOAT16: return Kernels<__half>::get(algo, op);
+    case SYMCOLL_BFLOAT16: return Kernels<__nv_bfloat16>::get(algo, op);
+    case SYMCOLL_FLOAT32: return Kernels<float>::get(algo, op);
+    case SYMCOLL_FLOAT64: return Kernels<double>::get(algo, op);
+    default: return nullptr;
+    }
+}
+
+} // namespace
+
+extern "C" int cuda_ar_launch(const cuda_ar_args_t *args, void *stream)
+{
+    kernel_fn k = kernel_for(args->dtype, args->algo, args->op);
+    if (!k || args->nblocks <= 0 || args->nblocks > CUDA_AR_MAX_BLOCKS)
+        return (int)cudaErrorInvalidValue;
+    k<<<args->nblocks, CUDA_AR_THREADS, 0, (cudaStream_t)stream>>>(*args);
+    return (int)cudaGetLastError();
+}

@@ -1,0 +1,76 @@
+/* CUDA glue: the statically linked runtime, driver functions reached through
+ * cudaGetDriverEntryPointByVersion (the library never links libcuda, so it loads on
+ * machines without a driver), device-pointer detection and the abort words kernels poll. */
+#ifndef SYMCOLL_CUDA_CUDA_H
+#define SYMCOLL_CUDA_CUDA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda.h>
+
+#include "core/core.h"
+
+/* Driver functions the library uses (only types come from cuda.h). */
+typedef struct cuda_driver {
+    __typeof__(cuGetErrorString) *get_error_string;
+    __typeof__(cuDeviceGet) *device_get;
+    __typeof__(cuDeviceGetAttribute) *device_get_attribute;
+    __typeof__(cuPointerGetAttribute) *pointer_get_attribute;
+    __typeof__(cuMemGetAllocationGranularity) *mem_get_allocation_granularity;
+    __typeof__(cuMemAddressReserve) *mem_address_reserve;
+    __typeof__(cuMemAddressFree) *mem_address_free;
+    __typeof__(cuMemCreate) *mem_create;
+    __typeof__(cuMemRelease) *mem_release;
+    __typeof__(cuMemMap) *mem_map;
+    __typeof__(cuMemUnmap) *mem_unmap;
+    __typeof__(cuMemSetAccess) *mem_set_access;
+    __typeof__(cuMemExportToShareableHandle) *mem_export;
+    __typeof__(cuMemImportFromShareableHandle) *mem_import;
+} cuda_driver_t;
+
+/* True when a CUDA driver and at least one device are present. Probed once; the reason
+ * it is not is logged at info level. */
+bool cuda_available(void);
+
+/* The driver table, or NULL (and an error logged, naming what) when CUDA is unavailable. */
+const cuda_driver_t *cuda_driver(const char *what);
+
+/* Log a failed runtime (cudaError_t) or driver (CUresult) call; return SYMCOLL_ERR_CUDA. */
+symcoll_status_t cuda_rt_error(int err, const char *call);
+symcoll_status_t cuda_drv_error(CUresult res, const char *call);
+
+/* Non-zero if ptr is device (or managed) memory. Never creates a CUDA context; 0 when
+ * CUDA is unavailable. (The algorithm layer refers to it weakly.) */
+int cuda_ptr_is_device(const void *ptr);
+
+/* Device that CUDA memory of comm lives on: comm->cuda_device or the current one. */
+symcoll_status_t cuda_comm_device(const comm_t *comm, int *device_p);
+
+/* Identity of CUDA device dev (-1: the current one) for the topology probe: ordinal,
+ * PCI bus id, UUID ("GPU-..."), name. Returns 0, or -1 when CUDA is unavailable. */
+int cuda_device_identity(int dev, int *ordinal_p, char *pci, size_t pci_len, char *uuid,
+                         size_t uuid_len, char *name, size_t name_len);
+
+/* CUDA peer attributes between the devices with PCI bus ids a and b, both visible to this
+ * process: access supported, native atomics, performance rank. -1 if either is not. */
+int cuda_p2p_attributes(const char *pci_a, const char *pci_b, int *access_p, int *atomic_p,
+                        int *perf_rank_p);
+
+/* SYMCOLL_ERR_IN_PROGRESS (logged) if stream (cudaStream_t) is being captured. */
+symcoll_status_t cuda_check_not_capturing(void *stream, const char *what);
+
+/* Host-mapped words that kernels poll: word[0] abort (set by symcoll_comm_abort through
+ * cuda_abort_notify), word[1] the error a kernel left (CUDA_KERR_*). */
+typedef struct cuda_words {
+    volatile uint32_t *host;  /* host view */
+    uint32_t *dev;            /* device view */
+} cuda_words_t;
+symcoll_status_t cuda_words_create(comm_t *comm, cuda_words_t *w);
+void cuda_words_destroy(comm_t *comm, cuda_words_t *w);
+
+/* Called by symcoll_comm_abort (any thread): raise the abort word of comm's kernels. */
+void cuda_abort_notify(comm_t *comm);
+
+#endif

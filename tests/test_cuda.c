@@ -1,0 +1,559 @@
+/* GPU tests of the CUDA path: every datatype x operator on 1 and 2 ranks (one GPU each
+ * when there are enough), in and out of place, plain and pool buffers, staging growth,
+ * CUDA graph capture and replay, growth refused inside a capture. Exit 77 without GPUs. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include "harness.h"
+#include "symcoll.h"
+
+#define CK_CUDA(x)                                                                        \
+    do {                                                                                  \
+        cudaError_t e_ = (x);                                                             \
+        if (e_ != cudaSuccess)                                                            \
+            harness_fail("%s:%d: %s: %s", __FILE__, __LINE__, #x, cudaGetErrorString(e_));   \
+    } while (0)
+#define CK_SC(x)                                                                          \
+    do {                                                                                  \
+        symcoll_status_t s_ = (x);                                                        \
+        if (s_ != SYMCOLL_OK)                                                             \
+            harness_fail("%s:%d: %s: %s", __FILE__, __LINE__, #x, symcoll_status_string(s_)); \
+    } while (0)
+
+static int ngpus; /* counted in a child process: CUDA must not start before the forks */
+
+/* ---- host-side values and reference ------------------------------------------ */
+
+static float bf16_to_f(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static uint16_t f_to_bf16(float f) /* round to nearest even, as __float2bfloat16_rn */
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static float h_to_f(uint16_t h)
+{
+    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    float v = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? NAN : INFINITY)
+                                                       : ldexpf((float)(m | 0x400), e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+static uint16_t f_to_h(float f) /* exact for the small values the tests use */
+{
+    uint16_t s = f < 0 ? 0x8000 : 0;
+    float a = fabsf(f);
+    int e;
+    if (a == 0)
+        return s;
+    frexpf(a, &e); /* a = m * 2^e, m in [0.5,1) */
+    if (e - 1 < -14) /* subnormal */
+        return s | (uint16_t)lrintf(ldexpf(a, 24));
+    {
+        long mant = lrintf(ldexpf(a, 11 - e)); /* 11 significant bits */
+        if (mant == 2048) {
+            mant = 1024;
+            e++;
+        }
+        return s | (uint16_t)((e - 1 + 15) << 10) | (uint16_t)(mant & 0x3ff);
+    }
+}
+
+/* small integers: every operator is exact in every type, for any number of ranks */
+static long gen_val(symcoll_dtype_t t, symcoll_op_t op, int rank, size_t i, int salt)
+{
+    long v = (long)((i * 7 + (size_t)rank * 13 + (size_t)salt * 5) % 11);
+    int is_unsigned = t == SYMCOLL_UINT8 || t == SYMCOLL_UINT32 || t == SYMCOLL_UINT64;
+    if (op == SYMCOLL_PROD)
+        v = v % 3 + (is_unsigned ? 0 : -1); /* -1..1 or 0..2 */
+    else if (!is_unsigned)
+        v -= 5;
+    return v;
+}
+
+static void put(void *buf, symcoll_dtype_t t, size_t i, double v)
+{
+    switch (t) {
+    case SYMCOLL_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
+    case SYMCOLL_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    case SYMCOLL_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
+    case SYMCOLL_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
+    case SYMCOLL_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
+    case SYMCOLL_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
+    case SYMCOLL_FLOAT16: ((uint16_t *)buf)[i] = f_to_h((float)v); break;
+    case SYMCOLL_BFLOAT16: ((uint16_t *)buf)[i] = f_to_bf16((float)v); break;
+    case SYMCOLL_FLOAT32: ((float *)buf)[i] = (float)v; break;
+    case SYMCOLL_FLOAT64: ((double *)buf)[i] = v; break;
+    default: break;
+    }
+}
+
+static double get(const void *buf, symcoll_dtype_t t, size_t i)
+{
+    switch (t) {
+    case SYMCOLL_INT8: return ((const int8_t *)buf)[i];
+    case SYMCOLL_UINT8: return ((const uint8_t *)buf)[i];
+    case SYMCOLL_INT32: return ((const int32_t *)buf)[i];
+    case SYMCOLL_UINT32: return ((const uint32_t *)buf)[i];
+    case SYMCOLL_INT64: return (double)((const int64_t *)buf)[i];
+    case SYMCOLL_UINT64: return (double)((const uint64_t *)buf)[i];
+    case SYMCOLL_FLOAT16: return h_to_f(((const uint16_t *)buf)[i]);
+    case SYMCOLL_BFLOAT16: return bf16_to_f(((const uint16_t *)buf)[i]);
+    case SYMCOLL_FLOAT32: return ((const float *)buf)[i];
+    case SYMCOLL_FLOAT64: return ((const double *)buf)[i];
+    default: return 0;
+    }
+}
+
+static int is_float(symcoll_dtype_t t)
+{
+    return t == SYMCOLL_FLOAT16 || t == SYMCOLL_BFLOAT16 || t == SYMCOLL_FLOAT32 ||
+           t == SYMCOLL_FLOAT64;
+}
+
+static double ref_val(symcoll_dtype_t t, symcoll_op_t op, int n, size_t i, int salt)
+{
+    double acc = (double)gen_val(t, op, 0, i, salt);
+    for (int q = 1; q < n; q++) {
+        double v = (double)gen_val(t, op, q, i, salt);
+        switch (op) {
+        case SYMCOLL_SUM:
+        case SYMCOLL_AVG: acc += v; break;
+        case SYMCOLL_PROD: acc *= v; break;
+        case SYMCOLL_MIN: acc = v < acc ? v : acc; break;
+        case SYMCOLL_MAX: acc = v > acc ? v : acc; break;
+        default: break;
+        }
+    }
+    if (op == SYMCOLL_AVG)
+        acc = is_float(t) ? acc / n : (double)((long)acc / n); /* integers: truncated */
+    return acc;
+}
+
+/* fill dev with this rank's values; poison out (if distinct) so unwritten output shows */
+static void fill(void *dev, void *out, size_t count, symcoll_dtype_t t, symcoll_op_t op, int rank,
+                 int salt, void *host, cudaStream_t s)
+{
+    size_t bytes = count * symcoll_dtype_size(t);
+    for (size_t i = 0; i < count; i++)
+        put(host, t, i, (double)gen_val(t, op, rank, i, salt));
+    CK_CUDA(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, s));
+    if (out && out != dev)
+        CK_CUDA(cudaMemsetAsync(out, 0x7b, bytes, s));
+}
+
+static void verify(const void *dev, size_t count, symcoll_dtype_t t, symcoll_op_t op, int n,
+                   int salt, void *host, cudaStream_t s, const char *what)
+{
+    size_t bytes = count * symcoll_dtype_size(t);
+    CK_CUDA(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, s));
+    CK_CUDA(cudaStreamSynchronize(s));
+    for (size_t i = 0; i < count; i++) {
+        double want = ref_val(t, op, n, i, salt), got = get(host, t, i);
+        if (got != want)
+            harness_fail("%s: %s %s count %zu: element %zu is %g, expected %g", what,
+                         symcoll_dtype_name(t), symcoll_op_name(op), count, i, got, want);
+    }
+}
+
+static void set_device(int rank)
+{
+    int n = 0;
+    CK_CUDA(cudaGetDeviceCount(&n));
+    CK_CUDA(cudaSetDevice(rank % n));
+}
+
+/* ---- every datatype x operator -------------------------------------------------- */
+
+static const size_t small_sizes[] = {1, 7, 4099};
+
+static void body_types(int rank, int nranks, void *arg)
+{
+    symcoll_comm_h comm;
+    cudaStream_t s;
+    size_t max_count = (1u << 20) + 3; /* elements */
+    void *a, *b, *host;
+    int salt = 0;
+
+    set_device(rank);
+    comm = harness_comm_create();
+    CK_CUDA(cudaStreamCreate(&s));
+    CK_CUDA(cudaMalloc(&a, max_count * 8 + 64));
+    CK_CUDA(cudaMalloc(&b, max_count * 8 + 64));
+    host = malloc(max_count * 8);
+    for (int t = 0; t < SYMCOLL_DTYPE_LAST; t++) {
+        for (int op = 0; op < SYMCOLL_OP_LAST; op++) {
+            size_t esize = symcoll_dtype_size((symcoll_dtype_t)t);
+            for (size_t k = 0; k <= (sizeof(small_sizes) / sizeof(small_sizes[0])); k++) {
+                /* the last size, 1 MiB + 3 elements of this type, for sum and max only */
+                size_t count = k < (sizeof(small_sizes) / sizeof(small_sizes[0])) ? small_sizes[k] : (1u << 20) / esize + 3;
+                if (k == (sizeof(small_sizes) / sizeof(small_sizes[0])) && op != SYMCOLL_SUM && op != SYMCOLL_MAX)
+                    continue;
+                for (int inplace = 0; inplace < 2; inplace++) {
+                    void *out = inplace ? a : b;
+                    salt++;
+                    fill(a, out, count, t, op, rank, salt, host, s);
+                    CK_SC(symcoll_allreduce(a, out, count, t, op, comm, s));
+                    verify(out, count, t, op, nranks, salt, host, s,
+                           inplace ? "in place" : "out of place");
+                }
+            }
+            /* misaligned (but element-aligned) buffers take the element-wise path */
+            if (esize < 16) {
+                size_t count = 4099;
+                char *ma = (char *)a + esize, *mb = (char *)b + 3 * esize;
+                salt++;
+                fill(ma, mb, count, t, op, rank, salt, host, s);
+                CK_SC(symcoll_allreduce(ma, mb, count, t, op, comm, s));
+                verify(mb, count, t, op, nranks, salt, host, s, "misaligned");
+            }
+        }
+    }
+    /* count 0 is a no-op */
+    CK_SC(symcoll_allreduce(a, b, 0, SYMCOLL_FLOAT32, SYMCOLL_SUM, comm, s));
+    CK_CUDA(cudaStreamSynchronize(s));
+    CK_SC(symcoll_comm_destroy(comm));
+    free(host);
+    cudaFree(a);
+    cudaFree(b);
+    (void)arg;
+}
+
+START_TEST(t_types_1rank)
+{
+    ck_assert_int_eq(harness_run(1, 1, 600, body_types, NULL), 0);
+}
+END_TEST
+
+START_TEST(t_types_2ranks)
+{
+    ck_assert_int_eq(harness_run(2, 1, 900, body_types, NULL), 0);
+}
+END_TEST
+
+/* ---- pool buffers, big sizes, growth ----------------------------------------- */
+
+static void body_pool(int rank, int nranks, void *arg)
+{
+    const size_t big = (size_t)256 << 20; /* bytes */
+    symcoll_comm_h comm;
+    symcoll_pool_attr_t attr = {.field_mask = SYMCOLL_POOL_ATTR_FIELD_GROWTHS |
+                                              SYMCOLL_POOL_ATTR_FIELD_MAPPED};
+    cudaStream_t s;
+    void *pa, *pb, *plain, *host;
+    uint64_t growths0;
+    int salt = 1000;
+    static const size_t counts[] = {4099, (1u << 20) + 3};
+
+    set_device(rank);
+    comm = harness_comm_create();
+    CK_CUDA(cudaStreamCreate(&s));
+    host = malloc(big);
+    /* pool buffers: reduced in place and out of place with no staging */
+    CK_SC(symcoll_mem_alloc(comm, 8 << 20, SYMCOLL_MEM_CUDA, &pa));
+    CK_SC(symcoll_mem_alloc(comm, 8 << 20, SYMCOLL_MEM_CUDA, &pb));
+    for (size_t k = 0; k < 2; k++) {
+        for (int t = SYMCOLL_FLOAT16; t <= SYMCOLL_FLOAT32; t++) {
+            salt++;
+            fill(pa, pb, counts[k], t, SYMCOLL_SUM, rank, salt, host, s);
+            CK_SC(symcoll_allreduce(pa, pb, counts[k], t, SYMCOLL_SUM, comm, s));
+            verify(pb, counts[k], t, SYMCOLL_SUM, nranks, salt, host, s, "pool out of place");
+            salt++;
+            fill(pa, pa, counts[k], t, SYMCOLL_MAX, rank, salt, host, s);
+            CK_SC(symcoll_allreduce(pa, pa, counts[k], t, SYMCOLL_MAX, comm, s));
+            verify(pa, counts[k], t, SYMCOLL_MAX, nranks, salt, host, s, "pool in place");
+            /* pool input, plain output and the reverse */
+            salt++;
+            CK_CUDA(cudaMalloc(&plain, counts[k] * 4));
+            fill(pa, plain, counts[k], t, SYMCOLL_SUM, rank, salt, host, s);
+            CK_SC(symcoll_allreduce(pa, plain, counts[k], t, SYMCOLL_SUM, comm, s));
+            verify(plain, counts[k], t, SYMCOLL_SUM, nranks, salt, host, s, "pool to plain");
+            salt++;
+            fill(plain, pb, counts[k], t, SYMCOLL_SUM, rank, salt, host, s);
+            CK_SC(symcoll_allreduce(plain, pb, counts[k], t, SYMCOLL_SUM, comm, s));
+            verify(pb, counts[k], t, SYMCOLL_SUM, nranks, salt, host, s, "plain to pool");
+            CK_CUDA(cudaFree(plain));
+        }
+    }
+    CK_SC(symcoll_pool_query(comm, SYMCOLL_MEM_CUDA, &attr));
+    growths0 = attr.growths;
+
+    /* growth across calls: plain buffers of rising size make the staging grow */
+    CK_CUDA(cudaMalloc(&plain, big));
+    {
+        static const size_t rising[] = {64 << 10, 4 << 20, 64 << 20, (size_t)256 << 20};
+        for (size_t k = 0; k < (sizeof(rising) / sizeof(rising[0])); k++) {
+            size_t count = rising[k] / 2;
+            salt++;
+            fill(plain, NULL, count, SYMCOLL_BFLOAT16, SYMCOLL_SUM, rank, salt, host, s);
+            CK_SC(symcoll_allreduce(plain, plain, count, SYMCOLL_BFLOAT16, SYMCOLL_SUM, comm, s));
+            verify(plain, count, SYMCOLL_BFLOAT16, SYMCOLL_SUM, nranks, salt, host, s,
+                   "rising size");
+        }
+    }
+    CK_SC(symcoll_pool_query(comm, SYMCOLL_MEM_CUDA, &attr));
+    if (nranks > 1 && attr.growths <= growths0)
+        harness_fail("the pool did not grow for 256 MiB of staging (%llu growths)",
+                     (unsigned long long)attr.growths);
+    /* 256 MiB: float32 sum out of place, plain buffers; then a 256 MiB pool buffer */
+    {
+        void *out;
+        size_t count = big / 4;
+        CK_CUDA(cudaMalloc(&out, big));
+        salt++;
+        fill(plain, out, count, SYMCOLL_FLOAT32, SYMCOLL_SUM, rank, salt, host, s);
+        CK_SC(symcoll_allreduce(plain, out, count, SYMCOLL_FLOAT32, SYMCOLL_SUM, comm, s));
+        verify(out, count, SYMCOLL_FLOAT32, SYMCOLL_SUM, nranks, salt, host, s, "256 MiB");
+        CK_CUDA(cudaFree(out));
+    }
+    {
+        void *pbig;
+        size_t count = big / 2;
+        CK_SC(symcoll_mem_alloc(comm, big, SYMCOLL_MEM_CUDA, &pbig));
+        salt++;
+        fill(pbig, NULL, count, SYMCOLL_BFLOAT16, SYMCOLL_SUM, rank, salt, host, s);
+        CK_SC(symcoll_allreduce(pbig, pbig, count, SYMCOLL_BFLOAT16, SYMCOLL_SUM, comm, s));
+        verify(pbig, count, SYMCOLL_BFLOAT16, SYMCOLL_SUM, nranks, salt, host, s,
+               "256 MiB pool in place");
+        CK_CUDA(cudaStreamSynchronize(s));
+        CK_SC(symcoll_mem_free(comm, pbig));
+    }
+    CK_CUDA(cudaStreamSynchronize(s));
+    CK_SC(symcoll_mem_free(comm, pa));
+    CK_SC(symcoll_mem_free(comm, pb));
+    CK_SC(symcoll_comm_destroy(comm));
+    cudaFree(plain);
+    free(host);
+    (void)arg;
+}
+
+START_TEST(t_pool_2ranks)
+{
+    ck_assert_int_eq(harness_run(2, 1, 900, body_pool, NULL), 0);
+}
+END_TEST
+
+/* ---- CUDA graphs ------------------------------------------------------------------ */
+
+static void body_graph(int rank, int nranks, void *arg)
+{
+    static const size_t counts[] = {8 << 10, (2 << 20) + 5}; /* bf16: one-shot, two-shot */
+    symcoll_comm_h comm;
+    cudaStream_t s;
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    void *in[2], *out[2], *host;
+    int salt = 5000;
+
+    set_device(rank);
+    comm = harness_comm_create();
+    CK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    host = malloc(counts[1] * 2);
+    for (int k = 0; k < 2; k++) {
+        CK_CUDA(cudaMalloc(&in[k], counts[k] * 2));
+        CK_CUDA(cudaMalloc(&out[k], counts[k] * 2));
+        /* warm-up: sizes the staging before the capture */
+        CK_SC(symcoll_allreduce(in[k], out[k], counts[k], SYMCOLL_BFLOAT16, SYMCOLL_SUM, comm, s));
+    }
+    CK_CUDA(cudaStreamSynchronize(s));
+
+    CK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    for (int k = 0; k < 2; k++)
+        CK_SC(symcoll_allreduce(in[k], out[k], counts[k], SYMCOLL_BFLOAT16, SYMCOLL_SUM, comm, s));
+    CK_CUDA(cudaStreamEndCapture(s, &g));
+    CK_CUDA(cudaGraphInstantiate(&ge, g, 0));
+
+    for (int it = 0; it < 300; it++) {
+        int check = it % 50 == 0 || it == 299;
+        salt++;
+        /* new inputs each replay, so a replay that did nothing shows */
+        for (int k = 0; k < 2; k++)
+            fill(in[k], out[k], counts[k], SYMCOLL_BFLOAT16, SYMCOLL_SUM, rank, salt, host, s);
+        CK_CUDA(cudaGraphLaunch(ge, s));
+        if (check)
+            for (int k = 0; k < 2; k++)
+                verify(out[k], counts[k], SYMCOLL_BFLOAT16, SYMCOLL_SUM, nranks, salt, host, s,
+                       "graph replay");
+        if (it % 7 == 0) {
+            /* eager calls between replays: same and other sizes */
+            salt++;
+            fill(in[0], out[0], 4099, SYMCOLL_BFLOAT16, SYMCOLL_MAX, rank, salt, host, s);
+            CK_SC(symcoll_allreduce(in[0], out[0], 4099, SYMCOLL_BFLOAT16, SYMCOLL_MAX, comm, s));
+            if (check)
+                verify(out[0], 4099, SYMCOLL_BFLOAT16, SYMCOLL_MAX, nranks, salt, host, s,
+                       "eager between replays");
+        }
+    }
+    CK_CUDA(cudaStreamSynchronize(s));
+
+    /* a size that needs more staging: refused inside the capture, works after it */
+    if (nranks > 1) {
+        size_t count = (size_t)64 << 20;
+        void *bigbuf;
+        symcoll_status_t st;
+        cudaGraph_t g2;
+        CK_CUDA(cudaMalloc(&bigbuf, count * 2));
+        CK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+        st = symcoll_allreduce(bigbuf, bigbuf, count, SYMCOLL_BFLOAT16, SYMCOLL_SUM, comm, s);
+        /* the capture may come back invalidated: the check looked at the legacy stream */
+        if (cudaStreamEndCapture(s, &g2) != cudaSuccess)
+            g2 = NULL;
+        (void)cudaGetLastError();
+        if (st != SYMCOLL_ERR_IN_PROGRESS)
+            harness_fail("growth inside a capture returned %s, expected %s",
+                         symcoll_status_string(st), symcoll_status_string(SYMCOLL_ERR_IN_PROGRESS));
+        if (g2)
+            cudaGraphDestroy(g2);
+        salt++;
+        fill(bigbuf, NULL, count, SYMCOLL_BFLOAT16, SYMCOLL_SUM, rank, salt, malloc(count * 2), s);
+        CK_SC(symcoll_allreduce(bigbuf, bigbuf, count, SYMCOLL_BFLOAT16, SYMCOLL_SUM, comm, s));
+        CK_CUDA(cudaStreamSynchronize(s));
+        CK_CUDA(cudaFree(bigbuf));
+    }
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+    CK_SC(symcoll_comm_destroy(comm));
+    free(host);
+    (void)arg;
+}
+
+START_TEST(t_graph_2ranks)
+{
+    ck_assert_int_eq(harness_run(2, 1, 600, body_graph, NULL), 0);
+}
+END_TEST
+
+/* ---- random data: every rank gets the same bits, equal to a float32 reference ----- */
+
+static void body_bits(int rank, int nranks, void *arg)
+{
+    const size_t count = (3u << 20) + 5;
+    symcoll_comm_h comm;
+    cudaStream_t s;
+    uint16_t *hin, *hout;
+    void *d;
+    uint64_t h = 1469598103934665603ull, hmin, hmax;
+
+    set_device(rank);
+    comm = harness_comm_create();
+    CK_CUDA(cudaStreamCreate(&s));
+    hin = malloc(count * 2);
+    hout = malloc(count * 2);
+    CK_CUDA(cudaMalloc(&d, count * 2));
+    for (size_t k = 0; k < 2; k++) {
+        size_t c = k ? count : 4099;
+        for (size_t i = 0; i < c; i++) {
+            uint32_t x = (uint32_t)(i * 2654435761u) ^ (uint32_t)(rank * 40503u + 17);
+            hin[i] = f_to_bf16(((float)(x % 100000) - 50000.0f) / 977.0f);
+        }
+        CK_CUDA(cudaMemcpy(d, hin, c * 2, cudaMemcpyHostToDevice));
+        CK_SC(symcoll_allreduce(d, d, c, SYMCOLL_BFLOAT16, SYMCOLL_SUM, comm, s));
+        CK_CUDA(cudaMemcpyAsync(hout, d, c * 2, cudaMemcpyDeviceToHost, s));
+        CK_CUDA(cudaStreamSynchronize(s));
+        for (size_t i = 0; i < c; i++) {
+            float acc = 0;
+            for (int q = 0; q < nranks; q++) {
+                uint32_t x = (uint32_t)(i * 2654435761u) ^ (uint32_t)(q * 40503u + 17);
+                acc += bf16_to_f(f_to_bf16(((float)(x % 100000) - 50000.0f) / 977.0f));
+            }
+            if (hout[i] != f_to_bf16(acc))
+                harness_fail("bf16 sum element %zu: 0x%04x, float32 reference 0x%04x", i,
+                             hout[i], f_to_bf16(acc));
+            h = (h ^ hout[i]) * 1099511628211ull;
+        }
+    }
+    /* the same hash on every rank (through the host path) */
+    CK_SC(symcoll_allreduce(&h, &hmin, 1, SYMCOLL_UINT64, SYMCOLL_MIN, comm, NULL));
+    CK_SC(symcoll_allreduce(&h, &hmax, 1, SYMCOLL_UINT64, SYMCOLL_MAX, comm, NULL));
+    if (hmin != hmax)
+        harness_fail("ranks got different bits");
+    CK_SC(symcoll_comm_destroy(comm));
+    (void)arg;
+}
+
+START_TEST(t_bits_2ranks)
+{
+    ck_assert_int_eq(harness_run(2, 1, 300, body_bits, NULL), 0);
+}
+END_TEST
+
+/* ---- without a GPU: CUDA memory requests are refused, host paths unaffected ------- */
+
+static Suite *cuda_suite(void)
+{
+    /* one case per test, so that CK_RUN_CASE=graph (say) runs one of them */
+    const struct {
+        const char *name;
+        const TTest *test;
+        int min_gpus;
+    } cases[] = {
+        {"types1", t_types_1rank, 1}, {"bits", t_bits_2ranks, 1},
+        {"graph", t_graph_2ranks, 1}, {"types2", t_types_2ranks, 1},
+        {"pool", t_pool_2ranks, 1},
+    };
+    Suite *su = suite_create("cuda");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TCase *tc;
+        if (ngpus < cases[i].min_gpus)
+            continue;
+        tc = tcase_create(cases[i].name);
+        tcase_set_timeout(tc, 1200);
+        tcase_add_test(tc, cases[i].test);
+        suite_add_tcase(su, tc);
+    }
+    return su;
+}
+
+static int count_gpus(void)
+{
+    int fds[2], n = 0;
+    pid_t pid;
+    if (pipe(fds))
+        return 0;
+    pid = fork();
+    if (pid == 0) {
+        int c = 0;
+        if (cudaGetDeviceCount(&c) != cudaSuccess)
+            c = 0;
+        if (write(fds[1], &c, sizeof(c)) != sizeof(c))
+            _exit(1);
+        _exit(0);
+    }
+    close(fds[1]);
+    if (pid < 0 || read(fds[0], &n, sizeof(n)) != sizeof(n))
+        n = 0;
+    close(fds[0]);
+    if (pid > 0)
+        waitpid(pid, NULL, 0);
+    return n;
+}
+
+int main(void)
+{
+    ngpus = count_gpus();
+    if (ngpus < 1) {
+        printf("no CUDA device: GPU tests skipped\n");
+        return 77;
+    }
+    printf("%d CUDA device(s)\n", ngpus);
+    return harness_main(cuda_suite());
+}
