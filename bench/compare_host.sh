@@ -72,9 +72,9 @@ none)
 esac
 status=0
 
-# compare NAME TITLE SYMCOLL_CMD MPI_CMD TARGET_RULE
+# compare NAME TITLE SYMCOLL_CMD MPI_CMD TARGET_RULE [NOTE]
 compare() {
-    name=$1 title=$2 sym_cmd=$3 mpi_cmd=$4 rule=$5
+    name=$1 title=$2 sym_cmd=$3 mpi_cmd=$4 rule=$5 note=${6:-}
     echo "== $title" >&2
     i=1
     while [ $i -le "$runs" ]; do
@@ -105,6 +105,7 @@ compare() {
              "$(mpirun --version 2>/dev/null | head -1)."
         echo
         echo "Placement: --bind $bind (see bench/compare_host.sh --help)."
+        [ -n "$note" ] && echo "$note"
         echo
         echo "Each side ran $runs times, alternating (symcoll, Open MPI, symcoll, ...). In each run a"
         echo "size is timed as the median over $repeats repeats of the mean time per call (max over"
@@ -169,6 +170,8 @@ END {
         nsizes, misses + 0, bad + 0, missing + 0
 }
 EOF
+        echo
+        echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
     } >"$tmp/$name.md"
     cat "$tmp/$name.md"
     if [ $record = 1 ]; then
@@ -185,9 +188,13 @@ if [ $do_intra = 1 ]; then
         intra
 fi
 if [ $do_inter = 1 ]; then
+    # what UCX chose between the simulated nodes, as the library logs it
+    tls=$(SYMCOLL_LOG_LEVEL=info timeout 120 tools/symcoll_run -n 2 --nodes 2 -t 100 \
+        tools/symcoll_perf -d float64 -b 8 -e 8 -n 1 -w 0 -r 1 2>&1 |
+        sed -n 's/.*UCX transports to other nodes: //p' | head -1)
     compare host-inter-node "Host all-reduce across 2 simulated nodes: symcoll over UCX vs Open MPI over TCP loopback" \
         "tools/symcoll_run -n 2 --nodes 2 -t 600 $sym_bind tools/symcoll_perf -m host $common" \
         "$mpirun_base --mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo bench/mpi_allreduce_peer $common" \
-        inter
+        inter "UCX transports between the simulated nodes (library log): ${tls:-unknown}."
 fi
 exit $status
