@@ -231,6 +231,9 @@ static const config_row_t config_table[] = {
         "message, bytes, reduced one-shot.", parse_size_field, cuda_pcie_oneshot_max),
     ROW("SYMCOLL_CUDA_NBLOCKS", "0", "CUDA kernels: thread blocks per launch (0: automatic).",
         parse_nonneg_long_field, cuda_nblocks),
+    ROW("SYMCOLL_CUDA_LL_MAX", "64K", "CUDA memory inside a node: largest one-shot message, "
+        "bytes, sent with its flags inside the data (no barrier; twice the bytes on the link).",
+        parse_size_field, cuda_ll_max),
     ROW("SYMCOLL_NET_RD_MAX", "64K", "Across nodes: largest message, bytes, reduced by "
         "recursive doubling; larger ones use the ring.", parse_size_field, net_rd_max),
     ROW("SYMCOLL_HIER_MIN", "0", "Several ranks on each of several nodes: smallest message, "
@@ -242,6 +245,10 @@ static const config_row_t config_table[] = {
         "flag put), am (one active message per transfer) or auto (put where the transport "
         "does RMA itself, am where UCX would emulate it, as on TCP).",
         parse_net_protocol_field, net_protocol),
+    ROW("SYMCOLL_NET_TCP_SEG_SIZE", "256K", "Across nodes: segment size symcoll gives UCX's TCP "
+        "transport (TCP_TX_SEG_SIZE and TCP_RX_SEG_SIZE); messages up to it move without "
+        "reassembly. 0: keep UCX's own setting (UCX_TCP_*_SEG_SIZE).",
+        parse_size_field, net_tcp_seg_size),
 };
 
 #define CONFIG_NROWS (sizeof(config_table) / sizeof(config_table[0]))

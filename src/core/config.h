@@ -28,10 +28,12 @@ typedef struct config {
     size_t cuda_oneshot_max;             /* SYMCOLL_CUDA_ONESHOT_MAX */
     size_t cuda_pcie_oneshot_max;        /* SYMCOLL_CUDA_PCIE_ONESHOT_MAX */
     long cuda_nblocks;                   /* SYMCOLL_CUDA_NBLOCKS (0: auto) */
+    size_t cuda_ll_max;                  /* SYMCOLL_CUDA_LL_MAX */
     size_t net_rd_max;                   /* SYMCOLL_NET_RD_MAX */
     size_t hier_min;                     /* SYMCOLL_HIER_MIN */
     size_t net_chunk_size;               /* SYMCOLL_NET_CHUNK_SIZE */
     char net_protocol[CONFIG_STR_MAX];   /* SYMCOLL_NET_PROTOCOL: auto, put or am */
+    size_t net_tcp_seg_size;             /* SYMCOLL_NET_TCP_SEG_SIZE (0: UCX's own) */
 } config_t;
 
 /* Parse every variable of the table into *cfg. On a bad value logs an error naming

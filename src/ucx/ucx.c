@@ -16,6 +16,8 @@
 #define UCX_AM_WRITE 0x5c02u
 /* Operations tracked at once; a slot is reused only after its operation completed. */
 #define UCX_OPS 1024
+/* Room left in a TCP segment for UCX's and our headers. */
+#define UCX_AM_HDR_ROOM 512
 #define UCX_TLS_STR_MAX 256
 
 typedef struct ucx_peer {
@@ -89,6 +91,7 @@ struct ucx_ctx {
     ucx_op_t ops[UCX_OPS];
     unsigned op_next;
     bool native_rma; /* put / fence / flag; else one active message per transfer */
+    size_t am_piece; /* largest active message payload sent in one piece */
 
     ucx_seg_table_t segtab[SYMCOLL_MEM_LAST];
     void *algo_state[SYMCOLL_MEM_LAST];
@@ -702,19 +705,25 @@ symcoll_status_t ucx_put_signal(ucx_ctx_t *ucx, int peer, const void *src, size_
         ucx_op_t *op;
         bool last;
 
+        bool boundary;
         if (len) {
             status = ucx_target(ucx, peer, d, len, &raddr, rkeys ? &rkey : NULL, &piece);
             if (status != SYMCOLL_OK)
                 return status;
         }
+        boundary = piece < len;
+        if (!rkeys && piece > ucx->am_piece)
+            piece = ucx->am_piece;
         last = piece == len;
         status = ucx_emit(ucx, peer, s, piece, raddr, rkey, last ? fraddr : 0, frkey,
                           flag_value, &op);
         if (status != SYMCOLL_OK)
             return status;
-        if (!last) {
-            /* the caller tracks one operation: finish the pieces before the last (a
-             * transfer crosses a region boundary at most once per pool growth) */
+        if (!last && boundary) {
+            /* the caller tracks one operation: finish the pieces before a region
+             * boundary (rare: once per pool growth). Pieces of one region need not
+             * wait: an endpoint sends its messages in order, so the last completing
+             * means all did. */
             deadline_t dl = deadline_make(ucx->comm->timeout_sec, &ucx->comm->aborted);
             status = ucx_op_finish(ucx, op, &dl);
             if (status != SYMCOLL_OK)
@@ -915,6 +924,19 @@ static symcoll_status_t ucx_init_context(ucx_ctx_t *ucx)
     if (s != UCS_OK) {
         log_error("ucp_config_read: %s (check the UCX_* environment)", ucs_status_string(s));
         return SYMCOLL_ERR_UCX;
+    }
+    ucx->am_piece = SIZE_MAX;
+    if (ucx->comm->config.net_tcp_seg_size) {
+        /* TCP moves an active message of one segment without reassembly: with large
+         * segments a ring chunk is a few messages, each copied once into place */
+        char v[32];
+        size_t seg = ucx->comm->config.net_tcp_seg_size;
+        snprintf(v, sizeof(v), "%zu", seg);
+        if (ucp_config_modify(config, "TX_SEG_SIZE", v) == UCS_OK &&
+            ucp_config_modify(config, "RX_SEG_SIZE", v) == UCS_OK)
+            ucx->am_piece = seg - UCX_AM_HDR_ROOM;
+        else
+            log_warn("UCX does not take TCP_TX/RX_SEG_SIZE; keeping its own segment size");
     }
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
