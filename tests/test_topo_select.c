@@ -2,6 +2,7 @@
  * (shape, overrides, memory type, size) -> expected algorithm and words of the reason;
  * then applicability checks of forced algorithms and override parsing. */
 #include <check.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,8 @@ static const topo_shape_t host_1_node_4 = {4, 1, 4, true, TOPO_LINK_NONE, false,
 static const topo_shape_t host_1_rank = {1, 1, 1, true, TOPO_LINK_NONE, false, 8, true, false};
 static const topo_shape_t host_4_nodes_2 = {8, 4, 2, true, TOPO_LINK_NONE, false, 8, true, false};
 static const topo_shape_t host_4_nodes_uneven = {7, 4, 2, false, TOPO_LINK_NONE, false, 8, true, false};
+static const topo_shape_t one_node_2_nvlink = {2, 1, 2, true, TOPO_LINK_NVLINK, false, 8, false, true};
+static const topo_shape_t two_nodes_1 = {2, 2, 1, true, TOPO_LINK_NONE, false, 8, true, true};
 static const topo_shape_t one_gpu_rank = {1, 1, 1, true, TOPO_LINK_NONE, false, 8, false, true};
 static const topo_shape_t one_node_2_same_gpu = {2, 1, 2, true, TOPO_LINK_SAME, false, 8, true, true};
 /* what a build lacks: no CUDA at all, no CUDA path across nodes, kernels for <= 8 ranks */
@@ -59,14 +62,26 @@ typedef struct select_case {
 static const select_case_t cases[] = {
     /* 1 node of 8 GPUs, all NVLink */
     {"8gpu nvlink 8B", &one_node_8_nvlink, 0, DFLT, C, 8, TOPO_ALGO_ONESHOT, "NVLink"},
-    {"8gpu nvlink at threshold", &one_node_8_nvlink, 0, DFLT, C, 256 * K, TOPO_ALGO_ONESHOT,
-     "SYMCOLL_CUDA_ONESHOT_MAX=256K"},
-    {"8gpu nvlink above", &one_node_8_nvlink, 0, DFLT, C, 256 * K + 1, TOPO_ALGO_TWOSHOT,
-     "256.0K >"},
+    /* 8 ranks: 256K x 8 / (2 x 7^2) = 21399 bytes */
+    {"8gpu nvlink at threshold", &one_node_8_nvlink, 0, DFLT, C, 21399, TOPO_ALGO_ONESHOT,
+     "SYMCOLL_CUDA_ONESHOT_MAX=256K for 2 ranks, scaled"},
+    {"8gpu nvlink above", &one_node_8_nvlink, 0, DFLT, C, 21400, TOPO_ALGO_TWOSHOT,
+     "20.9K >"},
+    {"8gpu nvlink 256K", &one_node_8_nvlink, 0, DFLT, C, 256 * K, TOPO_ALGO_TWOSHOT, "8 ranks"},
     {"8gpu nvlink 1G", &one_node_8_nvlink, 0, DFLT, C, G, TOPO_ALGO_TWOSHOT, "1G >"},
-    {"8gpu host small", &one_node_8_nvlink, 0, DFLT, H, 16 * K, TOPO_ALGO_ONESHOT,
+    /* 16K x 8 / 98 = 1337 */
+    {"8gpu host small", &one_node_8_nvlink, 0, DFLT, H, 1337, TOPO_ALGO_ONESHOT,
      "SYMCOLL_HOST_ONESHOT_MAX"},
-    {"8gpu host large", &one_node_8_nvlink, 0, DFLT, H, 16 * K + 8, TOPO_ALGO_TWOSHOT,
+    {"8gpu host large", &one_node_8_nvlink, 0, DFLT, H, 1338, TOPO_ALGO_TWOSHOT,
+     "host shared memory"},
+    /* 2 GPUs: the thresholds as configured */
+    {"2gpu at threshold", &one_node_2_nvlink, 0, DFLT, C, 256 * K, TOPO_ALGO_ONESHOT,
+     "(SYMCOLL_CUDA_ONESHOT_MAX)"},
+    {"2gpu above", &one_node_2_nvlink, 0, DFLT, C, 256 * K + 1, TOPO_ALGO_TWOSHOT,
+     "256.0K > 256K"},
+    {"2 ranks host at threshold", &one_node_2_nvlink, 0, DFLT, H, 16 * K, TOPO_ALGO_ONESHOT,
+     "16K <= 16K"},
+    {"2 ranks host above", &one_node_2_nvlink, 0, DFLT, H, 16 * K + 1, TOPO_ALGO_TWOSHOT,
      "host shared memory"},
     {"8gpu forced twoshot", &one_node_8_nvlink, TOPO_ALGO_TWOSHOT, DFLT, C, 8,
      TOPO_ALGO_TWOSHOT, "forced by SYMCOLL_ALGO=twoshot"},
@@ -81,9 +96,10 @@ static const select_case_t cases[] = {
     {"4gpu nop2p forced oneshot", &one_node_4_pcie_nop2p, TOPO_ALGO_ONESHOT, DFLT, C, 8,
      TOPO_ALGO_NONE, "peer access"},
     /* 4 GPUs over PCIe with P2P: the PCIe threshold */
-    {"4gpu pcie small", &one_node_4_pcie_p2p, 0, DFLT, C, 64 * K, TOPO_ALGO_ONESHOT,
+    /* 64K x 4 / 18 = 14563 */
+    {"4gpu pcie small", &one_node_4_pcie_p2p, 0, DFLT, C, 14563, TOPO_ALGO_ONESHOT,
      "SYMCOLL_CUDA_PCIE_ONESHOT_MAX=64K"},
-    {"4gpu pcie above", &one_node_4_pcie_p2p, 0, DFLT, C, 64 * K + 2, TOPO_ALGO_TWOSHOT,
+    {"4gpu pcie above", &one_node_4_pcie_p2p, 0, DFLT, C, 14564, TOPO_ALGO_TWOSHOT,
      "GPUs over PCIe"},
     /* 2 nodes x 4 GPUs */
     {"2x4 cuda small", &two_nodes_4_nvlink, 0, DFLT, C, 8, TOPO_ALGO_HIER, "1/4"},
@@ -109,7 +125,7 @@ static const select_case_t cases[] = {
     /* 16 nodes x 1 rank */
     {"16x1 8B", &sixteen_nodes_1, 0, DFLT, H, 8, TOPO_ALGO_RD, "16 nodes"},
     {"16x1 at rd max", &sixteen_nodes_1, 0, DFLT, C, 64 * K, TOPO_ALGO_RD,
-     "SYMCOLL_NET_RD_MAX=64K"},
+     "64K <= 64K (SYMCOLL_NET_RD_MAX)"},
     {"16x1 above rd max", &sixteen_nodes_1, 0, DFLT, C, 64 * K + 1, TOPO_ALGO_RING,
      "bandwidth"},
     {"16x1 1G", &sixteen_nodes_1, 0, DFLT, H, G, TOPO_ALGO_RING, "ring"},
@@ -118,7 +134,13 @@ static const select_case_t cases[] = {
     /* host only, 1 node */
     {"host 1x4 small", &host_1_node_4, 0, DFLT, H, 8, TOPO_ALGO_ONESHOT, "one barrier"},
     {"host 1x4 large", &host_1_node_4, 0, DFLT, H, 64 * M, TOPO_ALGO_TWOSHOT,
-     "reduce-scatter"},
+     "two-shot moves"},
+    /* 16K x 4 / 18 = 3640 */
+    {"host 1x4 at threshold", &host_1_node_4, 0, DFLT, H, 3640, TOPO_ALGO_ONESHOT, "3.6K"},
+    {"host 1x4 above", &host_1_node_4, 0, DFLT, H, 3641, TOPO_ALGO_TWOSHOT, "3.6K"},
+    /* 2 nodes x 1 rank: rd is one exchange, up to 8 x SYMCOLL_NET_RD_MAX */
+    {"2x1 rd", &two_nodes_1, 0, DFLT, H, 512 * K, TOPO_ALGO_RD, "8 x SYMCOLL_NET_RD_MAX"},
+    {"2x1 ring", &two_nodes_1, 0, DFLT, H, 512 * K + 8, TOPO_ALGO_RING, "512K (8 x"},
     {"host 1 rank", &host_1_rank, 0, DFLT, H, G, TOPO_ALGO_ONESHOT, "single rank"},
     {"host 1 rank cuda", &host_1_rank, 0, DFLT, C, G, TOPO_ALGO_NONE, "some rank has none"},
     {"1 gpu rank cuda", &one_gpu_rank, 0, DFLT, C, G, TOPO_ALGO_ONESHOT, "single rank"},
@@ -200,6 +222,34 @@ START_TEST(test_select_monotonic)
             ck_assert_int_le(changes, 2);
         }
     }
+}
+END_TEST
+
+START_TEST(test_thresholds)
+{
+    topo_select_cfg_t cfg = cfg_test;
+
+    ck_assert_uint_eq(topo_oneshot_scaled(256 * K, 1), 256 * K);
+    ck_assert_uint_eq(topo_oneshot_scaled(256 * K, 2), 256 * K);
+    ck_assert_uint_eq(topo_oneshot_scaled(256 * K, 4), 256 * K * 4 / 18);
+    ck_assert_uint_eq(topo_oneshot_scaled(256 * K, 8), 21399);
+    ck_assert_uint_eq(topo_oneshot_scaled(0, 8), 0);
+    ck_assert_uint_gt(topo_oneshot_scaled((size_t)1 << 62, 3), 0); /* no overflow */
+    ck_assert_uint_eq(topo_rd_max(&cfg, 2), 512 * K);
+    ck_assert_uint_eq(topo_rd_max(&cfg, 3), 64 * K);
+    cfg.net_rd_max = SIZE_MAX / 4;
+    ck_assert_uint_eq(topo_rd_max(&cfg, 2), SIZE_MAX); /* saturates */
+
+    /* what one-shot staging must hold */
+    cfg = cfg_test;
+    ck_assert_uint_eq(topo_oneshot_max(&cfg, &one_node_8_nvlink, SYMCOLL_MEM_CUDA), 21399);
+    ck_assert_uint_eq(topo_oneshot_max(&cfg, &one_node_2_nvlink, SYMCOLL_MEM_CUDA), 256 * K);
+    ck_assert_uint_eq(topo_oneshot_max(&cfg, &one_node_4_pcie_p2p, SYMCOLL_MEM_CUDA), 14563);
+    ck_assert_uint_eq(topo_oneshot_max(&cfg, &two_nodes_4_nvlink, SYMCOLL_MEM_CUDA), 0);
+    cfg.forced = TOPO_ALGO_ONESHOT;
+    ck_assert_uint_eq(topo_oneshot_max(&cfg, &one_node_8_nvlink, SYMCOLL_MEM_CUDA), SIZE_MAX);
+    cfg.forced = TOPO_ALGO_TWOSHOT;
+    ck_assert_uint_eq(topo_oneshot_max(&cfg, &one_node_8_nvlink, SYMCOLL_MEM_CUDA), 0);
 }
 END_TEST
 
@@ -358,6 +408,7 @@ static Suite *select_suite(void)
 
     tcase_add_loop_test(tc, test_select_table, 0, (int)(sizeof(cases) / sizeof(cases[0])));
     tcase_add_test(tc, test_select_monotonic);
+    tcase_add_test(tc, test_thresholds);
     tcase_add_loop_test(tc, test_select_check, 0, (int)(sizeof(checks) / sizeof(checks[0])));
     tcase_add_test(tc, test_algo_names);
     tcase_add_test(tc, test_overrides_defaults);

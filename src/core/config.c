@@ -222,20 +222,24 @@ static const config_row_t config_table[] = {
     ROW("SYMCOLL_ALGO", "auto", "Force an all-reduce algorithm: auto, oneshot, twoshot, ring, "
         "rd (recursive doubling) or hier.", parse_algo_field, algo),
     ROW("SYMCOLL_HOST_ONESHOT_MAX", "16K", "Host memory inside a node: largest message, bytes, "
-        "reduced one-shot; larger ones go two-shot.", parse_size_field, host_oneshot_max),
+        "reduced one-shot; larger ones go two-shot. For 2 ranks; n ranks use n/(2(n-1)^2) of "
+        "it.", parse_size_field, host_oneshot_max),
     ROW("SYMCOLL_HOST_CHUNK_SIZE", "256K", "Host memory: pipeline chunk of the two-shot "
         "algorithm, bytes.", parse_size_field, host_chunk_size),
-    ROW("SYMCOLL_CUDA_ONESHOT_MAX", "256K", "CUDA memory inside a node: largest message, bytes, "
-        "reduced one-shot.", parse_size_field, cuda_oneshot_max),
+    ROW("SYMCOLL_CUDA_ONESHOT_MAX", "2M", "CUDA memory inside a node: largest message, bytes, "
+        "reduced one-shot. For 2 GPUs; n GPUs use n/(2(n-1)^2) of it.", parse_size_field,
+        cuda_oneshot_max),
     ROW("SYMCOLL_CUDA_PCIE_ONESHOT_MAX", "64K", "CUDA memory, GPUs linked by PCIe only: largest "
-        "message, bytes, reduced one-shot.", parse_size_field, cuda_pcie_oneshot_max),
+        "message, bytes, reduced one-shot (2 GPUs; scaled like SYMCOLL_CUDA_ONESHOT_MAX).",
+        parse_size_field, cuda_pcie_oneshot_max),
     ROW("SYMCOLL_CUDA_NBLOCKS", "0", "CUDA kernels: thread blocks per launch (0: automatic).",
         parse_nonneg_long_field, cuda_nblocks),
     ROW("SYMCOLL_CUDA_LL_MAX", "64K", "CUDA memory inside a node: largest one-shot message, "
         "bytes, sent with its flags inside the data (no barrier; twice the bytes on the link).",
         parse_size_field, cuda_ll_max),
     ROW("SYMCOLL_NET_RD_MAX", "64K", "Across nodes: largest message, bytes, reduced by "
-        "recursive doubling; larger ones use the ring.", parse_size_field, net_rd_max),
+        "recursive doubling; larger ones use the ring (2 ranks: 8 times this).",
+        parse_size_field, net_rd_max),
     ROW("SYMCOLL_HIER_MIN", "0", "Several ranks on each of several nodes: smallest message, "
         "bytes, reduced hierarchically (below it: rd or ring over all ranks).", parse_size_field,
         hier_min),

@@ -2,15 +2,22 @@
  *   1. SYMCOLL_ALGO forces an algorithm (checked for applicability at creation).
  *   2. One node: one-shot up to the memory type's threshold (for CUDA the threshold of
  *      the node's worst GPU link), two-shot above. CUDA memory needs peer access between
- *      every pair of the node's GPUs.
+ *      every pair of the node's GPUs. The thresholds are measured on 2 ranks; with n
+ *      ranks one-shot reads n-1 copies through one port (NVSwitch, the host memory bus)
+ *      while two-shot moves 2(n-1)/n of the data, so one-shot's cost per byte grows about
+ *      n times faster and the crossover shrinks by n/(2(n-1)^2): 1 at 2 ranks, 0.22 at
+ *      4, 0.08 at 8.
  *   3. Several nodes with several ranks each (same count everywhere): hierarchical from
  *      SYMCOLL_HIER_MIN up, since only 1/ppn of the data crosses the network per rank.
  *   4. Otherwise over the network: recursive doubling up to SYMCOLL_NET_RD_MAX
- *      (log2(n) latency-bound steps), the ring above (bandwidth-optimal).
+ *      (log2(n) latency-bound steps), the ring above (bandwidth-optimal). With 2 ranks
+ *      both move the same bytes (rd in one exchange, the ring in two steps), so rd
+ *      serves up to 8 x SYMCOLL_NET_RD_MAX, where the ring's pipelining starts to pay.
  * Thresholds come from measurements recorded in bench/results/selector.md. */
 #include "topo/select.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -214,49 +221,96 @@ static void decide(topo_decision_t *d, topo_algo_t algo, const char *fmt, ...)
     va_end(ap);
 }
 
+size_t topo_oneshot_scaled(size_t max2, int n)
+{
+    if (n <= 2)
+        return max2;
+    return (size_t)((double)max2 * n / (2.0 * (n - 1) * (n - 1)));
+}
+
+size_t topo_rd_max(const topo_select_cfg_t *cfg, int n)
+{
+    if (n == 2)
+        return cfg->net_rd_max > SIZE_MAX / 8 ? SIZE_MAX : 8 * cfg->net_rd_max;
+    return cfg->net_rd_max;
+}
+
+/* The one-shot threshold of this shape: which variable, its value, and the value used. */
+static const char *oneshot_threshold(const topo_select_cfg_t *cfg, const topo_shape_t *s,
+                                     symcoll_mem_type_t mem, size_t *max2_p, size_t *max_p)
+{
+    const char *var;
+
+    if (mem == SYMCOLL_MEM_HOST) {
+        *max2_p = cfg->host_oneshot_max;
+        var = "SYMCOLL_HOST_ONESHOT_MAX";
+    } else if (s->gpu_link == TOPO_LINK_PCIE) {
+        *max2_p = cfg->cuda_pcie_oneshot_max;
+        var = "SYMCOLL_CUDA_PCIE_ONESHOT_MAX";
+    } else {
+        *max2_p = cfg->cuda_oneshot_max;
+        var = "SYMCOLL_CUDA_ONESHOT_MAX";
+    }
+    *max_p = topo_oneshot_scaled(*max2_p, s->nranks);
+    return var;
+}
+
+size_t topo_oneshot_max(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                        symcoll_mem_type_t mem)
+{
+    size_t max2, max;
+
+    if (cfg->forced == TOPO_ALGO_ONESHOT)
+        return SIZE_MAX;
+    if (cfg->forced != TOPO_ALGO_AUTO || shape->nnodes > 1)
+        return 0;
+    oneshot_threshold(cfg, shape, mem, &max2, &max);
+    return max;
+}
+
 static void select_intra(const topo_select_cfg_t *cfg, const topo_shape_t *s,
                          symcoll_mem_type_t mem, size_t bytes, topo_decision_t *d)
 {
-    char sz[32], th[32];
+    char sz[32], th[32], th2[32], scaled[160] = "";
     const char *var, *where;
-    size_t max;
+    size_t max2, max;
 
     if (s->nranks == 1) {
         decide(d, TOPO_ALGO_ONESHOT, "single rank: the result is the input");
         return;
     }
-    if (mem == SYMCOLL_MEM_HOST) {
-        max = cfg->host_oneshot_max;
-        var = "SYMCOLL_HOST_ONESHOT_MAX";
-        where = "host shared memory";
-    } else if (s->gpu_link == TOPO_LINK_NONE) {
+    if (mem == SYMCOLL_MEM_CUDA && s->gpu_link == TOPO_LINK_NONE) {
         decide(d, TOPO_ALGO_NONE, "CUDA memory: some GPUs of the node cannot access each "
                "other (no P2P), so the pool cannot be mapped by every peer");
         return;
-    } else if (s->gpu_link == TOPO_LINK_PCIE) {
-        max = cfg->cuda_pcie_oneshot_max;
-        var = "SYMCOLL_CUDA_PCIE_ONESHOT_MAX";
-        where = "GPUs over PCIe";
-    } else {
-        max = cfg->cuda_oneshot_max;
-        var = "SYMCOLL_CUDA_ONESHOT_MAX";
-        where = s->gpu_link == TOPO_LINK_SAME ? "ranks sharing GPUs" : "GPUs over NVLink";
     }
+    where = mem == SYMCOLL_MEM_HOST          ? "host shared memory"
+            : s->gpu_link == TOPO_LINK_PCIE  ? "GPUs over PCIe"
+            : s->gpu_link == TOPO_LINK_SAME  ? "ranks sharing GPUs"
+                                             : "GPUs over NVLink";
+    var = oneshot_threshold(cfg, s, mem, &max2, &max);
     topo_fmt_size(bytes, sz, sizeof(sz));
     topo_fmt_size(max, th, sizeof(th));
-    if (bytes <= max)
-        decide(d, TOPO_ALGO_ONESHOT, "1 node, %d ranks, %s: %s <= %s=%s: one barrier, "
-               "latency-bound", s->nranks, where, sz, var, th);
+    topo_fmt_size(max2, th2, sizeof(th2));
+    if (s->nranks > 2)
+        snprintf(scaled, sizeof(scaled), " (%s=%s for 2 ranks, scaled by n/(2(n-1)^2))", var,
+                 th2);
     else
-        decide(d, TOPO_ALGO_TWOSHOT, "1 node, %d ranks, %s: %s > %s=%s: reduce-scatter + "
-               "all-gather moves 2(n-1)/n of the data instead of n-1", s->nranks, where, sz,
-               var, th);
+        snprintf(scaled, sizeof(scaled), " (%s)", var);
+    if (bytes <= max)
+        decide(d, TOPO_ALGO_ONESHOT, "1 node, %d ranks, %s: %s <= %s%s: one barrier, "
+               "latency-bound", s->nranks, where, sz, th, scaled);
+    else
+        decide(d, TOPO_ALGO_TWOSHOT, "1 node, %d ranks, %s: %s > %s%s: two-shot moves "
+               "2(n-1)/n of the data instead of n-1", s->nranks, where, sz, th, scaled);
 }
 
 static void select_inter(const topo_select_cfg_t *cfg, const topo_shape_t *s,
                          symcoll_mem_type_t mem, size_t bytes, topo_decision_t *d)
 {
     char sz[32], th[32];
+    size_t rd_max = topo_rd_max(cfg, s->nranks);
+    const char *flat = s->ppn > 1 ? " (not hierarchical)" : "";
 
     topo_fmt_size(bytes, sz, sizeof(sz));
     if (s->ppn > 1 && bytes >= cfg->hier_min &&
@@ -268,15 +322,15 @@ static void select_inter(const topo_select_cfg_t *cfg, const topo_shape_t *s,
                cfg->hier_min ? th : "", s->ppn);
         return;
     }
-    topo_fmt_size(cfg->net_rd_max, th, sizeof(th));
-    if (bytes <= cfg->net_rd_max)
-        decide(d, TOPO_ALGO_RD, "%d nodes, %d ranks%s: %s <= SYMCOLL_NET_RD_MAX=%s: "
-               "log2(n) latency-bound steps", s->nnodes, s->nranks,
-               s->ppn > 1 ? " (not hierarchical)" : "", sz, th);
+    topo_fmt_size(rd_max, th, sizeof(th));
+    if (bytes <= rd_max)
+        decide(d, TOPO_ALGO_RD, "%d nodes, %d ranks%s: %s <= %s (%s%s): log2(n) "
+               "latency-bound steps", s->nnodes, s->nranks, flat, sz, th,
+               s->nranks == 2 ? "8 x " : "", "SYMCOLL_NET_RD_MAX");
     else
-        decide(d, TOPO_ALGO_RING, "%d nodes, %d ranks%s: %s > SYMCOLL_NET_RD_MAX=%s: the "
-               "pipelined ring is bandwidth-optimal", s->nnodes, s->nranks,
-               s->ppn > 1 ? " (not hierarchical)" : "", sz, th);
+        decide(d, TOPO_ALGO_RING, "%d nodes, %d ranks%s: %s > %s (%s%s): the pipelined ring "
+               "is bandwidth-optimal", s->nnodes, s->nranks, flat, sz, th,
+               s->nranks == 2 ? "8 x " : "", "SYMCOLL_NET_RD_MAX");
 }
 
 void topo_select(const topo_select_cfg_t *cfg, const topo_shape_t *shape,

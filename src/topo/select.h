@@ -80,9 +80,21 @@ bool topo_algo_applicable(topo_algo_t algo, symcoll_mem_type_t mem, const topo_s
 
 /* Checked once at communicator creation: a forced algorithm must be able to serve host
  * memory on this shape (and CUDA memory when the ranks have GPUs); otherwise logs why
- * and returns SYMCOLL_ERR_INVALID_PARAM. */
+ * and returns SYMCOLL_ERR_INVALID_PARAM. shape is the CUDA memory shape (its GPU links
+ * matter for CUDA; host memory ignores them). */
 symcoll_status_t topo_select_check(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
                                    bool have_gpus);
+
+/* One-shot threshold for n ranks from the 2-rank threshold max2 (see select.c). */
+size_t topo_oneshot_scaled(size_t max2, int n);
+
+/* Largest message sent one-shot inside a node on this shape (SIZE_MAX when forced, 0
+ * when one-shot is not used): what staging for one-shot must hold. */
+size_t topo_oneshot_max(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                        symcoll_mem_type_t mem);
+
+/* Largest message an n-rank all-reduce across nodes sends by recursive doubling. */
+size_t topo_rd_max(const topo_select_cfg_t *cfg, int n);
 
 /* The choice for one message of bytes bytes. */
 void topo_select(const topo_select_cfg_t *cfg, const topo_shape_t *shape,

@@ -222,7 +222,8 @@ symcoll_status_t topo_probe(comm_t *comm, topo_t **topo_p)
             goto err;
     }
     topo_update_shapes(t);
-    status = topo_select_check(&t->select_cfg, &t->shape[SYMCOLL_MEM_HOST], t->have_gpus);
+    /* the CUDA shape carries the GPU links; host checks ignore them */
+    status = topo_select_check(&t->select_cfg, &t->shape[SYMCOLL_MEM_CUDA], t->have_gpus);
     if (status != SYMCOLL_OK)
         goto err;
 
@@ -253,6 +254,11 @@ void topo_set_net_caps(topo_t *t, int rank, uint32_t mem_types, const char *tls)
 void topo_choose(const topo_t *t, symcoll_mem_type_t mem, size_t bytes, topo_decision_t *d)
 {
     topo_select(&t->select_cfg, &t->shape[mem], mem, bytes, d);
+}
+
+size_t topo_choose_oneshot_max(const topo_t *t, symcoll_mem_type_t mem)
+{
+    return topo_oneshot_max(&t->select_cfg, &t->shape[mem], mem);
 }
 
 void topo_destroy(topo_t *t)

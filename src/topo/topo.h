@@ -85,6 +85,10 @@ void topo_set_net_caps(topo_t *t, int rank, uint32_t mem_types, const char *tls)
 /* The selector's choice for one all-reduce of bytes bytes of mem memory. */
 void topo_choose(const topo_t *t, symcoll_mem_type_t mem, size_t bytes, topo_decision_t *d);
 
+/* Largest message the selector sends one-shot on this communicator (SIZE_MAX when
+ * SYMCOLL_ALGO=oneshot, 0 when one-shot is not used): what one-shot staging must hold. */
+size_t topo_choose_oneshot_max(const topo_t *t, symcoll_mem_type_t mem);
+
 /* Reports behind symcoll_comm_print_topology / symcoll_comm_print_decisions. */
 void topo_print(const topo_t *t, FILE *out);
 void topo_print_decisions(const topo_t *t, FILE *out);
