@@ -28,10 +28,13 @@ typedef struct algo_host_desc {
  * sharing between the polled flag and the rest. The pad's remaining bytes are free
  * for other layers (HOST_SIG_FREE_OFF). */
 typedef struct algo_host_sig {
-    _Atomic uint64_t progress; /* barriers passed; monotonic, never reset */
+    _Atomic uint64_t progress; /* barriers passed; monotonic, never reset; its low 32
+                                  bits are also the futex word peers sleep on */
     uint8_t pad0[56];
+    _Atomic uint32_t waiters;  /* peers asleep on progress (written by the peers) */
+    uint8_t pad1[60];
     _Atomic uint64_t aborted;  /* non-zero once this rank gave up (abort, failure) */
-    uint8_t pad1[56];
+    uint8_t pad2[56];
     algo_host_desc_t desc[2];  /* by call parity */
 } algo_host_sig_t;
 
@@ -46,6 +49,7 @@ typedef struct algo_host_state {
     uint64_t calls;          /* descriptor parity */
     uint64_t slot;           /* staging slot counter */
     size_t chunk_bytes;      /* pipeline chunk (SYMCOLL_HOST_CHUNK_SIZE) */
+    unsigned spin_max;       /* pause rounds before a wait starts yielding */
     bool has_staging;
     size_t staging_off;      /* 2 slots of chunk_bytes, same offset on every rank */
     symcoll_status_t broken; /* a failed wait leaves the epochs out of step: sticky */

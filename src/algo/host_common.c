@@ -3,14 +3,62 @@
  * call descriptors through which ranks tell each other where their data is. */
 #include "algo/host.h"
 
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "topo/topo.h"
 
 /* How often a waiting rank looks at /proc for its peers: cheap enough not to matter,
  * frequent enough that a dead peer is noticed within a few milliseconds. */
 #define HOST_ALIVE_PERIOD 0.005
+
+/*
+ * Waiting. A peer usually arrives within microseconds, so a wait first spins (pause
+ * instructions), then yields a couple of times, then sleeps on a futex on the peer's
+ * progress word, which the peer wakes when it moves it. Sleeping matters when ranks
+ * outnumber cores: sched_yield alone does not reliably hand the core to the rank we
+ * wait for (the scheduler may pick us again until its next tick, ~1 ms per barrier),
+ * while a sleeping rank leaves the run queue and the waker preempts it back at once.
+ * The sleep is bounded, so abort, deadline and liveness are still checked.
+ */
+#define HOST_SPIN_MAX      4096  /* pause rounds (~0.1 ms): long enough that ranks with a
+                                    core each never sleep (a sleep costs a wake-up of
+                                    several µs, and sleepers slow their wakers down);
+                                    8 when ranks outnumber cores */
+#define HOST_YIELDS        2     /* sched_yield rounds before sleeping */
+#define HOST_SLEEP_NS      2000000L
+
+static uint32_t *host_futex_word(_Atomic uint64_t *w)
+{
+    /* the half of the 64-bit epoch that changes at every step */
+    return (uint32_t *)(void *)w + (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
+}
+
+/* Sleeps until peer r's progress word moves past seen, or the bounded sleep ends.
+ * waiters is seq_cst on both sides (Dekker): either the waker sees our count, or we
+ * see its new epoch before sleeping. */
+static void host_sleep(algo_host_sig_t *peer, uint64_t seen)
+{
+    struct timespec ts = {0, HOST_SLEEP_NS};
+    atomic_fetch_add_explicit(&peer->waiters, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&peer->progress, memory_order_seq_cst) == seen)
+        syscall(SYS_futex, host_futex_word(&peer->progress), FUTEX_WAIT, (uint32_t)seen, &ts,
+                NULL, 0);
+    atomic_fetch_sub_explicit(&peer->waiters, 1, memory_order_relaxed);
+}
+
+/* Publishes a new epoch and wakes peers asleep on it. */
+static void host_signal(algo_host_sig_t *me, uint64_t e)
+{
+    atomic_store_explicit(&me->progress, e, memory_order_seq_cst);
+    if (atomic_load_explicit(&me->waiters, memory_order_seq_cst))
+        syscall(SYS_futex, host_futex_word(&me->progress), FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
 
 static void host_state_free(void *p)
 {
@@ -64,6 +112,9 @@ symcoll_status_t algo_host_state_get(pool_t *pool, algo_host_state_t **st_p)
         /* the pad words start at 0 everywhere and never go back: resume from them */
         st->epoch = atomic_load(&st->sig[st->me]->progress);
         st->last_algo = -1;
+        /* more ranks than cores: a peer we wait for is likely waiting for our core */
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        st->spin_max = ncpu > 0 && n > ncpu ? 8 : HOST_SPIN_MAX;
         *slot = st;
         pool_set_algo_state_free(pool, host_state_free);
     }
@@ -142,17 +193,27 @@ static symcoll_status_t host_wait_check(host_call_t *c, int r)
 
 static symcoll_status_t host_wait(host_call_t *c, int r, uint64_t target)
 {
-    _Atomic uint64_t *w = &c->st->sig[r]->progress;
+    algo_host_sig_t *peer = c->st->sig[r];
+    _Atomic uint64_t *w = &peer->progress;
     int g = c->comm->topo->local_ranks[r];
-    unsigned spins = 0;
+    unsigned spins = 0, spin_max = c->st->spin_max, yields = 0, dummy;
     symcoll_status_t status;
+    uint64_t seen;
 
-    while (atomic_load_explicit(w, memory_order_acquire) < target) {
-        /* spin briefly (core_spin_pause yields after a few hundred rounds, which lets
-         * ranks sharing a core run); look at the clock only now and then */
-        core_spin_pause(&spins);
-        if (spins < 256 && (spins & 31) != 0)
-            continue;
+    while ((seen = atomic_load_explicit(w, memory_order_acquire)) < target) {
+        if (spins < spin_max) {
+            spins++;
+            dummy = 0;
+            core_spin_pause(&dummy);
+            /* look at the clock only now and then while spinning */
+            if (spins & 31)
+                continue;
+        } else if (yields < HOST_YIELDS) {
+            yields++;
+            sched_yield();
+        } else {
+            host_sleep(peer, seen);
+        }
         status = host_wait_check(c, r);
         /* the peer may have arrived (and even finished and exited) since our last look */
         if (status == SYMCOLL_OK || atomic_load_explicit(w, memory_order_acquire) >= target)
@@ -162,7 +223,7 @@ static symcoll_status_t host_wait(host_call_t *c, int r, uint64_t target)
         else if (status == SYMCOLL_ERR_TIMED_OUT)
             log_error("all-reduce: timed out after %.1f s waiting for rank %d (local rank %d)",
                       c->comm->timeout_sec, g, r);
-        else if (atomic_load_explicit(&c->st->sig[r]->aborted, memory_order_acquire))
+        else if (atomic_load_explicit(&peer->aborted, memory_order_acquire))
             log_error("all-reduce: rank %d (local rank %d) gave up (aborted or failed)", g, r);
         else
             log_error("all-reduce: rank %d (local rank %d, pid %d) died", g, r,
@@ -178,7 +239,7 @@ symcoll_status_t algo_host_barrier(host_call_t *c)
     uint64_t e = ++st->epoch;
     symcoll_status_t status;
 
-    atomic_store_explicit(&st->sig[c->me]->progress, e, memory_order_release);
+    host_signal(st->sig[c->me], e);
     /* Peers in order, starting after ourselves so ranks do not all poll rank 0 first. */
     for (int i = 1; i < c->n; i++) {
         status = host_wait(c, (c->me + i) % c->n, e);
