@@ -13,3 +13,8 @@ tests_test_net_SOURCES = tests/test_net.c
 tests_test_net_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_net_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) -lm -lpthread
 endif
+
+# ranks in two network namespaces joined by a veth pair, so the traffic crosses an
+# interface (needs root and iproute2; skipped with 77 otherwise)
+TESTS += tests/test_netns.sh
+EXTRA_DIST += tests/test_netns.sh
