@@ -122,7 +122,7 @@ static symcoll_status_t pool_exchange(pool_t *pool, pool_xhdr_t *hdr, const void
 {
     comm_t *comm = pool->comm;
     unsigned char *msg = pool->xbuf + (size_t)comm->rank * pool->xmsg;
-    symcoll_status_t status, first = SYMCOLL_OK;
+    symcoll_status_t status;
 
     hdr->magic = POOL_XMAGIC;
     hdr->seq = ++pool->xseq;
@@ -144,6 +144,14 @@ static symcoll_status_t pool_exchange(pool_t *pool, pool_xhdr_t *hdr, const void
                   symcoll_status_string(status));
         return status;
     }
+    /* a rank that failed may not have been able to compute the same arguments: its
+     * failure is the answer, not a mismatch */
+    for (int r = 0; r < comm->nranks; r++) {
+        pool_xhdr_t h;
+        memcpy(&h, pool->xbuf + (size_t)r * pool->xmsg, sizeof(h));
+        if (h.magic == POOL_XMAGIC && h.seq == hdr->seq && h.status != SYMCOLL_OK)
+            return (symcoll_status_t)h.status;
+    }
     for (int r = 0; r < comm->nranks; r++) {
         pool_xhdr_t h;
         memcpy(&h, pool->xbuf + (size_t)r * pool->xmsg, sizeof(h));
@@ -159,10 +167,8 @@ static symcoll_status_t pool_exchange(pool_t *pool, pool_xhdr_t *hdr, const void
                       (unsigned long long)hdr->c);
             return SYMCOLL_ERR_MISMATCH;
         }
-        if (h.status != SYMCOLL_OK && first == SYMCOLL_OK)
-            first = (symcoll_status_t)h.status;
     }
-    return first;
+    return SYMCOLL_OK;
 }
 
 /* ---- segments ---------------------------------------------------------------------- */
@@ -692,6 +698,7 @@ symcoll_status_t pool_create(comm_t *comm, const pool_params_t *params, pool_t *
 {
     const pool_backend_t *be = pool_backend_get(params->mem_type);
     symcoll_status_t status, pre = SYMCOLL_OK;
+    bool inited;
     pool_t *pool;
 
     if (!be) {
@@ -719,10 +726,9 @@ symcoll_status_t pool_create(comm_t *comm, const pool_params_t *params, pool_t *
 
     /* Local failures below still take part in the signal pad exchange (as "pre"), so
      * that every rank fails together instead of waiting for us. */
-    status = be->init(comm, &pool->be_ctx);
-    if (status != SYMCOLL_OK)
-        goto err_lock;
-    pool->gran = be->granularity(pool->be_ctx);
+    pre = be->init(comm, &pool->be_ctx);
+    inited = pre == SYMCOLL_OK;
+    pool->gran = inited ? be->granularity(pool->be_ctx) : 4096;
     pool->max_size = comm->config.pool_max_size / pool->gran * pool->gran;
     if (pool->max_size < pool->gran)
         pool->max_size = pool->gran;
@@ -730,7 +736,8 @@ symcoll_status_t pool_create(comm_t *comm, const pool_params_t *params, pool_t *
     pool->growth = comm->config.pool_growth;
     pool->sig_size = round_up(be->signal_size, pool->gran);
 
-    pre = pool_reserve_views(pool, pool->max_size, &pool->bases);
+    if (pre == SYMCOLL_OK)
+        pre = pool_reserve_views(pool, pool->max_size, &pool->bases);
     if (pre == SYMCOLL_OK) {
         pre = pool_reserve_views(pool, pool->sig_size, &pool->sig);
         if (pre == SYMCOLL_OK)
@@ -749,8 +756,8 @@ symcoll_status_t pool_create(comm_t *comm, const pool_params_t *params, pool_t *
 err_views:
     pool_release_views(pool, pool->sig, pool->sig_size);
     pool_release_views(pool, pool->bases, pool->max_size);
-    be->fini(pool->be_ctx);
-err_lock:
+    if (inited)
+        be->fini(pool->be_ctx);
     pthread_mutex_destroy(&pool->lock);
     free(pool->xbuf);
     free(pool);
