@@ -8,16 +8,19 @@
 #include "harness.h"
 
 /* A test that runs body on n ranks of one node. */
-#define RANKS_TEST(name, body, n)                                                          \
-    START_TEST(name) { ck_assert_int_eq(harness_run(n, 1, RUN_TIMEOUT, body, NULL), 0); }  \
+#define RANKS_TEST(name, body, n)                                                              \
+    START_TEST(name)                                                                           \
+    {                                                                                          \
+        ck_assert_int_eq(harness_run(n, 1, RUN_TIMEOUT, body, NULL), 0);                       \
+    }                                                                                          \
     END_TEST
 
-#define ADD_CASE(s, t)                                                                     \
-    do {                                                                                   \
-        TCase *tc_ = tcase_create(#t);                                                     \
-        tcase_set_timeout(tc_, RUN_TIMEOUT + 30);                                          \
-        tcase_add_test(tc_, t);                                                            \
-        suite_add_tcase(s, tc_);                                                           \
+#define ADD_CASE(s, t)                                                                         \
+    do {                                                                                       \
+        TCase *tc_ = tcase_create(#t);                                                         \
+        tcase_set_timeout(tc_, RUN_TIMEOUT + 30);                                              \
+        tcase_add_test(tc_, t);                                                                \
+        suite_add_tcase(s, tc_);                                                               \
     } while (0)
 
 /* Runs the suite; the exit status of main. */

@@ -91,36 +91,85 @@ static void store(symcoll_dtype_t dt, void *buf, size_t i, double v)
 {
     unsigned char *p = buf;
     switch (dt) {
-    case SYMCOLL_INT8: { int8_t x = (int8_t)(int64_t)v; memcpy(p + i, &x, 1); break; }
-    case SYMCOLL_UINT8: { uint8_t x = (uint8_t)(uint64_t)v; memcpy(p + i, &x, 1); break; }
-    case SYMCOLL_INT32: { int32_t x = (int32_t)(int64_t)v; memcpy(p + 4 * i, &x, 4); break; }
-    case SYMCOLL_UINT32: { uint32_t x = (uint32_t)(uint64_t)v; memcpy(p + 4 * i, &x, 4); break; }
-    case SYMCOLL_INT64: { int64_t x = (int64_t)v; memcpy(p + 8 * i, &x, 8); break; }
-    case SYMCOLL_UINT64: { uint64_t x = (uint64_t)v; memcpy(p + 8 * i, &x, 8); break; }
-    case SYMCOLL_FLOAT16: { uint16_t x = exact_half(v); memcpy(p + 2 * i, &x, 2); break; }
-    case SYMCOLL_BFLOAT16: { uint16_t x = exact_bf16(v); memcpy(p + 2 * i, &x, 2); break; }
-    case SYMCOLL_FLOAT32: { float x = (float)v; memcpy(p + 4 * i, &x, 4); break; }
-    case SYMCOLL_FLOAT64: memcpy(p + 8 * i, &v, 8); break;
-    default: harness_fail("bad datatype %d", (int)dt);
+    case SYMCOLL_INT8: {
+        int8_t x = (int8_t)(int64_t)v;
+        memcpy(p + i, &x, 1);
+        break;
+    }
+    case SYMCOLL_UINT8: {
+        uint8_t x = (uint8_t)(uint64_t)v;
+        memcpy(p + i, &x, 1);
+        break;
+    }
+    case SYMCOLL_INT32: {
+        int32_t x = (int32_t)(int64_t)v;
+        memcpy(p + 4 * i, &x, 4);
+        break;
+    }
+    case SYMCOLL_UINT32: {
+        uint32_t x = (uint32_t)(uint64_t)v;
+        memcpy(p + 4 * i, &x, 4);
+        break;
+    }
+    case SYMCOLL_INT64: {
+        int64_t x = (int64_t)v;
+        memcpy(p + 8 * i, &x, 8);
+        break;
+    }
+    case SYMCOLL_UINT64: {
+        uint64_t x = (uint64_t)v;
+        memcpy(p + 8 * i, &x, 8);
+        break;
+    }
+    case SYMCOLL_FLOAT16: {
+        uint16_t x = exact_half(v);
+        memcpy(p + 2 * i, &x, 2);
+        break;
+    }
+    case SYMCOLL_BFLOAT16: {
+        uint16_t x = exact_bf16(v);
+        memcpy(p + 2 * i, &x, 2);
+        break;
+    }
+    case SYMCOLL_FLOAT32: {
+        float x = (float)v;
+        memcpy(p + 4 * i, &x, 4);
+        break;
+    }
+    case SYMCOLL_FLOAT64:
+        memcpy(p + 8 * i, &v, 8);
+        break;
+    default:
+        harness_fail("bad datatype %d", (int)dt);
     }
 }
 
 /* acc = the reduction of every rank's input at element i, in type T */
-#define REF_REDUCE(T, acc)                                                                    \
-    do {                                                                                   \
-        acc = (T)input_value(dt, op, 0, n, i);                                             \
-        for (int r = 1; r < n; r++) {                                                      \
-            T x_ = (T)input_value(dt, op, r, n, i);                                        \
-            switch (op) {                                                                  \
-            case SYMCOLL_SUM: case SYMCOLL_AVG: acc += x_; break;                          \
-            case SYMCOLL_PROD: acc *= x_; break;                                           \
-            case SYMCOLL_MIN: acc = x_ < acc ? x_ : acc; break;                            \
-            case SYMCOLL_MAX: acc = x_ > acc ? x_ : acc; break;                            \
-            default: harness_fail("bad operator %d", (int)op);                             \
-            }                                                                              \
-        }                                                                                  \
-        if (op == SYMCOLL_AVG)                                                             \
-            acc /= (T)n;                                                                   \
+#define REF_REDUCE(T, acc)                                                                     \
+    do {                                                                                       \
+        acc = (T)input_value(dt, op, 0, n, i);                                                 \
+        for (int r = 1; r < n; r++) {                                                          \
+            T x_ = (T)input_value(dt, op, r, n, i);                                            \
+            switch (op) {                                                                      \
+            case SYMCOLL_SUM:                                                                  \
+            case SYMCOLL_AVG:                                                                  \
+                acc += x_;                                                                     \
+                break;                                                                         \
+            case SYMCOLL_PROD:                                                                 \
+                acc *= x_;                                                                     \
+                break;                                                                         \
+            case SYMCOLL_MIN:                                                                  \
+                acc = x_ < acc ? x_ : acc;                                                     \
+                break;                                                                         \
+            case SYMCOLL_MAX:                                                                  \
+                acc = x_ > acc ? x_ : acc;                                                     \
+                break;                                                                         \
+            default:                                                                           \
+                harness_fail("bad operator %d", (int)op);                                      \
+            }                                                                                  \
+        }                                                                                      \
+        if (op == SYMCOLL_AVG)                                                                 \
+            acc /= (T)n;                                                                       \
     } while (0)
 
 /* Expected bytes of element i: the reference in double (floats: exact for these
@@ -170,7 +219,8 @@ static void check_call(run_ctx_t *x, symcoll_dtype_t dt, symcoll_op_t op, size_t
 {
     size_t es = symcoll_dtype_size(dt), nbytes = count * es;
     unsigned char *send = (kind == BUF_POOL ? x->pool_send : x->plain_send) + misalign;
-    unsigned char *recv = inplace ? send : (kind == BUF_POOL ? x->pool_recv : x->plain_recv) + misalign;
+    unsigned char *recv =
+        inplace ? send : (kind == BUF_POOL ? x->pool_recv : x->plain_recv) + misalign;
     unsigned char exp[8];
     symcoll_status_t st;
 
@@ -189,8 +239,9 @@ static void check_call(run_ctx_t *x, symcoll_dtype_t dt, symcoll_op_t op, size_t
         expected(dt, op, x->n, i, exp);
         if (memcmp(recv + i * es, exp, es))
             harness_fail("allreduce %s %s count %zu inplace %d kind %d misalign %zu: element "
-                         "%zu differs from the reference", symcoll_dtype_name(dt),
-                         symcoll_op_name(op), count, inplace, kind, misalign, i);
+                         "%zu differs from the reference",
+                         symcoll_dtype_name(dt), symcoll_op_name(op), count, inplace, kind,
+                         misalign, i);
     }
     for (size_t i = 0; i < 16; i++)
         if (recv[nbytes + i] != 0xa5)
@@ -204,10 +255,12 @@ static void check_call(run_ctx_t *x, symcoll_dtype_t dt, symcoll_op_t op, size_t
 static void check_identical(run_ctx_t *x)
 {
     uint64_t h[2] = {x->hash, x->hash}, mn, mx;
-    ck_assert_int_eq(symcoll_allreduce(&h[0], &mn, 1, SYMCOLL_UINT64, SYMCOLL_MIN, x->comm, NULL),
-                     SYMCOLL_OK);
-    ck_assert_int_eq(symcoll_allreduce(&h[1], &mx, 1, SYMCOLL_UINT64, SYMCOLL_MAX, x->comm, NULL),
-                     SYMCOLL_OK);
+    ck_assert_int_eq(
+        symcoll_allreduce(&h[0], &mn, 1, SYMCOLL_UINT64, SYMCOLL_MIN, x->comm, NULL),
+        SYMCOLL_OK);
+    ck_assert_int_eq(
+        symcoll_allreduce(&h[1], &mx, 1, SYMCOLL_UINT64, SYMCOLL_MAX, x->comm, NULL),
+        SYMCOLL_OK);
     if (mn != mx || mn != x->hash)
         harness_fail("outputs differ between ranks (hash %016llx, min %016llx, max %016llx)",
                      (unsigned long long)x->hash, (unsigned long long)mn,
@@ -227,10 +280,12 @@ static void ctx_init(run_ctx_t *x, int rank, int n, size_t max_bytes)
     x->plain_send = malloc(max_bytes + 64);
     x->plain_recv = malloc(max_bytes + 64);
     ck_assert(x->plain_send && x->plain_recv);
-    ck_assert_int_eq(symcoll_mem_alloc(x->comm, max_bytes + 64, SYMCOLL_MEM_HOST,
-                                       (void **)&x->pool_send), SYMCOLL_OK);
-    ck_assert_int_eq(symcoll_mem_alloc(x->comm, max_bytes + 64, SYMCOLL_MEM_HOST,
-                                       (void **)&x->pool_recv), SYMCOLL_OK);
+    ck_assert_int_eq(
+        symcoll_mem_alloc(x->comm, max_bytes + 64, SYMCOLL_MEM_HOST, (void **)&x->pool_send),
+        SYMCOLL_OK);
+    ck_assert_int_eq(
+        symcoll_mem_alloc(x->comm, max_bytes + 64, SYMCOLL_MEM_HOST, (void **)&x->pool_recv),
+        SYMCOLL_OK);
 }
 
 static void ctx_fini(run_ctx_t *x)
@@ -265,8 +320,9 @@ static void body_matrix(int rank, int n, void *arg)
             for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
                 for (int inplace = 0; inplace < 2; inplace++)
                     for (int kind = 0; kind < 2; kind++)
-                        check_call(&x, (symcoll_dtype_t)dt, (symcoll_op_t)op, counts[c], inplace,
-                                   kind, (c + (size_t)op) % 2 ? (size_t)(dt % 3) + 1 : 0);
+                        check_call(&x, (symcoll_dtype_t)dt, (symcoll_op_t)op, counts[c],
+                                   inplace, kind,
+                                   (c + (size_t)op) % 2 ? (size_t)(dt % 3) + 1 : 0);
     for (int dt = 0; dt < SYMCOLL_DTYPE_LAST; dt++)
         check_call(&x, (symcoll_dtype_t)dt, (symcoll_op_t)(dt % SYMCOLL_OP_LAST), BIG_COUNT,
                    dt % 2, (dt / 2) % 2, 0);
@@ -289,8 +345,9 @@ static void body_chunks(int rank, int n, void *arg)
         for (int dt = 0; dt < SYMCOLL_DTYPE_LAST; dt++)
             for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
                 for (int mode = 0; mode < 4; mode++)
-                    check_call(&x, (symcoll_dtype_t)dt, (symcoll_op_t)((dt + c) % SYMCOLL_OP_LAST),
-                               counts[c], mode & 1, mode >> 1, (size_t)mode);
+                    check_call(&x, (symcoll_dtype_t)dt,
+                               (symcoll_op_t)((dt + c) % SYMCOLL_OP_LAST), counts[c], mode & 1,
+                               mode >> 1, (size_t)mode);
         ctx_fini(&x);
     }
 }

@@ -269,9 +269,9 @@ static void body_mismatch(int rank, int n, void *arg)
     ck_assert_uint_eq(query(comm).in_use, 0);
     /* all-reduce with different counts: a mismatch, not a hang nor a wrong result */
     double x[64] = {0};
-    ck_assert_int_eq(symcoll_allreduce(x, x, rank == 0 ? 8 : 9, SYMCOLL_FLOAT64, SYMCOLL_SUM,
-                                       comm, NULL),
-                     SYMCOLL_ERR_MISMATCH);
+    ck_assert_int_eq(
+        symcoll_allreduce(x, x, rank == 0 ? 8 : 9, SYMCOLL_FLOAT64, SYMCOLL_SUM, comm, NULL),
+        SYMCOLL_ERR_MISMATCH);
     /* and the communicator still works */
     ck_assert_int_eq(symcoll_mem_alloc(comm, MiB, SYMCOLL_MEM_HOST, &p), SYMCOLL_OK);
     reduce_check(comm, p, MiB / 8, n, rank);
@@ -514,13 +514,13 @@ static void body_bad_args(int rank, int n, void *arg)
         size_t count;
         int dtype, op, comm;
     } table[] = {
-        {0, 0, 8, SYMCOLL_FLOAT64, SYMCOLL_SUM, 0},   /* NULL communicator */
-        {0, 0, 8, SYMCOLL_FLOAT64, SYMCOLL_SUM, 1},   /* destroyed communicator */
-        {1, 0, 8, SYMCOLL_FLOAT64, SYMCOLL_SUM, 2},   /* NULL sendbuf */
-        {0, 1, 8, SYMCOLL_FLOAT64, SYMCOLL_SUM, 2},   /* NULL recvbuf */
-        {0, 0, 8, -1, SYMCOLL_SUM, 2},                /* datatype below range */
+        {0, 0, 8, SYMCOLL_FLOAT64, SYMCOLL_SUM, 0}, /* NULL communicator */
+        {0, 0, 8, SYMCOLL_FLOAT64, SYMCOLL_SUM, 1}, /* destroyed communicator */
+        {1, 0, 8, SYMCOLL_FLOAT64, SYMCOLL_SUM, 2}, /* NULL sendbuf */
+        {0, 1, 8, SYMCOLL_FLOAT64, SYMCOLL_SUM, 2}, /* NULL recvbuf */
+        {0, 0, 8, -1, SYMCOLL_SUM, 2},              /* datatype below range */
         {0, 0, 8, SYMCOLL_DTYPE_LAST, SYMCOLL_SUM, 2},
-        {0, 0, 8, SYMCOLL_FLOAT64, -1, 2},            /* operator out of range */
+        {0, 0, 8, SYMCOLL_FLOAT64, -1, 2}, /* operator out of range */
         {0, 0, 8, SYMCOLL_FLOAT64, SYMCOLL_OP_LAST, 2},
         {0, 0, SIZE_MAX / 4, SYMCOLL_FLOAT64, SYMCOLL_SUM, 2}, /* bytes overflow */
         {0, 0, SIZE_MAX, SYMCOLL_INT8, SYMCOLL_SUM, 2},
@@ -528,10 +528,9 @@ static void body_bad_args(int rank, int n, void *arg)
     for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
         symcoll_comm_h c = table[i].comm == 0 ? NULL : table[i].comm == 1 ? dead : comm;
         memcpy(y, x, sizeof(y));
-        symcoll_status_t st = symcoll_allreduce(table[i].send_null ? NULL : x,
-                                                table[i].recv_null ? NULL : y, table[i].count,
-                                                (symcoll_dtype_t)table[i].dtype,
-                                                (symcoll_op_t)table[i].op, c, NULL);
+        symcoll_status_t st = symcoll_allreduce(
+            table[i].send_null ? NULL : x, table[i].recv_null ? NULL : y, table[i].count,
+            (symcoll_dtype_t)table[i].dtype, (symcoll_op_t)table[i].op, c, NULL);
         if (st != SYMCOLL_ERR_INVALID_PARAM)
             harness_fail("bad-argument row %zu: got %s", i, symcoll_status_string(st));
         if (memcmp(x, y, sizeof(y)))
@@ -542,9 +541,12 @@ static void body_bad_args(int rank, int n, void *arg)
                      SYMCOLL_OK);
     /* pool calls */
     void *q = (void *)0x1;
-    ck_assert_int_eq(symcoll_mem_alloc(NULL, MiB, SYMCOLL_MEM_HOST, &q), SYMCOLL_ERR_INVALID_PARAM);
-    ck_assert_int_eq(symcoll_mem_alloc(dead, MiB, SYMCOLL_MEM_HOST, &q), SYMCOLL_ERR_INVALID_PARAM);
-    ck_assert_int_eq(symcoll_mem_alloc(comm, 0, SYMCOLL_MEM_HOST, &q), SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_int_eq(symcoll_mem_alloc(NULL, MiB, SYMCOLL_MEM_HOST, &q),
+                     SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_int_eq(symcoll_mem_alloc(dead, MiB, SYMCOLL_MEM_HOST, &q),
+                     SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_int_eq(symcoll_mem_alloc(comm, 0, SYMCOLL_MEM_HOST, &q),
+                     SYMCOLL_ERR_INVALID_PARAM);
     ck_assert_int_eq(symcoll_mem_alloc(comm, MiB, SYMCOLL_MEM_HOST, NULL),
                      SYMCOLL_ERR_INVALID_PARAM);
     ck_assert_int_eq(symcoll_mem_alloc(comm, MiB, (symcoll_mem_type_t)7, &q),
@@ -554,7 +556,8 @@ static void body_bad_args(int rank, int n, void *arg)
     ck_assert_int_eq(symcoll_mem_free(comm, (char *)p + 8), SYMCOLL_ERR_INVALID_PARAM);
     ck_assert_int_eq(symcoll_mem_free(dead, p), SYMCOLL_ERR_INVALID_PARAM);
     ck_assert_int_eq(symcoll_mem_free(comm, NULL), SYMCOLL_OK);
-    ck_assert_int_eq(symcoll_pool_query(comm, SYMCOLL_MEM_HOST, NULL), SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_int_eq(symcoll_pool_query(comm, SYMCOLL_MEM_HOST, NULL),
+                     SYMCOLL_ERR_INVALID_PARAM);
     ck_assert_int_eq(symcoll_pool_query(NULL, SYMCOLL_MEM_HOST, &a), SYMCOLL_ERR_INVALID_PARAM);
     a.field_mask = 1ULL << 40;
     ck_assert_int_eq(symcoll_pool_query(comm, SYMCOLL_MEM_HOST, &a), SYMCOLL_ERR_INVALID_PARAM);

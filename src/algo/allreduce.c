@@ -35,8 +35,8 @@ symcoll_status_t algo_mem_type(const void *sendbuf, const void *recvbuf,
 
 /* The selector formats a reason string each time; remember the last decision so that
  * a loop of equal calls pays for it once. */
-static topo_algo_t allreduce_choose(comm_t *comm, algo_host_state_t *st,
-                                    symcoll_mem_type_t mem, size_t bytes)
+static topo_algo_t allreduce_choose(comm_t *comm, algo_host_state_t *st, symcoll_mem_type_t mem,
+                                    size_t bytes)
 {
     topo_decision_t d;
     if (st && st->last_algo >= 0 && st->last_bytes == bytes)
@@ -68,7 +68,8 @@ static symcoll_status_t allreduce_host(comm_t *comm, pool_t *pool, const void *s
         return status;
     if (st->broken != SYMCOLL_OK) {
         log_error("symcoll_allreduce: an earlier call failed (%s); the communicator can only "
-                  "be destroyed", symcoll_status_string(st->broken));
+                  "be destroyed",
+                  symcoll_status_string(st->broken));
         return st->broken;
     }
 
@@ -87,9 +88,12 @@ static symcoll_status_t allreduce_host(comm_t *comm, pool_t *pool, const void *s
 
     algo = allreduce_choose(comm, st, SYMCOLL_MEM_HOST, count * c.esize);
     switch (algo) {
-    case TOPO_ALGO_ONESHOT: return algo_host_oneshot(&c);
-    case TOPO_ALGO_TWOSHOT: return algo_host_twoshot(&c);
-    case TOPO_ALGO_NONE: return SYMCOLL_ERR_UNSUPPORTED;
+    case TOPO_ALGO_ONESHOT:
+        return algo_host_oneshot(&c);
+    case TOPO_ALGO_TWOSHOT:
+        return algo_host_twoshot(&c);
+    case TOPO_ALGO_NONE:
+        return SYMCOLL_ERR_UNSUPPORTED;
     default:
         log_error("symcoll_allreduce: algorithm %s is not implemented for host memory yet",
                   topo_algo_name(algo));
@@ -106,9 +110,12 @@ void algo_pool_release(pool_t *pool)
         algo_net_pool_release(pool);
         break;
 #ifdef HAVE_CUDA
-    case SYMCOLL_MEM_CUDA: algo_cuda_release(pool); break;
+    case SYMCOLL_MEM_CUDA:
+        algo_cuda_release(pool);
+        break;
 #endif
-    default: break;
+    default:
+        break;
     }
 }
 

@@ -20,7 +20,7 @@ typedef struct algo_host_desc {
     uint8_t pad[32];
 } algo_host_desc_t;
 
-#define HOST_DESC_IN_LINEAR  1u /* input read in place from the caller's pool buffer */
+#define HOST_DESC_IN_LINEAR 1u  /* input read in place from the caller's pool buffer */
 #define HOST_DESC_OUT_LINEAR 2u /* result slices written to the caller's pool buffer */
 
 /* Layout of the first bytes of each rank's host signal pad. Only its owner writes it;
@@ -31,25 +31,25 @@ typedef struct algo_host_sig {
     _Atomic uint64_t progress; /* barriers passed; monotonic, never reset; its low 32
                                   bits are also the futex word peers sleep on */
     uint8_t pad0[56];
-    _Atomic uint32_t waiters;  /* peers asleep on progress (written by the peers) */
+    _Atomic uint32_t waiters; /* peers asleep on progress (written by the peers) */
     uint8_t pad1[60];
-    _Atomic uint64_t aborted;  /* non-zero once this rank gave up (abort, failure) */
+    _Atomic uint64_t aborted; /* non-zero once this rank gave up (abort, failure) */
     uint8_t pad2[56];
-    algo_host_desc_t desc[2];  /* by call parity */
+    algo_host_desc_t desc[2]; /* by call parity */
 } algo_host_sig_t;
 
 #define HOST_SIG_FREE_OFF 4096
 
 typedef struct algo_host_state {
     int me, n;
-    algo_host_sig_t **sig;   /* every local rank's pad */
-    int *pids;               /* of every local rank */
-    uint64_t *starts;        /* process start times, for pid reuse */
-    uint64_t epoch;          /* barriers this rank passed */
-    uint64_t calls;          /* descriptor parity */
-    uint64_t slot;           /* staging slot counter */
-    size_t chunk_bytes;      /* pipeline chunk (SYMCOLL_HOST_CHUNK_SIZE) */
-    unsigned spin_max;       /* pause rounds before a wait starts yielding */
+    algo_host_sig_t **sig; /* every local rank's pad */
+    int *pids;             /* of every local rank */
+    uint64_t *starts;      /* process start times, for pid reuse */
+    uint64_t epoch;        /* barriers this rank passed */
+    uint64_t calls;        /* descriptor parity */
+    uint64_t slot;         /* staging slot counter */
+    size_t chunk_bytes;    /* pipeline chunk (SYMCOLL_HOST_CHUNK_SIZE) */
+    unsigned spin_max;     /* pause rounds before a wait starts yielding */
     bool has_staging;
     size_t staging_off;      /* 2 slots of chunk_bytes, same offset on every rank */
     symcoll_status_t broken; /* a failed wait leaves the epochs out of step: sticky */
@@ -71,9 +71,9 @@ typedef struct host_call {
     size_t count, esize;
     symcoll_dtype_t dtype;
     symcoll_op_t op;
-    deadline_t dl;         /* set at the first long wait (dl.end 0 until then) */
+    deadline_t dl; /* set at the first long wait (dl.end 0 until then) */
     double next_alive;
-    bool any_out_linear;   /* some rank exposes its result buffer: end barrier */
+    bool any_out_linear; /* some rank exposes its result buffer: end barrier */
 } host_call_t;
 
 enum { HOST_ALGO_ONESHOT = 1, HOST_ALGO_TWOSHOT = 2 };

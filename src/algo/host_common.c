@@ -26,12 +26,13 @@
  * while a sleeping rank leaves the run queue and the waker preempts it back at once.
  * The sleep is bounded, so abort, deadline and liveness are still checked.
  */
-#define HOST_SPIN_MAX      4096  /* pause rounds (~0.1 ms): long enough that ranks with a
-                                    core each never sleep (a sleep costs a wake-up of
-                                    several µs, and sleepers slow their wakers down);
-                                    8 when ranks outnumber cores */
-#define HOST_YIELDS        2     /* sched_yield rounds before sleeping */
-#define HOST_SLEEP_NS      2000000L
+#define HOST_SPIN_MAX                                                                          \
+    4096              /* pause rounds (~0.1 ms): long enough that ranks with a                 \
+                         core each never sleep (a sleep costs a wake-up of                     \
+                         several µs, and sleepers slow their wakers down);                    \
+                         8 when ranks outnumber cores */
+#define HOST_YIELDS 2 /* sched_yield rounds before sleeping */
+#define HOST_SLEEP_NS 2000000L
 
 static uint32_t *host_futex_word(_Atomic uint64_t *w)
 {
@@ -148,9 +149,9 @@ void algo_host_abort(pool_t *pool)
     if (st)
         st->broken = SYMCOLL_ERR_ABORTED;
     /* the pad exists from pool creation on, state or not */
-    atomic_store_explicit(&((algo_host_sig_t *)pool_signal_pad(pool, pool_local_rank(pool)))
-                               ->aborted,
-                          1, memory_order_release);
+    atomic_store_explicit(
+        &((algo_host_sig_t *)pool_signal_pad(pool, pool_local_rank(pool)))->aborted, 1,
+        memory_order_release);
 }
 
 symcoll_status_t algo_host_fail(host_call_t *c, symcoll_status_t status)
@@ -226,8 +227,7 @@ static symcoll_status_t host_wait(host_call_t *c, int r, uint64_t target)
         else if (atomic_load_explicit(&peer->aborted, memory_order_acquire))
             log_error("all-reduce: rank %d (local rank %d) gave up (aborted or failed)", g, r);
         else
-            log_error("all-reduce: rank %d (local rank %d, pid %d) died", g, r,
-                      c->st->pids[r]);
+            log_error("all-reduce: rank %d (local rank %d, pid %d) died", g, r, c->st->pids[r]);
         return algo_host_fail(c, status);
     }
     return SYMCOLL_OK;

@@ -33,7 +33,8 @@ symcoll_status_t algo_host_oneshot(host_call_t *c)
 
     in_linear = pool_lookup(c->pool, c->sendbuf, nbytes, &in_off) &&
                 (c->sendbuf + nbytes <= c->recvbuf || c->recvbuf + nbytes <= c->sendbuf);
-    algo_host_desc_publish(c, HOST_ALGO_ONESHOT, in_linear ? HOST_DESC_IN_LINEAR : 0, in_off, 0);
+    algo_host_desc_publish(c, HOST_ALGO_ONESHOT, in_linear ? HOST_DESC_IN_LINEAR : 0, in_off,
+                           0);
 
     for (size_t k = 0; (off = k * chunk) < nbytes; k++) {
         size_t bytes = nbytes - off < chunk ? nbytes - off : chunk;

@@ -90,27 +90,27 @@ typedef void (*reduce_fn_t)(void *dst, const void *const *srcs, int nsrc, size_t
                             int div);
 
 /* T: element (unaligned), A: accumulator, LD: T->A, COMB: (A,A)->A, FIN: (A,div)->T */
-#define DEF_REDUCE(name, T, A, LD, COMB, FIN)                                              \
-    static void name(void *dst, const void *const *srcs, int nsrc, size_t count, int div) \
-    {                                                                                      \
-        A acc[REDUCE_BLOCK];                                                               \
-        (void)div;                                                                         \
-        for (size_t b = 0; b < count; b += REDUCE_BLOCK) {                                 \
-            size_t m = count - b < REDUCE_BLOCK ? count - b : REDUCE_BLOCK;                \
-            const T *s0 = (const T *)srcs[0] + b;                                          \
-            for (size_t k = 0; k < m; k++)                                                 \
-                acc[k] = LD(s0[k]);                                                        \
-            for (int r = 1; r < nsrc; r++) {                                               \
-                const T *s = (const T *)srcs[r] + b;                                       \
-                for (size_t k = 0; k < m; k++) {                                           \
-                    A x = LD(s[k]);                                                        \
-                    acc[k] = COMB(acc[k], x);                                              \
-                }                                                                          \
-            }                                                                              \
-            T *d = (T *)dst + b;                                                           \
-            for (size_t k = 0; k < m; k++)                                                 \
-                d[k] = FIN(acc[k], div);                                                   \
-        }                                                                                  \
+#define DEF_REDUCE(name, T, A, LD, COMB, FIN)                                                  \
+    static void name(void *dst, const void *const *srcs, int nsrc, size_t count, int div)      \
+    {                                                                                          \
+        A acc[REDUCE_BLOCK];                                                                   \
+        (void)div;                                                                             \
+        for (size_t b = 0; b < count; b += REDUCE_BLOCK) {                                     \
+            size_t m = count - b < REDUCE_BLOCK ? count - b : REDUCE_BLOCK;                    \
+            const T *s0 = (const T *)srcs[0] + b;                                              \
+            for (size_t k = 0; k < m; k++)                                                     \
+                acc[k] = LD(s0[k]);                                                            \
+            for (int r = 1; r < nsrc; r++) {                                                   \
+                const T *s = (const T *)srcs[r] + b;                                           \
+                for (size_t k = 0; k < m; k++) {                                               \
+                    A x = LD(s[k]);                                                            \
+                    acc[k] = COMB(acc[k], x);                                                  \
+                }                                                                              \
+            }                                                                                  \
+            T *d = (T *)dst + b;                                                               \
+            for (size_t k = 0; k < m; k++)                                                     \
+                d[k] = FIN(acc[k], div);                                                       \
+        }                                                                                      \
     }
 
 #define C_SUM(a, b) ((a) + (b))
@@ -121,25 +121,57 @@ typedef void (*reduce_fn_t)(void *dst, const void *const *srcs, int nsrc, size_t
 /* integers: sum and prod in the unsigned type of the element's width (wraps, no UB);
  * min and max in the element type; avg sums in 64 bits then divides */
 #define ID(x) (x)
-#define FIN_CAST(T) (T)
-#define DEF_INT(tag, T, UT, UA)                                                            \
-    static inline UT tag##_ld_u(T x) { return (UT)x; }                                     \
-    static inline T tag##_fin_u(UT a, int div) { (void)div; return (T)a; }                 \
-    static inline T tag##_fin_id(T a, int div) { (void)div; return a; }                    \
-    DEF_REDUCE(reduce_##tag##_sum, u_##tag, UT, tag##_ld_u, C_SUM, tag##_fin_u)            \
-    DEF_REDUCE(reduce_##tag##_prod, u_##tag, UT, tag##_ld_u, C_PROD, tag##_fin_u)          \
-    DEF_REDUCE(reduce_##tag##_min, u_##tag, T, ID, C_MIN, tag##_fin_id)                    \
+#define DEF_INT(tag, T, UT)                                                                    \
+    static inline UT tag##_ld_u(T x)                                                           \
+    {                                                                                          \
+        return (UT)x;                                                                          \
+    }                                                                                          \
+    static inline T tag##_fin_u(UT a, int div)                                                 \
+    {                                                                                          \
+        (void)div;                                                                             \
+        return (T)a;                                                                           \
+    }                                                                                          \
+    static inline T tag##_fin_id(T a, int div)                                                 \
+    {                                                                                          \
+        (void)div;                                                                             \
+        return a;                                                                              \
+    }                                                                                          \
+    DEF_REDUCE(reduce_##tag##_sum, u_##tag, UT, tag##_ld_u, C_SUM, tag##_fin_u)                \
+    DEF_REDUCE(reduce_##tag##_prod, u_##tag, UT, tag##_ld_u, C_PROD, tag##_fin_u)              \
+    DEF_REDUCE(reduce_##tag##_min, u_##tag, T, ID, C_MIN, tag##_fin_id)                        \
     DEF_REDUCE(reduce_##tag##_max, u_##tag, T, ID, C_MAX, tag##_fin_id)
 
 /* uint8 * uint8 promotes to int: multiply in unsigned int to stay defined */
 #define C_PROD_U8(a, b) ((uint8_t)((unsigned)(a) * (unsigned)(b)))
 
-static inline uint8_t i8_ld_u(int8_t x) { return (uint8_t)x; }
-static inline int8_t i8_fin_u(uint8_t a, int div) { (void)div; return (int8_t)a; }
-static inline uint8_t u8_ld_u(uint8_t x) { return x; }
-static inline uint8_t u8_fin_u(uint8_t a, int div) { (void)div; return a; }
-static inline int8_t i8_fin_id(int8_t a, int div) { (void)div; return a; }
-static inline uint8_t u8_fin_id(uint8_t a, int div) { (void)div; return a; }
+static inline uint8_t i8_ld_u(int8_t x)
+{
+    return (uint8_t)x;
+}
+static inline int8_t i8_fin_u(uint8_t a, int div)
+{
+    (void)div;
+    return (int8_t)a;
+}
+static inline uint8_t u8_ld_u(uint8_t x)
+{
+    return x;
+}
+static inline uint8_t u8_fin_u(uint8_t a, int div)
+{
+    (void)div;
+    return a;
+}
+static inline int8_t i8_fin_id(int8_t a, int div)
+{
+    (void)div;
+    return a;
+}
+static inline uint8_t u8_fin_id(uint8_t a, int div)
+{
+    (void)div;
+    return a;
+}
 DEF_REDUCE(reduce_i8_sum, u_i8, uint8_t, i8_ld_u, C_SUM, i8_fin_u)
 DEF_REDUCE(reduce_i8_prod, u_i8, uint8_t, i8_ld_u, C_PROD_U8, i8_fin_u)
 DEF_REDUCE(reduce_i8_min, u_i8, int8_t, ID, C_MIN, i8_fin_id)
@@ -149,18 +181,21 @@ DEF_REDUCE(reduce_u8_prod, u_u8, uint8_t, u8_ld_u, C_PROD_U8, u8_fin_u)
 DEF_REDUCE(reduce_u8_min, u_u8, uint8_t, ID, C_MIN, u8_fin_id)
 DEF_REDUCE(reduce_u8_max, u_u8, uint8_t, ID, C_MAX, u8_fin_id)
 
-DEF_INT(i32, int32_t, uint32_t, uint64_t)
-DEF_INT(u32, uint32_t, uint32_t, uint64_t)
-DEF_INT(i64, int64_t, uint64_t, uint64_t)
-DEF_INT(u64, uint64_t, uint64_t, uint64_t)
+DEF_INT(i32, int32_t, uint32_t)
+DEF_INT(u32, uint32_t, uint32_t)
+DEF_INT(i64, int64_t, uint64_t)
+DEF_INT(u64, uint64_t, uint64_t)
 
 /* avg of integers: exact 64-bit sum (wrapping only past 64 bits), then truncation */
-#define DEF_INT_AVG(tag, T, ST)                                                            \
-    static inline uint64_t tag##_ld_avg(T x) { return (uint64_t)(ST)x; }                   \
-    static inline T tag##_fin_avg(uint64_t a, int div)                                     \
-    {                                                                                      \
-        return div > 0 ? (T)((ST)a / (ST)div) : (T)a;                                      \
-    }                                                                                      \
+#define DEF_INT_AVG(tag, T, ST)                                                                \
+    static inline uint64_t tag##_ld_avg(T x)                                                   \
+    {                                                                                          \
+        return (uint64_t)(ST)x;                                                                \
+    }                                                                                          \
+    static inline T tag##_fin_avg(uint64_t a, int div)                                         \
+    {                                                                                          \
+        return div > 0 ? (T)((ST)a / (ST)div) : (T)a;                                          \
+    }                                                                                          \
     DEF_REDUCE(reduce_##tag##_avg, u_##tag, uint64_t, tag##_ld_avg, C_SUM, tag##_fin_avg)
 DEF_INT_AVG(i8, int8_t, int64_t)
 DEF_INT_AVG(u8, uint8_t, uint64_t)
@@ -170,13 +205,20 @@ DEF_INT_AVG(i64, int64_t, int64_t)
 DEF_INT_AVG(u64, uint64_t, uint64_t)
 
 /* floating point: A is the accumulation type */
-#define DEF_FLT(tag, T, A, LD, ST)                                                         \
-    static inline T tag##_fin(A a, int div) { (void)div; return ST(a); }                   \
-    static inline T tag##_fin_avg(A a, int div) { return ST(div > 0 ? a / (A)div : a); }   \
-    DEF_REDUCE(reduce_##tag##_sum, T, A, LD, C_SUM, tag##_fin)                             \
-    DEF_REDUCE(reduce_##tag##_prod, T, A, LD, C_PROD, tag##_fin)                           \
-    DEF_REDUCE(reduce_##tag##_min, T, A, LD, C_MIN, tag##_fin)                             \
-    DEF_REDUCE(reduce_##tag##_max, T, A, LD, C_MAX, tag##_fin)                             \
+#define DEF_FLT(tag, T, A, LD, ST)                                                             \
+    static inline T tag##_fin(A a, int div)                                                    \
+    {                                                                                          \
+        (void)div;                                                                             \
+        return ST(a);                                                                          \
+    }                                                                                          \
+    static inline T tag##_fin_avg(A a, int div)                                                \
+    {                                                                                          \
+        return ST(div > 0 ? a / (A)div : a);                                                   \
+    }                                                                                          \
+    DEF_REDUCE(reduce_##tag##_sum, T, A, LD, C_SUM, tag##_fin)                                 \
+    DEF_REDUCE(reduce_##tag##_prod, T, A, LD, C_PROD, tag##_fin)                               \
+    DEF_REDUCE(reduce_##tag##_min, T, A, LD, C_MIN, tag##_fin)                                 \
+    DEF_REDUCE(reduce_##tag##_max, T, A, LD, C_MAX, tag##_fin)                                 \
     DEF_REDUCE(reduce_##tag##_avg, T, A, LD, C_SUM, tag##_fin_avg)
 
 DEF_FLT(f16, u_h16, float, algo_half_to_float, algo_float_to_half)
@@ -184,13 +226,15 @@ DEF_FLT(bf16, u_h16, float, algo_bf16_to_float, algo_float_to_bf16)
 DEF_FLT(f32, u_f32, float, ID, ID)
 DEF_FLT(f64, u_f64, double, ID, ID)
 
-#define ROW(tag)                                                                           \
-    {reduce_##tag##_sum, reduce_##tag##_prod, reduce_##tag##_min, reduce_##tag##_max,      \
-     reduce_##tag##_avg}
+#define ROW(tag)                                                                               \
+    {                                                                                          \
+        reduce_##tag##_sum, reduce_##tag##_prod, reduce_##tag##_min, reduce_##tag##_max,       \
+            reduce_##tag##_avg                                                                 \
+    }
 
 static const reduce_fn_t reduce_table[SYMCOLL_DTYPE_LAST][SYMCOLL_OP_LAST] = {
-    ROW(i8), ROW(u8), ROW(i32), ROW(u32), ROW(i64), ROW(u64), ROW(f16), ROW(bf16), ROW(f32),
-    ROW(f64)};
+    ROW(i8),  ROW(u8),  ROW(i32),  ROW(u32), ROW(i64),
+    ROW(u64), ROW(f16), ROW(bf16), ROW(f32), ROW(f64)};
 
 void algo_reduce(void *dst, const void *const *srcs, int nsrc, size_t count,
                  symcoll_dtype_t dtype, symcoll_op_t op, int avg_div)

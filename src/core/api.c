@@ -53,7 +53,8 @@ static symcoll_status_t core_check_mem_type(const char *fn, symcoll_mem_type_t m
 
 /* The pool of mem_type, created on first use (collective: every rank's first use of a
  * memory type is the same call). Called with comm->lock held. */
-static symcoll_status_t core_pool_get(comm_t *comm, symcoll_mem_type_t mem_type, pool_t **pool_p)
+static symcoll_status_t core_pool_get(comm_t *comm, symcoll_mem_type_t mem_type,
+                                      pool_t **pool_p)
 {
     pool_params_t params = {.mem_type = mem_type, .listener = NULL};
     pool_listener_t listener;
@@ -85,7 +86,8 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *rec
                                                   symcoll_op_t op, symcoll_comm_h comm,
                                                   void *stream)
 {
-    symcoll_status_t status = core_check_allreduce_args(sendbuf, recvbuf, count, dtype, op, comm);
+    symcoll_status_t status =
+        core_check_allreduce_args(sendbuf, recvbuf, count, dtype, op, comm);
     symcoll_mem_type_t mem_type;
     pool_t *pool = NULL;
 
@@ -169,7 +171,8 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_mem_free(symcoll_comm_h comm, void *ptr)
         }
     }
     log_error("symcoll_mem_free: %p was not returned by symcoll_mem_alloc on this "
-              "communicator (or was freed already)", ptr);
+              "communicator (or was freed already)",
+              ptr);
 out:
     pthread_mutex_unlock(&comm->lock);
     return status;

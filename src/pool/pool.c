@@ -75,8 +75,8 @@ struct pool {
     size_t gran, max_size, min_size;
     double growth;
 
-    void **bases;          /* data view of every local rank */
-    void **sig;            /* signal pad view of every local rank */
+    void **bases; /* data view of every local rank */
+    void **sig;   /* signal pad view of every local rank */
     size_t sig_size;
     uint64_t *sig_handles; /* per local rank */
     bool sig_mapped;
@@ -102,14 +102,20 @@ struct pool {
     void (*algo_state_free)(void *);
 };
 
-static inline size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+static inline size_t round_up(size_t v, size_t a)
+{
+    return (v + a - 1) / a * a;
+}
 
 const pool_backend_t *pool_backend_get(symcoll_mem_type_t mem_type)
 {
     switch (mem_type) {
-    case SYMCOLL_MEM_HOST: return &pool_host_backend;
-    case SYMCOLL_MEM_CUDA: return &pool_cuda_backend ? &pool_cuda_backend : NULL;
-    default: return NULL;
+    case SYMCOLL_MEM_HOST:
+        return &pool_host_backend;
+    case SYMCOLL_MEM_CUDA:
+        return &pool_cuda_backend ? &pool_cuda_backend : NULL;
+    default:
+        return NULL;
     }
 }
 
@@ -161,10 +167,9 @@ static symcoll_status_t pool_exchange(pool_t *pool, pool_xhdr_t *hdr, const void
             log_error("pool %s: rank %d disagrees (exchange %llu kind %u args %llu/%llu/%llu, "
                       "here %llu kind %u args %llu/%llu/%llu): ranks made different pool calls",
                       pool->be->name, r, (unsigned long long)h.seq, h.kind,
-                      (unsigned long long)h.a, (unsigned long long)h.b,
-                      (unsigned long long)h.c, (unsigned long long)hdr->seq, hdr->kind,
-                      (unsigned long long)hdr->a, (unsigned long long)hdr->b,
-                      (unsigned long long)hdr->c);
+                      (unsigned long long)h.a, (unsigned long long)h.b, (unsigned long long)h.c,
+                      (unsigned long long)hdr->seq, hdr->kind, (unsigned long long)hdr->a,
+                      (unsigned long long)hdr->b, (unsigned long long)hdr->c);
             return SYMCOLL_ERR_MISMATCH;
         }
     }
@@ -398,7 +403,8 @@ static int pool_free_insert(pool_t *pool, size_t off, size_t size)
         if (pool_reserve_array((void **)&pool->free, &pool->free_cap, pool->nfree,
                                sizeof(pool->free[0])))
             return -1;
-        memmove(&pool->free[lo + 1], &pool->free[lo], (pool->nfree - lo) * sizeof(pool->free[0]));
+        memmove(&pool->free[lo + 1], &pool->free[lo],
+                (pool->nfree - lo) * sizeof(pool->free[0]));
         pool->free[lo].off = off;
         pool->free[lo].size = size;
         pool->nfree++;
@@ -469,8 +475,8 @@ static symcoll_status_t pool_grow(pool_t *pool, size_t size)
     atomic_store(&pool->st_mapped, pool->mapped);
     atomic_fetch_add(&pool->st_growths, 1);
     atomic_store(&pool->st_segments, (uint64_t)pool->nsegs);
-    log_debug("pool %s: segment %d of %zu bytes at offset %zu (mapped %zu)", pool->be->name, idx,
-              size, pool->segs[idx].off, pool->mapped);
+    log_debug("pool %s: segment %d of %zu bytes at offset %zu (mapped %zu)", pool->be->name,
+              idx, size, pool->segs[idx].off, pool->mapped);
     return SYMCOLL_OK;
 }
 
@@ -505,14 +511,14 @@ symcoll_status_t pool_alloc(pool_t *pool, size_t size, pool_alloc_kind_t kind, s
     } else if (i < 0) {
         /* the new segment extends a free range that ends at the current end */
         size_t tail = 0;
-        if (pool->nfree && pool->free[pool->nfree - 1].off + pool->free[pool->nfree - 1].size ==
-                               pool->mapped)
+        if (pool->nfree &&
+            pool->free[pool->nfree - 1].off + pool->free[pool->nfree - 1].size == pool->mapped)
             tail = pool->free[pool->nfree - 1].size;
         grow = pool_growth_size(pool, asize - tail);
         if (!grow) {
             log_error("pool %s: cannot grow by %zu bytes: %zu of SYMCOLL_POOL_MAX_SIZE=%zu "
-                      "already mapped", pool->be->name, asize - tail, pool->mapped,
-                      pool->max_size);
+                      "already mapped",
+                      pool->be->name, asize - tail, pool->mapped, pool->max_size);
             status = SYMCOLL_ERR_NO_MEMORY;
         }
     }
@@ -556,7 +562,8 @@ symcoll_status_t pool_alloc(pool_t *pool, size_t size, pool_alloc_kind_t kind, s
             else
                 hi = mid;
         }
-        memmove(&pool->live[lo + 1], &pool->live[lo], (pool->nlive - lo) * sizeof(pool->live[0]));
+        memmove(&pool->live[lo + 1], &pool->live[lo],
+                (pool->nlive - lo) * sizeof(pool->live[0]));
         pool->live[lo].off = off;
         pool->live[lo].size = asize;
         pool->live[lo].kind = kind;
@@ -588,7 +595,8 @@ symcoll_status_t pool_free(pool_t *pool, size_t off)
         status = SYMCOLL_ERR_NO_MEMORY;
         goto out;
     }
-    memmove(&pool->live[i], &pool->live[i + 1], (pool->nlive - (size_t)i - 1) * sizeof(pool->live[0]));
+    memmove(&pool->live[i], &pool->live[i + 1],
+            (pool->nlive - (size_t)i - 1) * sizeof(pool->live[0]));
     pool->nlive--;
     atomic_store(&pool->st_in_use, atomic_load(&pool->st_in_use) - size);
 out:
@@ -634,8 +642,8 @@ symcoll_status_t pool_trim(pool_t *pool)
     int keep;
 
     pthread_mutex_lock(&pool->lock);
-    if (pool->nfree && pool->free[pool->nfree - 1].off + pool->free[pool->nfree - 1].size ==
-                           pool->mapped)
+    if (pool->nfree &&
+        pool->free[pool->nfree - 1].off + pool->free[pool->nfree - 1].size == pool->mapped)
         tail_off = pool->free[pool->nfree - 1].off;
     keep = pool->nsegs;
     while (keep > 0 && pool->segs[keep - 1].off >= tail_off)
@@ -807,20 +815,44 @@ void pool_query(const pool_t *pool, symcoll_pool_attr_t *attr)
         attr->segments = atomic_load(&p->st_segments);
 }
 
-int pool_local_rank(const pool_t *pool) { return pool->local_rank; }
-int pool_local_size(const pool_t *pool) { return pool->local_size; }
+int pool_local_rank(const pool_t *pool)
+{
+    return pool->local_rank;
+}
+int pool_local_size(const pool_t *pool)
+{
+    return pool->local_size;
+}
 
 void *pool_peer_addr(const pool_t *pool, int local_rank, size_t off)
 {
     return (char *)pool->bases[local_rank] + off;
 }
 
-void *pool_signal_pad(const pool_t *pool, int local_rank) { return pool->sig[local_rank]; }
+void *pool_signal_pad(const pool_t *pool, int local_rank)
+{
+    return pool->sig[local_rank];
+}
 
-const pool_backend_t *pool_backend(const pool_t *pool) { return pool->be; }
-void *pool_backend_ctx(const pool_t *pool) { return pool->be_ctx; }
-comm_t *pool_comm(const pool_t *pool) { return pool->comm; }
+const pool_backend_t *pool_backend(const pool_t *pool)
+{
+    return pool->be;
+}
+void *pool_backend_ctx(const pool_t *pool)
+{
+    return pool->be_ctx;
+}
+comm_t *pool_comm(const pool_t *pool)
+{
+    return pool->comm;
+}
 
-void **pool_algo_state(pool_t *pool) { return &pool->algo_state; }
+void **pool_algo_state(pool_t *pool)
+{
+    return &pool->algo_state;
+}
 
-void pool_set_algo_state_free(pool_t *pool, void (*fn)(void *)) { pool->algo_state_free = fn; }
+void pool_set_algo_state_free(pool_t *pool, void (*fn)(void *))
+{
+    pool->algo_state_free = fn;
+}

@@ -38,9 +38,9 @@ typedef struct pool pool_t;
  * multiples of granularity(); sizes too. Unmapping must leave the range reserved.
  */
 typedef struct pool_backend {
-    const char *name;            /* "host", "cuda" */
+    const char *name; /* "host", "cuda" */
     symcoll_mem_type_t mem_type;
-    size_t signal_size;          /* bytes of signal pad the algorithms of this type need */
+    size_t signal_size; /* bytes of signal pad the algorithms of this type need */
 
     /* Per-pool state (e.g. the CUDA device of comm). Called once per pool. */
     symcoll_status_t (*init)(comm_t *comm, void **ctx_p);

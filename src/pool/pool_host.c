@@ -17,7 +17,10 @@ static symcoll_status_t host_init(comm_t *comm, void **ctx_p)
     return SYMCOLL_OK;
 }
 
-static void host_fini(void *ctx) { (void)ctx; }
+static void host_fini(void *ctx)
+{
+    (void)ctx;
+}
 
 static size_t host_granularity(void *ctx)
 {
@@ -33,7 +36,8 @@ static symcoll_status_t host_reserve(void *ctx, size_t size, void **base_p)
     p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
         log_error("pool: cannot reserve %zu bytes of address space: %s (lower "
-                  "SYMCOLL_POOL_MAX_SIZE)", size, strerror(errno));
+                  "SYMCOLL_POOL_MAX_SIZE)",
+                  size, strerror(errno));
         return SYMCOLL_ERR_NO_MEMORY;
     }
     *base_p = p;
@@ -68,7 +72,7 @@ static symcoll_status_t host_seg_create(void *ctx, size_t size, void *addr, uint
     if (fd < 0) {
         log_error("pool: memfd_create failed: %s", strerror(errno));
         return errno == ENOMEM || errno == EMFILE || errno == ENFILE ? SYMCOLL_ERR_NO_MEMORY
-                                                                   : SYMCOLL_ERR_SYSTEM;
+                                                                     : SYMCOLL_ERR_SYSTEM;
     }
     if (ftruncate(fd, (off_t)size)) {
         log_error("pool: ftruncate of a memfd to %zu bytes failed: %s", size, strerror(errno));
@@ -111,8 +115,8 @@ static void host_seg_unmap(void *ctx, void *addr, size_t size, uint64_t handle)
     (void)ctx;
     (void)handle;
     /* replacing the view keeps the range reserved for a later growth */
-    if (mmap(addr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
-             -1, 0) == MAP_FAILED) {
+    if (mmap(addr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1,
+             0) == MAP_FAILED) {
         log_warn("pool: cannot re-reserve an unmapped segment: %s", strerror(errno));
         munmap(addr, size);
     }
