@@ -2,11 +2,13 @@
  *   1. SYMCOLL_ALGO forces an algorithm (checked for applicability at creation).
  *   2. One node: one-shot up to the memory type's threshold (for CUDA the threshold of
  *      the node's worst GPU link), two-shot above. CUDA memory needs peer access between
- *      every pair of the node's GPUs. The thresholds are measured on 2 ranks; with n
- *      ranks one-shot reads n-1 copies through one port (NVSwitch, the host memory bus)
- *      while two-shot moves 2(n-1)/n of the data, so one-shot's cost per byte grows about
- *      n times faster and the crossover shrinks by n/(2(n-1)^2): 1 at 2 ranks, 0.22 at
- *      4, 0.08 at 8.
+ *      every pair of the node's GPUs. The thresholds are measured on 2 ranks and scaled
+ *      for n by how much more one-shot moves through the bottleneck. A GPU's NVLink port:
+ *      one-shot pulls (n-1) copies in, two-shot (n-1)/n in each direction, so the gap per
+ *      byte grows as (n-1)^2/n and the crossover shrinks by n/(2(n-1)^2) (0.22 at 4, 0.08
+ *      at 8). Host memory: all ranks share one memory system, one-shot's reads total
+ *      n(n-1) copies, so the crossover shrinks by 2/(n(n-1)) (0.17 at 4, 0.036 at 8;
+ *      measured on 8 ranks: between 512 B and 1 KiB for 16 KiB on 2).
  *   3. Several nodes with several ranks each (same count everywhere): hierarchical from
  *      SYMCOLL_HIER_MIN up, since only 1/ppn of the data crosses the network per rank.
  *   4. Otherwise over the network: recursive doubling up to SYMCOLL_NET_RD_MAX
@@ -221,10 +223,12 @@ static void decide(topo_decision_t *d, topo_algo_t algo, const char *fmt, ...)
     va_end(ap);
 }
 
-size_t topo_oneshot_scaled(size_t max2, int n)
+size_t topo_oneshot_scaled(size_t max2, int n, symcoll_mem_type_t mem)
 {
     if (n <= 2)
         return max2;
+    if (mem == SYMCOLL_MEM_HOST)
+        return (size_t)((double)max2 * 2.0 / ((double)n * (n - 1)));
     return (size_t)((double)max2 * n / (2.0 * (n - 1) * (n - 1)));
 }
 
@@ -251,7 +255,7 @@ static const char *oneshot_threshold(const topo_select_cfg_t *cfg, const topo_sh
         *max2_p = cfg->cuda_oneshot_max;
         var = "SYMCOLL_CUDA_ONESHOT_MAX";
     }
-    *max_p = topo_oneshot_scaled(*max2_p, s->nranks);
+    *max_p = topo_oneshot_scaled(*max2_p, s->nranks, mem);
     return var;
 }
 
@@ -293,8 +297,8 @@ static void select_intra(const topo_select_cfg_t *cfg, const topo_shape_t *s,
     topo_fmt_size(max, th, sizeof(th));
     topo_fmt_size(max2, th2, sizeof(th2));
     if (s->nranks > 2)
-        snprintf(scaled, sizeof(scaled), " (%s=%s for 2 ranks, scaled by n/(2(n-1)^2))", var,
-                 th2);
+        snprintf(scaled, sizeof(scaled), " (%s=%s for 2 ranks, scaled by %s)", var, th2,
+                 mem == SYMCOLL_MEM_HOST ? "2/(n(n-1))" : "n/(2(n-1)^2)");
     else
         snprintf(scaled, sizeof(scaled), " (%s)", var);
     if (bytes <= max)

@@ -86,7 +86,7 @@ symcoll_status_t topo_select_check(const topo_select_cfg_t *cfg, const topo_shap
                                    bool have_gpus);
 
 /* One-shot threshold for n ranks from the 2-rank threshold max2 (see select.c). */
-size_t topo_oneshot_scaled(size_t max2, int n);
+size_t topo_oneshot_scaled(size_t max2, int n, symcoll_mem_type_t mem);
 
 /* Largest message sent one-shot inside a node on this shape (SIZE_MAX when forced, 0
  * when one-shot is not used): what staging for one-shot must hold. */
