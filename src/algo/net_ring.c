@@ -78,6 +78,67 @@ static symcoll_status_t ring_forward(net_call_t *c, int right, const char *src, 
     return status;
 }
 
+/* One ring call, as the receive hook sees it. */
+typedef struct ring_run {
+    net_call_t *c;
+    const ring_layout_t *l;
+    int i, n, left;
+    const size_t *cbase; /* first chunk index of each block */
+    size_t *mbase;       /* first message index of each step; mbase[2n-2]: messages */
+    uint64_t seq0;       /* messages from left consumed before this call */
+    uint8_t *mode;       /* per message from left: RING_* */
+    char *area;
+} ring_run_t;
+
+enum { RING_UNSEEN = 0, RING_HOOKED = 1, RING_IN_AREA = 2 };
+
+static int ring_recv_block(int i, int n, int gs)
+{
+    int b = gs <= n - 2 ? i - gs - 1 : i - (gs - (n - 1));
+    return (b % n + n) % n;
+}
+
+/* Takes a payload from the left neighbour as it arrives: reduce-scatter data is folded
+ * straight into recvbuf, all-gather data copied straight there, so it is not first
+ * copied into the receive area and read back. A message whose first payload came
+ * before the hook was set, or whose all-gather target still feeds one of our puts, goes
+ * to the area as usual, whole; the main loop then handles it. */
+static bool ring_hook(void *arg, int sender, uint64_t seq, void *dst, const void *data,
+                      size_t len)
+{
+    ring_run_t *r = arg;
+    net_call_t *c = r->c;
+    size_t m, k, off, clen, poff;
+    int gs = 0, rb;
+
+    if (sender != r->left || seq <= r->seq0 || seq - r->seq0 > r->mbase[2 * r->n - 2])
+        return false;
+    m = (size_t)(seq - r->seq0 - 1);
+    while (gs + 1 < 2 * r->n - 2 && r->mbase[gs + 1] <= m)
+        gs++;
+    k = m - r->mbase[gs];
+    rb = ring_recv_block(r->i, r->n, gs);
+    ring_chunk(r->l, rb, k, &off, &clen);
+    if ((char *)dst < r->area + off || (char *)dst + len > r->area + off + clen)
+        return false;
+    poff = (size_t)((char *)dst - (r->area + off));
+    if (r->mode[m] == RING_UNSEEN) {
+        bool ok = poff == 0 &&
+                  (gs <= r->n - 2 || ucx_req_done(c->st->ucx, c->st->reqs[r->cbase[rb] + k]));
+        r->mode[m] = ok ? RING_HOOKED : RING_IN_AREA;
+    }
+    if (r->mode[m] != RING_HOOKED)
+        return false;
+    if (gs <= r->n - 2) {
+        const void *srcs[2] = {c->sendbuf + off + poff, data};
+        algo_reduce(c->recvbuf + off + poff, srcs, 2, len / c->esize, c->dtype, c->op,
+                    gs == r->n - 2 ? c->avg_div : 0);
+    } else {
+        memcpy(c->recvbuf + off + poff, data, len);
+    }
+    return true;
+}
+
 symcoll_status_t algo_net_ring(net_call_t *c)
 {
     const net_group_t *g = c->g;
@@ -85,7 +146,8 @@ symcoll_status_t algo_net_ring(net_call_t *c)
     int right = g->ranks[(i + 1) % n], left = g->ranks[(i + n - 1) % n];
     ring_layout_t l;
     size_t *cbase, total = 0;
-    const char *area = algo_net_addr(c->st, c->area_off);
+    char *area = algo_net_addr(c->st, c->area_off);
+    ring_run_t run;
     symcoll_status_t status = SYMCOLL_OK;
 
     if (n == 1)
@@ -97,8 +159,12 @@ symcoll_status_t algo_net_ring(net_call_t *c)
     if (l.ce == 0)
         l.ce = 1;
     cbase = malloc((size_t)n * sizeof(*cbase));
-    if (!cbase)
-        return SYMCOLL_ERR_NO_MEMORY;
+    run.mbase = malloc((size_t)(2 * n - 1) * sizeof(*run.mbase));
+    run.mode = NULL;
+    if (!cbase || !run.mbase) {
+        status = SYMCOLL_ERR_NO_MEMORY;
+        goto out;
+    }
     for (int b = 0; b < n; b++) {
         cbase[b] = total;
         total += ring_nchunks(&l, b);
@@ -106,6 +172,23 @@ symcoll_status_t algo_net_ring(net_call_t *c)
     status = ring_reqs(c->st, total);
     if (status != SYMCOLL_OK)
         goto out;
+    run.mbase[0] = 0;
+    for (int gs = 0; gs < 2 * n - 2; gs++)
+        run.mbase[gs + 1] = run.mbase[gs] + ring_nchunks(&l, ring_recv_block(i, n, gs));
+    run.mode = calloc(run.mbase[2 * n - 2] + 1, 1);
+    if (!run.mode) {
+        status = SYMCOLL_ERR_NO_MEMORY;
+        goto out;
+    }
+    run.c = c;
+    run.l = &l;
+    run.i = i;
+    run.n = n;
+    run.left = left;
+    run.cbase = cbase;
+    run.seq0 = c->st->recvd[left];
+    run.area = area;
+    ucx_set_recv_hook(c->st->ucx, ring_hook, &run);
 
     for (size_t k = 0; k < ring_nchunks(&l, i) && status == SYMCOLL_OK; k++) {
         size_t off, len;
@@ -115,7 +198,7 @@ symcoll_status_t algo_net_ring(net_call_t *c)
 
     for (int gs = 0; gs < 2 * n - 2 && status == SYMCOLL_OK; gs++) {
         bool rs = gs <= n - 2;
-        int rb = rs ? ((i - gs - 1) % n + n) % n : ((i - (gs - (n - 1))) % n + n) % n;
+        int rb = ring_recv_block(i, n, gs);
         size_t nc = ring_nchunks(&l, rb);
 
         for (size_t k = 0; k < nc && status == SYMCOLL_OK; k++) {
@@ -126,7 +209,9 @@ symcoll_status_t algo_net_ring(net_call_t *c)
             status = algo_net_wait(c, left);
             if (status != SYMCOLL_OK)
                 break;
-            if (rs) {
+            if (run.mode[run.mbase[gs] + k] == RING_HOOKED) {
+                /* already folded or copied into recvbuf as it arrived */
+            } else if (rs) {
                 const void *srcs[2] = {c->sendbuf + off, area + off};
                 algo_reduce(c->recvbuf + off, srcs, 2, len / c->esize, c->dtype, c->op,
                             gs == n - 2 ? c->avg_div : 0);
@@ -147,6 +232,9 @@ symcoll_status_t algo_net_ring(net_call_t *c)
         c->st->reqs[k] = NULL;
     }
 out:
+    ucx_set_recv_hook(c->st->ucx, NULL, NULL);
     free(cbase);
+    free(run.mbase);
+    free(run.mode);
     return status;
 }

@@ -59,6 +59,8 @@ typedef struct ucx_am_hdr {
     uint64_t addr;
     uint64_t flag_addr;
     uint64_t flag_value;
+    uint64_t seq;   /* flag value of the message this piece belongs to */
+    int64_t sender; /* rank */
 } ucx_am_hdr_t;
 
 /* One operation in flight, with what UCX reads until it completes. */
@@ -90,8 +92,10 @@ struct ucx_ctx {
 
     ucx_op_t ops[UCX_OPS];
     unsigned op_next;
-    bool native_rma; /* put / fence / flag; else one active message per transfer */
-    size_t am_piece; /* largest active message payload sent in one piece */
+    bool native_rma;      /* put / fence / flag; else one active message per transfer */
+    size_t am_piece;      /* largest active message payload sent in one piece */
+    ucx_recv_hook_t hook; /* consumer of incoming payloads, if any */
+    void *hook_arg;
 
     ucx_seg_table_t segtab[SYMCOLL_MEM_LAST];
     void *algo_state[SYMCOLL_MEM_LAST];
@@ -268,6 +272,24 @@ static ucx_req_t ucx_op_handle(const ucx_ctx_t *ucx, const ucx_op_t *op)
 {
     uint64_t idx = (uint64_t)(op - ucx->ops);
     return (ucx_req_t)(uintptr_t)(((uint64_t)op->gen << 32) | (idx + 1));
+}
+
+bool ucx_req_done(const ucx_ctx_t *ucx, ucx_req_t req)
+{
+    uint64_t h = (uint64_t)(uintptr_t)req;
+    const ucx_op_t *op;
+
+    if (!req)
+        return true;
+    op = &ucx->ops[(h & 0xffffffffu) - 1];
+    return op->gen != (uint32_t)(h >> 32) || !op->req ||
+           ucp_request_check_status(op->req) != UCS_INPROGRESS;
+}
+
+void ucx_set_recv_hook(ucx_ctx_t *ucx, ucx_recv_hook_t hook, void *arg)
+{
+    ucx->hook = hook;
+    ucx->hook_arg = arg;
 }
 
 symcoll_status_t ucx_req_wait(ucx_ctx_t *ucx, ucx_req_t req, const deadline_t *dl)
@@ -617,7 +639,8 @@ static symcoll_status_t ucx_target(ucx_ctx_t *ucx, int peer, const char *sym, si
  * flag_raddr is not 0. *op_p: the operation that releases src. */
 static symcoll_status_t ucx_emit(ucx_ctx_t *ucx, int peer, const void *src, size_t len,
                                  uint64_t raddr, ucp_rkey_h rkey, uint64_t flag_raddr,
-                                 ucp_rkey_h flag_rkey, uint64_t flag_value, ucx_op_t **op_p)
+                                 ucp_rkey_h flag_rkey, uint64_t flag_value, uint64_t seq,
+                                 ucx_op_t **op_p)
 {
     ucp_ep_h ep = ucx->peers[peer].ep;
     ucp_request_param_t param = {0};
@@ -632,6 +655,8 @@ static symcoll_status_t ucx_emit(ucx_ctx_t *ucx, int peer, const void *src, size
         op->hdr.addr = len ? raddr : 0;
         op->hdr.flag_addr = flag_raddr;
         op->hdr.flag_value = flag_value;
+        op->hdr.seq = seq;
+        op->hdr.sender = ucx->rank;
         /* eager only: the rendezvous would need replies from a peer that may be gone */
         param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
         param.flags = UCP_AM_SEND_FLAG_EAGER;
@@ -716,7 +741,7 @@ symcoll_status_t ucx_put_signal(ucx_ctx_t *ucx, int peer, const void *src, size_
             piece = ucx->am_piece;
         last = piece == len;
         status = ucx_emit(ucx, peer, s, piece, raddr, rkey, last ? fraddr : 0, frkey,
-                          flag_value, &op);
+                          flag_value, flag_value, &op);
         if (status != SYMCOLL_OK)
             return status;
         if (!last && boundary) {
@@ -773,7 +798,9 @@ static ucs_status_t ucx_write_cb(void *arg, const void *header, size_t header_le
                       (unsigned long long)h.addr);
             return UCS_OK;
         }
-        memcpy((void *)(uintptr_t)h.addr, data, length);
+        if (!ucx->hook || !ucx->hook(ucx->hook_arg, (int)h.sender, h.seq,
+                                     (void *)(uintptr_t)h.addr, data, length))
+            memcpy((void *)(uintptr_t)h.addr, data, length);
     }
     if (h.flag_addr) {
         if (!ucx_region_find(ucx, (const char *)(uintptr_t)h.flag_addr, sizeof(uint64_t))) {
@@ -934,7 +961,7 @@ static symcoll_status_t ucx_init_context(ucx_ctx_t *ucx)
         snprintf(v, sizeof(v), "%zu", seg);
         if (ucp_config_modify(config, "TX_SEG_SIZE", v) == UCS_OK &&
             ucp_config_modify(config, "RX_SEG_SIZE", v) == UCS_OK)
-            ucx->am_piece = seg - UCX_AM_HDR_ROOM;
+            ucx->am_piece = (seg - UCX_AM_HDR_ROOM) / 64 * 64;
         else
             log_warn("UCX does not take TCP_TX/RX_SEG_SIZE; keeping its own segment size");
     }

@@ -112,6 +112,20 @@ symcoll_status_t ucx_progress(ucx_ctx_t *ucx);
 symcoll_status_t ucx_wait_flag(ucx_ctx_t *ucx, const uint64_t *flag, uint64_t value,
                                const deadline_t *dl);
 
+/* True once req completed (non-blocking; callable from a receive hook). */
+bool ucx_req_done(const ucx_ctx_t *ucx, ucx_req_t req);
+
+/* Where transfers arrive as active messages (not with put), a hook may take each
+ * incoming payload instead of its plain copy to dst: hook(arg, sender, seq, dst, data,
+ * len) returns true if it consumed data (put it where it belongs), false to let the copy
+ * to dst happen. seq is the flag value of the message the payload belongs to (a message
+ * may come in several payloads, in order; its flag is raised after the last). The hook
+ * runs inside progress: it must not call back into UCX except ucx_req_done. NULL
+ * removes it. */
+typedef bool (*ucx_recv_hook_t)(void *arg, int sender, uint64_t seq, void *dst,
+                                const void *data, size_t len);
+void ucx_set_recv_hook(ucx_ctx_t *ucx, ucx_recv_hook_t hook, void *arg);
+
 /* Progress until req completes (NULL is complete). Frees the request. */
 symcoll_status_t ucx_req_wait(ucx_ctx_t *ucx, ucx_req_t req, const deadline_t *dl);
 
