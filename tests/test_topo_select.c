@@ -69,10 +69,10 @@ static const select_case_t cases[] = {
      "20.9K >"},
     {"8gpu nvlink 256K", &one_node_8_nvlink, 0, DFLT, C, 256 * K, TOPO_ALGO_TWOSHOT, "8 ranks"},
     {"8gpu nvlink 1G", &one_node_8_nvlink, 0, DFLT, C, G, TOPO_ALGO_TWOSHOT, "1G >"},
-    /* host: 16K x 2 / (8 x 7) = 585 */
-    {"8gpu host small", &one_node_8_nvlink, 0, DFLT, H, 585, TOPO_ALGO_ONESHOT,
-     "SYMCOLL_HOST_ONESHOT_MAX=16K for 2 ranks, scaled by 2/(n(n-1))"},
-    {"8gpu host large", &one_node_8_nvlink, 0, DFLT, H, 586, TOPO_ALGO_TWOSHOT,
+    /* host: 16K / 7^2 = 334 */
+    {"8gpu host small", &one_node_8_nvlink, 0, DFLT, H, 334, TOPO_ALGO_ONESHOT,
+     "SYMCOLL_HOST_ONESHOT_MAX=16K for 2 ranks, scaled by 1/(n-1)^2"},
+    {"8gpu host large", &one_node_8_nvlink, 0, DFLT, H, 335, TOPO_ALGO_TWOSHOT,
      "host shared memory"},
     /* 2 GPUs: the thresholds as configured */
     {"2gpu at threshold", &one_node_2_nvlink, 0, DFLT, C, 256 * K, TOPO_ALGO_ONESHOT,
@@ -135,9 +135,9 @@ static const select_case_t cases[] = {
     {"host 1x4 small", &host_1_node_4, 0, DFLT, H, 8, TOPO_ALGO_ONESHOT, "one barrier"},
     {"host 1x4 large", &host_1_node_4, 0, DFLT, H, 64 * M, TOPO_ALGO_TWOSHOT,
      "two-shot moves"},
-    /* 16K x 2 / 12 = 2730 */
-    {"host 1x4 at threshold", &host_1_node_4, 0, DFLT, H, 2730, TOPO_ALGO_ONESHOT, "2.7K"},
-    {"host 1x4 above", &host_1_node_4, 0, DFLT, H, 2731, TOPO_ALGO_TWOSHOT, "2.7K"},
+    /* 16K / 3^2 = 1820 */
+    {"host 1x4 at threshold", &host_1_node_4, 0, DFLT, H, 1820, TOPO_ALGO_ONESHOT, "1.8K"},
+    {"host 1x4 above", &host_1_node_4, 0, DFLT, H, 1821, TOPO_ALGO_TWOSHOT, "1.8K"},
     /* 2 nodes x 1 rank: rd is one exchange, up to 8 x SYMCOLL_NET_RD_MAX */
     {"2x1 rd", &two_nodes_1, 0, DFLT, H, 512 * K, TOPO_ALGO_RD, "8 x SYMCOLL_NET_RD_MAX"},
     {"2x1 ring", &two_nodes_1, 0, DFLT, H, 512 * K + 8, TOPO_ALGO_RING, "512K (8 x"},
@@ -234,7 +234,7 @@ START_TEST(test_thresholds)
     ck_assert_uint_eq(topo_oneshot_scaled(256 * K, 4, SYMCOLL_MEM_CUDA), 256 * K * 4 / 18);
     ck_assert_uint_eq(topo_oneshot_scaled(256 * K, 8, SYMCOLL_MEM_CUDA), 21399);
     ck_assert_uint_eq(topo_oneshot_scaled(16 * K, 2, SYMCOLL_MEM_HOST), 16 * K);
-    ck_assert_uint_eq(topo_oneshot_scaled(16 * K, 8, SYMCOLL_MEM_HOST), 585);
+    ck_assert_uint_eq(topo_oneshot_scaled(16 * K, 8, SYMCOLL_MEM_HOST), 334);
     ck_assert_uint_eq(topo_oneshot_scaled(0, 8, SYMCOLL_MEM_CUDA), 0);
     ck_assert_uint_gt(topo_oneshot_scaled((size_t)1 << 62, 3, SYMCOLL_MEM_CUDA), 0); /* no overflow */
     ck_assert_uint_eq(topo_rd_max(&cfg, 2), 512 * K);

@@ -221,8 +221,8 @@ static const config_row_t config_table[] = {
         "this times the mapped size.", parse_growth_field, pool_growth),
     ROW("SYMCOLL_ALGO", "auto", "Force an all-reduce algorithm: auto, oneshot, twoshot, ring, "
         "rd (recursive doubling) or hier.", parse_algo_field, algo),
-    ROW("SYMCOLL_HOST_ONESHOT_MAX", "16K", "Host memory inside a node: largest message, bytes, "
-        "reduced one-shot; larger ones go two-shot. For 2 ranks; n ranks use 2/(n(n-1)) of "
+    ROW("SYMCOLL_HOST_ONESHOT_MAX", "32K", "Host memory inside a node: largest message, bytes, "
+        "reduced one-shot; larger ones go two-shot. For 2 ranks; n ranks use 1/(n-1)^2 of "
         "it.", parse_size_field, host_oneshot_max),
     ROW("SYMCOLL_HOST_CHUNK_SIZE", "256K", "Host memory: pipeline chunk of the two-shot "
         "algorithm, bytes.", parse_size_field, host_chunk_size),

@@ -6,9 +6,10 @@
  *      for n by how much more one-shot moves through the bottleneck. A GPU's NVLink port:
  *      one-shot pulls (n-1) copies in, two-shot (n-1)/n in each direction, so the gap per
  *      byte grows as (n-1)^2/n and the crossover shrinks by n/(2(n-1)^2) (0.22 at 4, 0.08
- *      at 8). Host memory: all ranks share one memory system, one-shot's reads total
- *      n(n-1) copies, so the crossover shrinks by 2/(n(n-1)) (0.17 at 4, 0.036 at 8;
- *      measured on 8 ranks: between 512 B and 1 KiB for 16 KiB on 2).
+ *      at 8). Host memory: all ranks share one memory system and one-shot's reads total
+ *      n(n-1) copies against two-shot's 2(n-1); the crossover shrinks faster than on a
+ *      GPU, by 1/(n-1)^2, fitted to the measurements (2 ranks: 16-64 KiB depending on
+ *      the machine, 8 ranks: 512 B - 1 KiB; 4 ranks not measured).
  *   3. Several nodes with several ranks each (same count everywhere): hierarchical from
  *      SYMCOLL_HIER_MIN up, since only 1/ppn of the data crosses the network per rank.
  *   4. Otherwise over the network: recursive doubling up to SYMCOLL_NET_RD_MAX
@@ -228,7 +229,7 @@ size_t topo_oneshot_scaled(size_t max2, int n, symcoll_mem_type_t mem)
     if (n <= 2)
         return max2;
     if (mem == SYMCOLL_MEM_HOST)
-        return (size_t)((double)max2 * 2.0 / ((double)n * (n - 1)));
+        return (size_t)((double)max2 / ((double)(n - 1) * (n - 1)));
     return (size_t)((double)max2 * n / (2.0 * (n - 1) * (n - 1)));
 }
 
@@ -298,7 +299,7 @@ static void select_intra(const topo_select_cfg_t *cfg, const topo_shape_t *s,
     topo_fmt_size(max2, th2, sizeof(th2));
     if (s->nranks > 2)
         snprintf(scaled, sizeof(scaled), " (%s=%s for 2 ranks, scaled by %s)", var, th2,
-                 mem == SYMCOLL_MEM_HOST ? "2/(n(n-1))" : "n/(2(n-1)^2)");
+                 mem == SYMCOLL_MEM_HOST ? "1/(n-1)^2" : "n/(2(n-1)^2)");
     else
         snprintf(scaled, sizeof(scaled), " (%s)", var);
     if (bytes <= max)
