@@ -469,6 +469,34 @@ static void body_killed(int rank, int n, void *arg)
     free(buf);
 }
 
+/* ---- a peer that does not come ---------------------------------------------------------- */
+
+/* Rank 1 arrives long after SYMCOLL_TIMEOUT: rank 0 times out (it never hangs) and says
+ * so in its signal pad, so rank 1's call fails at once instead of succeeding alone or
+ * waiting in turn. */
+static void body_timeout(int rank, int n, void *arg)
+{
+    double x[16] = {0}, t0;
+    symcoll_status_t st;
+    symcoll_comm_h comm;
+    (void)arg;
+
+    setenv("SYMCOLL_TIMEOUT", "0.5", 1);
+    comm = harness_comm_create();
+    reduce_check(comm, x, 16, n, rank);
+    if (rank == 1)
+        usleep(3000000);
+    t0 = now_sec();
+    st = symcoll_allreduce(x, x, 16, SYMCOLL_FLOAT64, SYMCOLL_SUM, comm, NULL);
+    if (rank == 0 && st != SYMCOLL_ERR_TIMED_OUT)
+        harness_fail("the waiting rank got %s", symcoll_status_string(st));
+    if (rank == 1 && st != SYMCOLL_ERR_PEER_FAILED)
+        harness_fail("the late rank got %s", symcoll_status_string(st));
+    fprintf(stderr, "rank %d: %s after %.2f s\n", rank, symcoll_status_string(st),
+            now_sec() - t0);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+}
+
 /* ---- abort ------------------------------------------------------------------------------ */
 
 static void body_abort(int rank, int n, void *arg)
@@ -583,6 +611,7 @@ RANKS_TEST(test_trim_2, body_trim, 2)
 RANKS_TEST(test_mismatch_2, body_mismatch, 2)
 RANKS_TEST(test_two_threads_3, body_threads, 3)
 RANKS_TEST(test_killed_3, body_killed, 3)
+RANKS_TEST(test_timeout_2, body_timeout, 2)
 RANKS_TEST(test_abort_2, body_abort, 2)
 RANKS_TEST(test_bad_args_2, body_bad_args, 2)
 
@@ -598,6 +627,7 @@ int main(void)
     ADD_CASE(s, test_no_dev_shm_4);
     ADD_CASE(s, test_two_threads_3);
     ADD_CASE(s, test_killed_3);
+    ADD_CASE(s, test_timeout_2);
     ADD_CASE(s, test_abort_2);
     ADD_CASE(s, test_bad_args_2);
     return pool_tests_run(s);

@@ -89,9 +89,9 @@ static symcoll_status_t allreduce_host(comm_t *comm, pool_t *pool, const void *s
     algo = allreduce_choose(comm, st, SYMCOLL_MEM_HOST, count * c.esize);
     switch (algo) {
     case TOPO_ALGO_ONESHOT:
-        return algo_host_oneshot(&c);
+        return algo_host_done(&c, algo_host_oneshot(&c));
     case TOPO_ALGO_TWOSHOT:
-        return algo_host_twoshot(&c);
+        return algo_host_done(&c, algo_host_twoshot(&c));
     case TOPO_ALGO_NONE:
         return SYMCOLL_ERR_UNSUPPORTED;
     default:

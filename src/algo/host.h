@@ -101,6 +101,11 @@ const char *algo_host_in(const host_call_t *c, int r, size_t k, unsigned slot);
 char *algo_host_out(const host_call_t *c, int r, size_t k, unsigned slot);
 char *algo_host_staging(const host_call_t *c, int r, unsigned slot);
 
+/* End of a call: a call that completed is still reported failed when a peer gave up
+ * meanwhile (timed out or aborted): that peer returned, so its caller may already be
+ * changing a buffer we read in place. */
+symcoll_status_t algo_host_done(host_call_t *c, symcoll_status_t status);
+
 /* Records a failure that leaves the peers' epochs out of step. */
 symcoll_status_t algo_host_fail(host_call_t *c, symcoll_status_t status);
 

@@ -165,6 +165,23 @@ symcoll_status_t algo_host_fail(host_call_t *c, symcoll_status_t status)
     return status;
 }
 
+symcoll_status_t algo_host_done(host_call_t *c, symcoll_status_t status)
+{
+    if (status != SYMCOLL_OK)
+        return status;
+    /* after our last read of peer memory (x86 keeps loads in order; the fence says so
+     * for the rest) */
+    atomic_thread_fence(memory_order_acquire);
+    for (int r = 0; r < c->n; r++) {
+        if (r != c->me && atomic_load_explicit(&c->st->sig[r]->aborted, memory_order_acquire)) {
+            log_error("all-reduce: rank %d (local rank %d) gave up during the call",
+                      c->comm->topo->local_ranks[r], r);
+            return algo_host_fail(c, SYMCOLL_ERR_PEER_FAILED);
+        }
+    }
+    return SYMCOLL_OK;
+}
+
 /* Slow part of the wait loop: abort, deadline, the peer's own abort word, liveness. */
 static symcoll_status_t host_wait_check(host_call_t *c, int r)
 {
