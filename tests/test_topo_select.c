@@ -138,9 +138,9 @@ static const select_case_t cases[] = {
     /* 16K / 3^2 = 1820 */
     {"host 1x4 at threshold", &host_1_node_4, 0, DFLT, H, 1820, TOPO_ALGO_ONESHOT, "1.8K"},
     {"host 1x4 above", &host_1_node_4, 0, DFLT, H, 1821, TOPO_ALGO_TWOSHOT, "1.8K"},
-    /* 2 nodes x 1 rank: rd is one exchange, up to 8 x SYMCOLL_NET_RD_MAX */
-    {"2x1 rd", &two_nodes_1, 0, DFLT, H, 512 * K, TOPO_ALGO_RD, "8 x SYMCOLL_NET_RD_MAX"},
-    {"2x1 ring", &two_nodes_1, 0, DFLT, H, 512 * K + 8, TOPO_ALGO_RING, "512K (8 x"},
+    /* 2 nodes x 1 rank: rd is one exchange, up to 16 x SYMCOLL_NET_RD_MAX */
+    {"2x1 rd", &two_nodes_1, 0, DFLT, H, 1 * M, TOPO_ALGO_RD, "16 x SYMCOLL_NET_RD_MAX"},
+    {"2x1 ring", &two_nodes_1, 0, DFLT, H, 1 * M + 8, TOPO_ALGO_RING, "1M (16 x"},
     {"host 1 rank", &host_1_rank, 0, DFLT, H, G, TOPO_ALGO_ONESHOT, "single rank"},
     {"host 1 rank cuda", &host_1_rank, 0, DFLT, C, G, TOPO_ALGO_NONE, "some rank has none"},
     {"1 gpu rank cuda", &one_gpu_rank, 0, DFLT, C, G, TOPO_ALGO_ONESHOT, "single rank"},
@@ -237,9 +237,9 @@ START_TEST(test_thresholds)
     ck_assert_uint_eq(topo_oneshot_scaled(16 * K, 8, SYMCOLL_MEM_HOST), 334);
     ck_assert_uint_eq(topo_oneshot_scaled(0, 8, SYMCOLL_MEM_CUDA), 0);
     ck_assert_uint_gt(topo_oneshot_scaled((size_t)1 << 62, 3, SYMCOLL_MEM_CUDA), 0); /* no overflow */
-    ck_assert_uint_eq(topo_rd_max(&cfg, 2), 512 * K);
+    ck_assert_uint_eq(topo_rd_max(&cfg, 2), 1 * M);
     ck_assert_uint_eq(topo_rd_max(&cfg, 3), 64 * K);
-    cfg.net_rd_max = SIZE_MAX / 4;
+    cfg.net_rd_max = SIZE_MAX / 8;
     ck_assert_uint_eq(topo_rd_max(&cfg, 2), SIZE_MAX); /* saturates */
 
     /* what one-shot staging must hold */

@@ -33,7 +33,7 @@ symcoll_status_t algo_net_hier(net_state_t *st, const void *sendbuf, void *recvb
     int L = t->local_size, l = t->local_rank, nn = t->nnodes;
     size_t esize = symcoll_dtype_size(dtype), bytes = count * esize;
     size_t s0, slen, max_slice = (count + (size_t)L - 1) / (size_t)L;
-    bool rd = max_slice * esize <= st->comm->config.net_rd_max;
+    bool rd = max_slice * esize <= topo_rd_max(&t->select_cfg, nn);
     size_t area =
         rd ? algo_net_rd_area(max_slice, esize, nn) : algo_net_ring_area(max_slice, esize, nn);
     size_t in_off, acc_off;

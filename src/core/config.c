@@ -237,8 +237,8 @@ static const config_row_t config_table[] = {
     ROW("SYMCOLL_CUDA_LL_MAX", "64K", "CUDA memory inside a node: largest one-shot message, "
         "bytes, sent with its flags inside the data (no barrier; twice the bytes on the link).",
         parse_size_field, cuda_ll_max),
-    ROW("SYMCOLL_NET_RD_MAX", "64K", "Across nodes: largest message, bytes, reduced by "
-        "recursive doubling; larger ones use the ring (2 ranks: 8 times this).",
+    ROW("SYMCOLL_NET_RD_MAX", "32K", "Across nodes: largest message, bytes, reduced by "
+        "recursive doubling; larger ones use the ring (2 ranks: 16 times this).",
         parse_size_field, net_rd_max),
     ROW("SYMCOLL_HIER_MIN", "0", "Several ranks on each of several nodes: smallest message, "
         "bytes, reduced hierarchically (below it: rd or ring over all ranks).", parse_size_field,

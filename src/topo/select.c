@@ -15,7 +15,7 @@
  *   4. Otherwise over the network: recursive doubling up to SYMCOLL_NET_RD_MAX
  *      (log2(n) latency-bound steps), the ring above (bandwidth-optimal). With 2 ranks
  *      both move the same bytes (rd in one exchange, the ring in two steps), so rd
- *      serves up to 8 x SYMCOLL_NET_RD_MAX, where the ring's pipelining starts to pay.
+ *      serves up to 16 x SYMCOLL_NET_RD_MAX, where the ring's pipelining starts to pay.
  * Thresholds come from measurements recorded in bench/results/selector.md. */
 #include "topo/select.h"
 
@@ -236,7 +236,7 @@ size_t topo_oneshot_scaled(size_t max2, int n, symcoll_mem_type_t mem)
 size_t topo_rd_max(const topo_select_cfg_t *cfg, int n)
 {
     if (n == 2)
-        return cfg->net_rd_max > SIZE_MAX / 8 ? SIZE_MAX : 8 * cfg->net_rd_max;
+        return cfg->net_rd_max > SIZE_MAX / 16 ? SIZE_MAX : 16 * cfg->net_rd_max;
     return cfg->net_rd_max;
 }
 
@@ -331,11 +331,11 @@ static void select_inter(const topo_select_cfg_t *cfg, const topo_shape_t *s,
     if (bytes <= rd_max)
         decide(d, TOPO_ALGO_RD, "%d nodes, %d ranks%s: %s <= %s (%s%s): log2(n) "
                "latency-bound steps", s->nnodes, s->nranks, flat, sz, th,
-               s->nranks == 2 ? "8 x " : "", "SYMCOLL_NET_RD_MAX");
+               s->nranks == 2 ? "16 x " : "", "SYMCOLL_NET_RD_MAX");
     else
         decide(d, TOPO_ALGO_RING, "%d nodes, %d ranks%s: %s > %s (%s%s): the pipelined ring "
                "is bandwidth-optimal", s->nnodes, s->nranks, flat, sz, th,
-               s->nranks == 2 ? "8 x " : "", "SYMCOLL_NET_RD_MAX");
+               s->nranks == 2 ? "16 x " : "", "SYMCOLL_NET_RD_MAX");
 }
 
 void topo_select(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
