@@ -11,7 +11,7 @@ set -u
 usage() {
     cat <<EOF
 usage: $0 [--intra] [--inter] [--runs K] [-b MIN] [-e MAX] [-r REPEATS] [--bind core|none]
-          [--out DIR] [--no-record]
+          [--out DIR] [--no-record] [--commit TEXT]
   --intra / --inter  which comparison (default: both)
   --runs K           alternate symcoll and Open MPI K times; medians are reported (default 3)
   -b, -e             size range (default 8 .. 32M, doubling)
@@ -21,6 +21,8 @@ usage: $0 [--intra] [--inter] [--runs K] [-b MIN] [-e MAX] [-r REPEATS] [--bind 
                      (on a busy 2-core machine it sometimes puts both ranks on one core)
   --out DIR          where the .md files go (default: bench/results in the source tree)
   --no-record        print the tables only
+  --commit TEXT      what to record as the measured commit (default: git HEAD of the
+                     source tree this script is in, marked if it has local changes)
 Needs tools/symcoll_run, tools/symcoll_perf and bench/mpi_allreduce_peer in the current
 directory (a configured and built build tree) and mpirun on PATH.
 EOF
@@ -28,7 +30,7 @@ EOF
 
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 do_intra=0 do_inter=0 runs=3 minb=8 maxb=32M repeats=5 outdir=$srcdir/bench/results record=1
-bind=core
+bind=core commit=
 while [ $# -gt 0 ]; do
     case $1 in
     --intra) do_intra=1 ;;
@@ -40,6 +42,7 @@ while [ $# -gt 0 ]; do
     --bind) bind=$2; shift ;;
     --out) outdir=$2; shift ;;
     --no-record) record=0 ;;
+    --commit) commit=$2; shift ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
     esac
@@ -54,6 +57,10 @@ for f in tools/symcoll_run tools/symcoll_perf bench/mpi_allreduce_peer; do
     fi
 done
 command -v mpirun >/dev/null 2>&1 || { echo "$0: mpirun not on PATH" >&2; exit 2; }
+if [ -z "$commit" ]; then
+    commit="$(git -C "$srcdir" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    git -C "$srcdir" diff --quiet HEAD 2>/dev/null || commit="$commit (with local changes)"
+fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/symcoll-compare.XXXXXX") || exit 2
 trap 'rm -rf "$tmp"' EXIT INT TERM
@@ -100,9 +107,7 @@ compare() {
         echo "Recorded by \`bench/compare_host.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC')."
         echo "Machine: $(nproc) cores, $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1);" \
              "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)."
-        echo "symcoll commit: $(git -C "$srcdir" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
-             "$(git -C "$srcdir" diff --quiet HEAD 2>/dev/null || echo '(with local changes)');" \
-             "$(mpirun --version 2>/dev/null | head -1)."
+        echo "symcoll commit: $commit; $(mpirun --version 2>/dev/null | head -1)."
         echo
         echo "Placement: --bind $bind (see bench/compare_host.sh --help)."
         [ -n "$note" ] && echo "$note"
