@@ -25,24 +25,38 @@ static const topo_select_cfg_t cfg_test = {
 
 /* nranks, nnodes, ppn, uniform, gpu_link, net_cuda, cuda_max_local, cuda_across_nodes,
  * gpus */
-static const topo_shape_t one_node_8_nvlink = {8, 1, 8, true, TOPO_LINK_NVLINK, false, 8, true, true};
-static const topo_shape_t one_node_4_pcie_nop2p = {4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, true};
-static const topo_shape_t one_node_4_pcie_p2p = {4, 1, 4, true, TOPO_LINK_PCIE, false, 8, true, true};
-static const topo_shape_t two_nodes_4_nvlink = {8, 2, 4, true, TOPO_LINK_NVLINK, true, 8, true, true};
-static const topo_shape_t two_nodes_4_nop2p = {8, 2, 4, true, TOPO_LINK_NONE, false, 8, true, true};
-static const topo_shape_t sixteen_nodes_1 = {16, 16, 1, true, TOPO_LINK_NONE, false, 8, true, true};
-static const topo_shape_t host_1_node_4 = {4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, false};
+static const topo_shape_t one_node_8_nvlink = {8,     1, 8,    true, TOPO_LINK_NVLINK,
+                                               false, 8, true, true};
+static const topo_shape_t one_node_4_pcie_nop2p = {4,     1, 4,    true, TOPO_LINK_NONE,
+                                                   false, 8, true, true};
+static const topo_shape_t one_node_4_pcie_p2p = {4,     1, 4,    true, TOPO_LINK_PCIE,
+                                                 false, 8, true, true};
+static const topo_shape_t two_nodes_4_nvlink = {8,    2, 4,    true, TOPO_LINK_NVLINK,
+                                                true, 8, true, true};
+static const topo_shape_t two_nodes_4_nop2p = {8,     2, 4,    true, TOPO_LINK_NONE,
+                                               false, 8, true, true};
+static const topo_shape_t sixteen_nodes_1 = {16,    16, 1,    true, TOPO_LINK_NONE,
+                                             false, 8,  true, true};
+static const topo_shape_t host_1_node_4 = {4,     1, 4,    true, TOPO_LINK_NONE,
+                                           false, 8, true, false};
 static const topo_shape_t host_1_rank = {1, 1, 1, true, TOPO_LINK_NONE, false, 8, true, false};
-static const topo_shape_t host_4_nodes_2 = {8, 4, 2, true, TOPO_LINK_NONE, false, 8, true, false};
-static const topo_shape_t host_4_nodes_uneven = {7, 4, 2, false, TOPO_LINK_NONE, false, 8, true, false};
-static const topo_shape_t one_node_2_nvlink = {2, 1, 2, true, TOPO_LINK_NVLINK, false, 8, false, true};
+static const topo_shape_t host_4_nodes_2 = {8,     4, 2,    true, TOPO_LINK_NONE,
+                                            false, 8, true, false};
+static const topo_shape_t host_4_nodes_uneven = {7,     4, 2,    false, TOPO_LINK_NONE,
+                                                 false, 8, true, false};
+static const topo_shape_t one_node_2_nvlink = {2,     1, 2,     true, TOPO_LINK_NVLINK,
+                                               false, 8, false, true};
 static const topo_shape_t two_nodes_1 = {2, 2, 1, true, TOPO_LINK_NONE, false, 8, true, true};
 static const topo_shape_t one_gpu_rank = {1, 1, 1, true, TOPO_LINK_NONE, false, 8, false, true};
-static const topo_shape_t one_node_2_same_gpu = {2, 1, 2, true, TOPO_LINK_SAME, false, 8, true, true};
+static const topo_shape_t one_node_2_same_gpu = {2,     1, 2,    true, TOPO_LINK_SAME,
+                                                 false, 8, true, true};
 /* what a build lacks: no CUDA at all, no CUDA path across nodes, kernels for <= 8 ranks */
-static const topo_shape_t build_no_cuda = {4, 1, 4, true, TOPO_LINK_NVLINK, false, 0, false, true};
-static const topo_shape_t build_cuda_intra = {8, 2, 4, true, TOPO_LINK_NVLINK, false, 8, false, true};
-static const topo_shape_t one_node_16_nvlink = {16, 1, 16, true, TOPO_LINK_NVLINK, false, 8, false, true};
+static const topo_shape_t build_no_cuda = {4,     1, 4,     true, TOPO_LINK_NVLINK,
+                                           false, 0, false, true};
+static const topo_shape_t build_cuda_intra = {8,     2, 4,     true, TOPO_LINK_NVLINK,
+                                              false, 8, false, true};
+static const topo_shape_t one_node_16_nvlink = {16,    1, 16,    true, TOPO_LINK_NVLINK,
+                                                false, 8, false, true};
 
 enum { H = SYMCOLL_MEM_HOST, C = SYMCOLL_MEM_CUDA };
 
@@ -65,8 +79,7 @@ static const select_case_t cases[] = {
     /* 8 ranks: 256K x 8 / (2 x 7^2) = 21399 bytes */
     {"8gpu nvlink at threshold", &one_node_8_nvlink, 0, DFLT, C, 21399, TOPO_ALGO_ONESHOT,
      "SYMCOLL_CUDA_ONESHOT_MAX=256K for 2 ranks, scaled"},
-    {"8gpu nvlink above", &one_node_8_nvlink, 0, DFLT, C, 21400, TOPO_ALGO_TWOSHOT,
-     "20.9K >"},
+    {"8gpu nvlink above", &one_node_8_nvlink, 0, DFLT, C, 21400, TOPO_ALGO_TWOSHOT, "20.9K >"},
     {"8gpu nvlink 256K", &one_node_8_nvlink, 0, DFLT, C, 256 * K, TOPO_ALGO_TWOSHOT, "8 ranks"},
     {"8gpu nvlink 1G", &one_node_8_nvlink, 0, DFLT, C, G, TOPO_ALGO_TWOSHOT, "1G >"},
     /* host: 16K / 7^2 = 334 */
@@ -133,8 +146,7 @@ static const select_case_t cases[] = {
      "inside one node"},
     /* host only, 1 node */
     {"host 1x4 small", &host_1_node_4, 0, DFLT, H, 8, TOPO_ALGO_ONESHOT, "one barrier"},
-    {"host 1x4 large", &host_1_node_4, 0, DFLT, H, 64 * M, TOPO_ALGO_TWOSHOT,
-     "two-shot moves"},
+    {"host 1x4 large", &host_1_node_4, 0, DFLT, H, 64 * M, TOPO_ALGO_TWOSHOT, "two-shot moves"},
     /* 16K / 3^2 = 1820 */
     {"host 1x4 at threshold", &host_1_node_4, 0, DFLT, H, 1820, TOPO_ALGO_ONESHOT, "1.8K"},
     {"host 1x4 above", &host_1_node_4, 0, DFLT, H, 1821, TOPO_ALGO_TWOSHOT, "1.8K"},
@@ -163,8 +175,7 @@ static const select_case_t cases[] = {
     {"no cuda build host", &build_no_cuda, 0, DFLT, H, 8, TOPO_ALGO_ONESHOT, "one barrier"},
     {"cuda across nodes missing", &build_cuda_intra, 0, DFLT, C, 8, TOPO_ALGO_NONE,
      "would serve this, but CUDA memory across nodes"},
-    {"cuda across nodes missing host", &build_cuda_intra, 0, DFLT, H, 8, TOPO_ALGO_HIER,
-     "1/4"},
+    {"cuda across nodes missing host", &build_cuda_intra, 0, DFLT, H, 8, TOPO_ALGO_HIER, "1/4"},
     {"16 gpus per node", &one_node_16_nvlink, 0, DFLT, C, 8, TOPO_ALGO_NONE,
      "at most 8 ranks per node and a node has 16"},
     {"16 gpus per node host", &one_node_16_nvlink, 0, DFLT, H, 8 * M, TOPO_ALGO_TWOSHOT,
@@ -236,7 +247,8 @@ START_TEST(test_thresholds)
     ck_assert_uint_eq(topo_oneshot_scaled(16 * K, 2, SYMCOLL_MEM_HOST), 16 * K);
     ck_assert_uint_eq(topo_oneshot_scaled(16 * K, 8, SYMCOLL_MEM_HOST), 334);
     ck_assert_uint_eq(topo_oneshot_scaled(0, 8, SYMCOLL_MEM_CUDA), 0);
-    ck_assert_uint_gt(topo_oneshot_scaled((size_t)1 << 62, 3, SYMCOLL_MEM_CUDA), 0); /* no overflow */
+    ck_assert_uint_gt(topo_oneshot_scaled((size_t)1 << 62, 3, SYMCOLL_MEM_CUDA),
+                      0); /* no overflow */
     ck_assert_uint_eq(topo_rd_max(&cfg, 2), 1 * M);
     ck_assert_uint_eq(topo_rd_max(&cfg, 3), 64 * K);
     cfg.net_rd_max = SIZE_MAX / 8;

@@ -95,8 +95,8 @@ static void nvml_load(void)
     *(void **)&nvml.remote_pci = dlsym(h, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
     *(void **)&nvml.remote_type = dlsym(h, "nvmlDeviceGetNvLinkRemoteDeviceType");
     *(void **)&nvml.p2p_status = dlsym(h, "nvmlDeviceGetP2PStatus");
-    if (!init || !nvml.get_by_pci || !nvml.link_state || !nvml.remote_pci ||
-        !nvml.p2p_status || init() != 0) {
+    if (!init || !nvml.get_by_pci || !nvml.link_state || !nvml.remote_pci || !nvml.p2p_status ||
+        init() != 0) {
         log_debug("NVML found but unusable: NVLink counts unknown");
         dlclose(h);
         return;

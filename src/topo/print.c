@@ -20,7 +20,9 @@ static void fmt_link(const topo_link_info_t *l, char *buf, size_t len)
         return;
     }
     switch (l->link) {
-    case TOPO_LINK_SAME: snprintf(buf, len, "X"); break;
+    case TOPO_LINK_SAME:
+        snprintf(buf, len, "X");
+        break;
     case TOPO_LINK_NVLINK:
         if (l->nvlinks)
             snprintf(buf, len, "%s%u", (l->flags & TOPO_LINK_F_SWITCH) ? "NVS" : "NV",
@@ -28,8 +30,12 @@ static void fmt_link(const topo_link_info_t *l, char *buf, size_t len)
         else
             snprintf(buf, len, "NVL");
         break;
-    case TOPO_LINK_PCIE: snprintf(buf, len, "PCIe"); break;
-    default: snprintf(buf, len, "-"); break;
+    case TOPO_LINK_PCIE:
+        snprintf(buf, len, "PCIe");
+        break;
+    default:
+        snprintf(buf, len, "-");
+        break;
     }
     if (l->link != TOPO_LINK_SAME && l->perf_rank >= 0) {
         size_t n = strlen(buf);
@@ -49,16 +55,17 @@ static void fmt_net_mem(uint32_t m, char *buf, size_t len)
 
 static void print_ranks(const topo_t *t, FILE *out)
 {
-    fprintf(out, "# %4s %4s %5s %8s %4s %4s %4s %-13s %4s %-12s %-40s %-10s %s\n", "rank", "node",
-            "local", "pid", "cpu", "numa", "gpu", "pci", "gnum", "ucx-mem", "gpu-uuid",
+    fprintf(out, "# %4s %4s %5s %8s %4s %4s %4s %-13s %4s %-12s %-40s %-10s %s\n", "rank",
+            "node", "local", "pid", "cpu", "numa", "gpu", "pci", "gnum", "ucx-mem", "gpu-uuid",
             "ucx-tls", "host");
     for (int r = 0; r < t->nranks; r++) {
         const topo_rank_info_t *i = &t->info[r];
         char netmem[32];
 
         fmt_net_mem(i->net_mem_types, netmem, sizeof(netmem));
-        fprintf(out, "  %4d %4d %5d %8" PRId32 " %4" PRId32 " %4" PRId32 " %4" PRId32
-                     " %-13s %4" PRId32 " %-12s %-40s %-10s %s\n",
+        fprintf(out,
+                "  %4d %4d %5d %8" PRId32 " %4" PRId32 " %4" PRId32 " %4" PRId32
+                " %-13s %4" PRId32 " %-12s %-40s %-10s %s\n",
                 r, t->rank_node[r], t->rank_local_rank[r], i->pid, i->cpu, i->numa_node,
                 i->cuda_device, i->pci_bus_id[0] ? i->pci_bus_id : "-", i->gpu_numa_node,
                 netmem, i->gpu_uuid[0] ? i->gpu_uuid : "-", i->net_tls[0] ? i->net_tls : "-",
@@ -84,8 +91,9 @@ static void print_node(const topo_t *t, int k, FILE *out)
         return;
     for (int j = 0; j < m; j++)
         if (t->info[ranks[j]].gpu_name[0])
-            fprintf(out, "#   local rank %d: GPU %d %s (%s)\n", j, t->info[ranks[j]].cuda_device,
-                    t->info[ranks[j]].gpu_name, t->info[ranks[j]].pci_bus_id);
+            fprintf(out, "#   local rank %d: GPU %d %s (%s)\n", j,
+                    t->info[ranks[j]].cuda_device, t->info[ranks[j]].gpu_name,
+                    t->info[ranks[j]].pci_bus_id);
     fprintf(out, "#   GPU links (row: from local rank, column: to local rank):\n#   %5s", "");
     for (int j = 0; j < m; j++)
         fprintf(out, " %8d", j);
@@ -105,7 +113,8 @@ static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
     const topo_shape_t *s = &t->shape[mem];
 
     fprintf(out, "# selector view, %s memory: %d rank(s), %d node(s), up to %d per node%s",
-            mem_name(mem), s->nranks, s->nnodes, s->ppn, s->uniform ? " (uniform)" : " (uneven)");
+            mem_name(mem), s->nranks, s->nnodes, s->ppn,
+            s->uniform ? " (uniform)" : " (uneven)");
     if (mem == SYMCOLL_MEM_CUDA)
         fprintf(out, ", worst GPU link %s, UCX reaches CUDA memory: %s",
                 s->ppn > 1 ? topo_link_name(s->gpu_link) : "n/a", s->net_cuda ? "yes" : "no");
@@ -136,9 +145,10 @@ void topo_print_decisions(const topo_t *t, FILE *out)
 {
     const topo_select_cfg_t *c = &t->select_cfg;
 
-    fprintf(out, "# all-reduce decisions on this topology: SYMCOLL_ALGO=%s, "
-                 "HOST_ONESHOT_MAX=%zu CUDA_ONESHOT_MAX=%zu CUDA_PCIE_ONESHOT_MAX=%zu "
-                 "NET_RD_MAX=%zu HIER_MIN=%zu\n",
+    fprintf(out,
+            "# all-reduce decisions on this topology: SYMCOLL_ALGO=%s, "
+            "HOST_ONESHOT_MAX=%zu CUDA_ONESHOT_MAX=%zu CUDA_PCIE_ONESHOT_MAX=%zu "
+            "NET_RD_MAX=%zu HIER_MIN=%zu\n",
             topo_algo_name(c->forced), c->host_oneshot_max, c->cuda_oneshot_max,
             c->cuda_pcie_oneshot_max, c->net_rd_max, c->hier_min);
     for (int mem = 0; mem < SYMCOLL_MEM_LAST; mem++) {

@@ -60,7 +60,8 @@ symcoll_status_t topo_select_cfg_from_config(const config_t *config, topo_select
     memset(&cfg, 0, sizeof(cfg));
     if (topo_algo_parse(config->algo, &cfg.forced)) {
         log_error("invalid value '%s' for SYMCOLL_ALGO (expected auto, oneshot, twoshot, "
-                  "ring, rd or hier)", config->algo);
+                  "ring, rd or hier)",
+                  config->algo);
         return SYMCOLL_ERR_INVALID_PARAM;
     }
     cfg.host_oneshot_max = config->host_oneshot_max;
@@ -124,7 +125,8 @@ static const char *cuda_missing(topo_algo_t algo, symcoll_mem_type_t mem, const 
         return NULL;
     if (s->nnodes > 1 && !s->cuda_across_nodes)
         return "CUDA memory across nodes is not implemented in this build";
-    if ((algo == TOPO_ALGO_ONESHOT || algo == TOPO_ALGO_TWOSHOT) && s->ppn > s->cuda_max_local) {
+    if ((algo == TOPO_ALGO_ONESHOT || algo == TOPO_ALGO_TWOSHOT) &&
+        s->ppn > s->cuda_max_local) {
         snprintf(buf, len, "the CUDA kernels serve at most %d ranks per node and a node has %d",
                  s->cuda_max_local, s->ppn);
         return buf;
@@ -136,8 +138,8 @@ bool topo_algo_applicable(topo_algo_t algo, symcoll_mem_type_t mem, const topo_s
                           char *why, size_t why_len)
 {
     char buf[TOPO_REASON_MAX];
-    const char *missing = algo == TOPO_ALGO_AUTO ? NULL
-                                                 : cuda_missing(algo, mem, s, buf, sizeof(buf));
+    const char *missing =
+        algo == TOPO_ALGO_AUTO ? NULL : cuda_missing(algo, mem, s, buf, sizeof(buf));
 
     if (missing) {
         set_why(why, why_len, "%s", missing);
@@ -154,23 +156,29 @@ bool topo_algo_applicable(topo_algo_t algo, symcoll_mem_type_t mem, const topo_s
             return false;
         }
         if (!gpu_peers_mappable(mem, s)) {
-            set_why(why, why_len, "%s on CUDA memory needs peer access (P2P) between the "
-                    "node's GPUs, and some pair has none", topo_algo_name(algo));
+            set_why(why, why_len,
+                    "%s on CUDA memory needs peer access (P2P) between the "
+                    "node's GPUs, and some pair has none",
+                    topo_algo_name(algo));
             return false;
         }
         return true;
     case TOPO_ALGO_RING:
     case TOPO_ALGO_RD:
         if (s->nnodes < 2) {
-            set_why(why, why_len, "%s runs across nodes and all %d rank(s) are on one node "
-                    "(use oneshot or twoshot)", topo_algo_name(algo), s->nranks);
+            set_why(why, why_len,
+                    "%s runs across nodes and all %d rank(s) are on one node "
+                    "(use oneshot or twoshot)",
+                    topo_algo_name(algo), s->nranks);
             return false;
         }
         return true;
     case TOPO_ALGO_HIER:
         if (s->nnodes < 2) {
-            set_why(why, why_len, "hier needs several nodes and all %d rank(s) are on one "
-                    "node (use oneshot or twoshot)", s->nranks);
+            set_why(why, why_len,
+                    "hier needs several nodes and all %d rank(s) are on one "
+                    "node (use oneshot or twoshot)",
+                    s->nranks);
             return false;
         }
         if (!s->uniform) {
@@ -178,7 +186,8 @@ bool topo_algo_applicable(topo_algo_t algo, symcoll_mem_type_t mem, const topo_s
             return false;
         }
         if (!gpu_peers_mappable(mem, s)) {
-            set_why(why, why_len, "hier on CUDA memory needs peer access (P2P) between the "
+            set_why(why, why_len,
+                    "hier on CUDA memory needs peer access (P2P) between the "
                     "GPUs of each node, and some pair has none");
             return false;
         }
@@ -205,7 +214,8 @@ symcoll_status_t topo_select_check(const topo_select_cfg_t *cfg, const topo_shap
         (have_gpus &&
          !topo_algo_applicable(cfg->forced, SYMCOLL_MEM_CUDA, &cuda_shape, why, sizeof(why)))) {
         log_error("SYMCOLL_ALGO=%s cannot run on this communicator (%d ranks on %d node(s)): "
-                  "%s", topo_algo_name(cfg->forced), shape->nranks, shape->nnodes, why);
+                  "%s",
+                  topo_algo_name(cfg->forced), shape->nranks, shape->nnodes, why);
         return SYMCOLL_ERR_INVALID_PARAM;
     }
     return SYMCOLL_OK;
@@ -285,14 +295,15 @@ static void select_intra(const topo_select_cfg_t *cfg, const topo_shape_t *s,
         return;
     }
     if (mem == SYMCOLL_MEM_CUDA && s->gpu_link == TOPO_LINK_NONE) {
-        decide(d, TOPO_ALGO_NONE, "CUDA memory: some GPUs of the node cannot access each "
+        decide(d, TOPO_ALGO_NONE,
+               "CUDA memory: some GPUs of the node cannot access each "
                "other (no P2P), so the pool cannot be mapped by every peer");
         return;
     }
-    where = mem == SYMCOLL_MEM_HOST          ? "host shared memory"
-            : s->gpu_link == TOPO_LINK_PCIE  ? "GPUs over PCIe"
-            : s->gpu_link == TOPO_LINK_SAME  ? "ranks sharing GPUs"
-                                             : "GPUs over NVLink";
+    where = mem == SYMCOLL_MEM_HOST         ? "host shared memory"
+            : s->gpu_link == TOPO_LINK_PCIE ? "GPUs over PCIe"
+            : s->gpu_link == TOPO_LINK_SAME ? "ranks sharing GPUs"
+                                            : "GPUs over NVLink";
     var = oneshot_threshold(cfg, s, mem, &max2, &max);
     topo_fmt_size(bytes, sz, sizeof(sz));
     topo_fmt_size(max, th, sizeof(th));
@@ -303,11 +314,15 @@ static void select_intra(const topo_select_cfg_t *cfg, const topo_shape_t *s,
     else
         snprintf(scaled, sizeof(scaled), " (%s)", var);
     if (bytes <= max)
-        decide(d, TOPO_ALGO_ONESHOT, "1 node, %d ranks, %s: %s <= %s%s: one barrier, "
-               "latency-bound", s->nranks, where, sz, th, scaled);
+        decide(d, TOPO_ALGO_ONESHOT,
+               "1 node, %d ranks, %s: %s <= %s%s: one barrier, "
+               "latency-bound",
+               s->nranks, where, sz, th, scaled);
     else
-        decide(d, TOPO_ALGO_TWOSHOT, "1 node, %d ranks, %s: %s > %s%s: two-shot moves "
-               "2(n-1)/n of the data instead of n-1", s->nranks, where, sz, th, scaled);
+        decide(d, TOPO_ALGO_TWOSHOT,
+               "1 node, %d ranks, %s: %s > %s%s: two-shot moves "
+               "2(n-1)/n of the data instead of n-1",
+               s->nranks, where, sz, th, scaled);
 }
 
 static void select_inter(const topo_select_cfg_t *cfg, const topo_shape_t *s,
@@ -321,21 +336,26 @@ static void select_inter(const topo_select_cfg_t *cfg, const topo_shape_t *s,
     if (s->ppn > 1 && bytes >= cfg->hier_min &&
         topo_algo_applicable(TOPO_ALGO_HIER, mem, s, NULL, 0)) {
         topo_fmt_size(cfg->hier_min, th, sizeof(th));
-        decide(d, TOPO_ALGO_HIER, "%d nodes x %d ranks%s%s%s%s: each rank sends 1/%d of the "
-               "data across nodes", s->nnodes, s->ppn, cfg->hier_min ? ": " : "",
-               cfg->hier_min ? sz : "", cfg->hier_min ? " >= SYMCOLL_HIER_MIN=" : "",
-               cfg->hier_min ? th : "", s->ppn);
+        decide(d, TOPO_ALGO_HIER,
+               "%d nodes x %d ranks%s%s%s%s: each rank sends 1/%d of the "
+               "data across nodes",
+               s->nnodes, s->ppn, cfg->hier_min ? ": " : "", cfg->hier_min ? sz : "",
+               cfg->hier_min ? " >= SYMCOLL_HIER_MIN=" : "", cfg->hier_min ? th : "", s->ppn);
         return;
     }
     topo_fmt_size(rd_max, th, sizeof(th));
     if (bytes <= rd_max)
-        decide(d, TOPO_ALGO_RD, "%d nodes, %d ranks%s: %s <= %s (%s%s): log2(n) "
-               "latency-bound steps", s->nnodes, s->nranks, flat, sz, th,
-               s->nranks == 2 ? "16 x " : "", "SYMCOLL_NET_RD_MAX");
+        decide(d, TOPO_ALGO_RD,
+               "%d nodes, %d ranks%s: %s <= %s (%s%s): log2(n) "
+               "latency-bound steps",
+               s->nnodes, s->nranks, flat, sz, th, s->nranks == 2 ? "16 x " : "",
+               "SYMCOLL_NET_RD_MAX");
     else
-        decide(d, TOPO_ALGO_RING, "%d nodes, %d ranks%s: %s > %s (%s%s): the pipelined ring "
-               "is bandwidth-optimal", s->nnodes, s->nranks, flat, sz, th,
-               s->nranks == 2 ? "16 x " : "", "SYMCOLL_NET_RD_MAX");
+        decide(d, TOPO_ALGO_RING,
+               "%d nodes, %d ranks%s: %s > %s (%s%s): the pipelined ring "
+               "is bandwidth-optimal",
+               s->nnodes, s->nranks, flat, sz, th, s->nranks == 2 ? "16 x " : "",
+               "SYMCOLL_NET_RD_MAX");
 }
 
 void topo_select(const topo_select_cfg_t *cfg, const topo_shape_t *shape,

@@ -24,10 +24,10 @@ typedef enum {
 /* How the GPUs of one node reach each other, worst first: the selector uses the worst
  * pair of the communicator's nodes. */
 typedef enum {
-    TOPO_LINK_NONE = 0,   /* no peer access (P2P impossible or unknown) */
-    TOPO_LINK_PCIE,       /* peer access over PCIe */
-    TOPO_LINK_NVLINK,     /* peer access over NVLink (direct or through NVSwitch) */
-    TOPO_LINK_SAME,       /* both ranks use the same GPU */
+    TOPO_LINK_NONE = 0, /* no peer access (P2P impossible or unknown) */
+    TOPO_LINK_PCIE,     /* peer access over PCIe */
+    TOPO_LINK_NVLINK,   /* peer access over NVLink (direct or through NVSwitch) */
+    TOPO_LINK_SAME,     /* both ranks use the same GPU */
     TOPO_LINK_LAST
 } topo_link_t;
 
@@ -35,24 +35,24 @@ typedef enum {
 typedef struct topo_shape {
     int nranks;
     int nnodes;
-    int ppn;             /* ranks on the largest node */
-    bool uniform;        /* every node holds ppn ranks */
+    int ppn;              /* ranks on the largest node */
+    bool uniform;         /* every node holds ppn ranks */
     topo_link_t gpu_link; /* worst link between two GPUs of one node (ppn > 1) */
-    bool net_cuda;       /* UCX moves CUDA memory itself (else the network path stages) */
+    bool net_cuda;        /* UCX moves CUDA memory itself (else the network path stages) */
     /* what this build implements for CUDA memory (set from the build, injected by tests) */
-    int cuda_max_local;  /* most ranks of a node the CUDA kernels serve; 0: no CUDA */
+    int cuda_max_local;     /* most ranks of a node the CUDA kernels serve; 0: no CUDA */
     bool cuda_across_nodes; /* a CUDA all-reduce across nodes exists */
-    bool gpus;           /* every rank has a CUDA device */
+    bool gpus;              /* every rank has a CUDA device */
 } topo_shape_t;
 
 /* Overrides and thresholds, from the SYMCOLL_* configuration. */
 typedef struct topo_select_cfg {
-    topo_algo_t forced;        /* SYMCOLL_ALGO; TOPO_ALGO_AUTO if not forced */
-    size_t host_oneshot_max;   /* SYMCOLL_HOST_ONESHOT_MAX */
-    size_t cuda_oneshot_max;   /* SYMCOLL_CUDA_ONESHOT_MAX (NVLink or same GPU) */
+    topo_algo_t forced;           /* SYMCOLL_ALGO; TOPO_ALGO_AUTO if not forced */
+    size_t host_oneshot_max;      /* SYMCOLL_HOST_ONESHOT_MAX */
+    size_t cuda_oneshot_max;      /* SYMCOLL_CUDA_ONESHOT_MAX (NVLink or same GPU) */
     size_t cuda_pcie_oneshot_max; /* SYMCOLL_CUDA_PCIE_ONESHOT_MAX */
-    size_t net_rd_max;         /* SYMCOLL_NET_RD_MAX */
-    size_t hier_min;           /* SYMCOLL_HIER_MIN: smallest message sent hierarchically */
+    size_t net_rd_max;            /* SYMCOLL_NET_RD_MAX */
+    size_t hier_min;              /* SYMCOLL_HIER_MIN: smallest message sent hierarchically */
 } topo_select_cfg_t;
 
 #define TOPO_REASON_MAX 256

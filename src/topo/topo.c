@@ -231,7 +231,8 @@ symcoll_status_t topo_probe(comm_t *comm, topo_t **topo_p)
               t->node, t->local_rank, t->local_size);
     if (t->have_gpus && comm->rank == 0)
         log_info("topology: GPU %d (%s) of rank 0; worst GPU link inside a node: %s "
-                 "(NVML %s)", me.cuda_device, me.pci_bus_id,
+                 "(NVML %s)",
+                 me.cuda_device, me.pci_bus_id,
                  topo_link_name(t->shape[SYMCOLL_MEM_CUDA].gpu_link),
                  topo_nvml_available() ? "loaded" : "not available");
     *topo_p = t;

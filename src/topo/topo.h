@@ -23,36 +23,36 @@
 typedef struct topo_rank_info {
     char host_id[TOPO_HOST_ID_MAX]; /* hostname + boot id, or SYMCOLL_HOST_ID */
     int32_t pid;
-    uint64_t start_time;            /* process start time (clock ticks since boot) */
-    int32_t cuda_device;            /* -1: none */
+    uint64_t start_time;                  /* process start time (clock ticks since boot) */
+    int32_t cuda_device;                  /* -1: none */
     char pci_bus_id[TOPO_PCI_BUS_ID_MAX]; /* of the CUDA device, "" if none */
-    int32_t numa_node;              /* of the CPU the process runs on; -1: unknown */
-    int32_t cpu;                    /* CPU the process ran on at the probe; -1: unknown */
-    int32_t gpu_numa_node;          /* of the CUDA device's PCI slot; -1: unknown */
-    char gpu_uuid[TOPO_UUID_MAX];   /* "GPU-xxxxxxxx-...", "" if none */
-    char gpu_name[64];              /* marketing name, "" if none */
-    uint32_t net_mem_types;         /* TOPO_NET_MEM_* UCX reaches directly; 0: not known */
-    char net_tls[TOPO_TLS_MAX];     /* UCX transports in use; "" if none / not known */
+    int32_t numa_node;                    /* of the CPU the process runs on; -1: unknown */
+    int32_t cpu;                          /* CPU the process ran on at the probe; -1: unknown */
+    int32_t gpu_numa_node;                /* of the CUDA device's PCI slot; -1: unknown */
+    char gpu_uuid[TOPO_UUID_MAX];         /* "GPU-xxxxxxxx-...", "" if none */
+    char gpu_name[64];                    /* marketing name, "" if none */
+    uint32_t net_mem_types;     /* TOPO_NET_MEM_* UCX reaches directly; 0: not known */
+    char net_tls[TOPO_TLS_MAX]; /* UCX transports in use; "" if none / not known */
 } topo_rank_info_t;
 
 /* How one rank's GPU reaches the GPU of another rank of its node. */
 typedef struct topo_link_info {
-    int8_t link;        /* topo_link_t */
-    int8_t perf_rank;   /* CUDA P2P performance rank (0 best); -1: unknown */
-    uint8_t nvlinks;    /* NVLink lanes to that GPU (or to NVSwitches) per NVML; 0: none/unknown */
-    uint8_t flags;      /* TOPO_LINK_F_* */
+    int8_t link;      /* topo_link_t */
+    int8_t perf_rank; /* CUDA P2P performance rank (0 best); -1: unknown */
+    uint8_t nvlinks; /* NVLink lanes to that GPU (or to NVSwitches) per NVML; 0: none/unknown */
+    uint8_t flags;   /* TOPO_LINK_F_* */
 } topo_link_info_t;
 
-#define TOPO_LINK_F_P2P     (1u << 0) /* peer access supported */
-#define TOPO_LINK_F_ATOMIC  (1u << 1) /* native atomics over the link */
-#define TOPO_LINK_F_CUDA    (1u << 2) /* learned from CUDA P2P attributes */
-#define TOPO_LINK_F_NVML    (1u << 3) /* learned from NVML */
-#define TOPO_LINK_F_SWITCH  (1u << 4) /* NVLinks go through NVSwitch */
+#define TOPO_LINK_F_P2P (1u << 0)    /* peer access supported */
+#define TOPO_LINK_F_ATOMIC (1u << 1) /* native atomics over the link */
+#define TOPO_LINK_F_CUDA (1u << 2)   /* learned from CUDA P2P attributes */
+#define TOPO_LINK_F_NVML (1u << 3)   /* learned from NVML */
+#define TOPO_LINK_F_SWITCH (1u << 4) /* NVLinks go through NVSwitch */
 
 typedef struct topo {
     int nranks;
     int nnodes;
-    int node;               /* this rank's node index */
+    int node; /* this rank's node index */
     int local_rank;
     int local_size;
     int *local_ranks;       /* global ranks of this node, local-rank order */
@@ -66,8 +66,8 @@ typedef struct topo {
     /* links[r * max_node_size + j]: rank r's GPU to the GPU of local rank j of r's node;
      * NULL when no rank has a GPU */
     topo_link_info_t *links;
-    topo_select_cfg_t select_cfg;          /* SYMCOLL_ALGO and thresholds */
-    topo_shape_t shape[SYMCOLL_MEM_LAST];  /* what the selector sees, per memory type */
+    topo_select_cfg_t select_cfg;         /* SYMCOLL_ALGO and thresholds */
+    topo_shape_t shape[SYMCOLL_MEM_LAST]; /* what the selector sees, per memory type */
 } topo_t;
 
 /* Collective: gathers every rank's facts (and, with GPUs, every rank's row of its node's
