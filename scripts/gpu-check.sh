@@ -13,6 +13,8 @@
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export UCX_WARN_UNUSED_ENV_VARS=n UCX_TLS=${UCX_TLS:-tcp,self}
+# a kernel that waits longer than this for a peer gives up (and the call reports it)
+export SYMCOLL_TIMEOUT=${SYMCOLL_TIMEOUT:-60}
 
 pack() {
     b=$1; d=$2
@@ -81,8 +83,8 @@ run() {
             P="$bin/symcoll_run -n 2 -t 280 $bin/symcoll_perf -m cuda -d bfloat16 -o sum -r ${REPEATS:-5}"
             step var_oneshot 300 env SYMCOLL_ALGO=oneshot $P -b 64K -e 256M -f 4
             step var_twoshot 300 env SYMCOLL_ALGO=twoshot $P -b 1K -e 1M -f 4
-            step var_nb132 300 env SYMCOLL_CUDA_NBLOCKS=132 $P -b 1K -e 256M -f 4
-            step var_nb64 300 env SYMCOLL_CUDA_NBLOCKS=64 $P -b 1K -e 256M -f 4
+            step var_nb64 300 env SYMCOLL_CUDA_NBLOCKS=64 $P -b 1M -e 256M -f 4
+            step var_noll 300 env SYMCOLL_CUDA_LL_MAX=0 $P -b 1K -e 256K -f 4
             step var_oneshot_graph 300 env SYMCOLL_ALGO=oneshot $P -b 1K -e 16M -f 4 -G
             ;;
         nccl_quick)
@@ -99,6 +101,12 @@ run() {
             ;;
         esac
     done
+    # the GPU machine returns at most 8 files: one log with everything, the summary
+    for f in "$out"/*.log; do
+        test -f "$f" || continue
+        echo "=================== `basename $f`"; cat "$f"
+    done >"$out/all.txt"
+    rm -f "$out"/*.log
     cat "$out/summary"
 }
 

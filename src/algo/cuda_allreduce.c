@@ -94,10 +94,15 @@ static symcoll_status_t state_get(pool_t *pool, cuda_algo_state_t **st_p)
             (int)(comm->config.cuda_nblocks < CUDA_AR_MAX_BLOCKS ? comm->config.cuda_nblocks
                                                                  : CUDA_AR_MAX_BLOCKS);
     } else {
-        /* one-shot: enough blocks to keep a few hundred KB in flight, few enough that
-         * the per-block barriers stay cheap; two-shot: one block per SM */
-        st->nb[CUDA_AR_ONESHOT] = sms < 32 ? sms : 32;
-        st->nb[CUDA_AR_TWOSHOT] = sms < CUDA_AR_MAX_BLOCKS ? sms : CUDA_AR_MAX_BLOCKS;
+        /* one block per SM: the large messages need every SM to keep NVLink busy */
+        st->nb[CUDA_AR_ONESHOT] = st->nb[CUDA_AR_TWOSHOT] =
+            sms < CUDA_AR_MAX_BLOCKS ? sms : CUDA_AR_MAX_BLOCKS;
+    }
+    /* LL: up to SYMCOLL_CUDA_LL_MAX bytes, 8 per thread */
+    {
+        size_t threads = (comm->config.cuda_ll_max + 7) / 8;
+        size_t nb = (threads + CUDA_AR_THREADS - 1) / CUDA_AR_THREADS;
+        st->nb[CUDA_AR_LL] = nb < 1 ? 1 : nb > (size_t)sms ? sms : (int)nb;
     }
     status = cuda_words_create(comm, &st->words);
     if (status != SYMCOLL_OK)
@@ -127,6 +132,10 @@ static symcoll_status_t stage_ensure(pool_t *pool, cuda_algo_state_t *st, int al
         size_t want = bytes > comm->config.cuda_oneshot_max ? bytes : comm->config.cuda_oneshot_max;
         slot = round_up(want + 16, POOL_ALIGN);
         size = 2 * (size_t)st->n * slot;
+    } else if (algo == CUDA_AR_LL) {
+        /* 16-byte records of 8 payload bytes */
+        slot = round_up((comm->config.cuda_ll_max + 7) / 8 * 16, POOL_ALIGN);
+        size = 2 * (size_t)st->n * slot;
     } else {
         size_t nvec = bytes / 16 + 1;
         slot = round_up((nvec + st->n - 1) / st->n * 16 + 16, POOL_ALIGN);
@@ -134,7 +143,7 @@ static symcoll_status_t stage_ensure(pool_t *pool, cuda_algo_state_t *st, int al
         size = out + round_up(bytes + 16, POOL_ALIGN);
     }
     if (st->has_stage[algo] && st->stage_slot[algo] >= slot &&
-        (algo == CUDA_AR_ONESHOT || st->stage_out >= out))
+        (algo != CUDA_AR_TWOSHOT || st->stage_out >= out))
         return SYMCOLL_OK;
 
     status = cuda_check_not_capturing(stream, "symcoll_allreduce");
@@ -160,7 +169,8 @@ static symcoll_status_t stage_ensure(pool_t *pool, cuda_algo_state_t *st, int al
     st->stage_slot[algo] = slot;
     if (algo == CUDA_AR_TWOSHOT)
         st->stage_out = out;
-    log_debug("CUDA %s staging: %zu bytes at pool offset %zu", algo ? "two-shot" : "one-shot",
+    log_debug("CUDA %s staging: %zu bytes at pool offset %zu",
+              algo == CUDA_AR_TWOSHOT ? "two-shot" : algo == CUDA_AR_LL ? "LL" : "one-shot",
               size, st->stage_off[algo]);
     return SYMCOLL_OK;
 }
@@ -245,6 +255,10 @@ symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, const void *sen
     algo = choose(comm, st, bytes);
     if (algo < 0)
         return SYMCOLL_ERR_UNSUPPORTED;
+    /* small one-shot messages in whole 4-byte words: flags inside the data, no barrier */
+    if (algo == CUDA_AR_ONESHOT && bytes <= comm->config.cuda_ll_max && bytes % 4 == 0 &&
+        ((uintptr_t)sendbuf | (uintptr_t)recvbuf) % 4 == 0)
+        algo = CUDA_AR_LL;
     status = stage_ensure(pool, st, algo, bytes, stream);
     if (status != SYMCOLL_OK)
         return status;

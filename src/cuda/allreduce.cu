@@ -8,13 +8,21 @@
  * Every rank reduces its sources in rank order, in float32 for the half types, so every
  * rank gets the same bits.
  *
- * One-shot (small messages; grid fixed for the life of the pool):
- *   1. every rank pushes its input into every peer's staging, slot [parity][own rank];
- *   2. start barrier of block b with epoch e (parity = e & 1);
- *   3. every rank reduces all sources from its own memory and writes its output.
- *   No end barrier: a rank pushes into a parity only after passing the barrier of the
- *   call before, which its peer reached after finishing every read of the call before
- *   that one (stream order), the previous user of that parity.
+ * LL one-shot (small messages, byte size a multiple of 4, 4-byte aligned buffers): every
+ *   rank pushes its input into every peer's staging as 16-byte records {w0, e, w1, e}
+ *   (8 payload bytes, the block's epoch e twice); the receiver polls its own memory until
+ *   both flags of a record read e (8-byte stores are atomic) and reduces. No barrier at
+ *   all: one one-way NVLink latency. Records go to parity e & 1, and a rank writes a
+ *   parity again two calls later only, when its peer must have finished reading it: the
+ *   call in between needed the peer's data, which the peer sends after finishing the
+ *   call before (stream order).
+ *
+ * One-shot (grid fixed for the life of the pool): block b owns chunks b, b+G, b+2G, ...
+ *   of the message; for each chunk it pushes the input into every peer's staging
+ *   (parity e & 1), then raises its flag to (e << 16 | k + 1) for chunk k, and reduces
+ *   the previous chunk once the peers' flags reached it, so transfers of chunk k overlap
+ *   the reduction of chunk k-1. The same parity argument as LL makes an end barrier
+ *   unnecessary.
  *
  * Two-shot (large messages; grid fixed too):
  *   1. push slice p of the input into peer p's staging (slot of the own rank);
@@ -239,7 +247,113 @@ __device__ __forceinline__ uint32_t next_epoch(const cuda_ar_args_t &a, int algo
     return *s_e;
 }
 
+/* ---- LL one-shot ---------------------------------------------------------------- */
+
+__device__ __forceinline__ void st_volatile_v4(char *p, uint4 v)
+{
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x),
+                 "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
+}
+
+__device__ __forceinline__ uint4 ld_volatile_v4(const char *p)
+{
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+                 : "memory");
+    return v;
+}
+
+template <typename T> union Pay {
+    uint2 u;
+    T e[8 / sizeof(T)];
+};
+
+/* poll a record until both of its flags read e; false if the wait gave up */
+__device__ __forceinline__ bool ll_wait(const cuda_ar_args_t &a, const char *p, uint32_t e,
+                                        uint2 *out)
+{
+    unsigned spins = 0;
+    unsigned long long t0 = 0;
+    for (;;) {
+        const uint4 v = ld_volatile_v4(p);
+        if (v.y == e && v.w == e) {
+            *out = make_uint2(v.x, v.z);
+            return true;
+        }
+        if ((++spins & 4095) == 0) {
+            if (*a.abort_word) {
+                *a.err_word = CUDA_KERR_ABORTED;
+                return false;
+            }
+            const unsigned long long now = global_ns();
+            if (!t0) {
+                t0 = now;
+            } else if (now - t0 > a.timeout_ns) {
+                *a.err_word = CUDA_KERR_TIMED_OUT;
+                return false;
+            }
+        }
+    }
+}
+
+template <typename T, int OP>
+__global__ void __launch_bounds__(CUDA_AR_THREADS, 1) k_oneshot_ll(const cuda_ar_args_t a)
+{
+    __shared__ uint32_t s_e;
+    __shared__ int s_fail;
+    const int n = a.nranks, r = a.rank;
+    const size_t nw = a.count * sizeof(T) / 4, nrec = (nw + 1) / 2;
+    const uint32_t *send = (const uint32_t *)a.send;
+    uint32_t *recv = (uint32_t *)a.recv;
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    const size_t i0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    /* the first payload is loaded while thread 0 reads the epoch */
+    uint2 mine = make_uint2(0, 0);
+    if (i0 < nrec)
+        mine = make_uint2(send[2 * i0], 2 * i0 + 1 < nw ? send[2 * i0 + 1] : 0u);
+    const uint32_t e = next_epoch(a, CUDA_AR_LL, &s_e, &s_fail);
+    const size_t par = (size_t)(e & 1) * n * a.stage_slot;
+
+    for (size_t i = i0; i < nrec; i += stride) {
+        if (i != i0)
+            mine = make_uint2(send[2 * i], 2 * i + 1 < nw ? send[2 * i + 1] : 0u);
+        const uint4 rec = make_uint4(mine.x, e, mine.y, e);
+#pragma unroll
+        for (int p = 0; p < MAXR; p++)
+            if (p < n && p != r)
+                st_volatile_v4(a.stage[p] + par + r * a.stage_slot + i * 16, rec);
+    }
+    for (size_t i = i0; i < nrec; i += stride) {
+        Pay<T> v[MAXR], res;
+#pragma unroll
+        for (int q = 0; q < MAXR; q++) {
+            if (q >= n)
+                continue;
+            if (q == r)
+                v[q].u = make_uint2(send[2 * i], 2 * i + 1 < nw ? send[2 * i + 1] : 0u);
+            else if (!ll_wait(a, a.stage[r] + par + q * a.stage_slot + i * 16, e, &v[q].u))
+                return;
+        }
+#pragma unroll
+        for (int k = 0; k < 8 / (int)sizeof(T); k++) {
+            const T *src[MAXR];
+#pragma unroll
+            for (int q = 0; q < MAXR; q++)
+                src[q] = &v[q].e[k]; /* only q < n is read */
+            res.e[k] = reduce_elem<T, OP>(src, n);
+        }
+        recv[2 * i] = res.u.x;
+        if (2 * i + 1 < nw)
+            recv[2 * i + 1] = res.u.y;
+    }
+}
+
 /* ---- one-shot ------------------------------------------------------------------- */
+
+#define ONESHOT_UNROLL 2 /* vectors per thread per chunk */
 
 template <typename T, int OP>
 __device__ __forceinline__ void oneshot_reduce(const cuda_ar_args_t &a, const char *send,
@@ -254,71 +368,118 @@ __device__ __forceinline__ void oneshot_reduce(const cuda_ar_args_t &a, const ch
     st_any<T>(recv + i * 16, reduce_vec<T, OP>(v, a.nranks), ral);
 }
 
+/* wait until every peer's flag of this block reached want */
+__device__ __forceinline__ bool flags_wait(const cuda_ar_args_t &a, uint32_t want, int *s_fail)
+{
+    const int t = threadIdx.x, b = blockIdx.x;
+    if (t < a.nranks && t != a.rank) {
+        const uint32_t *f = a.pad[a.rank] + CUDA_PAD_FLAG(CUDA_AR_ONESHOT, CUDA_BAR_START, b, t);
+        unsigned spins = 0;
+        unsigned long long t0 = 0;
+        while ((int32_t)(ld_acquire_sys(f) - want) < 0) {
+            if ((++spins & 4095) == 0) {
+                if (*a.abort_word) {
+                    *a.err_word = CUDA_KERR_ABORTED;
+                    *s_fail = 1;
+                    break;
+                }
+                const unsigned long long now = global_ns();
+                if (!t0) {
+                    t0 = now;
+                } else if (now - t0 > a.timeout_ns) {
+                    *a.err_word = CUDA_KERR_TIMED_OUT;
+                    *s_fail = 1;
+                    break;
+                }
+            }
+        }
+    }
+    __syncthreads();
+    return !*s_fail;
+}
+
 template <typename T, int OP>
 __global__ void __launch_bounds__(CUDA_AR_THREADS, 1) k_oneshot(const cuda_ar_args_t a)
 {
     constexpr int V = 16 / sizeof(T);
+    constexpr int U = ONESHOT_UNROLL;
     __shared__ uint32_t s_e;
     __shared__ int s_fail;
-    const int n = a.nranks, r = a.rank, t = threadIdx.x;
+    const int n = a.nranks, r = a.rank, t = threadIdx.x, b = blockIdx.x, G = gridDim.x;
     const size_t nvec = a.count / V;
     const int tail = (int)(a.count - nvec * V);
     const char *send = (const char *)a.send;
     char *recv = (char *)a.recv;
     const bool sal = al16(send), ral = al16(recv);
-    const size_t stride = (size_t)gridDim.x * blockDim.x;
-    const size_t i0 = (size_t)blockIdx.x * blockDim.x + t;
-    /* the first input vector is loaded while thread 0 reads the epoch */
-    const uint4 first = i0 < nvec ? ld_any<T>(send + i0 * 16, sal) : make_uint4(0, 0, 0, 0);
+    const size_t chv = (size_t)blockDim.x * U; /* vectors per chunk */
+    const size_t nchunks_all = (nvec + chv - 1) / chv;
+    /* chunks of this block: b, b + G, ...; block 0 also carries the tail */
+    size_t nch = nchunks_all > (size_t)b ? (nchunks_all - b + G - 1) / G : 0;
+    if (b == 0 && tail && nch == 0)
+        nch = 1;
+    if (nch == 0)
+        return;
     const uint32_t e = next_epoch(a, CUDA_AR_ONESHOT, &s_e, &s_fail);
     const size_t par = (size_t)(e & 1) * n * a.stage_slot;
     const size_t own = par + r * a.stage_slot;
-
-    if (i0 < nvec) {
-#pragma unroll
-        for (int p = 0; p < MAXR; p++)
-            if (p < n && p != r)
-                st_v(a.stage[p] + own + i0 * 16, first);
-    }
-    for (size_t i = i0 + stride; i < nvec; i += 2 * stride) {
-        const bool two = i + stride < nvec;
-        const uint4 v0 = ld_any<T>(send + i * 16, sal);
-        const uint4 v1 = two ? ld_any<T>(send + (i + stride) * 16, sal) : v0;
-#pragma unroll
-        for (int p = 0; p < MAXR; p++) {
-            if (p < n && p != r) {
-                st_v(a.stage[p] + own + i * 16, v0);
-                if (two)
-                    st_v(a.stage[p] + own + (i + stride) * 16, v1);
-            }
-        }
-    }
-    if (blockIdx.x == 0 && t < tail) {
-        const T x = ((const T *)send)[nvec * V + t];
-#pragma unroll
-        for (int p = 0; p < MAXR; p++)
-            if (p < n && p != r)
-                *(T *)(a.stage[p] + own + a.stage_slot - 16 + t * sizeof(T)) = x;
-    }
-    if (!barrier(a, CUDA_AR_ONESHOT, CUDA_BAR_START, e, false, &s_fail))
-        return;
-
     const char *mine = a.stage[r] + par;
-    size_t i = i0;
-    for (; i + stride < nvec; i += 2 * stride) {
-        oneshot_reduce<T, OP>(a, send, recv, mine, i, sal, ral);
-        oneshot_reduce<T, OP>(a, send, recv, mine, i + stride, sal, ral);
-    }
-    if (i < nvec)
-        oneshot_reduce<T, OP>(a, send, recv, mine, i, sal, ral);
-    if (blockIdx.x == 0 && t < tail) {
-        const T *src[MAXR];
+    const uint32_t base = e << 16;
+
+    for (size_t k = 0; k <= nch; k++) {
+        if (k < nch) {
+            /* push chunk k */
+            const size_t c0 = ((size_t)k * G + b) * chv;
+            uint4 v[U];
 #pragma unroll
-        for (int q = 0; q < MAXR; q++)
-            src[q] = q == r || q >= n ? (const T *)send + nvec * V + t
-                                      : (const T *)(mine + (q + 1) * a.stage_slot - 16) + t;
-        const T x = reduce_elem<T, OP>(src, n);
-        ((T *)recv)[nvec * V + t] = x;
+            for (int u = 0; u < U; u++) {
+                const size_t i = c0 + (size_t)u * blockDim.x + t;
+                if (i < nvec)
+                    v[u] = ld_any<T>(send + i * 16, sal);
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const size_t i = c0 + (size_t)u * blockDim.x + t;
+                if (i < nvec) {
+#pragma unroll
+                    for (int p = 0; p < MAXR; p++)
+                        if (p < n && p != r)
+                            st_v(a.stage[p] + own + i * 16, v[u]);
+                }
+            }
+            if (k == 0 && b == 0 && t < tail) {
+                const T x = ((const T *)send)[nvec * V + t];
+#pragma unroll
+                for (int p = 0; p < MAXR; p++)
+                    if (p < n && p != r)
+                        *(T *)(a.stage[p] + own + a.stage_slot - 16 + t * sizeof(T)) = x;
+            }
+            __syncthreads();
+            /* cumulative release: covers the whole block's pushes of this chunk */
+            if (t < n && t != r)
+                st_release_sys(a.pad[t] + CUDA_PAD_FLAG(CUDA_AR_ONESHOT, CUDA_BAR_START, b, r),
+                               base | (uint32_t)(k + 1));
+        }
+        if (k == 0)
+            continue;
+        /* reduce chunk k - 1 once every peer pushed it */
+        if (!flags_wait(a, base | (uint32_t)k, &s_fail))
+            return;
+        const size_t c0 = ((size_t)(k - 1) * G + b) * chv;
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const size_t i = c0 + (size_t)u * blockDim.x + t;
+            if (i < nvec)
+                oneshot_reduce<T, OP>(a, send, recv, mine, i, sal, ral);
+        }
+        if (k == 1 && b == 0 && t < tail) {
+            const T *src[MAXR];
+#pragma unroll
+            for (int q = 0; q < MAXR; q++)
+                src[q] = q == r || q >= n ? (const T *)send + nvec * V + t
+                                          : (const T *)(mine + (q + 1) * a.stage_slot - 16) + t;
+            const T x = reduce_elem<T, OP>(src, n);
+            ((T *)recv)[nvec * V + t] = x;
+        }
     }
 }
 
@@ -451,7 +612,9 @@ template <typename T> struct Kernels {
         switch (op) {
 #define SYMCOLL_CASE(o)                                                                   \
     case o:                                                                               \
-        return algo == CUDA_AR_ONESHOT ? k_oneshot<T, o> : k_twoshot<T, o>;
+        return algo == CUDA_AR_ONESHOT   ? k_oneshot<T, o>                                 \
+               : algo == CUDA_AR_LL      ? k_oneshot_ll<T, o>                              \
+                                         : k_twoshot<T, o>;
             SYMCOLL_CASE(SYMCOLL_SUM)
             SYMCOLL_CASE(SYMCOLL_PROD)
             SYMCOLL_CASE(SYMCOLL_MIN)

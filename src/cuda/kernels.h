@@ -13,7 +13,8 @@ extern "C" {
 #define CUDA_AR_MAX_RANKS  8   /* local ranks the kernels serve */
 #define CUDA_AR_MAX_BLOCKS 160 /* blocks of one launch (>= SM count of H100/H200) */
 
-enum { CUDA_AR_ONESHOT = 0, CUDA_AR_TWOSHOT = 1, CUDA_AR_NALGOS = 2 };
+/* one-shot of small messages with flags inside the data (LL), one-shot, two-shot */
+enum { CUDA_AR_ONESHOT = 0, CUDA_AR_TWOSHOT = 1, CUDA_AR_LL = 2, CUDA_AR_NALGOS = 3 };
 enum { CUDA_BAR_START = 0, CUDA_BAR_END = 1, CUDA_BAR_NSLOTS = 2 };
 
 /* Signal pad, uint32 words. Flags: written by peers, one per (algorithm, slot, block,
@@ -47,10 +48,11 @@ typedef struct cuda_ar_args {
     int op;                 /* symcoll_op_t */
     int rank;               /* local rank */
     int nranks;             /* local ranks (all ranks of the communicator) */
-    int algo;               /* CUDA_AR_ONESHOT / CUDA_AR_TWOSHOT */
+    int algo;               /* CUDA_AR_ONESHOT / _TWOSHOT / _LL */
     int nblocks;            /* fixed per algorithm for the life of the pool */
     /* staging area of every rank as seen from here (index = rank); one-shot: 2 parities
-     * x nranks sources x stage_slot bytes; two-shot: (nranks-1) sources x stage_slot bytes
+     * x nranks sources x stage_slot bytes (LL: the same, 16-byte records of 8 payload
+     * bytes and two flags); two-shot: (nranks-1) sources x stage_slot bytes
      * of input slices, then count elements of results at stage_out */
     char *stage[CUDA_AR_MAX_RANKS];
     size_t stage_slot;
