@@ -1,5 +1,8 @@
-# tests of the topology layer: the selector on injected topologies (no processes) and
-# the probe on simulated nodes (harness)
+# tests of the topology layer: the selector on injected topologies (no processes), the
+# probe on simulated nodes (harness), and symcoll_info -t / -a under symcoll_run
+TESTS += tests/test_topo_info.sh
+EXTRA_DIST += tests/test_topo_info.sh
+
 if HAVE_CHECK
 TOPO_TESTS = tests/test_topo_select tests/test_topo
 check_PROGRAMS += $(TOPO_TESTS)
