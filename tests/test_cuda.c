@@ -498,6 +498,23 @@ END_TEST
 
 /* ---- without a GPU: CUDA memory requests are refused, host paths unaffected ------- */
 
+static void body_nogpu(int rank, int nranks, void *arg)
+{
+    symcoll_comm_h comm = harness_comm_create();
+    double x = 1.0 + rank, y = 0;
+    void *p = NULL;
+    symcoll_status_t s = symcoll_mem_alloc(comm, 1 << 20, SYMCOLL_MEM_CUDA, &p);
+
+    if (s != SYMCOLL_ERR_UNSUPPORTED || p)
+        harness_fail("symcoll_mem_alloc(CUDA) without a GPU returned %s, expected %s",
+                     symcoll_status_string(s), symcoll_status_string(SYMCOLL_ERR_UNSUPPORTED));
+    CK_SC(symcoll_allreduce(&x, &y, 1, SYMCOLL_FLOAT64, SYMCOLL_SUM, comm, NULL));
+    if (y != nranks * (nranks + 1) / 2.0)
+        harness_fail("host all-reduce after a refused CUDA request: %g", y);
+    CK_SC(symcoll_comm_destroy(comm));
+    (void)arg;
+}
+
 static Suite *cuda_suite(void)
 {
     /* one case per test, so that CK_RUN_CASE=graph (say) runs one of them */
@@ -551,7 +568,13 @@ int main(void)
 {
     ngpus = count_gpus();
     if (ngpus < 1) {
-        printf("no CUDA device: GPU tests skipped\n");
+        /* what must hold on a machine without a GPU or driver, then skip the rest */
+        if (harness_run(2, 1, 120, body_nogpu, NULL)) {
+            printf("no CUDA device: CUDA requests were not refused cleanly\n");
+            return 1;
+        }
+        printf("no CUDA device: CUDA memory refused with SYMCOLL_ERR_UNSUPPORTED, host "
+               "all-reduce works; GPU tests skipped\n");
         return 77;
     }
     printf("%d CUDA device(s)\n", ngpus);
