@@ -33,7 +33,8 @@ typedef struct algo_host_sig {
     uint8_t pad0[56];
     _Atomic uint32_t waiters; /* peers asleep on progress (written by the peers) */
     uint8_t pad1[60];
-    _Atomic uint64_t aborted; /* non-zero once this rank gave up (abort, failure) */
+    _Atomic uint64_t aborted; /* 0; once this rank gave up (abort, failure), the first
+                                 epoch it did not complete */
     uint8_t pad2[56];
     algo_host_desc_t desc[2]; /* by call parity */
 } algo_host_sig_t;
@@ -74,6 +75,7 @@ typedef struct host_call {
     deadline_t dl; /* set at the first long wait (dl.end 0 until then) */
     double next_alive;
     bool any_out_linear; /* some rank exposes its result buffer: end barrier */
+    bool epoch_open;     /* inside a barrier: st->epoch published, not yet completed */
 } host_call_t;
 
 enum { HOST_ALGO_ONESHOT = 1, HOST_ALGO_TWOSHOT = 2 };

@@ -148,10 +148,11 @@ void algo_host_abort(pool_t *pool)
     algo_host_state_t *st = *pool_algo_state(pool);
     if (st)
         st->broken = SYMCOLL_ERR_ABORTED;
-    /* the pad exists from pool creation on, state or not */
+    /* between calls: every epoch so far completed (the pad exists from pool creation
+     * on, state or not) */
     atomic_store_explicit(
-        &((algo_host_sig_t *)pool_signal_pad(pool, pool_local_rank(pool)))->aborted, 1,
-        memory_order_release);
+        &((algo_host_sig_t *)pool_signal_pad(pool, pool_local_rank(pool)))->aborted,
+        st ? st->epoch + 1 : 1, memory_order_release);
 }
 
 symcoll_status_t algo_host_fail(host_call_t *c, symcoll_status_t status)
@@ -159,8 +160,10 @@ symcoll_status_t algo_host_fail(host_call_t *c, symcoll_status_t status)
     if (status == SYMCOLL_ERR_TIMED_OUT || status == SYMCOLL_ERR_PEER_FAILED ||
         status == SYMCOLL_ERR_ABORTED) {
         c->st->broken = status;
-        /* peers still waiting for us learn it at once instead of at their deadline */
-        atomic_store_explicit(&c->st->sig[c->me]->aborted, 1, memory_order_release);
+        /* peers still waiting for us learn it at once instead of at their deadline;
+         * the epoch we did not complete tells them whether this touches their call */
+        atomic_store_explicit(&c->st->sig[c->me]->aborted, c->st->epoch + !c->epoch_open,
+                              memory_order_release);
     }
     return status;
 }
@@ -173,7 +176,9 @@ symcoll_status_t algo_host_done(host_call_t *c, symcoll_status_t status)
      * for the rest) */
     atomic_thread_fence(memory_order_acquire);
     for (int r = 0; r < c->n; r++) {
-        if (r != c->me && atomic_load_explicit(&c->st->sig[r]->aborted, memory_order_acquire)) {
+        uint64_t gave_up = atomic_load_explicit(&c->st->sig[r]->aborted, memory_order_acquire);
+        /* a peer that gave up after this call's last epoch completed it */
+        if (r != c->me && gave_up && gave_up <= c->st->epoch) {
             log_error("all-reduce: rank %d (local rank %d) gave up during the call",
                       c->comm->topo->local_ranks[r], r);
             return algo_host_fail(c, SYMCOLL_ERR_PEER_FAILED);
@@ -258,11 +263,13 @@ symcoll_status_t algo_host_barrier(host_call_t *c)
 
     host_signal(st->sig[c->me], e);
     /* Peers in order, starting after ourselves so ranks do not all poll rank 0 first. */
+    c->epoch_open = true;
     for (int i = 1; i < c->n; i++) {
         status = host_wait(c, (c->me + i) % c->n, e);
         if (status != SYMCOLL_OK)
             return status;
     }
+    c->epoch_open = false;
     return SYMCOLL_OK;
 }
 
