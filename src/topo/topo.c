@@ -71,8 +71,7 @@ static void topo_host_identity(const comm_t *comm, char *out, size_t len)
     snprintf(out, len, "%s/%s", host, boot);
 }
 
-/* Nodes from host identities: node k is the k-th distinct identity in rank order. */
-static void topo_build_node_map(topo_t *t, int my_rank)
+void topo_derive_nodes(topo_t *t, int my_rank)
 {
     int n = t->nranks;
 
@@ -177,9 +176,47 @@ static void topo_update_shapes(topo_t *t)
     t->shape[SYMCOLL_MEM_CUDA] = s;
 }
 
+symcoll_status_t topo_create(int nranks, const config_t *config, topo_t **topo_p)
+{
+    size_t n = (size_t)nranks;
+    topo_t *t;
+    symcoll_status_t status;
+
+    t = calloc(1, sizeof(*t));
+    if (!t)
+        return SYMCOLL_ERR_NO_MEMORY;
+    t->nranks = nranks;
+    t->info = calloc(n, sizeof(*t->info));
+    t->local_ranks = calloc(n, sizeof(int));
+    t->rank_node = calloc(n, sizeof(int));
+    t->rank_local_rank = calloc(n, sizeof(int));
+    t->node_leader = calloc(n, sizeof(int));
+    t->node_size = calloc(n, sizeof(int));
+    if (!t->info || !t->local_ranks || !t->rank_node || !t->rank_local_rank ||
+        !t->node_leader || !t->node_size) {
+        status = SYMCOLL_ERR_NO_MEMORY;
+        goto err;
+    }
+    status = topo_select_cfg_from_config(config, &t->select_cfg);
+    if (status != SYMCOLL_OK)
+        goto err;
+    *topo_p = t;
+    return SYMCOLL_OK;
+
+err:
+    topo_destroy(t);
+    return status;
+}
+
+symcoll_status_t topo_finish(topo_t *t)
+{
+    topo_update_shapes(t);
+    /* the CUDA shape carries the GPU links; host checks ignore them */
+    return topo_select_check(&t->select_cfg, &t->shape[SYMCOLL_MEM_CUDA], t->have_gpus);
+}
+
 symcoll_status_t topo_probe(comm_t *comm, topo_t **topo_p)
 {
-    int n = comm->nranks;
     topo_rank_info_t me;
     topo_t *t;
     symcoll_status_t status;
@@ -191,29 +228,13 @@ symcoll_status_t topo_probe(comm_t *comm, topo_t **topo_p)
     topo_gpu_local_facts(comm->cuda_device, &me);
     topo_numa_local(&me.numa_node, &me.cpu);
 
-    t = calloc(1, sizeof(*t));
-    if (!t)
-        return SYMCOLL_ERR_NO_MEMORY;
-    t->nranks = n;
-    t->info = calloc((size_t)n, sizeof(*t->info));
-    t->local_ranks = calloc((size_t)n, sizeof(int));
-    t->rank_node = calloc((size_t)n, sizeof(int));
-    t->rank_local_rank = calloc((size_t)n, sizeof(int));
-    t->node_leader = calloc((size_t)n, sizeof(int));
-    t->node_size = calloc((size_t)n, sizeof(int));
-    if (!t->info || !t->local_ranks || !t->rank_node || !t->rank_local_rank ||
-        !t->node_leader || !t->node_size) {
-        status = SYMCOLL_ERR_NO_MEMORY;
-        goto err;
-    }
-    status = topo_select_cfg_from_config(&comm->config, &t->select_cfg);
+    status = topo_create(comm->nranks, &comm->config, &t);
     if (status != SYMCOLL_OK)
-        goto err;
-
+        return status;
     status = bootstrap_allgather(comm->bootstrap, &me, t->info, sizeof(me));
     if (status != SYMCOLL_OK)
         goto err;
-    topo_build_node_map(t, comm->rank);
+    topo_derive_nodes(t, comm->rank);
 
     /* every rank saw the same facts, so every rank takes this branch or none does */
     if (t->have_gpus) {
@@ -221,14 +242,12 @@ symcoll_status_t topo_probe(comm_t *comm, topo_t **topo_p)
         if (status != SYMCOLL_OK)
             goto err;
     }
-    topo_update_shapes(t);
-    /* the CUDA shape carries the GPU links; host checks ignore them */
-    status = topo_select_check(&t->select_cfg, &t->shape[SYMCOLL_MEM_CUDA], t->have_gpus);
+    status = topo_finish(t);
     if (status != SYMCOLL_OK)
         goto err;
 
-    log_debug("topology: %d ranks on %d nodes; node %d, local rank %d of %d", n, t->nnodes,
-              t->node, t->local_rank, t->local_size);
+    log_debug("topology: %d ranks on %d nodes; node %d, local rank %d of %d", t->nranks,
+              t->nnodes, t->node, t->local_rank, t->local_size);
     if (t->have_gpus && comm->rank == 0)
         log_info("topology: GPU %d (%s) of rank 0; worst GPU link inside a node: %s "
                  "(NVML %s)",

@@ -75,6 +75,16 @@ typedef struct topo {
 symcoll_status_t topo_probe(comm_t *comm, topo_t **topo_p);
 void topo_destroy(topo_t *topo);
 
+/* The probe in three steps, so that tests can inject facts instead of gathering them:
+ * topo_create allocates for nranks and reads the selector's configuration; the caller
+ * fills info[] (every rank's facts); topo_derive_nodes builds the node map (node k is
+ * the k-th distinct host identity in rank order) as seen by my_rank; the caller may set
+ * links (nranks * max_node_size entries, malloc'ed, freed by topo_destroy);
+ * topo_finish derives the selector's shapes and checks SYMCOLL_ALGO against them. */
+symcoll_status_t topo_create(int nranks, const config_t *config, topo_t **topo_p);
+void topo_derive_nodes(topo_t *t, int my_rank);
+symcoll_status_t topo_finish(topo_t *t);
+
 /* Link from rank a's GPU to rank b's GPU (same node); NULL if unknown or other node. */
 const topo_link_info_t *topo_link(const topo_t *t, int a, int b);
 
