@@ -195,6 +195,9 @@ START_TEST(test_select_table)
     topo_select(&cfg, c->shape, (symcoll_mem_type_t)c->mem, c->bytes, &d);
     ck_assert_msg(d.algo == c->want, "%s: got %s, want %s (reason: %s)", c->name,
                   topo_algo_name(d.algo), topo_algo_name(c->want), d.reason);
+    /* the data path's variant, without the reason, agrees */
+    ck_assert_int_eq(topo_select_algo(&cfg, c->shape, (symcoll_mem_type_t)c->mem, c->bytes),
+                     c->want);
     ck_assert_msg(memchr(d.reason, 0, sizeof(d.reason)) != NULL, "%s: reason unterminated",
                   c->name);
     ck_assert_msg(strstr(d.reason, c->reason_has) != NULL, "%s: reason '%s' lacks '%s'",
@@ -223,6 +226,8 @@ START_TEST(test_select_monotonic)
             for (size_t b = 1; b <= G; b *= 2) {
                 topo_decision_t d;
                 topo_select(&cfg, shapes[s], (symcoll_mem_type_t)mem, b, &d);
+                ck_assert_int_eq(topo_select_algo(&cfg, shapes[s], (symcoll_mem_type_t)mem, b),
+                                 d.algo);
                 ck_assert_msg(d.algo != TOPO_ALGO_NONE && d.algo != TOPO_ALGO_AUTO,
                               "shape %zu mem %d size %zu: %s", s, mem, b, d.reason);
                 if (prev != TOPO_ALGO_AUTO && d.algo != prev)

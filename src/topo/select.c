@@ -229,6 +229,8 @@ static void decide(topo_decision_t *d, topo_algo_t algo, const char *fmt, ...)
     va_list ap;
 
     d->algo = algo;
+    if (d->quiet)
+        return;
     va_start(ap, fmt);
     vsnprintf(d->reason, sizeof(d->reason), fmt, ap);
     va_end(ap);
@@ -305,6 +307,10 @@ static void select_intra(const topo_select_cfg_t *cfg, const topo_shape_t *s,
             : s->gpu_link == TOPO_LINK_SAME ? "ranks sharing GPUs"
                                             : "GPUs over NVLink";
     var = oneshot_threshold(cfg, s, mem, &max2, &max);
+    if (d->quiet) {
+        d->algo = bytes <= max ? TOPO_ALGO_ONESHOT : TOPO_ALGO_TWOSHOT;
+        return;
+    }
     topo_fmt_size(bytes, sz, sizeof(sz));
     topo_fmt_size(max, th, sizeof(th));
     topo_fmt_size(max2, th2, sizeof(th2));
@@ -332,9 +338,13 @@ static void select_inter(const topo_select_cfg_t *cfg, const topo_shape_t *s,
     size_t rd_max = topo_rd_max(cfg, s->nranks);
     const char *flat = s->ppn > 1 ? " (not hierarchical)" : "";
 
-    topo_fmt_size(bytes, sz, sizeof(sz));
     if (s->ppn > 1 && bytes >= cfg->hier_min &&
         topo_algo_applicable(TOPO_ALGO_HIER, mem, s, NULL, 0)) {
+        if (d->quiet) {
+            d->algo = TOPO_ALGO_HIER;
+            return;
+        }
+        topo_fmt_size(bytes, sz, sizeof(sz));
         topo_fmt_size(cfg->hier_min, th, sizeof(th));
         decide(d, TOPO_ALGO_HIER,
                "%d nodes x %d ranks%s%s%s%s: each rank sends 1/%d of the "
@@ -343,6 +353,11 @@ static void select_inter(const topo_select_cfg_t *cfg, const topo_shape_t *s,
                cfg->hier_min ? " >= SYMCOLL_HIER_MIN=" : "", cfg->hier_min ? th : "", s->ppn);
         return;
     }
+    if (d->quiet) {
+        d->algo = bytes <= rd_max ? TOPO_ALGO_RD : TOPO_ALGO_RING;
+        return;
+    }
+    topo_fmt_size(bytes, sz, sizeof(sz));
     topo_fmt_size(rd_max, th, sizeof(th));
     if (bytes <= rd_max)
         decide(d, TOPO_ALGO_RD,
@@ -358,13 +373,15 @@ static void select_inter(const topo_select_cfg_t *cfg, const topo_shape_t *s,
                "SYMCOLL_NET_RD_MAX");
 }
 
-void topo_select(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
-                 symcoll_mem_type_t mem, size_t bytes, topo_decision_t *d)
+static void select_impl(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                        symcoll_mem_type_t mem, size_t bytes, topo_decision_t *d)
 {
     char why[TOPO_REASON_MAX];
+    char *w = d->quiet ? NULL : why;
+    size_t wlen = d->quiet ? 0 : sizeof(why);
 
     if (cfg->forced != TOPO_ALGO_AUTO) {
-        if (topo_algo_applicable(cfg->forced, mem, shape, why, sizeof(why)))
+        if (topo_algo_applicable(cfg->forced, mem, shape, w, wlen))
             decide(d, cfg->forced, "forced by SYMCOLL_ALGO=%s", topo_algo_name(cfg->forced));
         else
             decide(d, TOPO_ALGO_NONE, "SYMCOLL_ALGO=%s: %s", topo_algo_name(cfg->forced), why);
@@ -378,7 +395,23 @@ void topo_select(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
         select_intra(cfg, shape, mem, bytes, d);
     else
         select_inter(cfg, shape, mem, bytes, d);
-    if (d->algo != TOPO_ALGO_NONE &&
-        !topo_algo_applicable(d->algo, mem, shape, why, sizeof(why)))
+    if (d->algo != TOPO_ALGO_NONE && !topo_algo_applicable(d->algo, mem, shape, w, wlen))
         decide(d, TOPO_ALGO_NONE, "%s would serve this, but %s", topo_algo_name(d->algo), why);
+}
+
+void topo_select(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                 symcoll_mem_type_t mem, size_t bytes, topo_decision_t *d)
+{
+    d->quiet = false;
+    select_impl(cfg, shape, mem, bytes, d);
+}
+
+topo_algo_t topo_select_algo(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                             symcoll_mem_type_t mem, size_t bytes)
+{
+    topo_decision_t d;
+
+    d.quiet = true;
+    select_impl(cfg, shape, mem, bytes, &d);
+    return d.algo;
 }

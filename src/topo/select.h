@@ -60,6 +60,7 @@ typedef struct topo_select_cfg {
 typedef struct topo_decision {
     topo_algo_t algo;
     char reason[TOPO_REASON_MAX];
+    bool quiet; /* set by topo_select_algo: no reason is written */
 } topo_decision_t;
 
 /* Name used by SYMCOLL_ALGO and in reports ("oneshot", ...); "?" if out of range. */
@@ -99,5 +100,10 @@ size_t topo_rd_max(const topo_select_cfg_t *cfg, int n);
 /* The choice for one message of bytes bytes. */
 void topo_select(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
                  symcoll_mem_type_t mem, size_t bytes, topo_decision_t *d);
+
+/* The same choice without the reason (no formatting: for the data path; call
+ * topo_select for the reason when it is logged). */
+topo_algo_t topo_select_algo(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                             symcoll_mem_type_t mem, size_t bytes);
 
 #endif

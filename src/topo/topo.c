@@ -276,6 +276,11 @@ void topo_choose(const topo_t *t, symcoll_mem_type_t mem, size_t bytes, topo_dec
     topo_select(&t->select_cfg, &t->shape[mem], mem, bytes, d);
 }
 
+topo_algo_t topo_choose_algo(const topo_t *t, symcoll_mem_type_t mem, size_t bytes)
+{
+    return topo_select_algo(&t->select_cfg, &t->shape[mem], mem, bytes);
+}
+
 size_t topo_choose_oneshot_max(const topo_t *t, symcoll_mem_type_t mem)
 {
     return topo_oneshot_max(&t->select_cfg, &t->shape[mem], mem);

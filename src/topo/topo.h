@@ -92,8 +92,12 @@ const topo_link_info_t *topo_link(const topo_t *t, int a, int b);
  * reaches directly, TOPO_NET_MEM_*, and transport names); updates the shapes. */
 void topo_set_net_caps(topo_t *t, int rank, uint32_t mem_types, const char *tls);
 
-/* The selector's choice for one all-reduce of bytes bytes of mem memory. */
+/* The selector's choice for one all-reduce of bytes bytes of mem memory, with the
+ * reason (formatting it costs about half a microsecond). */
 void topo_choose(const topo_t *t, symcoll_mem_type_t mem, size_t bytes, topo_decision_t *d);
+
+/* The same choice without the reason: for the data path (tens of nanoseconds). */
+topo_algo_t topo_choose_algo(const topo_t *t, symcoll_mem_type_t mem, size_t bytes);
 
 /* Largest message the selector sends one-shot on this communicator (SIZE_MAX when
  * SYMCOLL_ALGO=oneshot, 0 when one-shot is not used): what one-shot staging must hold. */
