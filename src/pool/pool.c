@@ -38,7 +38,7 @@ extern const pool_backend_t pool_cuda_backend __attribute__((weak));
 
 #define POOL_XMAGIC 0x53594d43504f4f4cULL /* "SYMCPOOL" */
 
-enum { POOL_X_SEG = 1, POOL_X_COMMIT, POOL_X_ALLOC, POOL_X_TRIM };
+enum { POOL_X_SEG = 1, POOL_X_COMMIT, POOL_X_ALLOC, POOL_X_BACKED, POOL_X_TRIM };
 
 typedef struct pool_xhdr {
     uint64_t magic;
@@ -455,6 +455,24 @@ static size_t pool_growth_size(const pool_t *pool, size_t need)
     return size >= need ? size : 0;
 }
 
+/* Unmaps the data segments from index keep on; they must be free (the last free range
+ * covers them). Every rank does the same, inside a collective. */
+static void pool_drop_tail(pool_t *pool, int keep)
+{
+    while (pool->nsegs > keep) {
+        pool_seg_t *s = &pool->segs[--pool->nsegs];
+        pool_remove_segment(pool, pool->bases, pool->nsegs, s->off, s->size, s->handles);
+        /* the tail free range shrinks by the segment */
+        pool_range_t *last = &pool->free[pool->nfree - 1];
+        last->size -= s->size;
+        if (last->size == 0)
+            pool->nfree--;
+        pool->mapped = s->off;
+    }
+    atomic_store(&pool->st_mapped, pool->mapped);
+    atomic_store(&pool->st_segments, (uint64_t)pool->nsegs);
+}
+
 /* Collective: appends a data segment of size bytes. The caller reserved room in the
  * segment table and the free list, so nothing can fail locally after the exchange. */
 static symcoll_status_t pool_grow(pool_t *pool, size_t size)
@@ -546,6 +564,23 @@ symcoll_status_t pool_alloc(pool_t *pool, size_t size, pool_alloc_kind_t kind, s
         }
     }
     off = pool->free[i].off;
+    if (pool->be->commit) {
+        /* every rank backs its own bytes; all succeed or the pool goes back as it was */
+        memset(&hdr, 0, sizeof(hdr));
+        hdr.kind = POOL_X_BACKED;
+        hdr.status =
+            pool->be->commit(pool->be_ctx, (char *)pool->bases[pool->local_rank] + off, asize);
+        hdr.a = off;
+        hdr.b = asize;
+        status = pool_exchange(pool, &hdr, NULL);
+        if (status != SYMCOLL_OK) {
+            if (grow) {
+                pool_drop_tail(pool, pool->nsegs - 1);
+                atomic_fetch_sub(&pool->st_growths, 1);
+            }
+            goto out;
+        }
+    }
     pool->free[i].off += asize;
     pool->free[i].size -= asize;
     if (pool->free[i].size == 0) {
@@ -657,18 +692,7 @@ symcoll_status_t pool_trim(pool_t *pool)
     if (status != SYMCOLL_OK)
         goto out;
 
-    while (pool->nsegs > keep) {
-        pool_seg_t *s = &pool->segs[--pool->nsegs];
-        pool_remove_segment(pool, pool->bases, pool->nsegs, s->off, s->size, s->handles);
-        /* the tail free range shrinks by the segment */
-        pool_range_t *last = &pool->free[pool->nfree - 1];
-        last->size -= s->size;
-        if (last->size == 0)
-            pool->nfree--;
-        pool->mapped = s->off;
-    }
-    atomic_store(&pool->st_mapped, pool->mapped);
-    atomic_store(&pool->st_segments, (uint64_t)pool->nsegs);
+    pool_drop_tail(pool, keep);
 out:
     pthread_mutex_unlock(&pool->lock);
     return status;

@@ -74,6 +74,13 @@ typedef struct pool_backend {
     /* Optional (NULL: always allowed). SYMCOLL_ERR_IN_PROGRESS when growth cannot run now
      * (CUDA stream capture); the backend logs the reason. */
     symcoll_status_t (*grow_allowed)(void *ctx);
+
+    /* Optional (NULL: segments are backed by memory from seg_create on, as VMM ones are).
+     * Backs [addr, addr+size) of this rank's own view now, so that a shortage is
+     * SYMCOLL_ERR_NO_MEMORY at allocation rather than a fault at first touch. Lets a
+     * backend map segments lazily, so that the growth factor costs address space, not
+     * memory. */
+    symcoll_status_t (*commit)(void *ctx, void *addr, size_t size);
 } pool_backend_t;
 
 /* The backend serving mem_type, or NULL when this build has none. */

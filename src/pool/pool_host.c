@@ -65,7 +65,7 @@ static symcoll_status_t host_seg_create(void *ctx, size_t size, void *addr, uint
                                         int *fd_p)
 {
     symcoll_status_t status;
-    int fd, err;
+    int fd;
     (void)ctx;
 
     fd = memfd_create("symcoll-pool", MFD_CLOEXEC);
@@ -79,14 +79,8 @@ static symcoll_status_t host_seg_create(void *ctx, size_t size, void *addr, uint
         status = SYMCOLL_ERR_NO_MEMORY;
         goto err_close;
     }
-    /* Allocate the pages now: a memfd that cannot be backed would otherwise raise SIGBUS
-     * at first touch, in some later all-reduce, instead of failing the growth here. */
-    err = posix_fallocate(fd, 0, (off_t)size);
-    if (err && err != EOPNOTSUPP && err != EINVAL) {
-        log_error("pool: cannot back a %zu-byte segment: %s", size, strerror(err));
-        status = SYMCOLL_ERR_NO_MEMORY;
-        goto err_close;
-    }
+    /* pages come when allocations are carved out (host_commit), not here: a segment
+     * grown by SYMCOLL_POOL_GROWTH beyond the request costs no memory until used */
     status = host_map_fd(fd, size, addr);
     if (status != SYMCOLL_OK)
         goto err_close;
@@ -122,6 +116,24 @@ static void host_seg_unmap(void *ctx, void *addr, size_t size, uint64_t handle)
     }
 }
 
+/* Backs the range with pages now. A memfd page that cannot be allocated would raise
+ * SIGBUS at first touch, in some later all-reduce; populating reports ENOMEM instead.
+ * Kernels before 5.14 do not know MADV_POPULATE_WRITE: then pages come at first touch. */
+static symcoll_status_t host_commit(void *ctx, void *addr, size_t size)
+{
+    (void)ctx;
+#ifdef MADV_POPULATE_WRITE
+    if (size && madvise(addr, size, MADV_POPULATE_WRITE) && errno != EINVAL) {
+        log_error("pool: cannot back %zu bytes of pool memory: %s", size, strerror(errno));
+        return SYMCOLL_ERR_NO_MEMORY;
+    }
+#else
+    (void)addr;
+    (void)size;
+#endif
+    return SYMCOLL_OK;
+}
+
 static symcoll_status_t host_memset(void *ctx, void *addr, int c, size_t size)
 {
     (void)ctx;
@@ -151,4 +163,5 @@ const pool_backend_t pool_host_backend = {
     .memset = host_memset,
     .memcpy = host_memcpy,
     .grow_allowed = NULL,
+    .commit = host_commit,
 };
