@@ -3,8 +3,14 @@
  * of recursive doubling, ring and hierarchical. */
 #include "algo/net.h"
 
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "algo/reduce.h"
 #include "bootstrap/bootstrap.h"
@@ -215,22 +221,75 @@ symcoll_status_t algo_net_req_wait(net_call_t *c, ucx_req_t req)
     return ucx_req_wait(c->st->ucx, req, c->dl);
 }
 
+/*
+ * The node barrier of the hierarchical algorithm. Word 0 of a rank's flags is its
+ * barrier epoch, word 1 the number of local peers asleep on it. A waiter spins (and
+ * progresses UCX), yields a little, then sleeps on a futex on the peer's epoch word,
+ * which the peer wakes when it moves it: with more ranks than cores, sched_yield alone
+ * does not reliably hand the core to the rank we wait for. Sleeps are short (remote
+ * peers' messages wait in the socket meanwhile; none of them needs our progress to
+ * complete) so deadline, abort and liveness are still checked.
+ */
+#define NET_BAR_SLEEP_NS 1000000L
+
+static uint32_t *net_futex_word(_Atomic uint64_t *w)
+{
+    /* the half of the epoch that changes at every barrier */
+    return (uint32_t *)(void *)w + (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
+}
+
+static void net_bar_sleep(_Atomic uint64_t *epoch, _Atomic uint64_t *waiters, uint64_t seen)
+{
+    struct timespec ts = {0, NET_BAR_SLEEP_NS};
+    /* seq_cst on both sides: either the waker sees us counted, or we see its epoch */
+    atomic_fetch_add_explicit(waiters, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(epoch, memory_order_seq_cst) == seen)
+        syscall(SYS_futex, net_futex_word(epoch), FUTEX_WAIT, (uint32_t)seen, &ts, NULL, 0);
+    atomic_fetch_sub_explicit(waiters, 1, memory_order_relaxed);
+}
+
 symcoll_status_t algo_net_local_barrier(net_state_t *st, deadline_t *dl)
 {
     const topo_t *t = st->comm->topo;
     uint64_t target = ++st->bar;
     double next_alive = time_now() + NET_ALIVE_PERIOD;
+    _Atomic uint64_t *mine = (_Atomic uint64_t *)net_flag(st, st->comm->rank, 0);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    /* ranks with a core each never sleep (a wake-up costs more than a short spin) */
+    unsigned spin_max = ncpu > 0 && t->local_size > ncpu ? 16 : 4096;
 
-    atomic_store_explicit((_Atomic uint64_t *)net_flag(st, st->comm->rank, 0), target,
-                          memory_order_release);
+    atomic_store_explicit(mine, target, memory_order_seq_cst);
+    if (atomic_load_explicit(mine + 1, memory_order_seq_cst))
+        syscall(SYS_futex, net_futex_word(mine), FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
     for (int j = 0; j < t->local_size; j++) {
         int r = t->local_ranks[j];
-        symcoll_status_t status;
-        if (r == st->comm->rank)
-            continue;
-        status = net_wait_word(st, net_flag(st, r, 0), target, r, dl, &next_alive);
-        if (status != SYMCOLL_OK)
-            return status;
+        _Atomic uint64_t *peer = (_Atomic uint64_t *)net_flag(st, r, 0);
+        unsigned iter = 0;
+        uint64_t seen;
+
+        while ((seen = atomic_load_explicit(peer, memory_order_acquire)) < target) {
+            symcoll_status_t status = ucx_progress(st->ucx);
+            if (status == SYMCOLL_OK)
+                status = deadline_check(dl);
+            if (status == SYMCOLL_OK && time_now() >= next_alive) {
+                next_alive = time_now() + NET_ALIVE_PERIOD;
+                if (!topo_proc_alive(t->info[r].pid, t->info[r].start_time)) {
+                    log_error("rank %d (same node) died", r);
+                    status = SYMCOLL_ERR_PEER_FAILED;
+                }
+            }
+            if (status != SYMCOLL_OK) {
+                log_error("all-reduce: node barrier, waiting for rank %d: %s", r,
+                          symcoll_status_string(status));
+                return status;
+            }
+            if (++iter < spin_max)
+                core_spin_pause(&(unsigned){0});
+            else if (iter < spin_max + 2)
+                sched_yield();
+            else
+                net_bar_sleep(peer, peer + 1, seen);
+        }
     }
     return SYMCOLL_OK;
 }
