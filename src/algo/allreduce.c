@@ -41,7 +41,10 @@ static topo_algo_t allreduce_choose(comm_t *comm, algo_host_state_t *st, symcoll
     topo_decision_t d;
     if (st && st->last_algo >= 0 && st->last_bytes == bytes)
         return (topo_algo_t)st->last_algo;
-    topo_choose(comm->topo, mem, bytes, &d);
+    d.algo = topo_choose_algo(comm->topo, mem, bytes);
+    /* the reason only when it is printed */
+    if (d.algo == TOPO_ALGO_NONE || log_level_current >= LOG_LEVEL_DEBUG)
+        topo_choose(comm->topo, mem, bytes, &d);
     if (d.algo == TOPO_ALGO_NONE)
         log_error("symcoll_allreduce: no algorithm for %zu bytes of %s memory: %s", bytes,
                   mem == SYMCOLL_MEM_HOST ? "host" : "CUDA", d.reason);

@@ -193,7 +193,11 @@ static int choose(comm_t *comm, cuda_algo_state_t *st, size_t bytes)
     topo_decision_t d;
     if (st->last_algo >= 0 && st->last_bytes == bytes)
         return st->last_algo;
-    topo_choose(comm->topo, SYMCOLL_MEM_CUDA, bytes, &d);
+    d.algo = topo_choose_algo(comm->topo, SYMCOLL_MEM_CUDA, bytes);
+    /* the reason only when it is printed */
+    if ((d.algo != TOPO_ALGO_ONESHOT && d.algo != TOPO_ALGO_TWOSHOT) ||
+        log_level_current >= LOG_LEVEL_DEBUG)
+        topo_choose(comm->topo, SYMCOLL_MEM_CUDA, bytes, &d);
     st->last_bytes = bytes;
     switch (d.algo) {
     case TOPO_ALGO_ONESHOT: st->last_algo = CUDA_AR_ONESHOT; break;
