@@ -87,6 +87,17 @@ run() {
             step var_noll 300 env SYMCOLL_CUDA_LL_MAX=0 $P -b 1K -e 256K -f 4
             step var_oneshot_graph 300 env SYMCOLL_ALGO=oneshot $P -b 1K -e 16M -f 4 -G
             ;;
+        confirm)
+            # short confirmation of a build: bench at factor 4, grid variant, NCCL eager
+            P="$bin/symcoll_run -n 2 -t 200 $bin/symcoll_perf -m cuda -d bfloat16 -o sum -r ${REPEATS:-5}"
+            N="$bin/symcoll_run -n 2 -t 200 $bin/nccl_allreduce_peer -d bfloat16 -o sum -r ${REPEATS:-5}"
+            step c_eager 220 $P -b 1K -e 256M -f 4
+            step c_pool 220 $P -b 1K -e 256M -f 4 -P
+            step c_graph 120 $P -b 1K -e 4M -f 4 -G
+            step c_pool_nb264 220 env SYMCOLL_CUDA_NBLOCKS=264 $P -b 1M -e 256M -f 4 -P
+            step c_nccl 220 $N -b 1K -e 256M -f 4
+            step c_nccl_wg 120 $N -b 1K -e 4M -f 4 -W -G
+            ;;
         nccl_quick)
             N="$bin/symcoll_run -n 2 -t 100 $bin/nccl_allreduce_peer -d bfloat16 -o sum -r 3"
             step nccl_quick 120 $N -b 1K -e 4M -f 4

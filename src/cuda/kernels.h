@@ -11,7 +11,7 @@ extern "C" {
 #endif
 
 #define CUDA_AR_MAX_RANKS  8   /* local ranks the kernels serve */
-#define CUDA_AR_MAX_BLOCKS 160 /* blocks of one launch (>= SM count of H100/H200) */
+#define CUDA_AR_MAX_BLOCKS 320 /* blocks of one launch (2 per SM on H100/H200) */
 
 /* one-shot of small messages with flags inside the data (LL), one-shot, two-shot */
 enum { CUDA_AR_ONESHOT = 0, CUDA_AR_TWOSHOT = 1, CUDA_AR_LL = 2, CUDA_AR_NALGOS = 3 };
