@@ -207,6 +207,9 @@ static const algo_case_t algo_cases[] = {
     {&host_4_nodes, "hier", SYMCOLL_OK},
     {&interleaved, "hier", SYMCOLL_ERR_INVALID_PARAM},
     {&shared_gpu, "oneshot", SYMCOLL_OK},
+    /* CUDA memory is impossible there, so only host memory is checked */
+    {&one_without_gpu, "oneshot", SYMCOLL_OK},
+    {&one_without_gpu, "ring", SYMCOLL_ERR_INVALID_PARAM},
 };
 
 START_TEST(test_forced)

@@ -275,7 +275,7 @@ END_TEST
 typedef struct check_case {
     const topo_shape_t *shape;
     topo_algo_t forced;
-    bool have_gpus;
+    bool gpus; /* every rank has a GPU */
     symcoll_status_t want;
 } check_case_t;
 
@@ -310,7 +310,7 @@ START_TEST(test_select_check)
     topo_select_cfg_t cfg = cfg_test;
 
     cfg.forced = c->forced;
-    ck_assert_msg(topo_select_check(&cfg, c->shape, c->have_gpus) == c->want,
+    ck_assert_msg(topo_select_check(&cfg, c->shape, c->gpus) == c->want,
                   "case %d: forced %s on %d nodes x %d", _i, topo_algo_name(c->forced),
                   c->shape->nnodes, c->shape->ppn);
 }

@@ -199,7 +199,7 @@ bool topo_algo_applicable(topo_algo_t algo, symcoll_mem_type_t mem, const topo_s
 }
 
 symcoll_status_t topo_select_check(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
-                                   bool have_gpus)
+                                   bool gpus)
 {
     char why[TOPO_REASON_MAX];
 
@@ -211,7 +211,7 @@ symcoll_status_t topo_select_check(const topo_select_cfg_t *cfg, const topo_shap
     cuda_shape.cuda_max_local = shape->ppn;
     cuda_shape.cuda_across_nodes = true;
     if (!topo_algo_applicable(cfg->forced, SYMCOLL_MEM_HOST, shape, why, sizeof(why)) ||
-        (have_gpus &&
+        (gpus &&
          !topo_algo_applicable(cfg->forced, SYMCOLL_MEM_CUDA, &cuda_shape, why, sizeof(why)))) {
         log_error("SYMCOLL_ALGO=%s cannot run on this communicator (%d ranks on %d node(s)): "
                   "%s",

@@ -80,11 +80,11 @@ bool topo_algo_applicable(topo_algo_t algo, symcoll_mem_type_t mem, const topo_s
                           char *why, size_t why_len);
 
 /* Checked once at communicator creation: a forced algorithm must be able to serve host
- * memory on this shape (and CUDA memory when the ranks have GPUs); otherwise logs why
+ * memory on this shape (and CUDA memory when every rank has a GPU); otherwise logs why
  * and returns SYMCOLL_ERR_INVALID_PARAM. shape is the CUDA memory shape (its GPU links
  * matter for CUDA; host memory ignores them). */
 symcoll_status_t topo_select_check(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
-                                   bool have_gpus);
+                                   bool gpus);
 
 /* One-shot threshold for n ranks from the 2-rank threshold max2 (see select.c). */
 size_t topo_oneshot_scaled(size_t max2, int n, symcoll_mem_type_t mem);

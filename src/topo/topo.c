@@ -212,7 +212,8 @@ symcoll_status_t topo_finish(topo_t *t)
 {
     topo_update_shapes(t);
     /* the CUDA shape carries the GPU links; host checks ignore them */
-    return topo_select_check(&t->select_cfg, &t->shape[SYMCOLL_MEM_CUDA], t->have_gpus);
+    return topo_select_check(&t->select_cfg, &t->shape[SYMCOLL_MEM_CUDA],
+                             t->shape[SYMCOLL_MEM_CUDA].gpus);
 }
 
 symcoll_status_t topo_probe(comm_t *comm, topo_t **topo_p)
