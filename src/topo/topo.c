@@ -78,7 +78,12 @@ void topo_derive_nodes(topo_t *t, int my_rank)
     for (int r = 0; r < n; r++) {
         int node = -1;
         t->info[r].host_id[TOPO_HOST_ID_MAX - 1] = 0;
-        for (int k = 0; k < t->nnodes; k++) {
+        /* launchers place ranks in blocks: the previous rank's node first, so that the
+         * usual layout costs O(ranks) comparisons instead of O(ranks x nodes) */
+        if (r > 0 &&
+            !strcmp(t->info[t->node_leader[t->rank_node[r - 1]]].host_id, t->info[r].host_id))
+            node = t->rank_node[r - 1];
+        for (int k = 0; k < t->nnodes && node < 0; k++) {
             if (!strcmp(t->info[t->node_leader[k]].host_id, t->info[r].host_id)) {
                 node = k;
                 break;
@@ -138,10 +143,11 @@ const topo_link_info_t *topo_link(const topo_t *t, int a, int b)
     return &t->links[(size_t)a * (size_t)t->max_node_size + (size_t)t->rank_local_rank[b]];
 }
 
+/* O(ranks x ranks per node): every rank's row of its node's link matrix. */
 static void topo_update_shapes(topo_t *t)
 {
     topo_shape_t s;
-    int uniform = 1, net_cuda = 1, gpus = 1;
+    int uniform = 1, gpus = 1;
     topo_link_t worst = TOPO_LINK_SAME;
 
     memset(&s, 0, sizeof(s));
@@ -151,12 +157,15 @@ static void topo_update_shapes(topo_t *t)
     for (int k = 0; k < t->nnodes; k++)
         uniform &= t->node_size[k] == t->max_node_size;
     s.uniform = uniform;
+    t->net_cuda_ranks = 0;
     for (int a = 0; a < t->nranks; a++) {
-        net_cuda &= (t->info[a].net_mem_types & TOPO_NET_MEM_CUDA) != 0;
+        int size = t->node_size[t->rank_node[a]];
+        t->net_cuda_ranks += (t->info[a].net_mem_types & TOPO_NET_MEM_CUDA) != 0;
         gpus &= t->info[a].cuda_device >= 0;
-        for (int b = 0; b < t->nranks; b++) {
-            const topo_link_info_t *l = topo_link(t, a, b);
-            if (a == b || t->rank_node[a] != t->rank_node[b])
+        for (int j = 0; j < size && size > 1; j++) {
+            const topo_link_info_t *l =
+                t->links ? &t->links[(size_t)a * (size_t)t->max_node_size + (size_t)j] : NULL;
+            if (j == t->rank_local_rank[a])
                 continue;
             if (!l)
                 worst = TOPO_LINK_NONE;
@@ -164,7 +173,7 @@ static void topo_update_shapes(topo_t *t)
                 worst = (topo_link_t)l->link;
         }
     }
-    s.net_cuda = net_cuda;
+    s.net_cuda = t->net_cuda_ranks == t->nranks;
 #ifdef HAVE_CUDA
     s.cuda_max_local = CUDA_AR_MAX_RANKS;
 #endif
@@ -265,11 +274,20 @@ err:
 
 void topo_set_net_caps(topo_t *t, int rank, uint32_t mem_types, const char *tls)
 {
+    topo_rank_info_t *i;
+    bool net_cuda;
+
     if (rank < 0 || rank >= t->nranks)
         return;
-    t->info[rank].net_mem_types = mem_types;
-    snprintf(t->info[rank].net_tls, sizeof(t->info[rank].net_tls), "%s", tls ? tls : "");
-    topo_update_shapes(t);
+    i = &t->info[rank];
+    /* O(1): the UCX layer calls this once per rank */
+    t->net_cuda_ranks -= (i->net_mem_types & TOPO_NET_MEM_CUDA) != 0;
+    t->net_cuda_ranks += (mem_types & TOPO_NET_MEM_CUDA) != 0;
+    i->net_mem_types = mem_types;
+    snprintf(i->net_tls, sizeof(i->net_tls), "%s", tls ? tls : "");
+    net_cuda = t->net_cuda_ranks == t->nranks;
+    for (int mem = 0; mem < SYMCOLL_MEM_LAST; mem++)
+        t->shape[mem].net_cuda = net_cuda;
 }
 
 void topo_choose(const topo_t *t, symcoll_mem_type_t mem, size_t bytes, topo_decision_t *d)

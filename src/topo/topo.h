@@ -66,6 +66,7 @@ typedef struct topo {
     /* links[r * max_node_size + j]: rank r's GPU to the GPU of local rank j of r's node;
      * NULL when no rank has a GPU */
     topo_link_info_t *links;
+    int net_cuda_ranks;                   /* ranks whose UCX reaches CUDA memory */
     topo_select_cfg_t select_cfg;         /* SYMCOLL_ALGO and thresholds */
     topo_shape_t shape[SYMCOLL_MEM_LAST]; /* what the selector sees, per memory type */
 } topo_t;
