@@ -265,6 +265,9 @@ SHAPE_TEST(test_large_2x2, 4, 2, body_large)
 
 /* ---- pool growth and trim while remote peers hold rkeys ------------------------------- */
 
+/* arg: a shape, or NULL; protocol: SYMCOLL_NET_PROTOCOL for the growth test */
+static const char *growth_protocol = "auto";
+
 static void body_growth(int rank, int nranks, void *arg)
 {
     symcoll_comm_h comm;
@@ -276,6 +279,8 @@ static void body_growth(int rank, int nranks, void *arg)
     (void)arg;
 
     net_env();
+    /* with put, every transfer uses the peers' rkeys of the segment it lands in */
+    setenv("SYMCOLL_NET_PROTOCOL", growth_protocol, 1);
     setenv("SYMCOLL_POOL_MIN_SIZE", "64K", 1);
     setenv("SYMCOLL_NET_CHUNK_SIZE", "16K", 1);
     comm = harness_comm_create();
@@ -312,6 +317,16 @@ static void body_growth(int rank, int nranks, void *arg)
 
 SHAPE_TEST(test_growth_2x1, 2, 2, body_growth)
 SHAPE_TEST(test_growth_2x2, 4, 2, body_growth)
+
+/* put / fence / flag put (UCX emulates RMA on TCP, correct while nobody dies): rkeys
+ * unpacked lazily and cached per segment, dropped at trim, new ones after regrowth */
+START_TEST(test_growth_2x1_put)
+{
+    shape_t sh = {2, 2};
+    growth_protocol = "put";
+    ck_assert_int_eq(harness_run(2, 2, RUN_TIMEOUT, body_growth, &sh), 0);
+}
+END_TEST
 
 /* ---- a rank of another node dies in the middle of a call ------------------------------ */
 
@@ -395,6 +410,7 @@ int main(void)
     tcase_add_test(tc, test_large_2x2);
     tcase_add_test(tc, test_growth_2x1);
     tcase_add_test(tc, test_growth_2x2);
+    tcase_add_test(tc, test_growth_2x1_put);
     tcase_add_test(tc, test_killed_3x1);
     tcase_add_test(tc, test_killed_2x2);
     suite_add_tcase(s, tc);
