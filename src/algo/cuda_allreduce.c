@@ -129,7 +129,9 @@ static symcoll_status_t stage_ensure(pool_t *pool, cuda_algo_state_t *st, int al
     cudaError_t err;
 
     if (algo == CUDA_AR_ONESHOT) {
-        size_t want = bytes > comm->config.cuda_oneshot_max ? bytes : comm->config.cuda_oneshot_max;
+        /* the largest size the selector sends one-shot here (scaled with the GPU count) */
+        size_t max = topo_choose_oneshot_max(comm->topo, SYMCOLL_MEM_CUDA);
+        size_t want = max == SIZE_MAX || bytes > max ? bytes : max;
         slot = round_up(want + 16, POOL_ALIGN);
         size = 2 * (size_t)st->n * slot;
     } else if (algo == CUDA_AR_LL) {
