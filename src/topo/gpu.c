@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,12 +120,13 @@ static void nvml_count_links(nvml_device_t dev, const char *peer_pci, int *direc
 
     for (unsigned l = 0; l < NVML_LINKS_SCANNED; l++) {
         int active = 0, type = -1;
+        bool typed;
         nvml_pci_info_t pci;
 
         if (nvml.link_state(dev, l, &active) != 0 || !active)
             continue;
-        if (nvml.remote_type && nvml.remote_type(dev, l, &type) == 0 &&
-            type == NVML_NVLINK_DEVICE_TYPE_SWITCH) {
+        typed = nvml.remote_type && nvml.remote_type(dev, l, &type) == 0;
+        if (typed && type == NVML_NVLINK_DEVICE_TYPE_SWITCH) {
             switched++;
             continue;
         }
@@ -133,6 +135,10 @@ static void nvml_count_links(nvml_device_t dev, const char *peer_pci, int *direc
             continue;
         if (peer_pci && pci_same(pci.bus_id, peer_pci))
             direct++;
+        else if (!typed)
+            /* drivers without nvmlDeviceGetNvLinkRemoteDeviceType cannot say what is at
+             * the other end: a link to no GPU asked about is taken for a switch */
+            switched++;
     }
     *direct_p = direct;
     *switched_p = switched;
