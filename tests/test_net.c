@@ -366,7 +366,8 @@ static void body_killed(int rank, int nranks, void *arg)
         status = symcoll_allreduce(a, b, count, SYMCOLL_FLOAT64, SYMCOLL_SUM, comm, NULL);
         dt = now_sec() - t0;
         if (status != SYMCOLL_OK) {
-            ck_assert_msg(status == SYMCOLL_ERR_PEER_FAILED || status == SYMCOLL_ERR_TIMED_OUT,
+            ck_assert_msg(status == SYMCOLL_ERR_PEER_FAILED ||
+                              status == SYMCOLL_ERR_TIMED_OUT || status == SYMCOLL_ERR_ABORTED,
                           "survivor got %s", symcoll_status_string(status));
             ck_assert_msg(dt < KILL_TIMEOUT + 10, "the error took %.1f s", dt);
         }
@@ -392,6 +393,52 @@ START_TEST(test_killed_2x2)
 }
 END_TEST
 
+/* ---- abort from another thread: every rank's call ends promptly ------------------------ */
+
+static void *aborter(void *arg)
+{
+    usleep(100000);
+    ck_assert_int_eq(symcoll_comm_abort((symcoll_comm_h)arg), SYMCOLL_OK);
+    return NULL;
+}
+
+static void body_abort(int rank, int nranks, void *arg)
+{
+    const size_t count = 1u << 18;
+    double *a = calloc(count, sizeof(double)), *b = calloc(count, sizeof(double));
+    symcoll_comm_h comm;
+    symcoll_status_t status = SYMCOLL_OK;
+    pthread_t t;
+    double t0 = 0;
+    (void)arg;
+
+    net_env(); /* deadline 60 s: "promptly" means far below it */
+    comm = harness_comm_create();
+    ck_assert(a && b);
+    if (rank == nranks - 1)
+        pthread_create(&t, NULL, aborter, comm);
+    for (int it = 0; it < 100000 && status == SYMCOLL_OK; it++) {
+        t0 = now_sec();
+        status = symcoll_allreduce(a, b, count, SYMCOLL_FLOAT64, SYMCOLL_SUM, comm, NULL);
+    }
+    ck_assert_msg(now_sec() - t0 < 20, "the failing call took %.1f s", now_sec() - t0);
+    if (rank == nranks - 1) {
+        ck_assert_int_eq(status, SYMCOLL_ERR_ABORTED);
+        pthread_join(t, NULL);
+    } else {
+        ck_assert_msg(status == SYMCOLL_ERR_ABORTED || status == SYMCOLL_ERR_PEER_FAILED,
+                      "peer of the aborted rank got %s", symcoll_status_string(status));
+    }
+    ck_assert_int_eq(symcoll_allreduce(a, b, 1, SYMCOLL_FLOAT64, SYMCOLL_SUM, comm, NULL),
+                     status);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+    free(a);
+    free(b);
+}
+
+SHAPE_TEST(test_abort_2x1, 2, 2, body_abort)
+SHAPE_TEST(test_abort_2x2, 4, 2, body_abort)
+
 int main(void)
 {
     Suite *s = suite_create("net");
@@ -413,6 +460,8 @@ int main(void)
     tcase_add_test(tc, test_growth_2x1_put);
     tcase_add_test(tc, test_killed_3x1);
     tcase_add_test(tc, test_killed_2x2);
+    tcase_add_test(tc, test_abort_2x1);
+    tcase_add_test(tc, test_abort_2x2);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -23,7 +23,8 @@
  * release store through the mapping). The receiver counts what it consumed from each sender and
  * waits for the word to reach its count. Counts only grow, so nothing is ever reset, and
  * a message of the next call that overtakes the current one cannot be mistaken for it.
- * Word 0 is this rank's barrier epoch among the ranks of its node (hierarchical).
+ * Line 0 holds this rank's barrier epoch among the ranks of its node (hierarchical),
+ * the count of local peers asleep on it, and a word set once this rank gave up.
  */
 typedef struct net_state {
     comm_t *comm;

@@ -174,6 +174,21 @@ symcoll_status_t algo_net_send(net_call_t *c, int rank, const void *src, size_t 
     return SYMCOLL_OK;
 }
 
+/* Word 2 of a rank's flags: non-zero once it gave up (abort or a failed call). */
+static bool net_peer_gave_up(const net_state_t *st, int rank)
+{
+    return atomic_load_explicit((_Atomic uint64_t *)net_flag(st, rank, 0) + 2,
+                                memory_order_relaxed) != 0;
+}
+
+/* Tells the peers that this rank gives up, so that their waits on it end now. */
+static void net_give_up(net_state_t *st)
+{
+    atomic_store_explicit((_Atomic uint64_t *)net_flag(st, st->comm->rank, 0) + 2, 1,
+                          memory_order_release);
+    ucx_notify_abort(st->ucx);
+}
+
 /* Waits until owner's flag word reaches target, progressing UCX all along (on TCP the
  * peers' puts into our memory land only while we progress). */
 static symcoll_status_t net_wait_word(net_state_t *st, const uint64_t *word, uint64_t target,
@@ -187,6 +202,8 @@ static symcoll_status_t net_wait_word(net_state_t *st, const uint64_t *word, uin
         symcoll_status_t status = ucx_progress(st->ucx);
         if (status == SYMCOLL_OK)
             status = deadline_check(dl);
+        if (status == SYMCOLL_OK && local && net_peer_gave_up(st, peer))
+            status = SYMCOLL_ERR_ABORTED;
         if (status == SYMCOLL_OK && local && iter > 256) {
             double now = time_now();
             if (now >= *next_alive) {
@@ -271,6 +288,8 @@ symcoll_status_t algo_net_local_barrier(net_state_t *st, deadline_t *dl)
             symcoll_status_t status = ucx_progress(st->ucx);
             if (status == SYMCOLL_OK)
                 status = deadline_check(dl);
+            if (status == SYMCOLL_OK && net_peer_gave_up(st, r))
+                status = SYMCOLL_ERR_ABORTED;
             if (status == SYMCOLL_OK && time_now() >= next_alive) {
                 next_alive = time_now() + NET_ALIVE_PERIOD;
                 if (!topo_proc_alive(t->info[r].pid, t->info[r].start_time)) {
@@ -385,7 +404,9 @@ symcoll_status_t algo_net_allreduce(comm_t *comm, pool_t *pool, const void *send
         if (status == SYMCOLL_OK)
             status = ucx_wait_all(st->ucx, &dl);
     }
-    if (status != SYMCOLL_OK && net_failure_is_sticky(status))
+    if (status != SYMCOLL_OK && net_failure_is_sticky(status)) {
         st->broken = status;
+        net_give_up(st);
+    }
     return status;
 }

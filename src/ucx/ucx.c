@@ -14,6 +14,7 @@
 
 #define UCX_AM_HELLO 0x5c01u
 #define UCX_AM_WRITE 0x5c02u
+#define UCX_AM_ABORT 0x5c03u
 /* Operations tracked at once; a slot is reused only after its operation completed. */
 #define UCX_OPS 1024
 /* Room left in a TCP segment for UCX's and our headers. */
@@ -80,6 +81,8 @@ struct ucx_ctx {
     ucx_peer_t *peers;
     int nremote;
     _Atomic int failed;
+    _Atomic int remote_abort; /* a peer's communicator was aborted */
+    bool abort_sent;
     bool closed;
     bool closing;       /* endpoints going away: their errors are expected */
     bool worker_ready;  /* creation exchanged the first check messages */
@@ -176,11 +179,60 @@ static void ucx_err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
     atomic_store(&peer->ucx->failed, 1);
 }
 
+/* What ends every wait besides its own deadline: a failed peer, an aborted one. */
+static symcoll_status_t ucx_peer_status(const ucx_ctx_t *ucx)
+{
+    if (atomic_load_explicit(&ucx->failed, memory_order_relaxed))
+        return SYMCOLL_ERR_PEER_FAILED;
+    if (atomic_load_explicit(&ucx->remote_abort, memory_order_relaxed))
+        return SYMCOLL_ERR_ABORTED;
+    return SYMCOLL_OK;
+}
+
 symcoll_status_t ucx_progress(ucx_ctx_t *ucx)
 {
     ucp_worker_progress(ucx->worker);
-    return atomic_load_explicit(&ucx->failed, memory_order_relaxed) ? SYMCOLL_ERR_PEER_FAILED
-                                                                    : SYMCOLL_OK;
+    return ucx_peer_status(ucx);
+}
+
+static ucs_status_t ucx_abort_cb(void *arg, const void *header, size_t header_length,
+                                 void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+    ucx_ctx_t *ucx = arg;
+    int32_t r = -1;
+
+    if (header_length == sizeof(r))
+        memcpy(&r, header, sizeof(r));
+    if (!atomic_exchange(&ucx->remote_abort, 1))
+        log_error("rank %d aborted the communicator", (int)r);
+    return UCS_OK;
+}
+
+static symcoll_status_t ucx_op_new(ucx_ctx_t *ucx, ucx_op_t **op_p);
+static symcoll_status_t ucx_op_track(ucx_ctx_t *ucx, ucx_op_t *op, ucs_status_ptr_t req,
+                                     const char *what, int peer);
+
+void ucx_notify_abort(ucx_ctx_t *ucx)
+{
+    ucx_op_t *op;
+
+    if (!ucx || ucx->abort_sent || ucx->closing)
+        return;
+    ucx->abort_sent = true;
+    ucx->hello_rank = ucx->rank;
+    for (int r = 0; r < ucx->nranks; r++) {
+        ucp_request_param_t param = {0};
+        if (!ucx_is_remote(ucx, r) || atomic_load(&ucx->peers[r].failed))
+            continue;
+        /* best effort: peers that miss it still end at their deadline */
+        if (ucx_op_new(ucx, &op) == SYMCOLL_OK)
+            (void)ucx_op_track(ucx, op,
+                               ucp_am_send_nbx(ucx->peers[r].ep, UCX_AM_ABORT, &ucx->hello_rank,
+                                               sizeof(ucx->hello_rank), NULL, 0, &param),
+                               "abort notice", r);
+    }
+    for (int i = 0; i < 64; i++)
+        ucp_worker_progress(ucx->worker);
 }
 
 /* One turn of a wait loop: progress, then back off when nothing happened. */
@@ -192,8 +244,9 @@ static symcoll_status_t ucx_wait_turn(ucx_ctx_t *ucx, const deadline_t *dl, unsi
         *iter = 0;
     else
         core_spin_pause(iter);
-    if (atomic_load_explicit(&ucx->failed, memory_order_relaxed))
-        return SYMCOLL_ERR_PEER_FAILED;
+    status = ucx_peer_status(ucx);
+    if (status != SYMCOLL_OK)
+        return status;
     status = deadline_check(dl);
     if (status != SYMCOLL_OK)
         log_error("UCX wait: %s", symcoll_status_string(status));
@@ -926,6 +979,11 @@ static symcoll_status_t ucx_check_connections(ucx_ctx_t *ucx)
     hp.cb = ucx_hello_cb;
     hp.arg = ucx;
     s = ucp_worker_set_am_recv_handler(ucx->worker, &hp);
+    if (s == UCS_OK) {
+        hp.id = UCX_AM_ABORT;
+        hp.cb = ucx_abort_cb;
+        s = ucp_worker_set_am_recv_handler(ucx->worker, &hp);
+    }
     if (s == UCS_OK) {
         hp.field_mask |= UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
         hp.id = UCX_AM_WRITE;

@@ -104,7 +104,13 @@ symcoll_status_t ucx_fence(ucx_ctx_t *ucx);
  * completion is tracked internally. Call ucx_fence first if it must follow data. */
 symcoll_status_t ucx_put_flag(ucx_ctx_t *ucx, int peer, uint64_t value, uint64_t *sym_flag);
 
-/* One round of progress; SYMCOLL_ERR_PEER_FAILED once a peer failed. */
+/* Tells every remote peer that this rank's communicator was aborted (once; best effort,
+ * does not wait): their waits end with SYMCOLL_ERR_ABORTED instead of at their deadline.
+ * Call from the thread that uses the communicator. */
+void ucx_notify_abort(ucx_ctx_t *ucx);
+
+/* One round of progress; SYMCOLL_ERR_PEER_FAILED once a peer failed,
+ * SYMCOLL_ERR_ABORTED once a peer aborted. */
 symcoll_status_t ucx_progress(ucx_ctx_t *ucx);
 
 /* Progress until *flag >= value (acquire), the deadline passes, the communicator is
