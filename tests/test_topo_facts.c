@@ -242,6 +242,43 @@ START_TEST(test_net_caps)
 }
 END_TEST
 
+/* the GPU part of the report, which no machine without GPUs would print otherwise */
+START_TEST(test_print_links)
+{
+    topo_t *t;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f;
+
+    ck_assert_int_eq(derive(&shared_gpu, 0, NULL, &t), SYMCOLL_OK);
+    for (int a = 0; a < 4; a++) {
+        for (int b = 0; b < 4; b++) {
+            topo_link_info_t *l = &t->links[a * t->max_node_size + b];
+            if (l->link == TOPO_LINK_NVLINK) {
+                l->nvlinks = 18;
+                l->perf_rank = 0;
+                l->flags = TOPO_LINK_F_P2P | TOPO_LINK_F_SWITCH;
+            }
+        }
+    }
+    /* one pair over PCIe only, seen from one side: the worst link counts */
+    t->links[0 * t->max_node_size + 3].link = TOPO_LINK_PCIE;
+    ck_assert_int_eq(topo_finish(t), SYMCOLL_OK);
+    ck_assert_int_eq(t->shape[SYMCOLL_MEM_CUDA].gpu_link, TOPO_LINK_PCIE);
+    f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    topo_print(t, f);
+    topo_print_decisions(t, f);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, "#       0        X        X  NVS18/0   PCIe/0\n"));
+    ck_assert_ptr_nonnull(strstr(buf, "#       3  NVS18/0  NVS18/0        X        X\n"));
+    ck_assert_ptr_nonnull(strstr(buf, "worst GPU link PCIe"));
+    ck_assert_ptr_nonnull(strstr(buf, "0000:12:00.0"));
+    free(buf);
+    topo_destroy(t);
+}
+END_TEST
+
 static Suite *facts_suite(void)
 {
     Suite *s = suite_create("topo_facts");
@@ -252,6 +289,7 @@ static Suite *facts_suite(void)
                         (int)(sizeof(shape_cases) / sizeof(shape_cases[0])));
     tcase_add_loop_test(tc, test_forced, 0, (int)(sizeof(algo_cases) / sizeof(algo_cases[0])));
     tcase_add_test(tc, test_net_caps);
+    tcase_add_test(tc, test_print_links);
     suite_add_tcase(s, tc);
     return s;
 }
