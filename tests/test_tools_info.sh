@@ -1,0 +1,58 @@
+#!/bin/sh
+# symcoll_info: the version report, the configuration table (an invalid value is marked
+# and fails), the topology and decision reports of a one-process communicator, usage.
+. "${top_srcdir:-.}/tests/testlib.sh"
+info="$top_builddir/tools/symcoll_info"
+make_tmp info-test
+export UCX_TLS="${UCX_TLS:-tcp,self}" UCX_WARN_UNUSED_ENV_VARS=n
+
+if [ ! -x "$info" ]; then
+    echo "FAIL: $info not built"
+    exit 99
+fi
+
+# run NAME EXPECTED-STATUS ARGS...: output in $tmp/out and $tmp/err
+run() {
+    name=$1 want=$2
+    shift 2
+    timeout -s KILL 120 "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    if [ $rc -ne "$want" ]; then
+        echo "FAIL: $name: exit status $rc, expected $want; stderr:"
+        sed 's/^/    /' "$tmp/err"
+        status=1
+        return 1
+    fi
+}
+
+# expect NAME FILE REGEX
+expect() {
+    grep -E -q "$3" "$2" && return 0
+    echo "FAIL: $1: no line matches /$3/ in:"
+    sed 's/^/    /' "$2" | head -20
+    status=1
+}
+
+run "version" 0 env -u SYMCOLL_TIMEOUT "$info" &&
+    expect "version" "$tmp/out" '^# symcoll version [0-9]+\.[0-9]+\.[0-9]+ ' &&
+    expect "version" "$tmp/out" '^# build: .*UCX [0-9]'
+
+run "config, clean environment" 0 env -u SYMCOLL_TIMEOUT "$info" -c &&
+    expect "config" "$tmp/out" '^SYMCOLL_TIMEOUT=[^ ]+ +\(default: '
+
+run "config, invalid value" 1 env SYMCOLL_TIMEOUT=abc "$info" -c &&
+    expect "config, invalid value" "$tmp/out" '^SYMCOLL_TIMEOUT=abc .*INVALID' &&
+    expect "config, invalid value" "$tmp/err" 'invalid'
+
+# alone, -t and -a describe a communicator of this one process
+for opt in -t -a; do
+    run "$opt" 0 env -u SYMCOLL_RANK -u SYMCOLL_NRANKS -u OMPI_COMM_WORLD_RANK \
+        -u PMI_RANK -u SLURM_PROCID "$info" "$opt" &&
+        { [ -s "$tmp/out" ] || { echo "FAIL: $opt printed nothing"; status=1; }; }
+done
+
+run "unknown option" 2 "$info" -x && expect "unknown option" "$tmp/err" '^Usage: symcoll_info'
+run "help" 0 "$info" -h && expect "help" "$tmp/out" '^  -c, --config'
+
+[ $status -eq 0 ] && echo "PASS: symcoll_info reports, exit statuses and usage as expected"
+exit $status
