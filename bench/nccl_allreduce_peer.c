@@ -42,18 +42,18 @@ static const char *np_strerror(void *ctx, int rc)
     return ncclGetErrorString((ncclResult_t)rc);
 }
 
-#define NP_CU(x)                                                                          \
-    do {                                                                                  \
-        cudaError_t e_ = (x);                                                             \
-        if (e_ != cudaSuccess)                                                            \
-            return NP_CUDA_RC + (int)e_;                                                  \
+#define NP_CU(x)                                                                               \
+    do {                                                                                       \
+        cudaError_t e_ = (x);                                                                  \
+        if (e_ != cudaSuccess)                                                                 \
+            return NP_CUDA_RC + (int)e_;                                                       \
     } while (0)
 
 static int np_type(symcoll_dtype_t t, ncclDataType_t *nt)
 {
     static const ncclDataType_t map[SYMCOLL_DTYPE_LAST] = {
-        ncclInt8, ncclUint8, ncclInt32, ncclUint32, ncclInt64, ncclUint64,
-        ncclFloat16, ncclBfloat16, ncclFloat32, ncclFloat64};
+        ncclInt8,   ncclUint8,   ncclInt32,    ncclUint32,  ncclInt64,
+        ncclUint64, ncclFloat16, ncclBfloat16, ncclFloat32, ncclFloat64};
     if ((unsigned)t >= SYMCOLL_DTYPE_LAST)
         return -1;
     *nt = map[t];
@@ -247,9 +247,14 @@ static int np_handle_opt(int opt, const char *arg, void *ctx)
     np_ctx_t *c = ctx;
     (void)arg;
     switch (opt) {
-    case 'W': c->window = 1; return 0;
-    case 'G': c->graph = 1; return 0;
-    default: return -1;
+    case 'W':
+        c->window = 1;
+        return 0;
+    case 'G':
+        c->graph = 1;
+        return 0;
+    default:
+        return -1;
     }
 }
 
@@ -310,7 +315,8 @@ int main(int argc, char **argv)
     if (rc)
         return rc > 0 ? 0 : 2;
     if (!rs || !ns) {
-        fprintf(stderr, "nccl_allreduce_peer: run under symcoll_run (SYMCOLL_RANK, SYMCOLL_NRANKS)\n");
+        fprintf(stderr,
+                "nccl_allreduce_peer: run under symcoll_run (SYMCOLL_RANK, SYMCOLL_NRANKS)\n");
         return 2;
     }
     be.rank = atoi(rs);
@@ -318,7 +324,8 @@ int main(int argc, char **argv)
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0 ||
         cudaSetDevice(be.rank % ndev) != cudaSuccess ||
         cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking) != cudaSuccess ||
-        cudaEventCreate(&c.ev_start) != cudaSuccess || cudaEventCreate(&c.ev_stop) != cudaSuccess ||
+        cudaEventCreate(&c.ev_start) != cudaSuccess ||
+        cudaEventCreate(&c.ev_stop) != cudaSuccess ||
         cudaMalloc(&c.scratch, 8) != cudaSuccess) {
         fprintf(stderr, "nccl_allreduce_peer: CUDA setup failed\n");
         return 2;
@@ -360,7 +367,8 @@ int main(int argc, char **argv)
     if (be.rank == 0) {
         char path[256];
         const char *addr = getenv("SYMCOLL_ADDR");
-        snprintf(path, sizeof(path), "/tmp/nccl_peer_id.%d.%s", (int)getuid(), addr ? addr : "x");
+        snprintf(path, sizeof(path), "/tmp/nccl_peer_id.%d.%s", (int)getuid(),
+                 addr ? addr : "x");
         unlink(path);
     }
     return rc;

@@ -15,17 +15,17 @@
 #include "harness.h"
 #include "symcoll.h"
 
-#define CK_CUDA(x)                                                                        \
-    do {                                                                                  \
-        cudaError_t e_ = (x);                                                             \
-        if (e_ != cudaSuccess)                                                            \
-            harness_fail("%s:%d: %s: %s", __FILE__, __LINE__, #x, cudaGetErrorString(e_));   \
+#define CK_CUDA(x)                                                                             \
+    do {                                                                                       \
+        cudaError_t e_ = (x);                                                                  \
+        if (e_ != cudaSuccess)                                                                 \
+            harness_fail("%s:%d: %s: %s", __FILE__, __LINE__, #x, cudaGetErrorString(e_));     \
     } while (0)
-#define CK_SC(x)                                                                          \
-    do {                                                                                  \
-        symcoll_status_t s_ = (x);                                                        \
-        if (s_ != SYMCOLL_OK)                                                             \
-            harness_fail("%s:%d: %s: %s", __FILE__, __LINE__, #x, symcoll_status_string(s_)); \
+#define CK_SC(x)                                                                               \
+    do {                                                                                       \
+        symcoll_status_t s_ = (x);                                                             \
+        if (s_ != SYMCOLL_OK)                                                                  \
+            harness_fail("%s:%d: %s: %s", __FILE__, __LINE__, #x, symcoll_status_string(s_));  \
     } while (0)
 
 static int ngpus; /* counted in a child process: CUDA must not start before the forks */
@@ -53,8 +53,9 @@ static uint16_t f_to_bf16(float f) /* round to nearest even, as __float2bfloat16
 static float h_to_f(uint16_t h)
 {
     int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    float v = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? NAN : INFINITY)
-                                                       : ldexpf((float)(m | 0x400), e - 25);
+    float v = e == 0    ? ldexpf((float)m, -24)
+              : e == 31 ? (m ? NAN : INFINITY)
+                        : ldexpf((float)(m | 0x400), e - 25);
     return (h & 0x8000) ? -v : v;
 }
 
@@ -65,7 +66,7 @@ static uint16_t f_to_h(float f) /* exact for the small values the tests use */
     int e;
     if (a == 0)
         return s;
-    frexpf(a, &e); /* a = m * 2^e, m in [0.5,1) */
+    frexpf(a, &e);   /* a = m * 2^e, m in [0.5,1) */
     if (e - 1 < -14) /* subnormal */
         return s | (uint16_t)lrintf(ldexpf(a, 24));
     {
@@ -93,34 +94,66 @@ static long gen_val(symcoll_dtype_t t, symcoll_op_t op, int rank, size_t i, int 
 static void put(void *buf, symcoll_dtype_t t, size_t i, double v)
 {
     switch (t) {
-    case SYMCOLL_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
-    case SYMCOLL_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-    case SYMCOLL_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
-    case SYMCOLL_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
-    case SYMCOLL_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
-    case SYMCOLL_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-    case SYMCOLL_FLOAT16: ((uint16_t *)buf)[i] = f_to_h((float)v); break;
-    case SYMCOLL_BFLOAT16: ((uint16_t *)buf)[i] = f_to_bf16((float)v); break;
-    case SYMCOLL_FLOAT32: ((float *)buf)[i] = (float)v; break;
-    case SYMCOLL_FLOAT64: ((double *)buf)[i] = v; break;
-    default: break;
+    case SYMCOLL_INT8:
+        ((int8_t *)buf)[i] = (int8_t)v;
+        break;
+    case SYMCOLL_UINT8:
+        ((uint8_t *)buf)[i] = (uint8_t)v;
+        break;
+    case SYMCOLL_INT32:
+        ((int32_t *)buf)[i] = (int32_t)v;
+        break;
+    case SYMCOLL_UINT32:
+        ((uint32_t *)buf)[i] = (uint32_t)v;
+        break;
+    case SYMCOLL_INT64:
+        ((int64_t *)buf)[i] = (int64_t)v;
+        break;
+    case SYMCOLL_UINT64:
+        ((uint64_t *)buf)[i] = (uint64_t)v;
+        break;
+    case SYMCOLL_FLOAT16:
+        ((uint16_t *)buf)[i] = f_to_h((float)v);
+        break;
+    case SYMCOLL_BFLOAT16:
+        ((uint16_t *)buf)[i] = f_to_bf16((float)v);
+        break;
+    case SYMCOLL_FLOAT32:
+        ((float *)buf)[i] = (float)v;
+        break;
+    case SYMCOLL_FLOAT64:
+        ((double *)buf)[i] = v;
+        break;
+    default:
+        break;
     }
 }
 
 static double get(const void *buf, symcoll_dtype_t t, size_t i)
 {
     switch (t) {
-    case SYMCOLL_INT8: return ((const int8_t *)buf)[i];
-    case SYMCOLL_UINT8: return ((const uint8_t *)buf)[i];
-    case SYMCOLL_INT32: return ((const int32_t *)buf)[i];
-    case SYMCOLL_UINT32: return ((const uint32_t *)buf)[i];
-    case SYMCOLL_INT64: return (double)((const int64_t *)buf)[i];
-    case SYMCOLL_UINT64: return (double)((const uint64_t *)buf)[i];
-    case SYMCOLL_FLOAT16: return h_to_f(((const uint16_t *)buf)[i]);
-    case SYMCOLL_BFLOAT16: return bf16_to_f(((const uint16_t *)buf)[i]);
-    case SYMCOLL_FLOAT32: return ((const float *)buf)[i];
-    case SYMCOLL_FLOAT64: return ((const double *)buf)[i];
-    default: return 0;
+    case SYMCOLL_INT8:
+        return ((const int8_t *)buf)[i];
+    case SYMCOLL_UINT8:
+        return ((const uint8_t *)buf)[i];
+    case SYMCOLL_INT32:
+        return ((const int32_t *)buf)[i];
+    case SYMCOLL_UINT32:
+        return ((const uint32_t *)buf)[i];
+    case SYMCOLL_INT64:
+        return (double)((const int64_t *)buf)[i];
+    case SYMCOLL_UINT64:
+        return (double)((const uint64_t *)buf)[i];
+    case SYMCOLL_FLOAT16:
+        return h_to_f(((const uint16_t *)buf)[i]);
+    case SYMCOLL_BFLOAT16:
+        return bf16_to_f(((const uint16_t *)buf)[i]);
+    case SYMCOLL_FLOAT32:
+        return ((const float *)buf)[i];
+    case SYMCOLL_FLOAT64:
+        return ((const double *)buf)[i];
+    default:
+        return 0;
     }
 }
 
@@ -137,11 +170,20 @@ static double ref_val(symcoll_dtype_t t, symcoll_op_t op, int n, size_t i, int s
         double v = (double)gen_val(t, op, q, i, salt);
         switch (op) {
         case SYMCOLL_SUM:
-        case SYMCOLL_AVG: acc += v; break;
-        case SYMCOLL_PROD: acc *= v; break;
-        case SYMCOLL_MIN: acc = v < acc ? v : acc; break;
-        case SYMCOLL_MAX: acc = v > acc ? v : acc; break;
-        default: break;
+        case SYMCOLL_AVG:
+            acc += v;
+            break;
+        case SYMCOLL_PROD:
+            acc *= v;
+            break;
+        case SYMCOLL_MIN:
+            acc = v < acc ? v : acc;
+            break;
+        case SYMCOLL_MAX:
+            acc = v > acc ? v : acc;
+            break;
+        default:
+            break;
         }
     }
     if (op == SYMCOLL_AVG)
@@ -150,8 +192,8 @@ static double ref_val(symcoll_dtype_t t, symcoll_op_t op, int n, size_t i, int s
 }
 
 /* fill dev with this rank's values; poison out (if distinct) so unwritten output shows */
-static void fill(void *dev, void *out, size_t count, symcoll_dtype_t t, symcoll_op_t op, int rank,
-                 int salt, void *host, cudaStream_t s)
+static void fill(void *dev, void *out, size_t count, symcoll_dtype_t t, symcoll_op_t op,
+                 int rank, int salt, void *host, cudaStream_t s)
 {
     size_t bytes = count * symcoll_dtype_size(t);
     for (size_t i = 0; i < count; i++)
@@ -205,8 +247,11 @@ static void body_types(int rank, int nranks, void *arg)
             size_t esize = symcoll_dtype_size((symcoll_dtype_t)t);
             for (size_t k = 0; k <= (sizeof(small_sizes) / sizeof(small_sizes[0])); k++) {
                 /* the last size, 1 MiB + 3 elements of this type, for sum and max only */
-                size_t count = k < (sizeof(small_sizes) / sizeof(small_sizes[0])) ? small_sizes[k] : (1u << 20) / esize + 3;
-                if (k == (sizeof(small_sizes) / sizeof(small_sizes[0])) && op != SYMCOLL_SUM && op != SYMCOLL_MAX)
+                size_t count = k < (sizeof(small_sizes) / sizeof(small_sizes[0]))
+                                   ? small_sizes[k]
+                                   : (1u << 20) / esize + 3;
+                if (k == (sizeof(small_sizes) / sizeof(small_sizes[0])) && op != SYMCOLL_SUM &&
+                    op != SYMCOLL_MAX)
                     continue;
                 for (int inplace = 0; inplace < 2; inplace++) {
                     void *out = inplace ? a : b;
@@ -305,7 +350,8 @@ static void body_pool(int rank, int nranks, void *arg)
             size_t count = rising[k] / 2;
             salt++;
             fill(plain, NULL, count, SYMCOLL_BFLOAT16, SYMCOLL_SUM, rank, salt, host, s);
-            CK_SC(symcoll_allreduce(plain, plain, count, SYMCOLL_BFLOAT16, SYMCOLL_SUM, comm, s));
+            CK_SC(
+                symcoll_allreduce(plain, plain, count, SYMCOLL_BFLOAT16, SYMCOLL_SUM, comm, s));
             verify(plain, count, SYMCOLL_BFLOAT16, SYMCOLL_SUM, nranks, salt, host, s,
                    "rising size");
         }
@@ -372,13 +418,15 @@ static void body_graph(int rank, int nranks, void *arg)
         CK_CUDA(cudaMalloc(&in[k], counts[k] * 2));
         CK_CUDA(cudaMalloc(&out[k], counts[k] * 2));
         /* warm-up: sizes the staging before the capture */
-        CK_SC(symcoll_allreduce(in[k], out[k], counts[k], SYMCOLL_BFLOAT16, SYMCOLL_SUM, comm, s));
+        CK_SC(symcoll_allreduce(in[k], out[k], counts[k], SYMCOLL_BFLOAT16, SYMCOLL_SUM, comm,
+                                s));
     }
     CK_CUDA(cudaStreamSynchronize(s));
 
     CK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
     for (int k = 0; k < 2; k++)
-        CK_SC(symcoll_allreduce(in[k], out[k], counts[k], SYMCOLL_BFLOAT16, SYMCOLL_SUM, comm, s));
+        CK_SC(symcoll_allreduce(in[k], out[k], counts[k], SYMCOLL_BFLOAT16, SYMCOLL_SUM, comm,
+                                s));
     CK_CUDA(cudaStreamEndCapture(s, &g));
     CK_CUDA(cudaGraphInstantiate(&ge, g, 0));
 
@@ -397,7 +445,8 @@ static void body_graph(int rank, int nranks, void *arg)
             /* eager calls between replays: same and other sizes */
             salt++;
             fill(in[0], out[0], 4099, SYMCOLL_BFLOAT16, SYMCOLL_MAX, rank, salt, host, s);
-            CK_SC(symcoll_allreduce(in[0], out[0], 4099, SYMCOLL_BFLOAT16, SYMCOLL_MAX, comm, s));
+            CK_SC(
+                symcoll_allreduce(in[0], out[0], 4099, SYMCOLL_BFLOAT16, SYMCOLL_MAX, comm, s));
             if (check)
                 verify(out[0], 4099, SYMCOLL_BFLOAT16, SYMCOLL_MAX, nranks, salt, host, s,
                        "eager between replays");
@@ -420,11 +469,13 @@ static void body_graph(int rank, int nranks, void *arg)
         (void)cudaGetLastError();
         if (st != SYMCOLL_ERR_IN_PROGRESS)
             harness_fail("growth inside a capture returned %s, expected %s",
-                         symcoll_status_string(st), symcoll_status_string(SYMCOLL_ERR_IN_PROGRESS));
+                         symcoll_status_string(st),
+                         symcoll_status_string(SYMCOLL_ERR_IN_PROGRESS));
         if (g2)
             cudaGraphDestroy(g2);
         salt++;
-        fill(bigbuf, NULL, count, SYMCOLL_BFLOAT16, SYMCOLL_SUM, rank, salt, malloc(count * 2), s);
+        fill(bigbuf, NULL, count, SYMCOLL_BFLOAT16, SYMCOLL_SUM, rank, salt, malloc(count * 2),
+             s);
         CK_SC(symcoll_allreduce(bigbuf, bigbuf, count, SYMCOLL_BFLOAT16, SYMCOLL_SUM, comm, s));
         CK_CUDA(cudaStreamSynchronize(s));
         CK_CUDA(cudaFree(bigbuf));
@@ -523,9 +574,8 @@ static Suite *cuda_suite(void)
         const TTest *test;
         int min_gpus;
     } cases[] = {
-        {"types1", t_types_1rank, 1}, {"bits", t_bits_2ranks, 1},
-        {"graph", t_graph_2ranks, 1}, {"types2", t_types_2ranks, 1},
-        {"pool", t_pool_2ranks, 1},
+        {"types1", t_types_1rank, 1},  {"bits", t_bits_2ranks, 1}, {"graph", t_graph_2ranks, 1},
+        {"types2", t_types_2ranks, 1}, {"pool", t_pool_2ranks, 1},
     };
     Suite *su = suite_create("cuda");
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -29,12 +29,12 @@ typedef struct cuda_algo_state {
     cuda_words_t words;
     int me, n;
     int device;
-    int nb[CUDA_AR_NALGOS];        /* fixed grid of each kernel */
+    int nb[CUDA_AR_NALGOS]; /* fixed grid of each kernel */
     bool has_stage[CUDA_AR_NALGOS];
     size_t stage_off[CUDA_AR_NALGOS];
     size_t stage_slot[CUDA_AR_NALGOS];
-    size_t stage_out;              /* two-shot: offset of the results area */
-    size_t last_bytes;             /* selector cache */
+    size_t stage_out;  /* two-shot: offset of the results area */
+    size_t last_bytes; /* selector cache */
     int last_algo;
 } cuda_algo_state_t;
 
@@ -117,7 +117,10 @@ err_free:
     return status;
 }
 
-static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+static size_t round_up(size_t v, size_t a)
+{
+    return (v + a - 1) / a * a;
+}
 
 /* Make sure the staging of algo holds a message of bytes bytes. */
 static symcoll_status_t stage_ensure(pool_t *pool, cuda_algo_state_t *st, int algo,
@@ -172,7 +175,9 @@ static symcoll_status_t stage_ensure(pool_t *pool, cuda_algo_state_t *st, int al
     if (algo == CUDA_AR_TWOSHOT)
         st->stage_out = out;
     log_debug("CUDA %s staging: %zu bytes at pool offset %zu",
-              algo == CUDA_AR_TWOSHOT ? "two-shot" : algo == CUDA_AR_LL ? "LL" : "one-shot",
+              algo == CUDA_AR_TWOSHOT ? "two-shot"
+              : algo == CUDA_AR_LL    ? "LL"
+                                      : "one-shot",
               size, st->stage_off[algo]);
     return SYMCOLL_OK;
 }
@@ -202,8 +207,12 @@ static int choose(comm_t *comm, cuda_algo_state_t *st, size_t bytes)
         topo_choose(comm->topo, SYMCOLL_MEM_CUDA, bytes, &d);
     st->last_bytes = bytes;
     switch (d.algo) {
-    case TOPO_ALGO_ONESHOT: st->last_algo = CUDA_AR_ONESHOT; break;
-    case TOPO_ALGO_TWOSHOT: st->last_algo = CUDA_AR_TWOSHOT; break;
+    case TOPO_ALGO_ONESHOT:
+        st->last_algo = CUDA_AR_ONESHOT;
+        break;
+    case TOPO_ALGO_TWOSHOT:
+        st->last_algo = CUDA_AR_TWOSHOT;
+        break;
     default:
         log_error("symcoll_allreduce: no CUDA algorithm for %zu bytes: %s (%s)", bytes,
                   topo_algo_name(d.algo), d.reason);
@@ -245,7 +254,8 @@ symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, const void *sen
     }
     if (pool_local_size(pool) != comm->nranks || comm->nranks > CUDA_AR_MAX_RANKS) {
         log_error("symcoll_allreduce: CUDA memory across nodes or on more than %d GPUs is not "
-                  "supported yet", CUDA_AR_MAX_RANKS);
+                  "supported yet",
+                  CUDA_AR_MAX_RANKS);
         return SYMCOLL_ERR_UNSUPPORTED;
     }
     status = state_get(pool, &st);
@@ -255,7 +265,8 @@ symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, const void *sen
         status = st->words.host[1] == CUDA_KERR_ABORTED ? SYMCOLL_ERR_ABORTED
                                                         : SYMCOLL_ERR_TIMED_OUT;
         log_error("symcoll_allreduce: an earlier CUDA all-reduce gave up (%s); the "
-                  "communicator can only be destroyed", symcoll_status_string(status));
+                  "communicator can only be destroyed",
+                  symcoll_status_string(status));
         return status;
     }
     algo = choose(comm, st, bytes);

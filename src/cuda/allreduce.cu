@@ -49,7 +49,8 @@
 #include "symcoll.h"
 #include "cuda/kernels.h"
 
-namespace {
+namespace
+{
 
 constexpr int MAXR = CUDA_AR_MAX_RANKS;
 
@@ -58,12 +59,19 @@ constexpr int MAXR = CUDA_AR_MAX_RANKS;
 template <typename T> struct Tr {
     /* integers: accumulate in 64 bits, sum and product in unsigned arithmetic (wraps like
      * the element type would) */
-    typedef typename std::conditional<std::is_signed<T>::value, long long,
-                                      unsigned long long>::type A;
+    typedef
+        typename std::conditional<std::is_signed<T>::value, long long, unsigned long long>::type
+            A;
     __device__ static A in(T x) { return (A)x; }
     __device__ static T out(A x) { return (T)x; }
-    __device__ static A sum(A a, A b) { return (A)((unsigned long long)a + (unsigned long long)b); }
-    __device__ static A prod(A a, A b) { return (A)((unsigned long long)a * (unsigned long long)b); }
+    __device__ static A sum(A a, A b)
+    {
+        return (A)((unsigned long long)a + (unsigned long long)b);
+    }
+    __device__ static A prod(A a, A b)
+    {
+        return (A)((unsigned long long)a * (unsigned long long)b);
+    }
     __device__ static A mn(A a, A b) { return b < a ? b : a; }
     __device__ static A mx(A a, A b) { return a < b ? b : a; }
     __device__ static A div(A a, int n) { return a / (A)n; }
@@ -124,8 +132,7 @@ template <typename T> union Vec {
     T e[16 / sizeof(T)];
 };
 
-template <typename T, int OP>
-__device__ __forceinline__ uint4 reduce_vec(const uint4 *v, int n)
+template <typename T, int OP> __device__ __forceinline__ uint4 reduce_vec(const uint4 *v, int n)
 {
     constexpr int V = 16 / sizeof(T);
     Vec<T> out;
@@ -143,8 +150,14 @@ __device__ __forceinline__ uint4 reduce_vec(const uint4 *v, int n)
 /* ---- memory access -------------------------------------------------------------- */
 
 /* data written by other GPUs during the kernel: bypass L1 */
-__device__ __forceinline__ uint4 ld_cg(const char *p) { return __ldcg((const uint4 *)p); }
-__device__ __forceinline__ void st_v(char *p, uint4 v) { *(uint4 *)p = v; }
+__device__ __forceinline__ uint4 ld_cg(const char *p)
+{
+    return __ldcg((const uint4 *)p);
+}
+__device__ __forceinline__ void st_v(char *p, uint4 v)
+{
+    *(uint4 *)p = v;
+}
 
 template <typename T> __device__ __forceinline__ uint4 ld_any(const char *p, bool aligned)
 {
@@ -170,7 +183,10 @@ template <typename T> __device__ __forceinline__ void st_any(char *p, uint4 u, b
         ((T *)p)[k] = v.e[k];
 }
 
-__device__ __forceinline__ bool al16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+__device__ __forceinline__ bool al16(const void *p)
+{
+    return ((uintptr_t)p & 15) == 0;
+}
 
 /* ---- barrier -------------------------------------------------------------------- */
 
@@ -196,7 +212,7 @@ __device__ __forceinline__ unsigned long long global_ns()
 /* Block-wide barrier with the same block of every peer. Returns false if it gave up
  * (abort or timeout); the caller then returns from the kernel. */
 __device__ __forceinline__ bool barrier(const cuda_ar_args_t &a, int algo, int slot, uint32_t e,
-                                     bool publish, int *s_fail)
+                                        bool publish, int *s_fail)
 {
     const int t = threadIdx.x, b = blockIdx.x;
     __syncthreads();
@@ -233,8 +249,8 @@ __device__ __forceinline__ bool barrier(const cuda_ar_args_t &a, int algo, int s
 }
 
 /* epoch of this block for algo: counted in this rank's own pad, never reset */
-__device__ __forceinline__ uint32_t next_epoch(const cuda_ar_args_t &a, int algo,
-                                               uint32_t *s_e, int *s_fail)
+__device__ __forceinline__ uint32_t next_epoch(const cuda_ar_args_t &a, int algo, uint32_t *s_e,
+                                               int *s_fail)
 {
     if (threadIdx.x == 0) {
         uint32_t *c = a.pad[a.rank] + CUDA_PAD_COUNTER(algo, 0, blockIdx.x);
@@ -364,7 +380,8 @@ __device__ __forceinline__ void oneshot_reduce(const cuda_ar_args_t &a, const ch
 #pragma unroll
     for (int q = 0; q < MAXR; q++)
         if (q < a.nranks)
-            v[q] = q == a.rank ? ld_any<T>(send + i * 16, sal) : ld_cg(mine + q * a.stage_slot + i * 16);
+            v[q] = q == a.rank ? ld_any<T>(send + i * 16, sal)
+                               : ld_cg(mine + q * a.stage_slot + i * 16);
     st_any<T>(recv + i * 16, reduce_vec<T, OP>(v, a.nranks), ral);
 }
 
@@ -373,7 +390,8 @@ __device__ __forceinline__ bool flags_wait(const cuda_ar_args_t &a, uint32_t wan
 {
     const int t = threadIdx.x, b = blockIdx.x;
     if (t < a.nranks && t != a.rank) {
-        const uint32_t *f = a.pad[a.rank] + CUDA_PAD_FLAG(CUDA_AR_ONESHOT, CUDA_BAR_START, b, t);
+        const uint32_t *f =
+            a.pad[a.rank] + CUDA_PAD_FLAG(CUDA_AR_ONESHOT, CUDA_BAR_START, b, t);
         unsigned spins = 0;
         unsigned long long t0 = 0;
         while ((int32_t)(ld_acquire_sys(f) - want) < 0) {
@@ -486,17 +504,17 @@ __global__ void __launch_bounds__(CUDA_AR_THREADS, 1) k_oneshot(const cuda_ar_ar
 /* ---- two-shot ------------------------------------------------------------------- */
 
 template <typename T, int OP>
-__device__ __forceinline__ void twoshot_reduce(const cuda_ar_args_t &a, const char *send,
-                                               char *recv, const char *mine, char *const *out,
-                                               const bool *oal, size_t lo, size_t j, bool sal,
-                                               bool ral)
+__device__ __forceinline__ void
+twoshot_reduce(const cuda_ar_args_t &a, const char *send, char *recv, const char *mine,
+               char *const *out, const bool *oal, size_t lo, size_t j, bool sal, bool ral)
 {
     uint4 v[MAXR];
 #pragma unroll
     for (int q = 0; q < MAXR; q++)
         if (q < a.nranks)
-            v[q] = q == a.rank ? ld_any<T>(send + (lo + j) * 16, sal)
-                               : ld_cg(mine + (size_t)(q - (q > a.rank)) * a.stage_slot + j * 16);
+            v[q] = q == a.rank
+                       ? ld_any<T>(send + (lo + j) * 16, sal)
+                       : ld_cg(mine + (size_t)(q - (q > a.rank)) * a.stage_slot + j * 16);
     const uint4 res = reduce_vec<T, OP>(v, a.nranks);
     st_any<T>(recv + (lo + j) * 16, res, ral);
 #pragma unroll
@@ -553,8 +571,8 @@ __global__ void __launch_bounds__(CUDA_AR_THREADS, 1) k_twoshot(const cuda_ar_ar
         out[p] = nullptr;
         oal[p] = true;
         if (p < n && p != r) {
-            const uint64_t info =
-                *(const volatile uint64_t *)((const uint64_t *)a.pad[r] + CUDA_PAD_INFO64(blockIdx.x, p));
+            const uint64_t info = *(const volatile uint64_t *)((const uint64_t *)a.pad[r] +
+                                                               CUDA_PAD_INFO64(blockIdx.x, p));
             out[p] = info ? a.pool_base[p] + (info - 1) : a.stage[p] + a.stage_out;
             oal[p] = al16(out[p]);
         }
@@ -573,8 +591,9 @@ __global__ void __launch_bounds__(CUDA_AR_THREADS, 1) k_twoshot(const cuda_ar_ar
             const T *src[MAXR];
 #pragma unroll
             for (int q = 0; q < MAXR; q++)
-                src[q] = q == r || q >= n ? (const T *)send + nvec * V + t
-                                          : (const T *)(mine + (size_t)(q - (q > r) + 1) * slot - 16) + t;
+                src[q] = q == r || q >= n
+                             ? (const T *)send + nvec * V + t
+                             : (const T *)(mine + (size_t)(q - (q > r) + 1) * slot - 16) + t;
             const T x = reduce_elem<T, OP>(src, n);
             ((T *)recv)[nvec * V + t] = x;
 #pragma unroll
@@ -610,11 +629,11 @@ template <typename T> struct Kernels {
     static kernel_fn get(int algo, int op)
     {
         switch (op) {
-#define SYMCOLL_CASE(o)                                                                   \
-    case o:                                                                               \
-        return algo == CUDA_AR_ONESHOT   ? k_oneshot<T, o>                                 \
-               : algo == CUDA_AR_LL      ? k_oneshot_ll<T, o>                              \
-                                         : k_twoshot<T, o>;
+#define SYMCOLL_CASE(o)                                                                        \
+    case o:                                                                                    \
+        return algo == CUDA_AR_ONESHOT ? k_oneshot<T, o>                                       \
+               : algo == CUDA_AR_LL    ? k_oneshot_ll<T, o>                                    \
+                                       : k_twoshot<T, o>;
             SYMCOLL_CASE(SYMCOLL_SUM)
             SYMCOLL_CASE(SYMCOLL_PROD)
             SYMCOLL_CASE(SYMCOLL_MIN)
@@ -630,17 +649,28 @@ template <typename T> struct Kernels {
 kernel_fn kernel_for(int dtype, int algo, int op)
 {
     switch (dtype) {
-    case SYMCOLL_INT8: return Kernels<int8_t>::get(algo, op);
-    case SYMCOLL_UINT8: return Kernels<uint8_t>::get(algo, op);
-    case SYMCOLL_INT32: return Kernels<int32_t>::get(algo, op);
-    case SYMCOLL_UINT32: return Kernels<uint32_t>::get(algo, op);
-    case SYMCOLL_INT64: return Kernels<int64_t>::get(algo, op);
-    case SYMCOLL_UINT64: return Kernels<uint64_t>::get(algo, op);
-    case SYMCOLL_FLOAT16: return Kernels<__half>::get(algo, op);
-    case SYMCOLL_BFLOAT16: return Kernels<__nv_bfloat16>::get(algo, op);
-    case SYMCOLL_FLOAT32: return Kernels<float>::get(algo, op);
-    case SYMCOLL_FLOAT64: return Kernels<double>::get(algo, op);
-    default: return nullptr;
+    case SYMCOLL_INT8:
+        return Kernels<int8_t>::get(algo, op);
+    case SYMCOLL_UINT8:
+        return Kernels<uint8_t>::get(algo, op);
+    case SYMCOLL_INT32:
+        return Kernels<int32_t>::get(algo, op);
+    case SYMCOLL_UINT32:
+        return Kernels<uint32_t>::get(algo, op);
+    case SYMCOLL_INT64:
+        return Kernels<int64_t>::get(algo, op);
+    case SYMCOLL_UINT64:
+        return Kernels<uint64_t>::get(algo, op);
+    case SYMCOLL_FLOAT16:
+        return Kernels<__half>::get(algo, op);
+    case SYMCOLL_BFLOAT16:
+        return Kernels<__nv_bfloat16>::get(algo, op);
+    case SYMCOLL_FLOAT32:
+        return Kernels<float>::get(algo, op);
+    case SYMCOLL_FLOAT64:
+        return Kernels<double>::get(algo, op);
+    default:
+        return nullptr;
     }
 }
 

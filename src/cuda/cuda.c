@@ -19,10 +19,11 @@ static cuda_driver_t drv;
 static int load_entry(const char *name, void **fn)
 {
     enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    cudaError_t err = cudaGetDriverEntryPointByVersion(name, fn, CUDA_DRV_ABI, cudaEnableDefault, &q);
+    cudaError_t err =
+        cudaGetDriverEntryPointByVersion(name, fn, CUDA_DRV_ABI, cudaEnableDefault, &q);
     if (err != cudaSuccess || q != cudaDriverEntryPointSuccess || !*fn) {
-        snprintf(probe_reason, sizeof(probe_reason), "driver entry point %s not found (%s)", name,
-                 cudaGetErrorString(err));
+        snprintf(probe_reason, sizeof(probe_reason), "driver entry point %s not found (%s)",
+                 name, cudaGetErrorString(err));
         return -1;
     }
     return 0;
@@ -39,8 +40,8 @@ static void probe(void)
         (void)cudaGetLastError();
         return;
     }
-#define LOAD(field, sym)                                                                  \
-    if (load_entry(#sym, (void **)&drv.field))                                            \
+#define LOAD(field, sym)                                                                       \
+    if (load_entry(#sym, (void **)&drv.field))                                                 \
         return;
     LOAD(get_error_string, cuGetErrorString)
     LOAD(device_get, cuDeviceGet)
@@ -158,7 +159,8 @@ int cuda_p2p_attributes(const char *pci_a, const char *pci_b, int *access_p, int
         *perf_rank_p = 0;
         return 0;
     }
-    if (cudaDeviceGetP2PAttribute(access_p, cudaDevP2PAttrAccessSupported, a, b) != cudaSuccess ||
+    if (cudaDeviceGetP2PAttribute(access_p, cudaDevP2PAttrAccessSupported, a, b) !=
+            cudaSuccess ||
         cudaDeviceGetP2PAttribute(atomic_p, cudaDevP2PAttrNativeAtomicSupported, a, b) !=
             cudaSuccess ||
         cudaDeviceGetP2PAttribute(perf_rank_p, cudaDevP2PAttrPerformanceRank, a, b) !=

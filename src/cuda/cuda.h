@@ -64,8 +64,8 @@ symcoll_status_t cuda_check_not_capturing(void *stream, const char *what);
 /* Host-mapped words that kernels poll: word[0] abort (set by symcoll_comm_abort through
  * cuda_abort_notify), word[1] the error a kernel left (CUDA_KERR_*). */
 typedef struct cuda_words {
-    volatile uint32_t *host;  /* host view */
-    uint32_t *dev;            /* device view */
+    volatile uint32_t *host; /* host view */
+    uint32_t *dev;           /* device view */
 } cuda_words_t;
 symcoll_status_t cuda_words_create(comm_t *comm, cuda_words_t *w);
 void cuda_words_destroy(comm_t *comm, cuda_words_t *w);

@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define CUDA_AR_MAX_RANKS  8   /* local ranks the kernels serve */
+#define CUDA_AR_MAX_RANKS 8    /* local ranks the kernels serve */
 #define CUDA_AR_MAX_BLOCKS 320 /* blocks of one launch (2 per SM on H100/H200) */
 
 /* one-shot of small messages with flags inside the data (LL), one-shot, two-shot */
@@ -22,18 +22,20 @@ enum { CUDA_BAR_START = 0, CUDA_BAR_END = 1, CUDA_BAR_NSLOTS = 2 };
  * its start flag (two-shot: the pool offset + 1 of its receive buffer, 0 if it is not in
  * the pool). Counters: this rank's own epochs, one per (algorithm, slot, block); never
  * reset, so a captured graph keeps working on every replay. */
-#define CUDA_PAD_FLAG(algo, slot, block, src)                                             \
-    ((((size_t)(algo) * CUDA_BAR_NSLOTS + (slot)) * CUDA_AR_MAX_BLOCKS + (block)) *       \
-         CUDA_AR_MAX_RANKS + (src))
-#define CUDA_PAD_NFLAGS ((size_t)CUDA_AR_NALGOS * CUDA_BAR_NSLOTS * CUDA_AR_MAX_BLOCKS * CUDA_AR_MAX_RANKS)
+#define CUDA_PAD_FLAG(algo, slot, block, src)                                                  \
+    ((((size_t)(algo)*CUDA_BAR_NSLOTS + (slot)) * CUDA_AR_MAX_BLOCKS + (block)) *              \
+         CUDA_AR_MAX_RANKS +                                                                   \
+     (src))
+#define CUDA_PAD_NFLAGS                                                                        \
+    ((size_t)CUDA_AR_NALGOS * CUDA_BAR_NSLOTS * CUDA_AR_MAX_BLOCKS * CUDA_AR_MAX_RANKS)
 /* info words are 64-bit, placed after the flags (index in uint64 units from pad start) */
-#define CUDA_PAD_INFO64(block, src)                                                       \
-    (CUDA_PAD_NFLAGS / 2 + (size_t)(block) * CUDA_AR_MAX_RANKS + (src))
-#define CUDA_PAD_COUNTER(algo, slot, block)                                               \
-    (CUDA_PAD_NFLAGS + 2 * (size_t)CUDA_AR_MAX_BLOCKS * CUDA_AR_MAX_RANKS +              \
-     (((size_t)(algo) * CUDA_BAR_NSLOTS + (slot)) * CUDA_AR_MAX_BLOCKS + (block)))
-#define CUDA_PAD_WORDS                                                                    \
-    (CUDA_PAD_NFLAGS + 2 * (size_t)CUDA_AR_MAX_BLOCKS * CUDA_AR_MAX_RANKS +              \
+#define CUDA_PAD_INFO64(block, src)                                                            \
+    (CUDA_PAD_NFLAGS / 2 + (size_t)(block)*CUDA_AR_MAX_RANKS + (src))
+#define CUDA_PAD_COUNTER(algo, slot, block)                                                    \
+    (CUDA_PAD_NFLAGS + 2 * (size_t)CUDA_AR_MAX_BLOCKS * CUDA_AR_MAX_RANKS +                    \
+     (((size_t)(algo)*CUDA_BAR_NSLOTS + (slot)) * CUDA_AR_MAX_BLOCKS + (block)))
+#define CUDA_PAD_WORDS                                                                         \
+    (CUDA_PAD_NFLAGS + 2 * (size_t)CUDA_AR_MAX_BLOCKS * CUDA_AR_MAX_RANKS +                    \
      (size_t)CUDA_AR_NALGOS * CUDA_BAR_NSLOTS * CUDA_AR_MAX_BLOCKS)
 #define CUDA_PAD_BYTES (CUDA_PAD_WORDS * 4)
 
@@ -41,15 +43,15 @@ enum { CUDA_BAR_START = 0, CUDA_BAR_END = 1, CUDA_BAR_NSLOTS = 2 };
 enum { CUDA_KERR_NONE = 0, CUDA_KERR_ABORTED = 1, CUDA_KERR_TIMED_OUT = 2 };
 
 typedef struct cuda_ar_args {
-    const void *send;       /* this rank's input (any device memory) */
-    void *recv;             /* this rank's output; may equal send */
-    size_t count;           /* elements */
-    int dtype;              /* symcoll_dtype_t */
-    int op;                 /* symcoll_op_t */
-    int rank;               /* local rank */
-    int nranks;             /* local ranks (all ranks of the communicator) */
-    int algo;               /* CUDA_AR_ONESHOT / _TWOSHOT / _LL */
-    int nblocks;            /* fixed per algorithm for the life of the pool */
+    const void *send; /* this rank's input (any device memory) */
+    void *recv;       /* this rank's output; may equal send */
+    size_t count;     /* elements */
+    int dtype;        /* symcoll_dtype_t */
+    int op;           /* symcoll_op_t */
+    int rank;         /* local rank */
+    int nranks;       /* local ranks (all ranks of the communicator) */
+    int algo;         /* CUDA_AR_ONESHOT / _TWOSHOT / _LL */
+    int nblocks;      /* fixed per algorithm for the life of the pool */
     /* staging area of every rank as seen from here (index = rank); one-shot: 2 parities
      * x nranks sources x stage_slot bytes (LL: the same, 16-byte records of 8 payload
      * bytes and two flags); two-shot: (nranks-1) sources x stage_slot bytes
@@ -61,10 +63,10 @@ typedef struct cuda_ar_args {
      * every rank's view of pool offset 0 */
     uint64_t recv_info;
     char *pool_base[CUDA_AR_MAX_RANKS];
-    uint32_t *pad[CUDA_AR_MAX_RANKS];      /* every rank's signal pad, as seen from here */
-    const volatile uint32_t *abort_word;   /* host-mapped; non-zero: stop */
-    volatile uint32_t *err_word;           /* host-mapped; set by a kernel that gave up */
-    unsigned long long timeout_ns;         /* a barrier wait longer than this gives up */
+    uint32_t *pad[CUDA_AR_MAX_RANKS];    /* every rank's signal pad, as seen from here */
+    const volatile uint32_t *abort_word; /* host-mapped; non-zero: stop */
+    volatile uint32_t *err_word;         /* host-mapped; set by a kernel that gave up */
+    unsigned long long timeout_ns;       /* a barrier wait longer than this gives up */
 } cuda_ar_args_t;
 
 /* Launch the all-reduce kernel on stream (cudaStream_t). Returns a cudaError_t. */

@@ -21,6 +21,7 @@ NVCC_ALL_FLAGS = -std=c++17 -O3 \
 
 src/cuda/allreduce.lo: $(top_srcdir)/src/cuda/allreduce.cu $(top_srcdir)/src/cuda/kernels.h \
 		$(top_srcdir)/include/symcoll.h $(top_srcdir)/scripts/nvcc-lt.sh
+	@$(MKDIR_P) src/cuda
 	$(AM_V_GEN)$(SHELL) $(top_srcdir)/scripts/nvcc-lt.sh '$(NVCC)' $@ \
 		$(top_srcdir)/src/cuda/allreduce.cu $(NVCC_ALL_FLAGS) >src/cuda/allreduce.ptxas.log 2>&1 \
 		|| { cat src/cuda/allreduce.ptxas.log; exit 1; }

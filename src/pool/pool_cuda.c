@@ -65,8 +65,10 @@ static symcoll_status_t cuda_pool_init(comm_t *comm, void **ctx_p)
     c->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     c->prop.location.id = c->device;
     c->prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-    if (drv->device_get_attribute(&rdma, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
-                                  cudev) == CUDA_SUCCESS && rdma)
+    if (drv->device_get_attribute(&rdma,
+                                  CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
+                                  cudev) == CUDA_SUCCESS &&
+        rdma)
         c->prop.allocFlags.gpuDirectRDMACapable = 1;
     res = drv->mem_get_allocation_granularity(&c->granularity, &c->prop,
                                               CU_MEM_ALLOC_GRANULARITY_MINIMUM);
@@ -103,7 +105,10 @@ static void cuda_pool_fini(void *ctx)
     free(c);
 }
 
-static size_t cuda_pool_granularity(void *ctx) { return ((cuda_pool_ctx_t *)ctx)->granularity; }
+static size_t cuda_pool_granularity(void *ctx)
+{
+    return ((cuda_pool_ctx_t *)ctx)->granularity;
+}
 
 static symcoll_status_t cuda_pool_reserve(void *ctx, size_t size, void **base_p)
 {
@@ -183,8 +188,8 @@ static symcoll_status_t cuda_pool_seg_import(void *ctx, int fd, size_t size, voi
     cuda_pool_ctx_t *c = ctx;
     CUmemGenericAllocationHandle h;
     symcoll_status_t status;
-    CUresult res = c->drv->mem_import(&h, (void *)(uintptr_t)fd,
-                                      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    CUresult res =
+        c->drv->mem_import(&h, (void *)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
 
     if (res != CUDA_SUCCESS)
         return cuda_drv_error(res, "cuMemImportFromShareableHandle");
