@@ -72,6 +72,15 @@ launch -n 3 sh -c 'if [ "$SYMCOLL_RANK" = 2 ]; then kill -KILL $$; fi; exec slee
 expect_rc 137
 expect_err '^symcoll_run: rank 2 \(pid [0-9]+\) killed by signal 9 \(Killed\)$'
 
+# --- a real rank, waiting in the library's bootstrap for a peer that died, is stopped
+case="real rank stopped"
+info="$top_builddir/tools/symcoll_info"
+if [ -x "$info" ]; then
+    launch -n 2 sh -c 'if [ "$SYMCOLL_RANK" = 1 ]; then kill -KILL $$; fi; exec "$1" -t' x "$info"
+    expect_rc 137
+    expect_err '^symcoll_run: rank 1 \(pid [0-9]+\) killed by signal 9 \(Killed\)$'
+fi
+
 # --- a rank that ignores SIGTERM is killed after the grace period; the ranks' own
 #     children (here a background sleep) go too
 case="stop ignores SIGTERM"
