@@ -92,8 +92,9 @@ struct pool {
     size_t nlive, live_cap;
 
     uint64_t xseq;
-    unsigned char *xbuf; /* nranks exchange messages */
-    size_t xmsg;         /* size of one */
+    unsigned char *xbuf;  /* nranks exchange messages */
+    unsigned char *xsend; /* this rank's */
+    size_t xmsg;          /* size of one */
 
     _Atomic size_t st_reserved, st_mapped, st_in_use, st_peak;
     _Atomic uint64_t st_growths, st_segments;
@@ -127,24 +128,17 @@ const pool_backend_t *pool_backend_get(symcoll_mem_type_t mem_type)
 static symcoll_status_t pool_exchange(pool_t *pool, pool_xhdr_t *hdr, const void *blob)
 {
     comm_t *comm = pool->comm;
-    unsigned char *msg = pool->xbuf + (size_t)comm->rank * pool->xmsg;
     symcoll_status_t status;
 
     hdr->magic = POOL_XMAGIC;
     hdr->seq = ++pool->xseq;
-    memset(msg, 0, pool->xmsg);
-    memcpy(msg, hdr, sizeof(*hdr));
+    /* sent from its own buffer (allocated with the pool: nothing here can fail before
+     * we take part, so peers never wait for us in vain) */
+    memset(pool->xsend, 0, pool->xmsg);
+    memcpy(pool->xsend, hdr, sizeof(*hdr));
     if (blob && hdr->blob_len)
-        memcpy(msg + sizeof(*hdr), blob, hdr->blob_len);
-    /* the gather writes our own slot too: send from a copy */
-    unsigned char *src = malloc(pool->xmsg);
-    if (!src) {
-        log_error("pool: out of memory for an exchange");
-        return SYMCOLL_ERR_NO_MEMORY;
-    }
-    memcpy(src, msg, pool->xmsg);
-    status = bootstrap_allgather(comm->bootstrap, src, pool->xbuf, pool->xmsg);
-    free(src);
+        memcpy(pool->xsend + sizeof(*hdr), blob, hdr->blob_len);
+    status = bootstrap_allgather(comm->bootstrap, pool->xsend, pool->xbuf, pool->xmsg);
     if (status != SYMCOLL_OK) {
         log_error("pool: exchange %llu failed: %s", (unsigned long long)hdr->seq,
                   symcoll_status_string(status));
@@ -750,8 +744,10 @@ symcoll_status_t pool_create(comm_t *comm, const pool_params_t *params, pool_t *
     pool->local_size = comm->topo->local_size;
     pool->xmsg = round_up(sizeof(pool_xhdr_t) + pool->listener.max_blob, 8);
     pool->xbuf = calloc((size_t)comm->nranks, pool->xmsg);
-    if (!pool->xbuf || pthread_mutex_init(&pool->lock, NULL)) {
+    pool->xsend = calloc(1, pool->xmsg);
+    if (!pool->xbuf || !pool->xsend || pthread_mutex_init(&pool->lock, NULL)) {
         free(pool->xbuf);
+        free(pool->xsend);
         free(pool);
         return SYMCOLL_ERR_NO_MEMORY;
     }
@@ -792,6 +788,7 @@ err_views:
         be->fini(pool->be_ctx);
     pthread_mutex_destroy(&pool->lock);
     free(pool->xbuf);
+    free(pool->xsend);
     free(pool);
     return status;
 }
@@ -817,6 +814,7 @@ void pool_destroy(pool_t *pool)
     free(pool->free);
     free(pool->live);
     free(pool->xbuf);
+    free(pool->xsend);
     free(pool);
 }
 
