@@ -95,6 +95,7 @@ struct ucx_ctx {
 
     ucx_op_t ops[UCX_OPS];
     unsigned op_next;
+    unsigned op_waited;   /* op_next when ucx_wait_all last completed everything */
     bool native_rma;      /* put / fence / flag; else one active message per transfer */
     size_t am_piece;      /* largest active message payload sent in one piece */
     ucx_recv_hook_t hook; /* consumer of incoming payloads, if any */
@@ -360,11 +361,18 @@ symcoll_status_t ucx_req_wait(ucx_ctx_t *ucx, ucx_req_t req, const deadline_t *d
 
 symcoll_status_t ucx_wait_all(ucx_ctx_t *ucx, const deadline_t *dl)
 {
-    for (unsigned i = 0; i < UCX_OPS; i++) {
-        symcoll_status_t status = ucx_op_finish(ucx, &ucx->ops[i], dl);
+    /* only the slots used since the last complete wait can be busy */
+    unsigned n = ucx->op_next - ucx->op_waited;
+
+    if (n > UCX_OPS)
+        n = UCX_OPS;
+    for (unsigned k = 0; k < n; k++) {
+        symcoll_status_t status =
+            ucx_op_finish(ucx, &ucx->ops[(ucx->op_next - n + k) % UCX_OPS], dl);
         if (status != SYMCOLL_OK)
             return status;
     }
+    ucx->op_waited = ucx->op_next;
     return SYMCOLL_OK;
 }
 
