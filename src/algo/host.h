@@ -52,7 +52,7 @@ typedef struct algo_host_state {
     size_t chunk_bytes;    /* pipeline chunk (SYMCOLL_HOST_CHUNK_SIZE) */
     unsigned spin_max;     /* pause rounds before a wait starts yielding */
     bool has_staging;
-    size_t staging_off;      /* 2 slots of chunk_bytes, same offset on every rank */
+    size_t staging_off; /* HOST_STAGING_SLOTS slots of chunk_bytes, same offset on every rank */
     symcoll_status_t broken; /* a failed wait leaves the epochs out of step: sticky */
     const void **srcs;       /* n source pointers for the reduction */
     uint64_t *peer_flags, *peer_in, *peer_out; /* descriptors read from the peers */
@@ -79,6 +79,10 @@ typedef struct host_call {
 } host_call_t;
 
 enum { HOST_ALGO_ONESHOT = 1, HOST_ALGO_TWOSHOT = 2 };
+
+/* Staging slots of chunk_bytes per rank, used in rotation by both algorithms (the
+ * pipelined two-shot reads a slot up to two barriers after it was filled). */
+#define HOST_STAGING_SLOTS 3
 
 /* State of the host algorithms for pool (created on first use; staging is allocated
  * collectively here when missing). */

@@ -121,7 +121,8 @@ symcoll_status_t algo_host_state_get(pool_t *pool, algo_host_state_t **st_p)
     }
     if (!st->has_staging && st->broken == SYMCOLL_OK) {
         /* same call sequence on every rank, so same decision and same offset */
-        status = pool_alloc(pool, 2 * st->chunk_bytes, POOL_ALLOC_STAGING, &st->staging_off);
+        status = pool_alloc(pool, HOST_STAGING_SLOTS * st->chunk_bytes, POOL_ALLOC_STAGING,
+                            &st->staging_off);
         if (status != SYMCOLL_OK)
             return status;
         st->has_staging = true;

@@ -3,14 +3,14 @@
  * Algorithm. The message is cut into chunks of SYMCOLL_HOST_CHUNK_SIZE bytes (small
  * messages are one chunk). For each chunk every rank makes its input visible to its
  * peers: a buffer from symcoll_mem_alloc is already in the pool and is read in place;
- * any other input is copied into one of the rank's two staging slots. One barrier
+ * any other input is copied into one of the rank's staging slots. One barrier
  * (each rank bumps its epoch in its signal pad with a release store and waits, with
  * acquire loads, until every peer's epoch reaches it), then every rank reads all ranks'
  * copies in rank order and reduces them into its own output. Every rank runs the same
  * reduction over the same bytes in the same order, so all get identical bits.
  *
- * Reuse. Staging slots alternate from chunk to chunk (and call to call): a rank writes
- * a slot again only after the barrier of the next chunk, which every peer reaches only
+ * Reuse. Staging slots rotate from chunk to chunk (and call to call): a rank writes a
+ * slot again only after the barrier of a later chunk, which every peer reaches only
  * after it finished reading that slot; so no end barrier is needed for staged input.
  * Input read in place from the caller's buffer is different: the caller may change it
  * as soon as the call returns, so then the call ends with one more barrier. An
@@ -38,7 +38,7 @@ symcoll_status_t algo_host_oneshot(host_call_t *c)
 
     for (size_t k = 0; (off = k * chunk) < nbytes; k++) {
         size_t bytes = nbytes - off < chunk ? nbytes - off : chunk;
-        unsigned slot = (unsigned)(st->slot++ & 1);
+        unsigned slot = (unsigned)(st->slot++ % HOST_STAGING_SLOTS);
 
         if (!in_linear)
             memcpy(algo_host_staging(c, c->me, slot), c->sendbuf + off, bytes);
