@@ -272,8 +272,10 @@ symcoll_status_t algo_net_local_barrier(net_state_t *st, deadline_t *dl)
     double next_alive = time_now() + NET_ALIVE_PERIOD;
     _Atomic uint64_t *mine = (_Atomic uint64_t *)net_flag(st, st->comm->rank, 0);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    /* ranks with a core each never sleep (a wake-up costs more than a short spin) */
-    unsigned spin_max = ncpu > 0 && t->local_size > ncpu ? 16 : 4096;
+    /* Each turn progresses UCX (a system call on TCP), so even this short spin lasts
+     * ~0.1 ms: peers with a core each arrive within it, and on a crowded machine
+     * (simulated nodes share its cores too) a long spin only delays the peer. */
+    unsigned spin_max = ncpu > 0 && t->local_size >= ncpu ? 16 : 128;
 
     atomic_store_explicit(mine, target, memory_order_seq_cst);
     if (atomic_load_explicit(mine + 1, memory_order_seq_cst))
@@ -348,7 +350,13 @@ static int net_choose(net_state_t *st, size_t bytes)
 
     if (st->last_algo >= 0 && st->last_bytes == bytes)
         return st->last_algo;
-    topo_choose(st->comm->topo, pool_backend(st->pool)->mem_type, bytes, &d);
+    d.algo = topo_choose_algo(st->comm->topo, pool_backend(st->pool)->mem_type, bytes);
+    /* the reason only when it is printed */
+    if ((d.algo != TOPO_ALGO_RD && d.algo != TOPO_ALGO_RING && d.algo != TOPO_ALGO_HIER) ||
+        log_level_current >= LOG_LEVEL_DEBUG)
+        topo_choose(st->comm->topo, pool_backend(st->pool)->mem_type, bytes, &d);
+    else
+        d.reason[0] = 0;
     log_debug("all-reduce of %zu bytes: %s (%s)", bytes, topo_algo_name(d.algo), d.reason);
     if (d.algo != TOPO_ALGO_RD && d.algo != TOPO_ALGO_RING && d.algo != TOPO_ALGO_HIER) {
         log_error("symcoll_allreduce: no inter-node algorithm for %zu bytes (%s: %s)", bytes,
