@@ -1,5 +1,6 @@
-/* Topology: which ranks share a node (same host identity), local ranks and leaders.
- * Probed once at communicator creation through the bootstrap. */
+/* Topology: every rank's facts (host, pid, CPU and NUMA node, GPU, UCX capabilities),
+ * which ranks share a node, local ranks and leaders, each node's GPU link matrix, and
+ * the shapes the algorithm selector decides on. Probed once at communicator creation. */
 #ifndef SYMCOLL_TOPO_H
 #define SYMCOLL_TOPO_H
 
