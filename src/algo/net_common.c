@@ -220,7 +220,7 @@ static symcoll_status_t net_wait_word(net_state_t *st, const uint64_t *word, uin
                       symcoll_status_string(status));
             return status;
         }
-        core_spin_pause(&iter);
+        ucx_idle(st->ucx, &iter);
     }
     return SYMCOLL_OK;
 }

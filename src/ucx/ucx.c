@@ -2,6 +2,8 @@
  * rkeys; put / fence / flag and the progress loops every inter-node wait goes through. */
 #include "ucx/ucx.h"
 
+#include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +87,7 @@ struct ucx_ctx {
     bool abort_sent;
     bool closed;
     bool closing;       /* endpoints going away: their errors are expected */
+    int efd;            /* the worker's event fd (UCP_FEATURE_WAKEUP); -1: none */
     bool worker_ready;  /* creation exchanged the first check messages */
     int32_t hello_rank; /* header of the check message; must outlive the send */
 
@@ -236,6 +239,35 @@ void ucx_notify_abort(ucx_ctx_t *ucx)
         ucp_worker_progress(ucx->worker);
 }
 
+/* Idle turns of a wait before it sleeps in the kernel (each turn is a progress call, a
+ * system call on TCP, so this is a few milliseconds), and how long one sleep lasts at
+ * most (transports that write memory without an event, and peers of the node, are
+ * seen at the latest then). */
+#define UCX_SPIN_TURNS 256
+#define UCX_SLEEP_AFTER 2048
+#define UCX_SLEEP_MS 1
+
+void ucx_idle(ucx_ctx_t *ucx, unsigned *iter)
+{
+    struct pollfd p;
+
+    if (++*iter < UCX_SPIN_TURNS) {
+        core_spin_pause(&(unsigned){0});
+        return;
+    }
+    if (*iter < UCX_SLEEP_AFTER || ucx->efd < 0) {
+        sched_yield();
+        return;
+    }
+    /* armed: the fd fires on the next event; busy: events are pending, progress now */
+    if (ucp_worker_arm(ucx->worker) != UCS_OK)
+        return;
+    p.fd = ucx->efd;
+    p.events = POLLIN;
+    p.revents = 0;
+    (void)poll(&p, 1, UCX_SLEEP_MS);
+}
+
 /* One turn of a wait loop: progress, then back off when nothing happened. */
 static symcoll_status_t ucx_wait_turn(ucx_ctx_t *ucx, const deadline_t *dl, unsigned *iter)
 {
@@ -244,7 +276,7 @@ static symcoll_status_t ucx_wait_turn(ucx_ctx_t *ucx, const deadline_t *dl, unsi
     if (ucp_worker_progress(ucx->worker))
         *iter = 0;
     else
-        core_spin_pause(iter);
+        ucx_idle(ucx, iter);
     status = ucx_peer_status(ucx);
     if (status != SYMCOLL_OK)
         return status;
@@ -1033,7 +1065,8 @@ static symcoll_status_t ucx_init_context(ucx_ctx_t *ucx)
     }
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
-    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM;
+    /* WAKEUP: a wait that lasts sleeps on the worker's event fd instead of spinning */
+    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
     params.name = "symcoll";
     s = ucp_init(&params, config, &ucx->context);
     ucp_config_release(config);
@@ -1051,6 +1084,10 @@ static symcoll_status_t ucx_init_context(ucx_ctx_t *ucx)
         ucp_cleanup(ucx->context);
         ucx->context = NULL;
         return SYMCOLL_ERR_UCX;
+    }
+    if (ucp_worker_get_efd(ucx->worker, &ucx->efd) != UCS_OK) {
+        log_debug("UCX worker has no event fd: long waits yield instead of sleeping");
+        ucx->efd = -1;
     }
     return SYMCOLL_OK;
 }

@@ -109,6 +109,11 @@ symcoll_status_t ucx_put_flag(ucx_ctx_t *ucx, int peer, uint64_t value, uint64_t
  * Call from the thread that uses the communicator. */
 void ucx_notify_abort(ucx_ctx_t *ucx);
 
+/* Back-off of a wait turn that found nothing (*iter counts idle turns, 0 at the start
+ * of a wait): spins, then yields, then sleeps up to a millisecond on the worker's event
+ * fd, so that ranks waiting long leave their cores to the ranks that work. */
+void ucx_idle(ucx_ctx_t *ucx, unsigned *iter);
+
 /* One round of progress; SYMCOLL_ERR_PEER_FAILED once a peer failed,
  * SYMCOLL_ERR_ABORTED once a peer aborted. */
 symcoll_status_t ucx_progress(ucx_ctx_t *ucx);
