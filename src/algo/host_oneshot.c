@@ -46,6 +46,10 @@ symcoll_status_t algo_host_oneshot(host_call_t *c)
         if (status != SYMCOLL_OK)
             return status;
         if (k == 0) {
+            /* start fetching the peers' staged data while their descriptors come in */
+            for (int r = 0; r < c->n; r++)
+                for (size_t b = 0; r != c->me && b < bytes && b < 512; b += 64)
+                    __builtin_prefetch(algo_host_staging(c, r, slot) + b);
             status = algo_host_desc_collect(c, HOST_ALGO_ONESHOT);
             if (status != SYMCOLL_OK)
                 return status;
