@@ -126,6 +126,7 @@ void algo_pool_abort(pool_t *pool)
 {
     if (pool_backend(pool)->mem_type == SYMCOLL_MEM_HOST)
         algo_host_abort(pool);
+    algo_net_pool_abort(pool);
 }
 
 symcoll_status_t algo_allreduce(comm_t *comm, pool_t *pool, symcoll_mem_type_t mem_type,

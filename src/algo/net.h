@@ -129,6 +129,10 @@ symcoll_status_t algo_net_allreduce(comm_t *comm, pool_t *pool, const void *send
                                     void *recvbuf, size_t count, symcoll_dtype_t dtype,
                                     symcoll_op_t op);
 
+/* The communicator was aborted: tell the peers (their calls end now, not at their
+ * deadline) and refuse further calls. */
+void algo_net_pool_abort(pool_t *pool);
+
 /* Releases the scratch so that pool_trim can unmap it (collective, like the trim). */
 void algo_net_pool_release(pool_t *pool);
 

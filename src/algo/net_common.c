@@ -20,6 +20,8 @@
 /* How often a rank waiting on a peer of its own node checks that it still runs. */
 #define NET_ALIVE_PERIOD 0.005
 
+static void net_give_up(net_state_t *st);
+
 static size_t net_round(size_t bytes)
 {
     return (bytes + POOL_ALIGN - 1) / POOL_ALIGN * POOL_ALIGN;
@@ -139,6 +141,23 @@ symcoll_status_t algo_net_reserve(net_state_t *st, size_t in, size_t acc, size_t
     st->area_bytes = area;
     st->has_scratch = true;
     return SYMCOLL_OK;
+}
+
+void algo_net_pool_abort(pool_t *pool)
+{
+    comm_t *comm = pool_comm(pool);
+    net_state_t *st;
+
+    if (!comm->ucx)
+        return;
+    st = ucx_algo_state(comm->ucx, pool_backend(pool)->mem_type);
+    if (!st) {
+        ucx_notify_abort(comm->ucx);
+        return;
+    }
+    if (st->broken == SYMCOLL_OK)
+        st->broken = SYMCOLL_ERR_ABORTED;
+    net_give_up(st);
 }
 
 void algo_net_pool_release(pool_t *pool)
