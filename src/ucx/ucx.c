@@ -1284,6 +1284,9 @@ void ucx_close(ucx_ctx_t *ucx)
     if (!ucx || ucx->closed)
         return;
     dl = deadline_make(ucx->comm->timeout_sec, NULL);
+    /* an aborted rank that made no call since: peers still waiting on it stop now */
+    if (atomic_load(&ucx->comm->aborted))
+        ucx_notify_abort(ucx);
     if (!atomic_load(&ucx->failed)) {
         (void)ucx_wait_all(ucx, &dl);
         (void)ucx_flush(ucx, &dl);
