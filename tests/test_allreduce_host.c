@@ -367,6 +367,21 @@ static void body_mixed(int rank, int n, void *arg)
     ctx_fini(&x);
 }
 
+/* Every datatype x operator at 1 MiB + 3 elements, once, on 3 ranks (uneven slices,
+ * several pipeline chunks); in place and pool buffers alternate. Complements the
+ * matrix above, which sees the big size once per datatype on every rank count. */
+static void body_big_all(int rank, int n, void *arg)
+{
+    run_ctx_t x;
+    (void)arg;
+    ctx_init(&x, rank, n, BIG_COUNT * 8);
+    for (int dt = 0; dt < SYMCOLL_DTYPE_LAST; dt++)
+        for (int op = 0; op < SYMCOLL_OP_LAST; op++)
+            check_call(&x, (symcoll_dtype_t)dt, (symcoll_op_t)op, BIG_COUNT, op % 2,
+                       (dt + op) % 2, 0);
+    ctx_fini(&x);
+}
+
 RANKS_TEST(test_matrix_1, body_matrix, 1)
 RANKS_TEST(test_matrix_2, body_matrix, 2)
 RANKS_TEST(test_matrix_3, body_matrix, 3)
@@ -374,6 +389,7 @@ RANKS_TEST(test_matrix_4, body_matrix, 4)
 RANKS_TEST(test_matrix_8, body_matrix, 8)
 RANKS_TEST(test_chunks_3, body_chunks, 3)
 RANKS_TEST(test_mixed_buffers_3, body_mixed, 3)
+RANKS_TEST(test_big_all_ops_3, body_big_all, 3)
 
 int main(void)
 {
@@ -386,5 +402,6 @@ int main(void)
     ADD_CASE(s, test_matrix_8);
     ADD_CASE(s, test_chunks_3);
     ADD_CASE(s, test_mixed_buffers_3);
+    ADD_CASE(s, test_big_all_ops_3);
     return pool_tests_run(s);
 }
