@@ -246,6 +246,17 @@ static void body_large(int rank, int nranks, void *arg)
     ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
 }
 
+/* The same sweeps with puts into the peers' registered pool segments (rkeys) instead of
+ * active messages, the protocol used where UCX has native RMA lanes: on TCP UCX emulates
+ * it, so the target's progress matters too. */
+static void body_sweep_put(int rank, int nranks, void *arg)
+{
+    setenv("SYMCOLL_NET_PROTOCOL", "put", 1);
+    body_sweep(rank, nranks, arg);
+    body_large(rank, nranks, arg);
+    unsetenv("SYMCOLL_NET_PROTOCOL");
+}
+
 #define SHAPE_TEST(name, nr, nn, body)                                                         \
     START_TEST(name)                                                                           \
     {                                                                                          \
@@ -259,6 +270,8 @@ SHAPE_TEST(test_sweep_2x2, 4, 2, body_sweep)
 SHAPE_TEST(test_sweep_3x1, 3, 3, body_sweep)
 SHAPE_TEST(test_sweep_4x1, 4, 4, body_sweep)
 SHAPE_TEST(test_sweep_3x2, 6, 3, body_sweep)
+SHAPE_TEST(test_sweep_put_2x1, 2, 2, body_sweep_put)
+SHAPE_TEST(test_sweep_put_3x2, 6, 3, body_sweep_put)
 SHAPE_TEST(test_large_2x1, 2, 2, body_large)
 SHAPE_TEST(test_large_3x1, 3, 3, body_large)
 SHAPE_TEST(test_large_2x2, 4, 2, body_large)
@@ -452,6 +465,8 @@ int main(void)
     tcase_add_test(tc, test_sweep_3x1);
     tcase_add_test(tc, test_sweep_4x1);
     tcase_add_test(tc, test_sweep_3x2);
+    tcase_add_test(tc, test_sweep_put_2x1);
+    tcase_add_test(tc, test_sweep_put_3x2);
     tcase_add_test(tc, test_large_2x1);
     tcase_add_test(tc, test_large_3x1);
     tcase_add_test(tc, test_large_2x2);
