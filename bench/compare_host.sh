@@ -83,6 +83,8 @@ status=0
 compare() {
     name=$1 title=$2 sym_cmd=$3 mpi_cmd=$4 rule=$5 note=${6:-}
     echo "== $title" >&2
+    load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+    date_start=$(date -u '+%Y-%m-%d %H:%M UTC')
     i=1
     while [ $i -le "$runs" ]; do
         # alternate, so drift of a shared machine hits both sides alike
@@ -104,9 +106,9 @@ compare() {
     {
         echo "# $title"
         echo
-        echo "Recorded by \`bench/compare_host.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC')."
+        echo "Recorded by \`bench/compare_host.sh\`, started $date_start."
         echo "Machine: $(nproc) cores, $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1);" \
-             "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)."
+             "load average at start: $load_start."
         echo "symcoll commit: $commit; $(mpirun --version 2>/dev/null | head -1)."
         echo
         echo "Placement: --bind $bind (see bench/compare_host.sh --help)."
