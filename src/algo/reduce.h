@@ -1,6 +1,6 @@
 /* Element-wise reductions for every datatype and operator, shared by the host algorithms
  * (and usable by the inter-node ones): sources are combined in the order given, so every
- * rank that reduces the same sources gets the same bits. */
+ * rank that reduces the same sources gets the same bits (NaNs aside: see reduce.c). */
 #ifndef SYMCOLL_ALGO_REDUCE_H
 #define SYMCOLL_ALGO_REDUCE_H
 
