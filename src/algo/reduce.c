@@ -52,46 +52,62 @@ typedef double u_f64 __attribute__((aligned(1)));
 
 /* ---- half-precision conversions ---------------------------------------------------- */
 
-float algo_half_to_float(uint16_t h)
+/* The float16 conversions compute every case and pick one with sel32 rather than
+ * branching, so that the loops calling them vectorise: a branch would hide the float
+ * multiply in a path the vectoriser may not execute speculatively. */
+static inline uint32_t sel32(int c, uint32_t a, uint32_t b)
 {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, x;
-    float f;
-    if (exp == 0) {
-        /* zero or subnormal: man * 2^-24, exact in float */
-        f = (float)man * 0x1p-24f;
-        return sign ? -f : f;
-    }
-    if (exp == 31)
-        x = sign | 0x7f800000u | (man << 13);
-    else
-        x = sign | ((exp + 112) << 23) | (man << 13);
+    uint32_t mask = -(uint32_t)(c != 0);
+    return (a & mask) | (b & ~mask);
+}
+
+static inline float half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, x,
+             sub_bits;
+    /* zero or subnormal: man * 2^-24, exact in float */
+    float f = (float)(int32_t)man * 0x1p-24f;
+    memcpy(&sub_bits, &f, sizeof(sub_bits));
+    x = sel32(exp == 31, 0x7f800000u | (man << 13), ((exp + 112) << 23) | (man << 13));
+    x = sel32(exp == 0, sub_bits, x) | sign;
     memcpy(&f, &x, sizeof(f));
     return f;
 }
 
-uint16_t algo_float_to_half(float f)
+static inline uint16_t float_to_half(float f)
 {
-    uint32_t x, sign;
+    uint32_t x, sign, e, m, sh, sub, norm, mag;
     memcpy(&x, &f, sizeof(x));
     sign = (x >> 16) & 0x8000;
     x &= 0x7fffffffu;
-    if (x > 0x7f800000u) /* NaN: keep it quiet and non-zero */
-        return (uint16_t)(sign | 0x7e00 | ((x >> 13) & 0x3ff));
-    if (x >= 0x477ff000u) /* >= 65520 rounds to infinity */
-        return (uint16_t)(sign | 0x7c00);
-    if (x < 0x38800000u) {
-        /* below the smallest normal half: round |f| / 2^-24 to an integer, nearest even,
-         * by the float addition of 2^23 (the result 1024 encodes the smallest normal) */
-        float a;
-        memcpy(&a, &x, sizeof(a));
-        volatile float t = a * 0x1p24f + 0x1p23f;
-        return (uint16_t)(sign | (uint32_t)(t - 0x1p23f));
-    }
-    /* rebias the exponent, round the 13 dropped bits to nearest even; a carry out of the
-     * mantissa correctly bumps the exponent */
-    x -= 0x38000000u;
-    x += 0xfffu + ((x >> 13) & 1);
-    return (uint16_t)(sign | (x >> 13));
+    /* below the smallest normal half (x < 0x38800000: float exponent e <= 112): |f| / 2^-24
+     * = m * 2^(e - 126), rounded to an integer, nearest even, in integers (the result
+     * 1024 encodes the smallest normal). A shift past 25 gives 0 as 25 does; clamping e
+     * also keeps the shift defined for inputs that take another case. */
+    e = x >> 23;
+    e = e < 101 ? 101 : e > 112 ? 112 : e;
+    m = (x & 0x7fffffu) | 0x800000u;
+    sh = 126 - e;
+    sub = (m + (1u << (sh - 1)) - 1 + ((m >> sh) & 1)) >> sh;
+    /* normal: rebias the exponent, round the 13 dropped bits to nearest even; a carry out
+     * of the mantissa correctly bumps the exponent */
+    norm = x - 0x38000000u;
+    norm = (norm + 0xfffu + ((norm >> 13) & 1)) >> 13;
+    mag = sel32(x < 0x38800000u, sub, norm);
+    mag = sel32(x >= 0x477ff000u, 0x7c00, mag); /* >= 65520 rounds to infinity */
+    mag = sel32(x > 0x7f800000u, 0x7e00 | ((x >> 13) & 0x3ff), mag); /* NaN: quiet, non-zero */
+    return (uint16_t)(sign | mag);
+}
+
+/* the loops use the inline versions: a call into a global function would not vectorise */
+float algo_half_to_float(uint16_t h)
+{
+    return half_to_float(h);
+}
+
+uint16_t algo_float_to_half(float f)
+{
+    return float_to_half(f);
 }
 
 float algo_bf16_to_float(uint16_t h)
@@ -250,7 +266,7 @@ DEF_INT_AVG(u64, uint64_t, uint64_t)
     DEF_REDUCE(reduce_##tag##_max, T, A, LD, C_MAX, tag##_fin)                                 \
     DEF_REDUCE(reduce_##tag##_avg, T, A, LD, C_SUM, tag##_fin_avg)
 
-DEF_FLT(f16, u_h16, float, algo_half_to_float, algo_float_to_half)
+DEF_FLT(f16, u_h16, float, half_to_float, float_to_half)
 DEF_FLT(bf16, u_h16, float, algo_bf16_to_float, algo_float_to_bf16)
 DEF_FLT(f32, u_f32, float, ID, ID)
 DEF_FLT(f64, u_f64, double, ID, ID)
