@@ -12,7 +12,7 @@
 
 /*
  * Vectorisation, without a particular CPU at build or run time and without changing a
- * bit of any result:
+ * bit of any result (NaNs aside, see below):
  * - GCC (12) at -O2 vectorises only loops whose trip count it knows at compile time
  *   (its "very cheap" cost model); these loops have a run-time count, so this file asks
  *   for the -O3 vectoriser. Clang vectorises them at -O2 already.
