@@ -43,22 +43,22 @@ extern "C" {
  * @brief Status codes. @c SYMCOLL_OK is zero, every error is negative.
  */
 typedef enum {
-    SYMCOLL_OK                = 0,   /**< success */
-    SYMCOLL_ERR_INVALID_PARAM = -1,  /**< an argument or configuration value is invalid */
-    SYMCOLL_ERR_NO_MEMORY     = -2,  /**< out of memory, or the pool reached its ceiling */
-    SYMCOLL_ERR_UNSUPPORTED   = -3,  /**< not supported by this build, machine or layer */
-    SYMCOLL_ERR_TIMED_OUT     = -4,  /**< a wait passed its deadline (SYMCOLL_TIMEOUT) */
-    SYMCOLL_ERR_PEER_FAILED   = -5,  /**< a peer process died or its endpoint failed */
-    SYMCOLL_ERR_ABORTED       = -6,  /**< the communicator was aborted */
-    SYMCOLL_ERR_MISMATCH      = -7,  /**< ranks disagree (arguments, sequence numbers) */
-    SYMCOLL_ERR_SYSTEM        = -8,  /**< an operating-system call failed */
-    SYMCOLL_ERR_CUDA          = -9,  /**< a CUDA call failed */
-    SYMCOLL_ERR_UCX           = -10, /**< a UCX call failed */
-    SYMCOLL_ERR_BOOTSTRAP     = -11, /**< the out-of-band exchange failed or was malformed */
-    SYMCOLL_ERR_INTERNAL      = -12, /**< an internal invariant failed (a bug) */
-    SYMCOLL_ERR_IN_PROGRESS   = -13, /**< the operation cannot run now (e.g. pool growth
-                                          during CUDA stream capture) */
-    SYMCOLL_ERR_LAST          = -14  /**< one past the last error code */
+    SYMCOLL_OK = 0,                 /**< success */
+    SYMCOLL_ERR_INVALID_PARAM = -1, /**< an argument or configuration value is invalid */
+    SYMCOLL_ERR_NO_MEMORY = -2,     /**< out of memory, or the pool reached its ceiling */
+    SYMCOLL_ERR_UNSUPPORTED = -3,   /**< not supported by this build, machine or layer */
+    SYMCOLL_ERR_TIMED_OUT = -4,     /**< a wait passed its deadline (SYMCOLL_TIMEOUT) */
+    SYMCOLL_ERR_PEER_FAILED = -5,   /**< a peer process died or its endpoint failed */
+    SYMCOLL_ERR_ABORTED = -6,       /**< the communicator was aborted */
+    SYMCOLL_ERR_MISMATCH = -7,      /**< ranks disagree (arguments, sequence numbers) */
+    SYMCOLL_ERR_SYSTEM = -8,        /**< an operating-system call failed */
+    SYMCOLL_ERR_CUDA = -9,          /**< a CUDA call failed */
+    SYMCOLL_ERR_UCX = -10,          /**< a UCX call failed */
+    SYMCOLL_ERR_BOOTSTRAP = -11,    /**< the out-of-band exchange failed or was malformed */
+    SYMCOLL_ERR_INTERNAL = -12,     /**< an internal invariant failed (a bug) */
+    SYMCOLL_ERR_IN_PROGRESS = -13,  /**< the operation cannot run now (e.g. pool growth
+                                         during CUDA stream capture) */
+    SYMCOLL_ERR_LAST = -14          /**< one past the last error code */
 } symcoll_status_t;
 
 /** @brief Opaque communicator handle. */
@@ -85,7 +85,7 @@ typedef enum {
     SYMCOLL_PROD,
     SYMCOLL_MIN,
     SYMCOLL_MAX,
-    SYMCOLL_AVG, /**< sum divided by the number of ranks (integer types: truncated) */
+    SYMCOLL_AVG,    /**< sum divided by the number of ranks (integer types: truncated) */
     SYMCOLL_OP_LAST /**< number of operators; not an operator */
 } symcoll_op_t;
 
@@ -107,11 +107,11 @@ typedef int (*symcoll_allgather_fn_t)(const void *src, void *dst, size_t size, v
 
 /** @brief Bits of symcoll_comm_params_t::field_mask. */
 enum symcoll_comm_params_field {
-    SYMCOLL_COMM_PARAM_FIELD_RANK          = 1u << 0, /**< rank */
-    SYMCOLL_COMM_PARAM_FIELD_NRANKS        = 1u << 1, /**< nranks */
-    SYMCOLL_COMM_PARAM_FIELD_ALLGATHER     = 1u << 2, /**< allgather and allgather_ctx */
-    SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE   = 1u << 3, /**< cuda_device */
-    SYMCOLL_COMM_PARAM_FIELD_TIMEOUT       = 1u << 4  /**< timeout_sec */
+    SYMCOLL_COMM_PARAM_FIELD_RANK = 1u << 0,        /**< rank */
+    SYMCOLL_COMM_PARAM_FIELD_NRANKS = 1u << 1,      /**< nranks */
+    SYMCOLL_COMM_PARAM_FIELD_ALLGATHER = 1u << 2,   /**< allgather and allgather_ctx */
+    SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE = 1u << 3, /**< cuda_device */
+    SYMCOLL_COMM_PARAM_FIELD_TIMEOUT = 1u << 4      /**< timeout_sec */
 };
 
 /**
@@ -135,10 +135,10 @@ typedef struct symcoll_comm_params {
 /** @brief Bits of symcoll_pool_attr_t::field_mask. */
 enum symcoll_pool_attr_field {
     SYMCOLL_POOL_ATTR_FIELD_RESERVED = 1u << 0,
-    SYMCOLL_POOL_ATTR_FIELD_MAPPED   = 1u << 1,
-    SYMCOLL_POOL_ATTR_FIELD_IN_USE   = 1u << 2,
-    SYMCOLL_POOL_ATTR_FIELD_PEAK     = 1u << 3,
-    SYMCOLL_POOL_ATTR_FIELD_GROWTHS  = 1u << 4,
+    SYMCOLL_POOL_ATTR_FIELD_MAPPED = 1u << 1,
+    SYMCOLL_POOL_ATTR_FIELD_IN_USE = 1u << 2,
+    SYMCOLL_POOL_ATTR_FIELD_PEAK = 1u << 3,
+    SYMCOLL_POOL_ATTR_FIELD_GROWTHS = 1u << 4,
     SYMCOLL_POOL_ATTR_FIELD_SEGMENTS = 1u << 5
 };
 
@@ -251,8 +251,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *rec
  *         SYMCOLL_ERR_MISMATCH if ranks passed different arguments.
  */
 SYMCOLL_EXPORT symcoll_status_t symcoll_mem_alloc(symcoll_comm_h comm, size_t size,
-                                                  symcoll_mem_type_t mem_type,
-                                                  void **ptr_p);
+                                                  symcoll_mem_type_t mem_type, void **ptr_p);
 
 /** @brief Free a buffer from symcoll_mem_alloc() (collective). */
 SYMCOLL_EXPORT symcoll_status_t symcoll_mem_free(symcoll_comm_h comm, void *ptr);
@@ -273,8 +272,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_pool_trim(symcoll_comm_h comm,
  *        performance rank). Not collective: every rank holds the gathered facts.
  * @return SYMCOLL_ERR_INVALID_PARAM for a NULL or destroyed communicator or stream.
  */
-SYMCOLL_EXPORT symcoll_status_t symcoll_comm_print_topology(symcoll_comm_h comm,
-                                                            FILE *stream);
+SYMCOLL_EXPORT symcoll_status_t symcoll_comm_print_topology(symcoll_comm_h comm, FILE *stream);
 
 /**
  * @brief Print the all-reduce decision table of @a comm: for each memory type and each
@@ -283,8 +281,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_print_topology(symcoll_comm_h comm,
  *        Not collective.
  * @return SYMCOLL_ERR_INVALID_PARAM for a NULL or destroyed communicator or stream.
  */
-SYMCOLL_EXPORT symcoll_status_t symcoll_comm_print_decisions(symcoll_comm_h comm,
-                                                             FILE *stream);
+SYMCOLL_EXPORT symcoll_status_t symcoll_comm_print_decisions(symcoll_comm_h comm, FILE *stream);
 
 #ifdef __cplusplus
 }

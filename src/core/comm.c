@@ -117,9 +117,9 @@ static symcoll_status_t comm_env_rank_size(const config_t *cfg, int *rank, int *
 
 /* ---- create / destroy ---------------------------------------------------- */
 
-#define COMM_PARAM_ALL_FIELDS                                                      \
-    (SYMCOLL_COMM_PARAM_FIELD_RANK | SYMCOLL_COMM_PARAM_FIELD_NRANKS |             \
-     SYMCOLL_COMM_PARAM_FIELD_ALLGATHER | SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE |   \
+#define COMM_PARAM_ALL_FIELDS                                                                  \
+    (SYMCOLL_COMM_PARAM_FIELD_RANK | SYMCOLL_COMM_PARAM_FIELD_NRANKS |                         \
+     SYMCOLL_COMM_PARAM_FIELD_ALLGATHER | SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE |               \
      SYMCOLL_COMM_PARAM_FIELD_TIMEOUT)
 
 /* Teardown of layers above the bootstrap; defined by the layers that own them. */
@@ -241,9 +241,8 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create(const symcoll_comm_params_t 
         status = SYMCOLL_ERR_NO_MEMORY;
         goto err_layers;
     }
-    log_info("communicator created: rank %d of %d, %d node(s), local rank %d of %d",
-             comm->rank, comm->nranks, comm->topo->nnodes, comm->topo->local_rank,
-             comm->topo->local_size);
+    log_info("communicator created: rank %d of %d, %d node(s), local rank %d of %d", comm->rank,
+             comm->nranks, comm->topo->nnodes, comm->topo->local_rank, comm->topo->local_size);
     *comm_p = comm;
     return SYMCOLL_OK;
 

@@ -105,11 +105,24 @@ int config_parse_size(const char *s, size_t *out)
     if (errno)
         return -1;
     switch (toupper((unsigned char)*end)) {
-    case 'K': shift = 10; end++; break;
-    case 'M': shift = 20; end++; break;
-    case 'G': shift = 30; end++; break;
-    case 'T': shift = 40; end++; break;
-    default: break;
+    case 'K':
+        shift = 10;
+        end++;
+        break;
+    case 'M':
+        shift = 20;
+        end++;
+        break;
+    case 'G':
+        shift = 30;
+        end++;
+        break;
+    case 'T':
+        shift = 40;
+        end++;
+        break;
+    default:
+        break;
     }
     if (shift && (*end == 'i' || *end == 'I'))
         end++;
@@ -123,7 +136,10 @@ int config_parse_size(const char *s, size_t *out)
     return 0;
 }
 
-static int parse_size_field(const char *s, void *f) { return config_parse_size(s, f); }
+static int parse_size_field(const char *s, void *f)
+{
+    return config_parse_size(s, f);
+}
 
 static int parse_time_field(const char *s, void *f)
 {
@@ -185,71 +201,93 @@ static int parse_net_protocol_field(const char *s, void *f)
 
 static int parse_algo_field(const char *s, void *f)
 {
-    static const char *const names[] = {"auto",  "oneshot", "twoshot",
-                                        "ring",  "rd",      "hier"};
+    static const char *const names[] = {"auto", "oneshot", "twoshot", "ring", "rd", "hier"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (!strcasecmp(s, names[i]))
             return parse_string_field(names[i], f);
     return -1;
 }
 
-#define ROW(_name, _dflt, _doc, _parse, _field)                                    \
-    {_name, _dflt, _doc, _parse, offsetof(config_t, _field)}
+#define ROW(_name, _dflt, _doc, _parse, _field)                                                \
+    {                                                                                          \
+        _name, _dflt, _doc, _parse, offsetof(config_t, _field)                                 \
+    }
 
 static const config_row_t config_table[] = {
     ROW("SYMCOLL_LOG_LEVEL", "warn", "Log level: none, error, warn, info or debug.",
         parse_log_level, log_level),
     ROW("SYMCOLL_TIMEOUT", "120", "Deadline of every wait, in seconds (units s, ms, us, m).",
         parse_time_field, timeout_sec),
-    ROW("SYMCOLL_RANK", "", "Rank of this process for the built-in bootstrap "
-        "(else OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID).", parse_rank_field, rank),
-    ROW("SYMCOLL_NRANKS", "", "Number of ranks for the built-in bootstrap "
-        "(else OMPI_COMM_WORLD_SIZE, PMI_SIZE or SLURM_NTASKS).", parse_rank_field, nranks),
+    ROW("SYMCOLL_RANK", "",
+        "Rank of this process for the built-in bootstrap "
+        "(else OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID).",
+        parse_rank_field, rank),
+    ROW("SYMCOLL_NRANKS", "",
+        "Number of ranks for the built-in bootstrap "
+        "(else OMPI_COMM_WORLD_SIZE, PMI_SIZE or SLURM_NTASKS).",
+        parse_rank_field, nranks),
     ROW("SYMCOLL_ADDR", "", "host:port where rank 0 of the built-in TCP bootstrap listens.",
         parse_string_field, addr),
-    ROW("SYMCOLL_COOKIE", "", "Secret of the built-in TCP bootstrap, 1 to 16 hex digits, the "
+    ROW("SYMCOLL_COOKIE", "",
+        "Secret of the built-in TCP bootstrap, 1 to 16 hex digits, the "
         "same on every rank (symcoll_run sets a random one); unset: rank 0 makes one up.",
         parse_string_field, cookie),
-    ROW("SYMCOLL_HOST_ID", "", "Host identity override; ranks with the same value form one "
+    ROW("SYMCOLL_HOST_ID", "",
+        "Host identity override; ranks with the same value form one "
         "node (default: hostname and boot id). Used to simulate several nodes.",
         parse_string_field, host_id),
     ROW("SYMCOLL_POOL_MIN_SIZE", "4M", "Smallest pool segment, bytes (suffixes K, M, G).",
         parse_size_field, pool_min_size),
     ROW("SYMCOLL_POOL_MAX_SIZE", "64G", "Virtual range reserved per pool: the pool's ceiling.",
         parse_size_field, pool_max_size),
-    ROW("SYMCOLL_POOL_GROWTH", "2.0", "Growth factor of the pool: a new segment is at least "
-        "this times the mapped size.", parse_growth_field, pool_growth),
-    ROW("SYMCOLL_ALGO", "auto", "Force an all-reduce algorithm: auto, oneshot, twoshot, ring, "
-        "rd (recursive doubling) or hier.", parse_algo_field, algo),
-    ROW("SYMCOLL_HOST_ONESHOT_MAX", "32K", "Host memory inside a node: largest message, bytes, "
+    ROW("SYMCOLL_POOL_GROWTH", "2.0",
+        "Growth factor of the pool: a new segment is at least "
+        "this times the mapped size.",
+        parse_growth_field, pool_growth),
+    ROW("SYMCOLL_ALGO", "auto",
+        "Force an all-reduce algorithm: auto, oneshot, twoshot, ring, "
+        "rd (recursive doubling) or hier.",
+        parse_algo_field, algo),
+    ROW("SYMCOLL_HOST_ONESHOT_MAX", "32K",
+        "Host memory inside a node: largest message, bytes, "
         "reduced one-shot; larger ones go two-shot. For 2 ranks; n ranks use 1/(n-1)^2 of "
-        "it.", parse_size_field, host_oneshot_max),
-    ROW("SYMCOLL_HOST_CHUNK_SIZE", "256K", "Host memory: pipeline chunk of the two-shot "
-        "algorithm, bytes.", parse_size_field, host_chunk_size),
-    ROW("SYMCOLL_CUDA_ONESHOT_MAX", "2M", "CUDA memory inside a node: largest message, bytes, "
-        "reduced one-shot. For 2 GPUs; n GPUs use n/(2(n-1)^2) of it.", parse_size_field,
-        cuda_oneshot_max),
-    ROW("SYMCOLL_CUDA_PCIE_ONESHOT_MAX", "64K", "CUDA memory, GPUs linked by PCIe only: largest "
+        "it.",
+        parse_size_field, host_oneshot_max),
+    ROW("SYMCOLL_HOST_CHUNK_SIZE", "256K",
+        "Host memory: pipeline chunk of the two-shot "
+        "algorithm, bytes.",
+        parse_size_field, host_chunk_size),
+    ROW("SYMCOLL_CUDA_ONESHOT_MAX", "2M",
+        "CUDA memory inside a node: largest message, bytes, "
+        "reduced one-shot. For 2 GPUs; n GPUs use n/(2(n-1)^2) of it.",
+        parse_size_field, cuda_oneshot_max),
+    ROW("SYMCOLL_CUDA_PCIE_ONESHOT_MAX", "64K",
+        "CUDA memory, GPUs linked by PCIe only: largest "
         "message, bytes, reduced one-shot (2 GPUs; scaled like SYMCOLL_CUDA_ONESHOT_MAX).",
         parse_size_field, cuda_pcie_oneshot_max),
     ROW("SYMCOLL_CUDA_NBLOCKS", "0", "CUDA kernels: thread blocks per launch (0: automatic).",
         parse_nonneg_long_field, cuda_nblocks),
-    ROW("SYMCOLL_CUDA_LL_MAX", "64K", "CUDA memory inside a node: largest one-shot message, "
+    ROW("SYMCOLL_CUDA_LL_MAX", "64K",
+        "CUDA memory inside a node: largest one-shot message, "
         "bytes, sent with its flags inside the data (no barrier; twice the bytes on the link).",
         parse_size_field, cuda_ll_max),
-    ROW("SYMCOLL_NET_RD_MAX", "32K", "Across nodes: largest message, bytes, reduced by "
+    ROW("SYMCOLL_NET_RD_MAX", "32K",
+        "Across nodes: largest message, bytes, reduced by "
         "recursive doubling; larger ones use the ring (2 ranks: 16 times this).",
         parse_size_field, net_rd_max),
-    ROW("SYMCOLL_HIER_MIN", "0", "Several ranks on each of several nodes: smallest message, "
-        "bytes, reduced hierarchically (below it: rd or ring over all ranks).", parse_size_field,
-        hier_min),
+    ROW("SYMCOLL_HIER_MIN", "0",
+        "Several ranks on each of several nodes: smallest message, "
+        "bytes, reduced hierarchically (below it: rd or ring over all ranks).",
+        parse_size_field, hier_min),
     ROW("SYMCOLL_NET_CHUNK_SIZE", "1M", "Across nodes: pipeline chunk of the ring, bytes.",
         parse_size_field, net_chunk_size),
-    ROW("SYMCOLL_NET_PROTOCOL", "auto", "Across nodes: how data moves over UCX: put (put, fence, "
+    ROW("SYMCOLL_NET_PROTOCOL", "auto",
+        "Across nodes: how data moves over UCX: put (put, fence, "
         "flag put), am (one active message per transfer) or auto (put where the transport "
         "does RMA itself, am where UCX would emulate it, as on TCP).",
         parse_net_protocol_field, net_protocol),
-    ROW("SYMCOLL_NET_TCP_SEG_SIZE", "256K", "Across nodes: segment size symcoll gives UCX's TCP "
+    ROW("SYMCOLL_NET_TCP_SEG_SIZE", "256K",
+        "Across nodes: segment size symcoll gives UCX's TCP "
         "transport (TCP_TX_SEG_SIZE and TCP_RX_SEG_SIZE); messages up to it move without "
         "reassembly. 0: keep UCX's own setting (UCX_TCP_*_SEG_SIZE).",
         parse_size_field, net_tcp_seg_size),
@@ -257,9 +295,15 @@ static const config_row_t config_table[] = {
 
 #define CONFIG_NROWS (sizeof(config_table) / sizeof(config_table[0]))
 
-size_t config_num_vars(void) { return CONFIG_NROWS; }
+size_t config_num_vars(void)
+{
+    return CONFIG_NROWS;
+}
 
-const char *config_var_name(size_t i) { return i < CONFIG_NROWS ? config_table[i].name : NULL; }
+const char *config_var_name(size_t i)
+{
+    return i < CONFIG_NROWS ? config_table[i].name : NULL;
+}
 
 symcoll_status_t config_read(config_t *cfg)
 {

@@ -12,28 +12,28 @@
 #define CONFIG_STR_MAX 256
 
 typedef struct config {
-    int log_level;                       /* SYMCOLL_LOG_LEVEL */
-    double timeout_sec;                  /* SYMCOLL_TIMEOUT */
-    long rank;                           /* SYMCOLL_RANK (-1: unset) */
-    long nranks;                         /* SYMCOLL_NRANKS (-1: unset) */
-    char addr[CONFIG_STR_MAX];           /* SYMCOLL_ADDR */
-    char cookie[CONFIG_STR_MAX];         /* SYMCOLL_COOKIE ("": none) */
-    char host_id[CONFIG_STR_MAX];        /* SYMCOLL_HOST_ID ("" = hostname + boot id) */
-    size_t pool_min_size;                /* SYMCOLL_POOL_MIN_SIZE */
-    size_t pool_max_size;                /* SYMCOLL_POOL_MAX_SIZE */
-    double pool_growth;                  /* SYMCOLL_POOL_GROWTH */
-    char algo[CONFIG_STR_MAX];           /* SYMCOLL_ALGO ("auto") */
-    size_t host_oneshot_max;             /* SYMCOLL_HOST_ONESHOT_MAX */
-    size_t host_chunk_size;              /* SYMCOLL_HOST_CHUNK_SIZE */
-    size_t cuda_oneshot_max;             /* SYMCOLL_CUDA_ONESHOT_MAX */
-    size_t cuda_pcie_oneshot_max;        /* SYMCOLL_CUDA_PCIE_ONESHOT_MAX */
-    long cuda_nblocks;                   /* SYMCOLL_CUDA_NBLOCKS (0: auto) */
-    size_t cuda_ll_max;                  /* SYMCOLL_CUDA_LL_MAX */
-    size_t net_rd_max;                   /* SYMCOLL_NET_RD_MAX */
-    size_t hier_min;                     /* SYMCOLL_HIER_MIN */
-    size_t net_chunk_size;               /* SYMCOLL_NET_CHUNK_SIZE */
-    char net_protocol[CONFIG_STR_MAX];   /* SYMCOLL_NET_PROTOCOL: auto, put or am */
-    size_t net_tcp_seg_size;             /* SYMCOLL_NET_TCP_SEG_SIZE (0: UCX's own) */
+    int log_level;                     /* SYMCOLL_LOG_LEVEL */
+    double timeout_sec;                /* SYMCOLL_TIMEOUT */
+    long rank;                         /* SYMCOLL_RANK (-1: unset) */
+    long nranks;                       /* SYMCOLL_NRANKS (-1: unset) */
+    char addr[CONFIG_STR_MAX];         /* SYMCOLL_ADDR */
+    char cookie[CONFIG_STR_MAX];       /* SYMCOLL_COOKIE ("": none) */
+    char host_id[CONFIG_STR_MAX];      /* SYMCOLL_HOST_ID ("" = hostname + boot id) */
+    size_t pool_min_size;              /* SYMCOLL_POOL_MIN_SIZE */
+    size_t pool_max_size;              /* SYMCOLL_POOL_MAX_SIZE */
+    double pool_growth;                /* SYMCOLL_POOL_GROWTH */
+    char algo[CONFIG_STR_MAX];         /* SYMCOLL_ALGO ("auto") */
+    size_t host_oneshot_max;           /* SYMCOLL_HOST_ONESHOT_MAX */
+    size_t host_chunk_size;            /* SYMCOLL_HOST_CHUNK_SIZE */
+    size_t cuda_oneshot_max;           /* SYMCOLL_CUDA_ONESHOT_MAX */
+    size_t cuda_pcie_oneshot_max;      /* SYMCOLL_CUDA_PCIE_ONESHOT_MAX */
+    long cuda_nblocks;                 /* SYMCOLL_CUDA_NBLOCKS (0: auto) */
+    size_t cuda_ll_max;                /* SYMCOLL_CUDA_LL_MAX */
+    size_t net_rd_max;                 /* SYMCOLL_NET_RD_MAX */
+    size_t hier_min;                   /* SYMCOLL_HIER_MIN */
+    size_t net_chunk_size;             /* SYMCOLL_NET_CHUNK_SIZE */
+    char net_protocol[CONFIG_STR_MAX]; /* SYMCOLL_NET_PROTOCOL: auto, put or am */
+    size_t net_tcp_seg_size;           /* SYMCOLL_NET_TCP_SEG_SIZE (0: UCX's own) */
 } config_t;
 
 /* Parse every variable of the table into *cfg. On a bad value logs an error naming

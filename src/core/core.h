@@ -24,16 +24,16 @@ struct symcoll_comm {
     uint64_t magic;
     int rank;
     int nranks;
-    config_t config;             /* read once at creation */
-    double timeout_sec;          /* deadline of every wait */
-    int cuda_device;             /* -1: not set */
-    _Atomic int aborted;         /* set by symcoll_comm_abort, from any thread */
-    pthread_mutex_t lock;        /* serialises collective calls on this comm */
-    struct bootstrap *bootstrap; /* out-of-band exchange; also the local fd channel */
-    struct topo *topo;           /* nodes, local ranks, leaders */
+    config_t config;                      /* read once at creation */
+    double timeout_sec;                   /* deadline of every wait */
+    int cuda_device;                      /* -1: not set */
+    _Atomic int aborted;                  /* set by symcoll_comm_abort, from any thread */
+    pthread_mutex_t lock;                 /* serialises collective calls on this comm */
+    struct bootstrap *bootstrap;          /* out-of-band exchange; also the local fd channel */
+    struct topo *topo;                    /* nodes, local ranks, leaders */
     struct pool *pools[SYMCOLL_MEM_LAST]; /* created lazily on first use */
-    struct ucx_ctx *ucx;         /* NULL on a single-node communicator */
-    uint64_t coll_seq;           /* collective sequence number */
+    struct ucx_ctx *ucx;                  /* NULL on a single-node communicator */
+    uint64_t coll_seq;                    /* collective sequence number */
 };
 
 typedef struct symcoll_comm comm_t;
@@ -76,7 +76,7 @@ void core_spin_pause(unsigned *iter);
 bool core_comm_is_valid(const comm_t *comm);
 
 #define SC_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define SC_LIKELY(x)   __builtin_expect(!!(x), 1)
+#define SC_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SC_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif

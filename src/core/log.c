@@ -12,9 +12,15 @@ static int log_rank = -1;
 
 static const char *const log_level_names[] = {"NONE", "ERROR", "WARN", "INFO", "DEBUG"};
 
-void log_set_level(log_level_t level) { log_level_current = (int)level; }
+void log_set_level(log_level_t level)
+{
+    log_level_current = (int)level;
+}
 
-void log_set_rank(int rank) { log_rank = rank; }
+void log_set_rank(int rank)
+{
+    log_rank = rank;
+}
 
 void log_emit(log_level_t level, const char *file, int line, const char *fmt, ...)
 {

@@ -19,15 +19,15 @@ void log_set_rank(int rank);
 void log_emit(log_level_t level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-#define SC_LOG(_lvl, ...)                                                          \
-    do {                                                                           \
-        if ((int)(_lvl) <= log_level_current)                                      \
-            log_emit((_lvl), __FILE__, __LINE__, __VA_ARGS__);                     \
+#define SC_LOG(_lvl, ...)                                                                      \
+    do {                                                                                       \
+        if ((int)(_lvl) <= log_level_current)                                                  \
+            log_emit((_lvl), __FILE__, __LINE__, __VA_ARGS__);                                 \
     } while (0)
 
 #define log_error(...) SC_LOG(LOG_LEVEL_ERROR, __VA_ARGS__)
-#define log_warn(...)  SC_LOG(LOG_LEVEL_WARN, __VA_ARGS__)
-#define log_info(...)  SC_LOG(LOG_LEVEL_INFO, __VA_ARGS__)
+#define log_warn(...) SC_LOG(LOG_LEVEL_WARN, __VA_ARGS__)
+#define log_info(...) SC_LOG(LOG_LEVEL_INFO, __VA_ARGS__)
 #define log_debug(...) SC_LOG(LOG_LEVEL_DEBUG, __VA_ARGS__)
 
 #endif
