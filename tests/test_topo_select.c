@@ -26,37 +26,43 @@ static const topo_select_cfg_t cfg_test = {
 /* nranks, nnodes, ppn, uniform, gpu_link, net_cuda, cuda_max_local, cuda_across_nodes,
  * gpus */
 static const topo_shape_t one_node_8_nvlink = {8,     1, 8,    true, TOPO_LINK_NVLINK,
-                                               false, 8, true, true};
+                                               false, 8, true, true, false};
 static const topo_shape_t one_node_4_pcie_nop2p = {4,     1, 4,    true, TOPO_LINK_NONE,
-                                                   false, 8, true, true};
+                                                   false, 8, true, true, false};
 static const topo_shape_t one_node_4_pcie_p2p = {4,     1, 4,    true, TOPO_LINK_PCIE,
-                                                 false, 8, true, true};
+                                                 false, 8, true, true, false};
 static const topo_shape_t two_nodes_4_nvlink = {8,    2, 4,    true, TOPO_LINK_NVLINK,
-                                                true, 8, true, true};
+                                                true, 8, true, true, false};
 static const topo_shape_t two_nodes_4_nop2p = {8,     2, 4,    true, TOPO_LINK_NONE,
-                                               false, 8, true, true};
+                                               false, 8, true, true, false};
 static const topo_shape_t sixteen_nodes_1 = {16,    16, 1,    true, TOPO_LINK_NONE,
-                                             false, 8,  true, true};
-static const topo_shape_t host_1_node_4 = {4,     1, 4,    true, TOPO_LINK_NONE,
-                                           false, 8, true, false};
-static const topo_shape_t host_1_rank = {1, 1, 1, true, TOPO_LINK_NONE, false, 8, true, false};
-static const topo_shape_t host_4_nodes_2 = {8,     4, 2,    true, TOPO_LINK_NONE,
-                                            false, 8, true, false};
+                                             false, 8,  true, true, false};
+static const topo_shape_t host_1_node_4 = {4,     1, 4,    true,  TOPO_LINK_NONE,
+                                           false, 8, true, false, false};
+/* 4 ranks on a node with fewer CPUs than ranks */
+static const topo_shape_t host_1_node_4_oversub = {4,     1, 4,    true,  TOPO_LINK_NONE,
+                                                   false, 8, true, false, true};
+static const topo_shape_t host_1_rank = {1,     1, 1,    true,  TOPO_LINK_NONE,
+                                         false, 8, true, false, false};
+static const topo_shape_t host_4_nodes_2 = {8,     4, 2,    true,  TOPO_LINK_NONE,
+                                            false, 8, true, false, false};
 static const topo_shape_t host_4_nodes_uneven = {7,     4, 2,    false, TOPO_LINK_NONE,
-                                                 false, 8, true, false};
+                                                 false, 8, true, false, false};
 static const topo_shape_t one_node_2_nvlink = {2,     1, 2,     true, TOPO_LINK_NVLINK,
-                                               false, 8, false, true};
-static const topo_shape_t two_nodes_1 = {2, 2, 1, true, TOPO_LINK_NONE, false, 8, true, true};
-static const topo_shape_t one_gpu_rank = {1, 1, 1, true, TOPO_LINK_NONE, false, 8, false, true};
+                                               false, 8, false, true, false};
+static const topo_shape_t two_nodes_1 = {2,     2, 1,    true, TOPO_LINK_NONE,
+                                         false, 8, true, true, false};
+static const topo_shape_t one_gpu_rank = {1,     1, 1,     true, TOPO_LINK_NONE,
+                                          false, 8, false, true, false};
 static const topo_shape_t one_node_2_same_gpu = {2,     1, 2,    true, TOPO_LINK_SAME,
-                                                 false, 8, true, true};
+                                                 false, 8, true, true, false};
 /* what a build lacks: no CUDA at all, no CUDA path across nodes, kernels for <= 8 ranks */
 static const topo_shape_t build_no_cuda = {4,     1, 4,     true, TOPO_LINK_NVLINK,
-                                           false, 0, false, true};
+                                           false, 0, false, true, false};
 static const topo_shape_t build_cuda_intra = {8,     2, 4,     true, TOPO_LINK_NVLINK,
-                                              false, 8, false, true};
+                                              false, 8, false, true, false};
 static const topo_shape_t one_node_16_nvlink = {16,    1, 16,    true, TOPO_LINK_NVLINK,
-                                                false, 8, false, true};
+                                                false, 8, false, true, false};
 
 enum { H = SYMCOLL_MEM_HOST, C = SYMCOLL_MEM_CUDA };
 
@@ -87,6 +93,14 @@ static const select_case_t cases[] = {
      "SYMCOLL_HOST_ONESHOT_MAX=16K for 2 ranks, scaled by 1/(n-1)^2"},
     {"8gpu host large", &one_node_8_nvlink, 0, DFLT, H, 335, TOPO_ALGO_TWOSHOT,
      "host shared memory"},
+    /* more ranks than CPUs: 16K / 3 = 5461 (barriers cost context switches) */
+    {"4 ranks oversubscribed at", &host_1_node_4_oversub, 0, DFLT, H, 5461, TOPO_ALGO_ONESHOT,
+     "scaled by 1/(n-1): more ranks than CPUs"},
+    {"4 ranks oversubscribed above", &host_1_node_4_oversub, 0, DFLT, H, 5462,
+     TOPO_ALGO_TWOSHOT, "5.3K >"},
+    /* the same 4 ranks with a CPU each: 16K / 3^2 = 1820 */
+    {"4 ranks host above", &host_1_node_4, 0, DFLT, H, 1821, TOPO_ALGO_TWOSHOT,
+     "scaled by 1/(n-1)^2"},
     /* 2 GPUs: the thresholds as configured */
     {"2gpu at threshold", &one_node_2_nvlink, 0, DFLT, C, 256 * K, TOPO_ALGO_ONESHOT,
      "(SYMCOLL_CUDA_ONESHOT_MAX)"},

@@ -9,7 +9,9 @@
  *      at 8). Host memory: all ranks share one memory system and one-shot's reads total
  *      n(n-1) copies against two-shot's 2(n-1); the crossover shrinks faster than on a
  *      GPU, by 1/(n-1)^2, fitted to the measurements (2 ranks: 16-64 KiB depending on
- *      the machine, 8 ranks: 512 B - 1 KiB; 4 ranks not measured).
+ *      the machine, 8 ranks: 512 B - 1 KiB). When a node's ranks outnumber its CPUs,
+ *      barriers cost context switches and the host threshold shrinks only by 1/(n-1)
+ *      (2 cores: 4 ranks cross over at 8-16 KiB, 8 ranks at 4-8 KiB).
  *   3. Several nodes with several ranks each (same count everywhere): hierarchical from
  *      SYMCOLL_HIER_MIN up, since only 1/ppn of the data crosses the network per rank.
  *   4. Otherwise over the network: recursive doubling up to SYMCOLL_NET_RD_MAX
@@ -269,6 +271,12 @@ static const char *oneshot_threshold(const topo_select_cfg_t *cfg, const topo_sh
         var = "SYMCOLL_CUDA_ONESHOT_MAX";
     }
     *max_p = topo_oneshot_scaled(*max2_p, s->nranks, mem);
+    /* Host ranks outnumbering the CPUs: each barrier is a context switch, and two-shot has
+     * twice one-shot's barriers, so one-shot pays further: measured on 2 cores, 4 ranks
+     * cross over at 8-16 KiB, not at 32K/(n-1)^2 = 3.6 KiB
+     * (bench/results/selector-auto-2core.md). */
+    if (mem == SYMCOLL_MEM_HOST && s->oversubscribed && s->nranks > 2)
+        *max_p = (size_t)((double)*max2_p / (double)(s->nranks - 1));
     return var;
 }
 
@@ -316,7 +324,9 @@ static void select_intra(const topo_select_cfg_t *cfg, const topo_shape_t *s,
     topo_fmt_size(max2, th2, sizeof(th2));
     if (s->nranks > 2)
         snprintf(scaled, sizeof(scaled), " (%s=%s for 2 ranks, scaled by %s)", var, th2,
-                 mem == SYMCOLL_MEM_HOST ? "1/(n-1)^2" : "n/(2(n-1)^2)");
+                 mem != SYMCOLL_MEM_HOST ? "n/(2(n-1)^2)"
+                 : s->oversubscribed     ? "1/(n-1): more ranks than CPUs"
+                                         : "1/(n-1)^2");
     else
         snprintf(scaled, sizeof(scaled), " (%s)", var);
     if (bytes <= max)

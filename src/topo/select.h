@@ -43,6 +43,7 @@ typedef struct topo_shape {
     int cuda_max_local;     /* most ranks of a node the CUDA kernels serve; 0: no CUDA */
     bool cuda_across_nodes; /* a CUDA all-reduce across nodes exists */
     bool gpus;              /* every rank has a CUDA device */
+    bool oversubscribed;    /* a node has more ranks than CPUs to run them */
 } topo_shape_t;
 
 /* Overrides and thresholds, from the SYMCOLL_* configuration. */

@@ -1,8 +1,10 @@
 /* Topology probe: every rank contributes its host identity, pid, start time, CUDA device
  * and NUMA node; from the allgather every rank derives the node map (nodes in order of
  * first rank) and, with GPUs, each node's link matrix; then the selector's shapes. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "topo/topo.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +145,17 @@ const topo_link_info_t *topo_link(const topo_t *t, int a, int b)
     return &t->links[(size_t)a * (size_t)t->max_node_size + (size_t)t->rank_local_rank[b]];
 }
 
+/* CPUs this process may run on; 0 if unknown. */
+static int32_t topo_affinity_cpus(void)
+{
+    cpu_set_t set;
+
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set))
+        return 0;
+    return (int32_t)CPU_COUNT(&set);
+}
+
 /* O(ranks x ranks per node): every rank's row of its node's link matrix. */
 static void topo_update_shapes(topo_t *t)
 {
@@ -162,6 +175,10 @@ static void topo_update_shapes(topo_t *t)
         int size = t->node_size[t->rank_node[a]];
         t->net_cuda_ranks += (t->info[a].net_mem_types & TOPO_NET_MEM_CUDA) != 0;
         gpus &= t->info[a].cuda_device >= 0;
+        /* ranks of a node outnumber the CPUs one of them may run on: barriers then cost
+         * context switches, which changes where one-shot stops paying (select.c) */
+        if (t->info[a].ncpus > 0 && size > t->info[a].ncpus)
+            s.oversubscribed = true;
         for (int j = 0; j < size && size > 1; j++) {
             const topo_link_info_t *l =
                 t->links ? &t->links[(size_t)a * (size_t)t->max_node_size + (size_t)j] : NULL;
@@ -237,6 +254,7 @@ symcoll_status_t topo_probe(comm_t *comm, topo_t **topo_p)
     me.start_time = topo_proc_start_time((int)getpid());
     topo_gpu_local_facts(comm->cuda_device, &me);
     topo_numa_local(&me.numa_node, &me.cpu);
+    me.ncpus = topo_affinity_cpus();
 
     status = topo_create(comm->nranks, &comm->config, &t);
     if (status != SYMCOLL_OK)

@@ -29,11 +29,12 @@ typedef struct topo_rank_info {
     char pci_bus_id[TOPO_PCI_BUS_ID_MAX]; /* of the CUDA device, "" if none */
     int32_t numa_node;                    /* of the CPU the process runs on; -1: unknown */
     int32_t cpu;                          /* CPU the process ran on at the probe; -1: unknown */
-    int32_t gpu_numa_node;                /* of the CUDA device's PCI slot; -1: unknown */
-    char gpu_uuid[TOPO_UUID_MAX];         /* "GPU-xxxxxxxx-...", "" if none */
-    char gpu_name[64];                    /* marketing name, "" if none */
-    uint32_t net_mem_types;     /* TOPO_NET_MEM_* UCX reaches directly; 0: not known */
-    char net_tls[TOPO_TLS_MAX]; /* UCX transports in use; "" if none / not known */
+    int32_t ncpus;                /* CPUs the process may run on (affinity); 0: unknown */
+    int32_t gpu_numa_node;        /* of the CUDA device's PCI slot; -1: unknown */
+    char gpu_uuid[TOPO_UUID_MAX]; /* "GPU-xxxxxxxx-...", "" if none */
+    char gpu_name[64];            /* marketing name, "" if none */
+    uint32_t net_mem_types;       /* TOPO_NET_MEM_* UCX reaches directly; 0: not known */
+    char net_tls[TOPO_TLS_MAX];   /* UCX transports in use; "" if none / not known */
 } topo_rank_info_t;
 
 /* How one rank's GPU reaches the GPU of another rank of its node. */
