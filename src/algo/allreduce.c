@@ -22,7 +22,8 @@ symcoll_status_t algo_mem_type(const void *sendbuf, const void *recvbuf,
     int s = 0, r = 0;
     if (cuda_ptr_is_device) {
         s = sendbuf ? cuda_ptr_is_device(sendbuf) : 0;
-        r = recvbuf ? cuda_ptr_is_device(recvbuf) : 0;
+        /* in place: one driver query, not two, on every call */
+        r = recvbuf == sendbuf ? s : recvbuf ? cuda_ptr_is_device(recvbuf) : 0;
     }
     if (s != r && sendbuf && recvbuf) {
         log_error("symcoll_allreduce: send and receive buffers are of different memory types "
@@ -33,8 +34,8 @@ symcoll_status_t algo_mem_type(const void *sendbuf, const void *recvbuf,
     return SYMCOLL_OK;
 }
 
-/* The selector formats a reason string each time; remember the last decision so that
- * a loop of equal calls pays for it once. */
+/* Remember the last decision so that a loop of equal calls asks the selector once (the
+ * reason string is formatted only when it is logged). */
 static topo_algo_t allreduce_choose(comm_t *comm, algo_host_state_t *st, symcoll_mem_type_t mem,
                                     size_t bytes)
 {

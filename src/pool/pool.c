@@ -3,6 +3,7 @@
 #include "pool/pool.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -63,6 +64,10 @@ typedef struct pool_live {
     size_t off, size;
     int kind;
 } pool_live_t;
+
+/* pool_offset_search reads the offset at the start of each element */
+_Static_assert(offsetof(pool_range_t, off) == 0, "pool_range_t.off first");
+_Static_assert(offsetof(pool_live_t, off) == 0, "pool_live_t.off first");
 
 struct pool {
     comm_t *comm;
@@ -370,17 +375,28 @@ static long pool_first_fit(const pool_t *pool, size_t size)
     return -1;
 }
 
-/* Inserts [off, off+size) into the free list, merging neighbours. */
-static int pool_free_insert(pool_t *pool, size_t off, size_t size)
+/* Binary search over an array sorted by offset whose elements start with a size_t
+ * offset (pool_range_t, pool_live_t): the first index whose offset is >= off, or > off
+ * when past_equal is set. */
+static size_t pool_offset_search(const void *base, size_t n, size_t stride, size_t off,
+                                 bool past_equal)
 {
-    size_t lo = 0, hi = pool->nfree;
+    size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (pool->free[mid].off < off)
+        size_t mid_off = *(const size_t *)((const char *)base + mid * stride);
+        if (mid_off < off || (past_equal && mid_off == off))
             lo = mid + 1;
         else
             hi = mid;
     }
+    return lo;
+}
+
+/* Inserts [off, off+size) into the free list, merging neighbours. */
+static int pool_free_insert(pool_t *pool, size_t off, size_t size)
+{
+    size_t lo = pool_offset_search(pool->free, pool->nfree, sizeof(pool->free[0]), off, false);
     bool merge_prev = lo > 0 && pool->free[lo - 1].off + pool->free[lo - 1].size == off;
     bool merge_next = lo < pool->nfree && off + size == pool->free[lo].off;
     if (merge_prev && merge_next) {
@@ -409,14 +425,7 @@ static int pool_free_insert(pool_t *pool, size_t off, size_t size)
 /* Index of the live allocation containing offset off, or -1. */
 static long pool_live_find(const pool_t *pool, size_t off)
 {
-    size_t lo = 0, hi = pool->nlive;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (pool->live[mid].off <= off)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = pool_offset_search(pool->live, pool->nlive, sizeof(pool->live[0]), off, true);
     if (lo == 0)
         return -1;
     const pool_live_t *l = &pool->live[lo - 1];
@@ -583,14 +592,8 @@ symcoll_status_t pool_alloc(pool_t *pool, size_t size, pool_alloc_kind_t kind, s
         pool->nfree--;
     }
     {
-        size_t lo = 0, hi = pool->nlive;
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (pool->live[mid].off < off)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        size_t lo =
+            pool_offset_search(pool->live, pool->nlive, sizeof(pool->live[0]), off, false);
         memmove(&pool->live[lo + 1], &pool->live[lo],
                 (pool->nlive - lo) * sizeof(pool->live[0]));
         pool->live[lo].off = off;
