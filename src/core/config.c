@@ -251,7 +251,7 @@ static const config_row_t config_table[] = {
     ROW("SYMCOLL_HOST_ONESHOT_MAX", "32K",
         "Host memory inside a node: largest message, bytes, "
         "reduced one-shot; larger ones go two-shot. For 2 ranks; n ranks use 1/(n-1)^2 of "
-        "it.",
+        "it (1/(n-1) when a node has more ranks than CPUs).",
         parse_size_field, host_oneshot_max),
     ROW("SYMCOLL_HOST_CHUNK_SIZE", "256K",
         "Host memory: pipeline chunk of the two-shot "
