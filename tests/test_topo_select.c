@@ -143,12 +143,17 @@ static const select_case_t cases[] = {
     {"2x4 forced ring", &two_nodes_4_nvlink, TOPO_ALGO_RING, DFLT, C, 8, TOPO_ALGO_RING,
      "forced"},
     {"2x4 forced rd", &two_nodes_4_nvlink, TOPO_ALGO_RD, DFLT, H, G, TOPO_ALGO_RD, "forced"},
-    /* 2 nodes x 4 GPUs without P2P inside the nodes: CUDA cannot go hierarchical */
-    {"2x4 nop2p cuda small", &two_nodes_4_nop2p, 0, DFLT, C, 8, TOPO_ALGO_RD, "8 ranks"},
-    {"2x4 nop2p cuda large", &two_nodes_4_nop2p, 0, DFLT, C, 1 * M, TOPO_ALGO_RING, "ring"},
+    /* 2 nodes x 4 GPUs without P2P inside the nodes: CUDA across nodes is staged through
+     * host memory, so the host algorithms (hier through the host pool) serve it */
+    {"2x4 nop2p cuda small", &two_nodes_4_nop2p, 0, DFLT, C, 8, TOPO_ALGO_HIER,
+     "CUDA staged via pinned host memory (UCX lacks CUDA)"},
+    {"2x4 nop2p cuda large", &two_nodes_4_nop2p, 0, DFLT, C, 1 * M, TOPO_ALGO_HIER, "1/4"},
     {"2x4 nop2p host", &two_nodes_4_nop2p, 0, DFLT, H, 1 * M, TOPO_ALGO_HIER, "1/4"},
     {"2x4 nop2p forced hier cuda", &two_nodes_4_nop2p, TOPO_ALGO_HIER, DFLT, C, 8,
-     TOPO_ALGO_NONE, "P2P"},
+     TOPO_ALGO_HIER, "staged"},
+    /* UCX with CUDA on every rank: still staged (no direct path yet), and it says so */
+    {"2x4 net cuda", &two_nodes_4_nvlink, 0, DFLT, C, 8, TOPO_ALGO_HIER,
+     "UCX has CUDA, direct path not built"},
     /* 16 nodes x 1 rank */
     {"16x1 8B", &sixteen_nodes_1, 0, DFLT, H, 8, TOPO_ALGO_RD, "16 nodes"},
     {"16x1 at rd max", &sixteen_nodes_1, 0, DFLT, C, 64 * K, TOPO_ALGO_RD,

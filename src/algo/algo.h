@@ -21,6 +21,14 @@ symcoll_status_t algo_allreduce(comm_t *comm, pool_t *pool, symcoll_mem_type_t m
  * unmap it; it comes back on the next all-reduce. Collective, like pool_trim. */
 void algo_pool_release(pool_t *pool);
 
+/* Waits until the CUDA all-reduces across nodes queued on comm finished, and returns the
+ * status of the first that failed. Called by every entry point (comm->lock held) that
+ * reaches the other ranks, except those all-reduces themselves. */
+symcoll_status_t algo_quiesce(comm_t *comm);
+
+/* Stops what runs in the background for comm (before its pools and UCX go). */
+void algo_comm_release(comm_t *comm);
+
 /* Tells the local peers through the signal pad that this rank gave up (abort), so that
  * their waits end now rather than at their deadline. */
 void algo_pool_abort(pool_t *pool);

@@ -105,11 +105,33 @@ static symcoll_status_t allreduce_host(comm_t *comm, pool_t *pool, const void *s
     }
 }
 
+symcoll_status_t algo_quiesce(comm_t *comm)
+{
+#ifdef HAVE_CUDA
+    return algo_cuda_net_drain(comm);
+#else
+    (void)comm;
+    return SYMCOLL_OK;
+#endif
+}
+
+void algo_comm_release(comm_t *comm)
+{
+#ifdef HAVE_CUDA
+    algo_cuda_net_destroy(comm);
+#else
+    (void)comm;
+#endif
+}
+
 /* What the algorithms keep per pool depends on its memory type. */
 void algo_pool_release(pool_t *pool)
 {
     switch (pool_backend(pool)->mem_type) {
     case SYMCOLL_MEM_HOST:
+#ifdef HAVE_CUDA
+        algo_cuda_net_release(pool_comm(pool)); /* its staging lives in the host pool */
+#endif
         algo_host_release(pool);
         algo_net_pool_release(pool);
         break;
@@ -146,6 +168,9 @@ symcoll_status_t algo_allreduce(comm_t *comm, pool_t *pool, symcoll_mem_type_t m
     }
     if (mem_type != SYMCOLL_MEM_HOST) {
 #ifdef HAVE_CUDA
+        if (comm->topo->nnodes > 1)
+            return algo_cuda_net_allreduce(comm, comm->pools[SYMCOLL_MEM_HOST], sendbuf,
+                                           recvbuf, count, dtype, op, stream);
         return algo_cuda_allreduce(comm, pool, sendbuf, recvbuf, count, dtype, op, stream);
 #else
         log_error("symcoll_allreduce: CUDA memory is not supported by this build");

@@ -15,4 +15,22 @@ symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, const void *sen
 /* Frees the staging space (after the device finished with it), for pool_trim. */
 void algo_cuda_release(pool_t *pool);
 
+/* ---- CUDA memory across nodes (cuda_net.c) --------------------------------------------
+ * Staged through pinned host memory of host_pool by a progress thread, ordered on
+ * stream; returns once the operation is queued. Called with comm->lock held. */
+symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const void *sendbuf,
+                                         void *recvbuf, size_t count, symcoll_dtype_t dtype,
+                                         symcoll_op_t op, void *stream);
+
+/* Waits until every queued operation finished (bounded by the communicator's timeout);
+ * returns the status of the first that failed, if any. Every entry point that reaches
+ * the other ranks by another way calls it first, so that only one thread talks to them. */
+symcoll_status_t algo_cuda_net_drain(comm_t *comm);
+
+/* Drains, then frees the host staging (pool trim). */
+void algo_cuda_net_release(comm_t *comm);
+
+/* Drains, stops the thread and frees everything (communicator destroy). */
+void algo_cuda_net_destroy(comm_t *comm);
+
 #endif

@@ -67,7 +67,9 @@ static symcoll_status_t core_pool_get(comm_t *comm, symcoll_mem_type_t mem_type,
                       mem_type == SYMCOLL_MEM_CUDA ? "CUDA" : "this");
             return SYMCOLL_ERR_UNSUPPORTED;
         }
-        if (comm->ucx) {
+        /* CUDA segments are registered only with a UCX that can reach CUDA memory */
+        if (comm->ucx &&
+            (mem_type == SYMCOLL_MEM_HOST || comm->topo->shape[mem_type].net_cuda)) {
             ucx_pool_listener(comm->ucx, mem_type, &listener);
             params.listener = &listener;
         }
@@ -104,6 +106,17 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *rec
         status = SYMCOLL_ERR_ABORTED;
         goto out;
     }
+    if (mem_type == SYMCOLL_MEM_CUDA && comm->topo->nnodes > 1) {
+        /* staged through the host pool */
+        status = core_pool_get(comm, SYMCOLL_MEM_HOST, &pool);
+        if (status != SYMCOLL_OK)
+            goto out;
+    } else {
+        /* CUDA all-reduces across nodes queued before this call go first */
+        status = algo_quiesce(comm);
+        if (status != SYMCOLL_OK)
+            goto out;
+    }
     if (comm->nranks > 1) {
         status = core_pool_get(comm, mem_type, &pool);
         if (status != SYMCOLL_OK)
@@ -139,6 +152,9 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_mem_alloc(symcoll_comm_h comm, size_t si
         status = SYMCOLL_ERR_ABORTED;
         goto out;
     }
+    status = algo_quiesce(comm);
+    if (status != SYMCOLL_OK)
+        goto out;
     status = core_pool_get(comm, mem_type, &pool);
     if (status != SYMCOLL_OK)
         goto out;
@@ -163,6 +179,8 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_mem_free(symcoll_comm_h comm, void *ptr)
     if (!ptr)
         return SYMCOLL_OK;
     pthread_mutex_lock(&comm->lock);
+    /* a queued CUDA all-reduce across nodes may still read or write it */
+    (void)algo_quiesce(comm);
     for (int mt = 0; mt < SYMCOLL_MEM_LAST; mt++) {
         pool_t *pool = comm->pools[mt];
         if (pool && pool_lookup(pool, ptr, 0, &off)) {
@@ -224,7 +242,8 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_pool_trim(symcoll_comm_h comm,
         return status;
     pthread_mutex_lock(&comm->lock);
     pool = comm->pools[mem_type];
-    if (pool) {
+    status = algo_quiesce(comm);
+    if (pool && status == SYMCOLL_OK) {
         /* the algorithms' staging comes back on the next all-reduce */
         algo_pool_release(pool);
         status = pool_trim(pool);
@@ -249,7 +268,8 @@ symcoll_status_t comm_init_layers(comm_t *comm)
  * context does. */
 void comm_release_layers(comm_t *comm)
 {
-    ucx_close(comm->ucx); /* flush, rkeys, endpoints; registrations go with the pools */
+    algo_comm_release(comm); /* queued work first: it uses the pools and UCX */
+    ucx_close(comm->ucx);    /* flush, rkeys, endpoints; registrations go with the pools */
     for (int mt = 0; mt < SYMCOLL_MEM_LAST; mt++) {
         pool_destroy(comm->pools[mt]);
         comm->pools[mt] = NULL;

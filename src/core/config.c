@@ -286,6 +286,11 @@ static const config_row_t config_table[] = {
         "flag put), am (one active message per transfer) or auto (put where the transport "
         "does RMA itself, am where UCX would emulate it, as on TCP).",
         parse_net_protocol_field, net_protocol),
+    ROW("SYMCOLL_CUDA_NET_CHUNK", "4M",
+        "CUDA memory across nodes, staged through pinned host memory: bytes per pipeline "
+        "chunk (copied to the host, reduced across nodes, copied back while the next "
+        "chunk moves); three chunks of host staging per rank.",
+        parse_size_field, cuda_net_chunk),
     ROW("SYMCOLL_NET_TCP_SEG_SIZE", "256K",
         "Across nodes: segment size symcoll gives UCX's TCP "
         "transport (TCP_TX_SEG_SIZE and TCP_RX_SEG_SIZE); messages up to it move without "
@@ -324,8 +329,10 @@ symcoll_status_t config_read(config_t *cfg)
                   cfg->pool_min_size, cfg->pool_max_size);
         return SYMCOLL_ERR_INVALID_PARAM;
     }
-    if (cfg->host_chunk_size < 4096 || cfg->net_chunk_size < 4096) {
-        log_error("SYMCOLL_HOST_CHUNK_SIZE and SYMCOLL_NET_CHUNK_SIZE must be at least 4K");
+    if (cfg->host_chunk_size < 4096 || cfg->net_chunk_size < 4096 ||
+        cfg->cuda_net_chunk < 4096) {
+        log_error("SYMCOLL_HOST_CHUNK_SIZE, SYMCOLL_NET_CHUNK_SIZE and SYMCOLL_CUDA_NET_CHUNK "
+                  "must be at least 4K");
         return SYMCOLL_ERR_INVALID_PARAM;
     }
     return SYMCOLL_OK;

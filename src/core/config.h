@@ -34,6 +34,7 @@ typedef struct config {
     size_t net_chunk_size;             /* SYMCOLL_NET_CHUNK_SIZE */
     char net_protocol[CONFIG_STR_MAX]; /* SYMCOLL_NET_PROTOCOL: auto, put or am */
     size_t net_tcp_seg_size;           /* SYMCOLL_NET_TCP_SEG_SIZE (0: UCX's own) */
+    size_t cuda_net_chunk;             /* SYMCOLL_CUDA_NET_CHUNK */
 } config_t;
 
 /* Parse every variable of the table into *cfg. On a bad value logs an error naming

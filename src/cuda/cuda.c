@@ -57,6 +57,8 @@ static void probe(void)
     LOAD(mem_set_access, cuMemSetAccess)
     LOAD(mem_export, cuMemExportToShareableHandle)
     LOAD(mem_import, cuMemImportFromShareableHandle)
+    LOAD(stream_wait_value32, cuStreamWaitValue32)
+    LOAD(stream_write_value32, cuStreamWriteValue32)
 #undef LOAD
     probe_ok = true;
 }

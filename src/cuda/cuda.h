@@ -28,6 +28,8 @@ typedef struct cuda_driver {
     __typeof__(cuMemSetAccess) *mem_set_access;
     __typeof__(cuMemExportToShareableHandle) *mem_export;
     __typeof__(cuMemImportFromShareableHandle) *mem_import;
+    __typeof__(cuStreamWaitValue32) *stream_wait_value32;
+    __typeof__(cuStreamWriteValue32) *stream_write_value32;
 } cuda_driver_t;
 
 /* True when a CUDA driver and at least one device are present. Probed once; the reason

@@ -8,7 +8,8 @@ if HAVE_CUDA
 libsymcoll_core_la_SOURCES += \
 	src/cuda/cuda.c \
 	src/pool/pool_cuda.c \
-	src/algo/cuda_allreduce.c
+	src/algo/cuda_allreduce.c \
+	src/algo/cuda_net.c
 CUDA_KERNEL_LOS = src/cuda/allreduce.lo
 libsymcoll_core_la_LIBADD += $(CUDA_KERNEL_LOS)
 EXTRA_libsymcoll_core_la_DEPENDENCIES = $(CUDA_KERNEL_LOS)

@@ -119,6 +119,17 @@ static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
         fprintf(out, ", worst GPU link %s, UCX reaches CUDA memory: %s",
                 s->ppn > 1 ? topo_link_name(s->gpu_link) : "n/a", s->net_cuda ? "yes" : "no");
     fprintf(out, "\n");
+    if (mem == SYMCOLL_MEM_CUDA && s->nnodes > 1)
+        fprintf(out, "# CUDA memory across nodes: %s\n",
+                !s->cuda_across_nodes || s->cuda_max_local <= 0
+                    ? "not available in this build (no CUDA)"
+                : !s->gpus ? "not available: some rank has no CUDA device"
+                : s->net_cuda
+                    ? "staged through pinned host memory of the pool: UCX reaches CUDA memory "
+                      "on every rank, but the direct path (rkeys of GPU segments) is not built "
+                      "yet"
+                    : "staged through pinned host memory of the pool: the UCX of some rank has "
+                      "no CUDA memory support (see ucx-mem), so it cannot put into GPU memory");
 }
 
 void topo_print(const topo_t *t, FILE *out)

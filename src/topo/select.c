@@ -71,6 +71,7 @@ symcoll_status_t topo_select_cfg_from_config(const config_t *config, topo_select
     cfg.cuda_pcie_oneshot_max = config->cuda_pcie_oneshot_max;
     cfg.net_rd_max = config->net_rd_max;
     cfg.hier_min = config->hier_min;
+    cfg.cuda_net_chunk = config->cuda_net_chunk;
     *cfg_p = cfg;
     return SYMCOLL_OK;
 }
@@ -384,12 +385,46 @@ static void select_inter(const topo_select_cfg_t *cfg, const topo_shape_t *s,
 }
 
 static void select_impl(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                        symcoll_mem_type_t mem, size_t bytes, topo_decision_t *d);
+
+/* CUDA memory across nodes moves through pinned host memory of the pool in chunks, each
+ * reduced across nodes by the host algorithm for the chunk's size; the direct path
+ * (UCX putting into GPU memory with rkeys) is not implemented, so UCX's CUDA support
+ * only shows in the reason. */
+static void select_cuda_staged(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                               size_t bytes, topo_decision_t *d)
+{
+    topo_shape_t hs = *shape;
+    size_t chunk =
+        cfg->cuda_net_chunk && bytes > cfg->cuda_net_chunk ? cfg->cuda_net_chunk : bytes;
+    char sz[32], inner[TOPO_REASON_MAX];
+    int n;
+
+    hs.gpu_link = TOPO_LINK_NONE;
+    select_impl(cfg, &hs, SYMCOLL_MEM_HOST, chunk, d);
+    if (d->quiet || d->algo == TOPO_ALGO_NONE)
+        return;
+    topo_fmt_size(chunk, sz, sizeof(sz));
+    memcpy(inner, d->reason, sizeof(inner));
+    n = snprintf(
+        d->reason, sizeof(d->reason), "CUDA staged via pinned host memory (%s), %s chunks: ",
+        shape->net_cuda ? "UCX has CUDA, direct path not built" : "UCX lacks CUDA", sz);
+    if (n > 0 && (size_t)n < sizeof(d->reason))
+        strncat(d->reason, inner, sizeof(d->reason) - (size_t)n - 1);
+}
+
+static void select_impl(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
                         symcoll_mem_type_t mem, size_t bytes, topo_decision_t *d)
 {
     char why[TOPO_REASON_MAX];
     char *w = d->quiet ? NULL : why;
     size_t wlen = d->quiet ? 0 : sizeof(why);
 
+    if (mem == SYMCOLL_MEM_CUDA && shape->nnodes > 1 && shape->cuda_across_nodes &&
+        shape->cuda_max_local > 0 && shape->gpus) {
+        select_cuda_staged(cfg, shape, bytes, d);
+        return;
+    }
     if (cfg->forced != TOPO_ALGO_AUTO) {
         if (topo_algo_applicable(cfg->forced, mem, shape, w, wlen))
             decide(d, cfg->forced, "forced by SYMCOLL_ALGO=%s", topo_algo_name(cfg->forced));

@@ -54,6 +54,8 @@ typedef struct topo_select_cfg {
     size_t cuda_pcie_oneshot_max; /* SYMCOLL_CUDA_PCIE_ONESHOT_MAX */
     size_t net_rd_max;            /* SYMCOLL_NET_RD_MAX */
     size_t hier_min;              /* SYMCOLL_HIER_MIN: smallest message sent hierarchically */
+    size_t cuda_net_chunk;        /* SYMCOLL_CUDA_NET_CHUNK: staging chunk of CUDA memory
+                                     across nodes (0: whole messages) */
 } topo_select_cfg_t;
 
 #define TOPO_REASON_MAX 256

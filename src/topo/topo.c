@@ -193,8 +193,8 @@ static void topo_update_shapes(topo_t *t)
     s.net_cuda = t->net_cuda_ranks == t->nranks;
 #ifdef HAVE_CUDA
     s.cuda_max_local = CUDA_AR_MAX_RANKS;
+    s.cuda_across_nodes = true; /* staged through pinned host memory (algo/cuda_net.c) */
 #endif
-    s.cuda_across_nodes = false; /* the inter-node algorithms serve host memory only */
     s.gpus = gpus;
     s.gpu_link = TOPO_LINK_NONE;
     t->shape[SYMCOLL_MEM_HOST] = s;
