@@ -6,7 +6,14 @@
 #                                              the runtime libraries they need into DEST
 #   scripts/gpu-check.sh run DIR OUT [STEPS]   (on the GPU machine) DIR is a packed tree or
 #                                              a build tree; logs go to OUT. STEPS: any of
-#                                              env tests sanitize bench nccl (default all)
+#                                              env tests sanitize bench nccl (default all),
+#                                              nettests netbench netsanitize (GPU memory
+#                                              across 2 simulated nodes), variants confirm
+#                                              nccl_quick
+#
+# nettests runs test_cuda's cross-node cases one per step (NETCASES to choose some);
+# tests runs the others. netbench: symcoll vs NCCL on its socket transport, 2 x 1 and
+# 2 x 2 simulated nodes (NETBENCH_MAX, REPEATS).
 #
 # NVLink multicast stays off (it can take the host's GPUs out of service): the variables
 # below are exported for every program this script starts.
@@ -20,7 +27,7 @@ pack() {
     b=$1; d=$2
     mkdir -p "$d/bin" "$d/lib"
     for p in tests/.libs/test_cuda tools/.libs/symcoll_perf tools/symcoll_run \
-             bench/nccl_allreduce_peer; do
+             tools/.libs/symcoll_info bench/nccl_allreduce_peer; do
         test -f "$b/$p" && cp "$b/$p" "$d/bin/"
     done
     cp -L "$b/.libs/libsymcoll.so.0" "$d/lib/"
@@ -61,7 +68,40 @@ run() {
               which compute-sanitizer; } >"$out/env.log" 2>&1
             ;;
         tests)
-            step tests ${TEST_TIMEOUT:-900} "$bin"/test_cuda
+            # the cross-node cases (tag net) run in the nettests step
+            step tests ${TEST_TIMEOUT:-900} env CK_EXCLUDE_TAGS=net "$bin"/test_cuda
+            ;;
+        nettests)
+            # GPU memory across 2 simulated nodes (UCX over TCP on loopback), one case a
+            # step. Expected: types ~1-2 min, hier ~1 min, timeout ~40 s, the others < 30 s.
+            for c in ${NETCASES:-net_capture net_mixed net_kill net_abort net_timeout net_pool net_types net_hier}; do
+                case $c in net_types|net_hier) l=300 ;; *) l=180 ;; esac
+                step "$c" $l env CK_RUN_CASE=$c "$bin"/test_cuda
+            done
+            ;;
+        netsanitize)
+            step net_memcheck ${SAN_TIMEOUT:-300} env CK_RUN_CASE=net_mixed CK_FORK=no compute-sanitizer \
+                --tool memcheck --target-processes all "$bin"/test_cuda
+            ;;
+        netbench)
+            # bf16 sum, symcoll and NCCL alternating: 2 ranks as 2 nodes x 1 GPU, then 4 as
+            # 2 nodes x 2 (GPU = rank on the node, both programs). NCCL is held to its socket
+            # transport on loopback and gets the simulated node as NCCL_HOSTID, so it sees
+            # the same two hosts as symcoll (and no "duplicate GPU" with 2 ranks a GPU).
+            # Limits add up to < 10 minutes; expected 3-5 minutes in all.
+            R="$bin/symcoll_run --nodes 2"
+            P="$bin/symcoll_perf -m cuda -d bfloat16 -o sum -r ${REPEATS:-5}"
+            N="$bin/nccl_allreduce_peer -d bfloat16 -o sum -r ${REPEATS:-5}"
+            NCCLNET="NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1"
+            NCCLINFO="NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET"
+            HOSTID='NCCL_HOSTID=$SYMCOLL_HOST_ID exec "$0" "$@"'
+            step netinfo 40 $R -n 2 -t 30 "$bin"/symcoll_info -v -a
+            step net_perf_2x1 160 $R -n 2 -t 150 $P -b 1K -e ${NETBENCH_MAX:-256M} -f 4
+            step net_nccl_2x1 160 env $NCCLNET $NCCLINFO NCCL_DEBUG_FILE="$out/net_nccl_2x1.nccl-%p.log" \
+                $R -n 2 -t 150 sh -c "$HOSTID" $N -b 1K -e ${NETBENCH_MAX:-256M} -f 4
+            step net_perf_2x2 100 $R -n 4 -t 90 $P -b 1K -e 64M -f 4
+            step net_nccl_2x2 100 env $NCCLNET $NCCLINFO NCCL_DEBUG_FILE="$out/net_nccl_2x2.nccl-%p.log" \
+                $R -n 4 -t 90 sh -c "$HOSTID" $N -b 1K -e 64M -f 4
             ;;
         sanitize)
             # small runs: the bf16 bit-identity case (one-shot and two-shot) under each tool
@@ -124,5 +164,5 @@ run() {
 case ${1:-} in
 pack) shift; pack "$@" ;;
 run) shift; run "$@" ;;
-*) sed -n '2,14p' "$0"; exit 2 ;;
+*) sed -n '2,17p' "$0"; exit 2 ;;
 esac
