@@ -85,23 +85,25 @@ run() {
             ;;
         netbench)
             # bf16 sum, symcoll and NCCL alternating: 2 ranks as 2 nodes x 1 GPU, then 4 as
-            # 2 nodes x 2 (GPU = rank on the node, both programs). NCCL is held to its socket
-            # transport on loopback and gets the simulated node as NCCL_HOSTID, so it sees
-            # the same two hosts as symcoll (and no "duplicate GPU" with 2 ranks a GPU).
+            # 2 nodes x 2. Both programs run through $W: GPU = rank % GPUs (symcoll_perf
+            # would take the rank on the node, putting both 2x1 ranks on GPU 0; NCCL's
+            # driver already does rank % GPUs), and NCCL gets the simulated node as
+            # NCCL_HOSTID, so it sees the same two hosts as symcoll (and no "duplicate GPU"
+            # with 2 ranks a GPU). NCCL is held to its socket transport on loopback.
             # Limits add up to < 10 minutes; expected 3-5 minutes in all.
             R="$bin/symcoll_run --nodes 2"
+            W='SYMCOLL_LOCAL_RANK=$SYMCOLL_RANK NCCL_HOSTID=$SYMCOLL_HOST_ID exec "$0" "$@"'
             P="$bin/symcoll_perf -m cuda -d bfloat16 -o sum -r ${REPEATS:-5}"
             N="$bin/nccl_allreduce_peer -d bfloat16 -o sum -r ${REPEATS:-5}"
             NCCLNET="NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1"
             NCCLINFO="NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET"
-            HOSTID='NCCL_HOSTID=$SYMCOLL_HOST_ID exec "$0" "$@"'
             step netinfo 40 $R -n 2 -t 30 "$bin"/symcoll_info -v -a
-            step net_perf_2x1 160 $R -n 2 -t 150 $P -b 1K -e ${NETBENCH_MAX:-256M} -f 4
+            step net_perf_2x1 160 $R -n 2 -t 150 sh -c "$W" $P -b 1K -e ${NETBENCH_MAX:-256M} -f 4
             step net_nccl_2x1 160 env $NCCLNET $NCCLINFO NCCL_DEBUG_FILE="$out/net_nccl_2x1.nccl-%p.log" \
-                $R -n 2 -t 150 sh -c "$HOSTID" $N -b 1K -e ${NETBENCH_MAX:-256M} -f 4
-            step net_perf_2x2 100 $R -n 4 -t 90 $P -b 1K -e 64M -f 4
+                $R -n 2 -t 150 sh -c "$W" $N -b 1K -e ${NETBENCH_MAX:-256M} -f 4
+            step net_perf_2x2 100 $R -n 4 -t 90 sh -c "$W" $P -b 1K -e 64M -f 4
             step net_nccl_2x2 100 env $NCCLNET $NCCLINFO NCCL_DEBUG_FILE="$out/net_nccl_2x2.nccl-%p.log" \
-                $R -n 4 -t 90 sh -c "$HOSTID" $N -b 1K -e 64M -f 4
+                $R -n 4 -t 90 sh -c "$W" $N -b 1K -e 64M -f 4
             ;;
         sanitize)
             # small runs: the bf16 bit-identity case (one-shot and two-shot) under each tool

@@ -884,10 +884,11 @@ static symcoll_status_t net_until_failure(net_rank_t *r, size_t count, int max_c
 
     for (it = 0; it < max_calls && st == SYMCOLL_OK; it++) {
         cudaError_t e;
+        /* queued or not, the call and then the stream must come back */
+        net_watch("symcoll_allreduce and cudaStreamSynchronize on a failing communicator",
+                  NET_FAIL_TIMEOUT + 15);
         st = symcoll_allreduce(r->d[0], r->d[0], count, SYMCOLL_BFLOAT16, SYMCOLL_SUM, r->comm,
                                r->s);
-        /* queued or not, the stream must come back */
-        net_watch("cudaStreamSynchronize on a failing communicator", NET_FAIL_TIMEOUT + 15);
         e = cudaStreamSynchronize(r->s);
         alarm(0);
         if (e != cudaSuccess)
@@ -915,10 +916,10 @@ static void net_after_failure(net_rank_t *r, symcoll_status_t loop_status, int r
                      symcoll_status_string(loop_status));
     fprintf(stderr, "rank %d: %s after %d calls, %.2f s\n", rank,
             symcoll_status_string(loop_status), ncalls, now_sec() - t0);
+    net_watch("a call and the stream after the failure", NET_FAIL_TIMEOUT + 15);
     st = symcoll_allreduce(r->d[0], r->d[0], 8, SYMCOLL_BFLOAT16, SYMCOLL_SUM, r->comm, r->s);
     if (st == SYMCOLL_OK)
         harness_fail("a call after %s returned OK", symcoll_status_string(loop_status));
-    net_watch("the stream after the failure", NET_FAIL_TIMEOUT + 15);
     CK_CUDA(cudaMemsetAsync(r->d[0], 0, 64, r->s));
     CK_CUDA(cudaStreamSynchronize(r->s));
     net_watch("symcoll_comm_destroy after the failure", NET_FAIL_TIMEOUT + 15);
@@ -1047,9 +1048,9 @@ static void body_net_timeout(int rank, int nranks, void *arg)
     } else {
         cudaError_t e;
         sleep(2 * NET_SHORT_TIMEOUT + 5);
+        net_watch("the late rank's call and stream", NET_SHORT_TIMEOUT + 15);
         st = symcoll_allreduce(r.d[0], r.d[0], count, SYMCOLL_BFLOAT16, SYMCOLL_SUM, r.comm,
                                r.s);
-        net_watch("the late rank's stream", NET_SHORT_TIMEOUT + 15);
         e = cudaStreamSynchronize(r.s);
         alarm(0);
         if (e != cudaSuccess)
