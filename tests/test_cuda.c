@@ -690,7 +690,7 @@ static void net_check(const net_bufs_t *b, size_t count, symcoll_dtype_t t, symc
                          what, symcoll_dtype_name(t), symcoll_op_name(op), count, i);
 }
 
-/* net_enqueue then net_check, on the body's stream unless s is given (NULL: legacy) */
+/* net_enqueue then net_check, on the body's stream */
 static void net_run(net_rank_t *r, void *in, void *out, void *copy, size_t count,
                     symcoll_dtype_t t, symcoll_op_t op, int rank, int nranks, int salt,
                     const char *what)
