@@ -46,13 +46,25 @@ step() {
     timeout -k 10 "$limit" "$@" >"$out/$name.log" 2>&1
     rc=$?
     echo "$name: rc=$rc (`expr \`date +%s\` - $t0` s)" | tee -a "$out/summary"
+    collect
     return $rc
+}
+
+# The GPU machine returns at most 8 files: the logs go into one, all.txt, as each step
+# ends, so that a run stopped early still returns what it did.
+collect() {
+    for f in "$out"/*.log; do
+        test -f "$f" || continue
+        echo "=================== `basename $f`"; cat "$f"
+        rm -f "$f"
+    done >>"$out/all.txt"
 }
 
 run() {
     dir=$1; out=$2; steps=${3:-"env tests sanitize bench nccl"}
     mkdir -p "$out"
     : >"$out/summary"
+    : >"$out/all.txt"
     if test -d "$dir/lib"; then
         bin=$dir/bin; export LD_LIBRARY_PATH=$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     else
@@ -73,9 +85,13 @@ run() {
             ;;
         nettests)
             # GPU memory across 2 simulated nodes (UCX over TCP on loopback), one case a
-            # step. Expected: types ~1-2 min, hier ~1 min, timeout ~40 s, the others < 30 s.
+            # step. Expected: types ~1 min, hier and pool < 1 min, timeout ~40 s, kill
+            # and abort < 30 s, capture and mixed ~10 s: 3-4 minutes. The limits add up to
+            # 17 minutes; where a command may run 10, run two groups:
+            # NETCASES="net_capture net_mixed net_kill net_abort net_timeout" (<= 500 s),
+            # NETCASES="net_pool net_types net_hier" (<= 540 s).
             for c in ${NETCASES:-net_capture net_mixed net_kill net_abort net_timeout net_pool net_types net_hier}; do
-                case $c in net_types|net_hier) l=300 ;; *) l=180 ;; esac
+                case $c in net_types) l=240 ;; net_hier) l=180 ;; net_pool) l=120 ;; *) l=100 ;; esac
                 step "$c" $l env CK_RUN_CASE=$c "$bin"/test_cuda
             done
             ;;
@@ -154,12 +170,7 @@ run() {
             ;;
         esac
     done
-    # the GPU machine returns at most 8 files: one log with everything, the summary
-    for f in "$out"/*.log; do
-        test -f "$f" || continue
-        echo "=================== `basename $f`"; cat "$f"
-    done >"$out/all.txt"
-    rm -f "$out"/*.log
+    collect
     cat "$out/summary"
 }
 
