@@ -97,6 +97,13 @@ struct cuda_net {
     bool pinned;
     size_t stage_off, slot_bytes;
     char *stage;
+    /* where the time goes (logged at destroy, info level): seconds summed over ops */
+    uint64_t nops;
+    double t_wait_in;  /* from taking an op to its first chunk on the host */
+    double t_net;      /* in the host all-reduces */
+    double t_busy;     /* from taking an op to releasing it */
+    double t_gap;      /* from releasing one op to taking the next, while queued */
+    double t_last_end; /* release time of the previous op */
 };
 
 static symcoll_status_t cnet_rt(cudaError_t err, const char *call)
@@ -104,7 +111,10 @@ static symcoll_status_t cnet_rt(cudaError_t err, const char *call)
     return err == cudaSuccess ? SYMCOLL_OK : cuda_rt_error(err, call);
 }
 
-/* ---- staging (collective: called by the thread, in the same place on every rank) ---- */
+/* ---- staging ------------------------------------------------------------------------
+ * Allocated and pinned by the caller's thread while no operation is queued (collective:
+ * the same call on every rank). Never by the progress thread: cudaHostRegister waits for
+ * work the driver has queued, and a caller's stream may be waiting for that thread. */
 
 static void cnet_stage_release(cuda_net_t *cn)
 {
@@ -203,11 +213,9 @@ static symcoll_status_t cnet_run(cuda_net_t *cn, const cnet_op_t *op)
     size_t chunk, nchunks, issued = 0;
     deadline_t dl = deadline_make(cn->comm->timeout_sec, &cn->comm->aborted);
     symcoll_status_t status;
+    double t0 = time_now(), t;
     CUresult res;
 
-    status = cnet_stage_ensure(cn);
-    if (status != SYMCOLL_OK)
-        return status;
     chunk = cn->slot_bytes / esize;
     nchunks = (op->count + chunk - 1) / chunk;
     status = cnet_rt(cudaStreamWaitEvent(cn->cs_in, op->ready, 0), "cudaStreamWaitEvent");
@@ -220,9 +228,13 @@ static symcoll_status_t cnet_run(cuda_net_t *cn, const cnet_op_t *op)
             status = cnet_copy_in(cn, op, chunk, issued++);
         if (status == SYMCOLL_OK)
             status = cnet_wait_event(cn, cn->copied_in[s], &dl);
+        t = time_now();
+        if (k == 0)
+            cn->t_wait_in += t - t0;
         if (status == SYMCOLL_OK)
             status =
                 algo_net_allreduce(cn->comm, cn->host_pool, slot, slot, n, op->dtype, op->op);
+        cn->t_net += time_now() - t;
         if (status != SYMCOLL_OK)
             break;
         status = cnet_rt(cudaMemcpyAsync(op->recv + first * esize, slot, n * esize,
@@ -253,6 +265,7 @@ static void *cnet_thread(void *arg)
     cuda_net_t *cn = arg;
     cnet_op_t op;
     symcoll_status_t status;
+    double t0;
 
     log_set_rank(cn->comm->rank);
     cudaSetDevice(cn->device);
@@ -275,6 +288,9 @@ static void *cnet_thread(void *arg)
         pthread_mutex_unlock(&cn->mu);
 
         status = (symcoll_status_t)atomic_load(&cn->broken);
+        t0 = time_now();
+        if (cn->t_last_end > 0)
+            cn->t_gap += t0 - cn->t_last_end;
         if (status == SYMCOLL_OK)
             status = cnet_run(cn, &op);
         if (status != SYMCOLL_OK) {
@@ -288,8 +304,14 @@ static void *cnet_thread(void *arg)
             }
             cnet_release(cn, op.seq);
         }
+        cn->t_last_end = time_now();
+        cn->t_busy += cn->t_last_end - t0;
+        cn->nops++;
         pthread_mutex_lock(&cn->mu);
         cn->head++;
+        /* only the gap before an op that was already queued counts (not idle time) */
+        if (atomic_load_explicit(&cn->end, memory_order_relaxed) == cn->head)
+            cn->t_last_end = 0;
         pthread_cond_broadcast(&cn->idle);
         pthread_mutex_unlock(&cn->mu);
     }
@@ -456,6 +478,14 @@ void algo_cuda_net_destroy(comm_t *comm)
     pthread_mutex_unlock(&cn->mu);
     if (cn->started)
         pthread_join(cn->thread, NULL);
+    if (cn->nops)
+        log_info(
+            "CUDA across nodes: %llu all-reduces; per call, us: %.1f busy = %.1f until the "
+            "first chunk was on the host + %.1f in the host all-reduces + the rest; %.1f "
+            "between back-to-back calls",
+            (unsigned long long)cn->nops, 1e6 * cn->t_busy / (double)cn->nops,
+            1e6 * cn->t_wait_in / (double)cn->nops, 1e6 * cn->t_net / (double)cn->nops,
+            1e6 * cn->t_gap / (double)cn->nops);
     cnet_stage_release(cn);
     comm->cuda_net = NULL;
     /* a caller's stream may not have passed its wait on the done word yet */
@@ -498,6 +528,14 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
         if (status != SYMCOLL_OK)
             return status;
         comm->cuda_net = cn;
+    }
+    if (!cn->has_stage) {
+        /* first call, or the first after a trim: the queue is empty then */
+        status = algo_cuda_net_drain(comm);
+        if (status == SYMCOLL_OK)
+            status = cnet_stage_ensure(cn);
+        if (status != SYMCOLL_OK)
+            return status;
     }
     status = (symcoll_status_t)atomic_load(&cn->broken);
     if (status != SYMCOLL_OK) {
