@@ -7,23 +7,28 @@
  * are registered with it, but the direct data path is not written yet: the staged path
  * serves that case too, and symcoll_info says so.)
  *
- * The call (caller's thread, comm->lock held) never waits for the GPU:
- *   1. records the operation's "ready" event on the caller's stream,
- *   2. makes the stream wait (cuStreamWaitValue32, >=) until a host-mapped word, "done",
- *      reaches the operation's sequence number,
- *   3. queues the operation for the progress thread and returns.
- * The progress thread takes operations in order. For each it splits the message into
- * chunks of SYMCOLL_CUDA_NET_CHUNK bytes and keeps three chunk-sized slots of host
- * staging (pool memory, pinned with cudaHostRegister) in flight:
- *   copy-in stream:  waits for "ready", then copies chunk k+2 to the host while
- *   the thread:      reduces chunk k across all ranks in place in its slot (the host
- *                    all-reduce the selector picks for the chunk: rd, ring or hier), and
- *   copy-out stream: copies chunk k-1 back into the caller's receive buffer.
- * A slot is refilled only after its copy back ran (the copy-in stream waits for that
- * event), so no copy waits for the thread and the thread waits for a copy only when
- * the network is faster than PCIe. After the last chunk the copy-out stream writes the
- * sequence number into "done" (cuStreamWriteValue32), which releases the caller's stream:
- * the thread never blocks on the stream it serves.
+ * The message moves in chunks of SYMCOLL_CUDA_NET_CHUNK bytes through three chunk-sized
+ * slots of host staging (pool memory, pinned with cudaHostRegister). Three host-mapped
+ * words per slot hand a chunk back and forth: "ready" (the GPU copied chunk g into the
+ * slot), "done" (the thread reduced it across the nodes), "freed" (the GPU copied the
+ * result out). Each holds g + 1 of the last chunk g that passed; chunks are numbered
+ * across calls, so the words only grow (compared as int32 differences: wrap-safe).
+ *
+ * The call (caller's thread, comm->lock held) never waits for the GPU. It queues the
+ * whole pipeline on the caller's stream and the operation for the thread, and returns:
+ *   stream:  copy chunks 0, 1, 2 to their slots, raising "ready" after each; then for
+ *            each chunk k: wait for "done", copy the result back, raise "freed", copy
+ *            chunk k + 3 in (a slot is refilled only after its "freed": calls on other
+ *            streams share the slots);
+ *   thread:  for each chunk: wait for "ready", all-reduce the slot in place across the
+ *            ranks (the host algorithm the selector picks for the chunk: rd, ring or
+ *            hier), raise "done".
+ * So the copies of chunks k + 1 and k + 2 run while chunk k crosses the network, and
+ * the thread only reads and writes host memory: it never calls CUDA, so nothing the
+ * caller's thread does inside the driver (a synchronous copy from pageable memory on the
+ * legacy stream, say) can block the thread that stream waits for. (A first version used
+ * copy streams and events in the thread, and deadlocked in exactly that way on the
+ * H200 machine.)
  *
  * Every rank's thread runs the same operations in the same order, so the host
  * algorithms' collective steps match. Everything else that talks to the other ranks
@@ -31,8 +36,7 @@
  * (algo_cuda_net_drain), so the two threads never use UCX or the bootstrap at once.
  *
  * Failure: an operation that fails (peer gone, abort, timeout, CUDA error) still
- * releases its stream: the thread writes "done" from the host (after the copy-out
- * stream has drained, so that no older GPU write lands after it). The status sticks:
+ * releases its stream: the thread raises "done" for each of its chunks. The status sticks:
  * every later call on the communicator returns it. The result buffer of a failed
  * operation is undefined.
  *
@@ -59,14 +63,17 @@
 #define CNET_IDLE_SPIN_SEC 0.02
 
 typedef struct cnet_op {
-    const char *send;
-    char *recv;
     size_t count;
     symcoll_dtype_t dtype;
     symcoll_op_t op;
-    uint32_t seq;
-    cudaEvent_t ready; /* recorded on the caller's stream */
+    uint32_t first; /* number of its first chunk */
+    uint32_t nchunks;
 } cnet_op_t;
+
+/* Host-mapped words, one cache line each: written by the GPU (ready, freed) or by the
+ * thread (done). */
+enum { CNET_READY = 0, CNET_DONE = 1, CNET_FREED = 2, CNET_NWORDS = 3 };
+#define CNET_WORD_STRIDE 16 /* uint32 per line */
 
 struct cuda_net {
     comm_t *comm;
@@ -83,16 +90,13 @@ struct cuda_net {
     uint64_t head;        /* next operation the thread takes (under mu) */
     _Atomic uint64_t end; /* one past the last queued (written under mu) */
     bool stop;
-    _Atomic int broken; /* symcoll_status_t of the first failure; sticky */
-    uint32_t seq;       /* sequence number of the last queued operation */
+    _Atomic int broken;  /* symcoll_status_t of the first failure; sticky */
+    uint32_t next_chunk; /* number of the next chunk queued (caller's thread) */
+    bool wrapped;        /* next_chunk wrapped around once */
 
-    volatile uint32_t *done_host; /* host-mapped: sequence number of the last released */
-    CUdeviceptr done_dev;
+    volatile uint32_t *words; /* host-mapped, CNET_NWORDS x CNET_SLOTS lines */
+    CUdeviceptr words_dev;
 
-    /* used by the thread only */
-    cudaStream_t cs_in, cs_out;
-    cudaEvent_t copied_in[CNET_SLOTS], copied_out[CNET_SLOTS];
-    bool out_pending[CNET_SLOTS]; /* copied_out[s] was recorded */
     bool has_stage;
     bool pinned;
     size_t stage_off, slot_bytes;
@@ -106,11 +110,6 @@ struct cuda_net {
     double t_last_end; /* release time of the previous op */
 };
 
-static symcoll_status_t cnet_rt(cudaError_t err, const char *call)
-{
-    return err == cudaSuccess ? SYMCOLL_OK : cuda_rt_error(err, call);
-}
-
 /* ---- staging ------------------------------------------------------------------------
  * Allocated and pinned by the caller's thread while no operation is queued (collective:
  * the same call on every rank). Never by the progress thread: cudaHostRegister waits for
@@ -120,14 +119,13 @@ static void cnet_stage_release(cuda_net_t *cn)
 {
     if (!cn->has_stage)
         return;
-    /* no copy may touch the slots once they are unpinned */
-    cudaStreamSynchronize(cn->cs_in);
-    cudaStreamSynchronize(cn->cs_out);
+    /* every queued operation was released (drained): once the device is idle no copy
+     * touches the slots */
+    cudaDeviceSynchronize();
     if (cn->pinned)
         cudaHostUnregister(cn->stage);
     pool_free(cn->host_pool, cn->stage_off);
     cn->has_stage = cn->pinned = false;
-    memset(cn->out_pending, 0, sizeof(cn->out_pending));
 }
 
 static symcoll_status_t cnet_stage_ensure(cuda_net_t *cn)
@@ -163,71 +161,70 @@ static symcoll_status_t cnet_stage_ensure(cuda_net_t *cn)
 
 /* ---- the thread --------------------------------------------------------------------- */
 
-/* Waits for ev while keeping UCX progressing (peers may be sending to us). */
-static symcoll_status_t cnet_wait_event(cuda_net_t *cn, cudaEvent_t ev, const deadline_t *dl)
+static volatile uint32_t *cnet_word(cuda_net_t *cn, int which, int slot)
 {
+    return cn->words + ((size_t)which * CNET_SLOTS + (size_t)slot) * CNET_WORD_STRIDE;
+}
+
+static CUdeviceptr cnet_word_dev(cuda_net_t *cn, int which, int slot)
+{
+    return cn->words_dev +
+           ((size_t)which * CNET_SLOTS + (size_t)slot) * CNET_WORD_STRIDE * sizeof(uint32_t);
+}
+
+/* a reached b (wrap-safe, like CU_STREAM_WAIT_VALUE_GEQ) */
+static bool cnet_reached(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b) >= 0;
+}
+
+/* Waits until the GPU copied chunk g into its slot, keeping UCX progressing (peers may
+ * be sending to us meanwhile). */
+static symcoll_status_t cnet_wait_ready(cuda_net_t *cn, uint32_t g, const deadline_t *dl)
+{
+    volatile uint32_t *w = cnet_word(cn, CNET_READY, (int)(g % CNET_SLOTS));
     unsigned iter = 0;
     symcoll_status_t status;
-    cudaError_t err;
 
-    for (;;) {
-        err = cudaEventQuery(ev);
-        if (err == cudaSuccess)
-            return SYMCOLL_OK;
-        if (err != cudaErrorNotReady)
-            return cuda_rt_error(err, "cudaEventQuery");
+    while (!cnet_reached(__atomic_load_n(w, __ATOMIC_ACQUIRE), g + 1)) {
+        /* the caller could not queue the whole pipeline: this chunk may never come */
+        status = (symcoll_status_t)atomic_load_explicit(&cn->broken, memory_order_relaxed);
+        if (status != SYMCOLL_OK)
+            return status;
         status = ucx_progress(cn->comm->ucx);
         if (status == SYMCOLL_OK)
             status = deadline_check(dl);
         if (status != SYMCOLL_OK) {
-            log_error("CUDA all-reduce across nodes: gave up waiting for the GPU (%s)",
-                      symcoll_status_string(status));
+            log_error("CUDA all-reduce across nodes: gave up waiting for the GPU's copy of "
+                      "chunk %u (%s)",
+                      g, symcoll_status_string(status));
             return status;
         }
         core_spin_pause(&iter);
     }
+    return SYMCOLL_OK;
 }
 
-/* Queues the copy of chunk j of op into its slot on the copy-in stream. */
-static symcoll_status_t cnet_copy_in(cuda_net_t *cn, const cnet_op_t *op, size_t chunk,
-                                     size_t j)
+static void cnet_raise_done(cuda_net_t *cn, uint32_t g)
 {
-    size_t esize = symcoll_dtype_size(op->dtype);
-    size_t first = j * chunk, n = op->count - first < chunk ? op->count - first : chunk;
-    int s = (int)(j % CNET_SLOTS);
-    cudaError_t err = cudaSuccess;
-
-    if (cn->out_pending[s])
-        err = cudaStreamWaitEvent(cn->cs_in, cn->copied_out[s], 0);
-    if (err == cudaSuccess)
-        err = cudaMemcpyAsync(cn->stage + (size_t)s * cn->slot_bytes, op->send + first * esize,
-                              n * esize, cudaMemcpyDeviceToHost, cn->cs_in);
-    if (err == cudaSuccess)
-        err = cudaEventRecord(cn->copied_in[s], cn->cs_in);
-    return cnet_rt(err, "CUDA across nodes: copy to the host");
+    __atomic_store_n(cnet_word(cn, CNET_DONE, (int)(g % CNET_SLOTS)), g + 1, __ATOMIC_RELEASE);
 }
 
-static symcoll_status_t cnet_run(cuda_net_t *cn, const cnet_op_t *op)
+static symcoll_status_t cnet_run(cuda_net_t *cn, const cnet_op_t *op, uint32_t *k_p)
 {
     size_t esize = symcoll_dtype_size(op->dtype);
-    size_t chunk, nchunks, issued = 0;
+    size_t chunk = cn->slot_bytes / esize;
     deadline_t dl = deadline_make(cn->comm->timeout_sec, &cn->comm->aborted);
-    symcoll_status_t status;
+    symcoll_status_t status = SYMCOLL_OK;
     double t0 = time_now(), t;
-    CUresult res;
 
-    chunk = cn->slot_bytes / esize;
-    nchunks = (op->count + chunk - 1) / chunk;
-    status = cnet_rt(cudaStreamWaitEvent(cn->cs_in, op->ready, 0), "cudaStreamWaitEvent");
-    for (size_t k = 0; status == SYMCOLL_OK && k < nchunks; k++) {
-        size_t first = k * chunk, n = op->count - first < chunk ? op->count - first : chunk;
-        int s = (int)(k % CNET_SLOTS);
-        char *slot = cn->stage + (size_t)s * cn->slot_bytes;
+    for (*k_p = 0; *k_p < op->nchunks; ++*k_p) {
+        uint32_t k = *k_p, g = op->first + k;
+        size_t first = (size_t)k * chunk,
+               n = op->count - first < chunk ? op->count - first : chunk;
+        char *slot = cn->stage + (size_t)(g % CNET_SLOTS) * cn->slot_bytes;
 
-        while (status == SYMCOLL_OK && issued < nchunks && issued < k + CNET_SLOTS)
-            status = cnet_copy_in(cn, op, chunk, issued++);
-        if (status == SYMCOLL_OK)
-            status = cnet_wait_event(cn, cn->copied_in[s], &dl);
+        status = cnet_wait_ready(cn, g, &dl);
         t = time_now();
         if (k == 0)
             cn->t_wait_in += t - t0;
@@ -236,28 +233,10 @@ static symcoll_status_t cnet_run(cuda_net_t *cn, const cnet_op_t *op)
                 algo_net_allreduce(cn->comm, cn->host_pool, slot, slot, n, op->dtype, op->op);
         cn->t_net += time_now() - t;
         if (status != SYMCOLL_OK)
-            break;
-        status = cnet_rt(cudaMemcpyAsync(op->recv + first * esize, slot, n * esize,
-                                         cudaMemcpyHostToDevice, cn->cs_out),
-                         "CUDA across nodes: copy from the host");
-        if (status == SYMCOLL_OK)
-            status = cnet_rt(cudaEventRecord(cn->copied_out[s], cn->cs_out), "cudaEventRecord");
-        if (status == SYMCOLL_OK)
-            cn->out_pending[s] = true;
+            return status;
+        cnet_raise_done(cn, g);
     }
-    if (status != SYMCOLL_OK)
-        return status;
-    res = cn->drv->stream_write_value32(cn->cs_out, cn->done_dev, op->seq, 0);
-    return res == CUDA_SUCCESS ? SYMCOLL_OK : cuda_drv_error(res, "cuStreamWriteValue32");
-}
-
-/* Releases the stream of a failed operation from the host. */
-static void cnet_release(cuda_net_t *cn, uint32_t seq)
-{
-    /* an older cuStreamWriteValue32 still queued must not land after this store */
-    cudaStreamSynchronize(cn->cs_out);
-    (void)cudaGetLastError();
-    __atomic_store_n(cn->done_host, seq, __ATOMIC_RELEASE);
+    return SYMCOLL_OK;
 }
 
 static void *cnet_thread(void *arg)
@@ -265,10 +244,10 @@ static void *cnet_thread(void *arg)
     cuda_net_t *cn = arg;
     cnet_op_t op;
     symcoll_status_t status;
+    uint32_t k;
     double t0;
 
     log_set_rank(cn->comm->rank);
-    cudaSetDevice(cn->device);
     for (;;) {
         double idle_until = time_now() + CNET_IDLE_SPIN_SEC;
         unsigned iter = 0;
@@ -291,8 +270,9 @@ static void *cnet_thread(void *arg)
         t0 = time_now();
         if (cn->t_last_end > 0)
             cn->t_gap += t0 - cn->t_last_end;
+        k = 0;
         if (status == SYMCOLL_OK)
-            status = cnet_run(cn, &op);
+            status = cnet_run(cn, &op, &k);
         if (status != SYMCOLL_OK) {
             int ok = SYMCOLL_OK;
             if (atomic_compare_exchange_strong(&cn->broken, &ok, (int)status)) {
@@ -302,7 +282,10 @@ static void *cnet_thread(void *arg)
                 /* peers waiting on us end now rather than at their deadline */
                 algo_net_pool_abort(cn->host_pool);
             }
-            cnet_release(cn, op.seq);
+            /* release the stream: every chunk not done yet is "done" (its result is
+             * undefined); a slot's next copy in still waits for its copy out */
+            for (; k < op.nchunks; k++)
+                cnet_raise_done(cn, op.first + k);
         }
         cn->t_last_end = time_now();
         cn->t_busy += cn->t_last_end - t0;
@@ -322,21 +305,8 @@ static void *cnet_thread(void *arg)
 
 static void cnet_free(cuda_net_t *cn)
 {
-    for (int i = 0; i < CNET_QUEUE; i++)
-        if (cn->q[i].ready)
-            cudaEventDestroy(cn->q[i].ready);
-    for (int s = 0; s < CNET_SLOTS; s++) {
-        if (cn->copied_in[s])
-            cudaEventDestroy(cn->copied_in[s]);
-        if (cn->copied_out[s])
-            cudaEventDestroy(cn->copied_out[s]);
-    }
-    if (cn->cs_in)
-        cudaStreamDestroy(cn->cs_in);
-    if (cn->cs_out)
-        cudaStreamDestroy(cn->cs_out);
-    if (cn->done_host)
-        cudaFreeHost((void *)cn->done_host);
+    if (cn->words)
+        cudaFreeHost((void *)cn->words);
     pthread_cond_destroy(&cn->work);
     pthread_cond_destroy(&cn->idle);
     pthread_mutex_destroy(&cn->mu);
@@ -346,10 +316,9 @@ static void cnet_free(cuda_net_t *cn)
 static symcoll_status_t cnet_create(comm_t *comm, pool_t *host_pool, cuda_net_t **cn_p)
 {
     cuda_net_t *cn = calloc(1, sizeof(*cn));
-    const unsigned evflags = cudaEventDisableTiming;
+    size_t words_bytes = (size_t)CNET_NWORDS * CNET_SLOTS * CNET_WORD_STRIDE * sizeof(uint32_t);
     symcoll_status_t status;
     void *host = NULL, *dev = NULL;
-    int prev = -1;
     cudaError_t err;
 
     if (!cn)
@@ -367,41 +336,24 @@ static symcoll_status_t cnet_create(comm_t *comm, pool_t *host_pool, cuda_net_t 
     status = cuda_comm_device(comm, &cn->device);
     if (status != SYMCOLL_OK)
         goto err_free;
-    if (cudaGetDevice(&prev) != cudaSuccess || prev == cn->device)
-        prev = -1;
-    else
-        cudaSetDevice(cn->device);
-
-    err = cudaHostAlloc(&host, 64, cudaHostAllocMapped | cudaHostAllocPortable);
+    /* portable: the words serve streams of any device the caller uses */
+    err = cudaHostAlloc(&host, words_bytes, cudaHostAllocMapped | cudaHostAllocPortable);
     if (err == cudaSuccess) {
-        cn->done_host = host;
-        *cn->done_host = 0;
+        cn->words = host;
+        memset(host, 0, words_bytes);
         err = cudaHostGetDevicePointer(&dev, host, 0);
     }
-    cn->done_dev = (CUdeviceptr)(uintptr_t)dev;
-    if (err == cudaSuccess)
-        err = cudaStreamCreateWithFlags(&cn->cs_in, cudaStreamNonBlocking);
-    if (err == cudaSuccess)
-        err = cudaStreamCreateWithFlags(&cn->cs_out, cudaStreamNonBlocking);
-    for (int s = 0; err == cudaSuccess && s < CNET_SLOTS; s++) {
-        err = cudaEventCreateWithFlags(&cn->copied_in[s], evflags);
-        if (err == cudaSuccess)
-            err = cudaEventCreateWithFlags(&cn->copied_out[s], evflags);
-    }
-    for (int i = 0; err == cudaSuccess && i < CNET_QUEUE; i++)
-        err = cudaEventCreateWithFlags(&cn->q[i].ready, evflags);
     if (err != cudaSuccess) {
-        status = cuda_rt_error(err, "CUDA all-reduce across nodes: setup");
-        goto err_dev;
+        status = cuda_rt_error(err, "CUDA all-reduce across nodes: host-mapped words");
+        goto err_free;
     }
+    cn->words_dev = (CUdeviceptr)(uintptr_t)dev;
     if (pthread_create(&cn->thread, NULL, cnet_thread, cn)) {
         log_error("CUDA all-reduce across nodes: cannot start the progress thread");
         status = SYMCOLL_ERR_SYSTEM;
-        goto err_dev;
+        goto err_free;
     }
     cn->started = true;
-    if (prev >= 0)
-        cudaSetDevice(prev);
     log_info("CUDA memory across nodes: staged through pinned host memory (%s), by a "
              "progress thread",
              comm->topo->shape[SYMCOLL_MEM_CUDA].net_cuda
@@ -410,9 +362,6 @@ static symcoll_status_t cnet_create(comm_t *comm, pool_t *host_pool, cuda_net_t 
     *cn_p = cn;
     return SYMCOLL_OK;
 
-err_dev:
-    if (prev >= 0)
-        cudaSetDevice(prev);
 err_free:
     cnet_free(cn);
     return status;
@@ -495,6 +444,34 @@ void algo_cuda_net_destroy(comm_t *comm)
 
 /* ---- the call -------------------------------------------------------------------- */
 
+/* Queues on stream s the copy of chunk k of o (from sendbuf) into its slot, after the
+ * slot's previous chunk was copied out, and then raises the slot's "ready". */
+static symcoll_status_t cnet_queue_copy_in(cuda_net_t *cn, cudaStream_t s, const cnet_op_t *o,
+                                           const void *sendbuf, uint32_t k)
+{
+    size_t esize = symcoll_dtype_size(o->dtype), chunk = cn->slot_bytes / esize;
+    size_t first = (size_t)k * chunk, n = o->count - first < chunk ? o->count - first : chunk;
+    uint32_t g = o->first + k;
+    int slot = (int)(g % CNET_SLOTS);
+    CUresult res = CUDA_SUCCESS;
+    cudaError_t err;
+
+    /* chunk g - CNET_SLOTS used the slot last (chunk numbers only grow) */
+    if (g >= CNET_SLOTS || cn->wrapped) {
+        res = cn->drv->stream_wait_value32(s, cnet_word_dev(cn, CNET_FREED, slot),
+                                           g - CNET_SLOTS + 1, CU_STREAM_WAIT_VALUE_GEQ);
+        if (res != CUDA_SUCCESS)
+            return cuda_drv_error(res, "cuStreamWaitValue32");
+    }
+    err = cudaMemcpyAsync(cn->stage + (size_t)slot * cn->slot_bytes,
+                          (const char *)sendbuf + first * esize, n * esize,
+                          cudaMemcpyDeviceToHost, s);
+    if (err != cudaSuccess)
+        return cuda_rt_error(err, "CUDA across nodes: copy to the host");
+    res = cn->drv->stream_write_value32(s, cnet_word_dev(cn, CNET_READY, slot), g + 1, 0);
+    return res == CUDA_SUCCESS ? SYMCOLL_OK : cuda_drv_error(res, "cuStreamWriteValue32");
+}
+
 symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const void *sendbuf,
                                          void *recvbuf, size_t count, symcoll_dtype_t dtype,
                                          symcoll_op_t op, void *stream)
@@ -504,9 +481,10 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
     enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
     cuda_net_t *cn = comm->cuda_net;
     symcoll_status_t status;
-    cnet_op_t *o;
-    uint32_t seq;
-    CUresult res;
+    cnet_op_t o;
+    size_t chunk;
+    uint32_t k;
+    bool full;
     cudaError_t err;
 
     if (((uintptr_t)sendbuf | (uintptr_t)recvbuf) % esize) {
@@ -545,36 +523,68 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
         return status;
     }
 
+    chunk = cn->slot_bytes / esize;
+
     /* a free queue slot: the thread frees one per operation */
     pthread_mutex_lock(&cn->mu);
-    if (atomic_load_explicit(&cn->end, memory_order_relaxed) - cn->head >= CNET_QUEUE) {
-        pthread_mutex_unlock(&cn->mu);
+    full = atomic_load_explicit(&cn->end, memory_order_relaxed) - cn->head >= CNET_QUEUE;
+    pthread_mutex_unlock(&cn->mu);
+    if (full) {
         status = algo_cuda_net_drain(comm);
         if (status != SYMCOLL_OK)
             return status;
-        pthread_mutex_lock(&cn->mu);
     }
-    o = &cn->q[atomic_load_explicit(&cn->end, memory_order_relaxed) % CNET_QUEUE];
-    pthread_mutex_unlock(&cn->mu);
+    o.count = count;
+    o.dtype = dtype;
+    o.op = op;
+    o.first = cn->next_chunk;
+    o.nchunks = (uint32_t)((count + chunk - 1) / chunk);
+    if (cn->next_chunk + o.nchunks < cn->next_chunk)
+        cn->wrapped = true;
+    cn->next_chunk += o.nchunks;
 
-    seq = cn->seq + 1;
-    err = cudaEventRecord(o->ready, s);
-    if (err != cudaSuccess)
-        return cuda_rt_error(err, "cudaEventRecord");
-    res = cn->drv->stream_wait_value32(s, cn->done_dev, seq, CU_STREAM_WAIT_VALUE_GEQ);
-    if (res != CUDA_SUCCESS)
-        return cuda_drv_error(res, "cuStreamWaitValue32");
-    o->send = sendbuf;
-    o->recv = recvbuf;
-    o->count = count;
-    o->dtype = dtype;
-    o->op = op;
-    o->seq = seq;
-    cn->seq = seq;
+    /* the thread first: it waits for each chunk's "ready" anyway, and a synchronous copy
+     * (unpinned staging) below may wait for chunks it has to pass */
     pthread_mutex_lock(&cn->mu);
+    cn->q[atomic_load_explicit(&cn->end, memory_order_relaxed) % CNET_QUEUE] = o;
     atomic_store_explicit(&cn->end, atomic_load_explicit(&cn->end, memory_order_relaxed) + 1,
                           memory_order_release);
     pthread_cond_signal(&cn->work);
     pthread_mutex_unlock(&cn->mu);
-    return SYMCOLL_OK;
+
+    /* the pipeline on the caller's stream */
+    for (k = 0; status == SYMCOLL_OK && k < o.nchunks && k < CNET_SLOTS; k++)
+        status = cnet_queue_copy_in(cn, s, &o, sendbuf, k);
+    for (k = 0; status == SYMCOLL_OK && k < o.nchunks; k++) {
+        uint32_t g = o.first + k;
+        int slot = (int)(g % CNET_SLOTS);
+        size_t first = (size_t)k * chunk, n = count - first < chunk ? count - first : chunk;
+        CUresult res = cn->drv->stream_wait_value32(s, cnet_word_dev(cn, CNET_DONE, slot),
+                                                    g + 1, CU_STREAM_WAIT_VALUE_GEQ);
+        if (res != CUDA_SUCCESS) {
+            status = cuda_drv_error(res, "cuStreamWaitValue32");
+            break;
+        }
+        err = cudaMemcpyAsync((char *)recvbuf + first * esize,
+                              cn->stage + (size_t)slot * cn->slot_bytes, n * esize,
+                              cudaMemcpyHostToDevice, s);
+        if (err != cudaSuccess) {
+            status = cuda_rt_error(err, "CUDA across nodes: copy from the host");
+            break;
+        }
+        res = cn->drv->stream_write_value32(s, cnet_word_dev(cn, CNET_FREED, slot), g + 1, 0);
+        if (res != CUDA_SUCCESS) {
+            status = cuda_drv_error(res, "cuStreamWriteValue32");
+            break;
+        }
+        if (k + CNET_SLOTS < o.nchunks)
+            status = cnet_queue_copy_in(cn, s, &o, sendbuf, k + CNET_SLOTS);
+    }
+    if (status != SYMCOLL_OK) {
+        /* the thread stops waiting for this call's chunks and releases them (and every
+         * later call fails) */
+        int ok = SYMCOLL_OK;
+        atomic_compare_exchange_strong(&cn->broken, &ok, (int)status);
+    }
+    return status;
 }
