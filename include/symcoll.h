@@ -229,14 +229,19 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_size(symcoll_comm_h comm, int *size
  * @brief All-reduce @a count elements (collective).
  *
  * In place when @a sendbuf == @a recvbuf. Host memory: blocking. CUDA memory: ordered
- * on @a stream (a cudaStream_t passed as void *, NULL for the default stream), and
- * capturable into a CUDA graph once the pool is large enough. Buffers allocated with
- * symcoll_mem_alloc() are reduced without staging copies. Every rank gets bitwise
- * identical results.
+ * on @a stream (a cudaStream_t passed as void *, NULL for the default stream). Inside
+ * a node it is capturable into a CUDA graph once the pool is large enough, and buffers
+ * allocated with symcoll_mem_alloc() are reduced without staging copies. Across nodes
+ * the call returns once the operation is queued: the stream stages the data through
+ * pinned host memory and a progress thread moves it over the network; any other call on
+ * the communicator first waits for the queued operations, and a failed one releases its
+ * stream and makes every later call return its error. Every rank gets bitwise identical
+ * results.
  *
  * @return SYMCOLL_ERR_INVALID_PARAM (no side effect) for a NULL or destroyed
  *         communicator, NULL buffers with count > 0, an invalid datatype or operator,
- *         or a byte size that overflows.
+ *         or a byte size that overflows; SYMCOLL_ERR_UNSUPPORTED (no side effect) for
+ *         CUDA memory across nodes on a stream being captured into a graph.
  */
 SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *recvbuf,
                                                   size_t count, symcoll_dtype_t dtype,
