@@ -11,8 +11,10 @@
  * slots of host staging (pool memory, pinned with cudaHostRegister). Three host-mapped
  * words per slot hand a chunk back and forth: "ready" (the GPU copied chunk g into the
  * slot), "done" (the thread reduced it across the nodes), "freed" (the GPU copied the
- * result out). Each holds g + 1 of the last chunk g that passed; chunks are numbered
- * across calls, so the words only grow (compared as int32 differences: wrap-safe).
+ * result out). Each holds the low 32 bits of g + 1 for the last chunk g that passed;
+ * chunks are numbered across calls in 64 bits (the slot is g mod 3: a 32-bit count would
+ * jump slots where it wraps), so the words only grow, compared as int32 differences
+ * like CU_STREAM_WAIT_VALUE_GEQ does.
  *
  * The call (caller's thread, comm->lock held) never waits for the GPU. It queues the
  * whole pipeline on the caller's stream and the operation for the thread, and returns:
@@ -40,6 +42,10 @@
  * every later call on the communicator returns it. The result buffer of a failed
  * operation is undefined.
  *
+ * Streams: operations run in call order and share the slots, so calls on different
+ * streams are serialised: one that waits behind long work on its stream holds up the
+ * ones queued after it (as with NCCL, collectives on a communicator are ordered).
+ *
  * CUDA graphs: the work is done by a host thread per call, so a capture would record
  * only the stream waits; a call on a capturing stream fails with SYMCOLL_ERR_UNSUPPORTED
  * and changes nothing.
@@ -66,8 +72,8 @@ typedef struct cnet_op {
     size_t count;
     symcoll_dtype_t dtype;
     symcoll_op_t op;
-    uint32_t first; /* number of its first chunk */
-    uint32_t nchunks;
+    uint64_t first; /* number of its first chunk */
+    uint64_t nchunks;
 } cnet_op_t;
 
 /* Host-mapped words, one cache line each: written by the GPU (ready, freed) or by the
@@ -91,8 +97,11 @@ struct cuda_net {
     _Atomic uint64_t end; /* one past the last queued (written under mu) */
     bool stop;
     _Atomic int broken;  /* symcoll_status_t of the first failure; sticky */
-    uint32_t next_chunk; /* number of the next chunk queued (caller's thread) */
-    bool wrapped;        /* next_chunk wrapped around once */
+    uint64_t next_chunk; /* number of the next chunk queued (caller's thread) */
+    /* per slot: the last chunk whose "freed" the caller queued + 1 (0: none); once the
+     * word shows it, no queued copy touches the slot any more */
+    uint64_t last_freed[CNET_SLOTS];
+    bool told_peers; /* the thread told the other ranks it gave up (thread only) */
 
     volatile uint32_t *words; /* host-mapped, CNET_NWORDS x CNET_SLOTS lines */
     CUdeviceptr words_dev;
@@ -115,13 +124,21 @@ struct cuda_net {
  * the same call on every rank). Never by the progress thread: cudaHostRegister waits for
  * work the driver has queued, and a caller's stream may be waiting for that thread. */
 
+static symcoll_status_t cnet_wait_quiet(cuda_net_t *cn);
+
 static void cnet_stage_release(cuda_net_t *cn)
 {
     if (!cn->has_stage)
         return;
-    /* every queued operation was released (drained): once the device is idle no copy
-     * touches the slots */
-    cudaDeviceSynchronize();
+    /* every queued operation was released (drained); once each slot's last copy out
+     * ran, nothing queued touches the slots */
+    if (cnet_wait_quiet(cn) != SYMCOLL_OK) {
+        log_error("CUDA across nodes: the GPU did not finish copying out of the host staging; "
+                  "leaving it mapped (%zu bytes)",
+                  CNET_SLOTS * cn->slot_bytes);
+        cn->has_stage = false;
+        return;
+    }
     if (cn->pinned)
         cudaHostUnregister(cn->stage);
     pool_free(cn->host_pool, cn->stage_off);
@@ -180,13 +197,13 @@ static bool cnet_reached(uint32_t a, uint32_t b)
 
 /* Waits until the GPU copied chunk g into its slot, keeping UCX progressing (peers may
  * be sending to us meanwhile). */
-static symcoll_status_t cnet_wait_ready(cuda_net_t *cn, uint32_t g, const deadline_t *dl)
+static symcoll_status_t cnet_wait_ready(cuda_net_t *cn, uint64_t g, const deadline_t *dl)
 {
     volatile uint32_t *w = cnet_word(cn, CNET_READY, (int)(g % CNET_SLOTS));
     unsigned iter = 0;
     symcoll_status_t status;
 
-    while (!cnet_reached(__atomic_load_n(w, __ATOMIC_ACQUIRE), g + 1)) {
+    while (!cnet_reached(__atomic_load_n(w, __ATOMIC_ACQUIRE), (uint32_t)(g + 1))) {
         /* the caller could not queue the whole pipeline: this chunk may never come */
         status = (symcoll_status_t)atomic_load_explicit(&cn->broken, memory_order_relaxed);
         if (status != SYMCOLL_OK)
@@ -196,8 +213,8 @@ static symcoll_status_t cnet_wait_ready(cuda_net_t *cn, uint32_t g, const deadli
             status = deadline_check(dl);
         if (status != SYMCOLL_OK) {
             log_error("CUDA all-reduce across nodes: gave up waiting for the GPU's copy of "
-                      "chunk %u (%s)",
-                      g, symcoll_status_string(status));
+                      "chunk %llu (%s)",
+                      (unsigned long long)g, symcoll_status_string(status));
             return status;
         }
         core_spin_pause(&iter);
@@ -205,21 +222,45 @@ static symcoll_status_t cnet_wait_ready(cuda_net_t *cn, uint32_t g, const deadli
     return SYMCOLL_OK;
 }
 
-static void cnet_raise_done(cuda_net_t *cn, uint32_t g)
+static void cnet_raise_done(cuda_net_t *cn, uint64_t g)
 {
-    __atomic_store_n(cnet_word(cn, CNET_DONE, (int)(g % CNET_SLOTS)), g + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(cnet_word(cn, CNET_DONE, (int)(g % CNET_SLOTS)), (uint32_t)(g + 1),
+                     __ATOMIC_RELEASE);
 }
 
-static symcoll_status_t cnet_run(cuda_net_t *cn, const cnet_op_t *op, uint32_t *k_p)
+/* Waits (caller's thread) until every copy out queued so far has run: then no queued
+ * stream work reads or writes the slots or the words any more. Needs no CUDA call, so
+ * it waits for this communicator's work only, on whatever device it runs. */
+static symcoll_status_t cnet_wait_quiet(cuda_net_t *cn)
+{
+    deadline_t dl = deadline_make(cn->comm->timeout_sec, NULL);
+    unsigned iter = 0;
+
+    for (int slot = 0; slot < CNET_SLOTS; slot++) {
+        volatile uint32_t *w = cnet_word(cn, CNET_FREED, slot);
+        if (!cn->last_freed[slot])
+            continue;
+        while (!cnet_reached(__atomic_load_n(w, __ATOMIC_ACQUIRE),
+                             (uint32_t)cn->last_freed[slot])) {
+            if (deadline_check(&dl) != SYMCOLL_OK)
+                return SYMCOLL_ERR_TIMED_OUT;
+            core_spin_pause(&iter);
+        }
+    }
+    return SYMCOLL_OK;
+}
+
+static symcoll_status_t cnet_run(cuda_net_t *cn, const cnet_op_t *op, uint64_t *k_p)
 {
     size_t esize = symcoll_dtype_size(op->dtype);
     size_t chunk = cn->slot_bytes / esize;
-    deadline_t dl = deadline_make(cn->comm->timeout_sec, &cn->comm->aborted);
     symcoll_status_t status = SYMCOLL_OK;
     double t0 = time_now(), t;
 
     for (*k_p = 0; *k_p < op->nchunks; ++*k_p) {
-        uint32_t k = *k_p, g = op->first + k;
+        uint64_t k = *k_p, g = op->first + k;
+        /* per chunk: the timeout bounds a wait, not a whole (possibly huge) message */
+        deadline_t dl = deadline_make(cn->comm->timeout_sec, &cn->comm->aborted);
         size_t first = (size_t)k * chunk,
                n = op->count - first < chunk ? op->count - first : chunk;
         char *slot = cn->stage + (size_t)(g % CNET_SLOTS) * cn->slot_bytes;
@@ -244,7 +285,7 @@ static void *cnet_thread(void *arg)
     cuda_net_t *cn = arg;
     cnet_op_t op;
     symcoll_status_t status;
-    uint32_t k;
+    uint64_t k;
     double t0;
 
     log_set_rank(cn->comm->rank);
@@ -275,11 +316,14 @@ static void *cnet_thread(void *arg)
             status = cnet_run(cn, &op, &k);
         if (status != SYMCOLL_OK) {
             int ok = SYMCOLL_OK;
-            if (atomic_compare_exchange_strong(&cn->broken, &ok, (int)status)) {
+            if (atomic_compare_exchange_strong(&cn->broken, &ok, (int)status))
                 log_error("CUDA all-reduce across nodes failed (%s); the stream is released "
                           "and later calls on this communicator fail",
                           symcoll_status_string(status));
-                /* peers waiting on us end now rather than at their deadline */
+            if (!cn->told_peers) {
+                /* whoever broke it (this thread, the caller, destroy): peers waiting on
+                 * us end now rather than at their deadline */
+                cn->told_peers = true;
                 algo_net_pool_abort(cn->host_pool);
             }
             /* release the stream: every chunk not done yet is "done" (its result is
@@ -367,19 +411,18 @@ err_free:
     return status;
 }
 
-symcoll_status_t algo_cuda_net_drain(comm_t *comm)
+/* Waits until at most max operations are queued. The timeout counts from the last one
+ * that finished: queued operations wait for their streams, which may hold long work. */
+static symcoll_status_t cnet_wait_queued(cuda_net_t *cn, uint64_t max)
 {
-    cuda_net_t *cn = comm->cuda_net;
-    deadline_t dl;
+    comm_t *comm = cn->comm;
+    deadline_t dl = deadline_make(comm->timeout_sec, NULL);
+    uint64_t seen;
     symcoll_status_t status = SYMCOLL_OK;
 
-    if (!cn)
-        return SYMCOLL_OK;
-    /* the queued operations wait for their streams, which may hold long kernels:
-     * the communicator's timeout counts from here */
-    dl = deadline_make(comm->timeout_sec, NULL);
     pthread_mutex_lock(&cn->mu);
-    while (cn->head != atomic_load_explicit(&cn->end, memory_order_relaxed)) {
+    seen = cn->head;
+    while (atomic_load_explicit(&cn->end, memory_order_relaxed) - cn->head > max) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 10000000;
@@ -388,14 +431,28 @@ symcoll_status_t algo_cuda_net_drain(comm_t *comm)
             ts.tv_nsec -= 1000000000;
         }
         pthread_cond_timedwait(&cn->idle, &cn->mu, &ts);
-        if (deadline_check(&dl) != SYMCOLL_OK) {
-            log_error("CUDA all-reduces across nodes still queued after %.0f s",
+        if (cn->head != seen) {
+            seen = cn->head;
+            dl = deadline_make(comm->timeout_sec, NULL);
+        } else if (deadline_check(&dl) != SYMCOLL_OK) {
+            log_error("CUDA all-reduce across nodes: no queued operation finished in %.0f s",
                       comm->timeout_sec);
             status = SYMCOLL_ERR_TIMED_OUT;
             break;
         }
     }
     pthread_mutex_unlock(&cn->mu);
+    return status;
+}
+
+symcoll_status_t algo_cuda_net_drain(comm_t *comm)
+{
+    cuda_net_t *cn = comm->cuda_net;
+    symcoll_status_t status;
+
+    if (!cn)
+        return SYMCOLL_OK;
+    status = cnet_wait_queued(cn, 0);
     if (status == SYMCOLL_OK)
         status = (symcoll_status_t)atomic_load(&cn->broken);
     return status;
@@ -437,8 +494,12 @@ void algo_cuda_net_destroy(comm_t *comm)
             1e6 * cn->t_gap / (double)cn->nops);
     cnet_stage_release(cn);
     comm->cuda_net = NULL;
-    /* a caller's stream may not have passed its wait on the done word yet */
-    cudaDeviceSynchronize();
+    /* the words too: a stream may still be on its way to its last copy out */
+    if (cnet_wait_quiet(cn) != SYMCOLL_OK) {
+        log_error("CUDA across nodes: the GPU did not finish its queued copies; leaving the "
+                  "host-mapped words allocated");
+        cn->words = NULL;
+    }
     cnet_free(cn);
 }
 
@@ -447,19 +508,20 @@ void algo_cuda_net_destroy(comm_t *comm)
 /* Queues on stream s the copy of chunk k of o (from sendbuf) into its slot, after the
  * slot's previous chunk was copied out, and then raises the slot's "ready". */
 static symcoll_status_t cnet_queue_copy_in(cuda_net_t *cn, cudaStream_t s, const cnet_op_t *o,
-                                           const void *sendbuf, uint32_t k)
+                                           const void *sendbuf, uint64_t k)
 {
     size_t esize = symcoll_dtype_size(o->dtype), chunk = cn->slot_bytes / esize;
     size_t first = (size_t)k * chunk, n = o->count - first < chunk ? o->count - first : chunk;
-    uint32_t g = o->first + k;
+    uint64_t g = o->first + k;
     int slot = (int)(g % CNET_SLOTS);
     CUresult res = CUDA_SUCCESS;
     cudaError_t err;
 
     /* chunk g - CNET_SLOTS used the slot last (chunk numbers only grow) */
-    if (g >= CNET_SLOTS || cn->wrapped) {
+    if (g >= CNET_SLOTS) {
         res = cn->drv->stream_wait_value32(s, cnet_word_dev(cn, CNET_FREED, slot),
-                                           g - CNET_SLOTS + 1, CU_STREAM_WAIT_VALUE_GEQ);
+                                           (uint32_t)(g - CNET_SLOTS + 1),
+                                           CU_STREAM_WAIT_VALUE_GEQ);
         if (res != CUDA_SUCCESS)
             return cuda_drv_error(res, "cuStreamWaitValue32");
     }
@@ -468,7 +530,8 @@ static symcoll_status_t cnet_queue_copy_in(cuda_net_t *cn, cudaStream_t s, const
                           cudaMemcpyDeviceToHost, s);
     if (err != cudaSuccess)
         return cuda_rt_error(err, "CUDA across nodes: copy to the host");
-    res = cn->drv->stream_write_value32(s, cnet_word_dev(cn, CNET_READY, slot), g + 1, 0);
+    res = cn->drv->stream_write_value32(s, cnet_word_dev(cn, CNET_READY, slot),
+                                        (uint32_t)(g + 1), 0);
     return res == CUDA_SUCCESS ? SYMCOLL_OK : cuda_drv_error(res, "cuStreamWriteValue32");
 }
 
@@ -483,8 +546,7 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
     symcoll_status_t status;
     cnet_op_t o;
     size_t chunk;
-    uint32_t k;
-    bool full;
+    uint64_t k;
     cudaError_t err;
 
     if (((uintptr_t)sendbuf | (uintptr_t)recvbuf) % esize) {
@@ -507,14 +569,6 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
             return status;
         comm->cuda_net = cn;
     }
-    if (!cn->has_stage) {
-        /* first call, or the first after a trim: the queue is empty then */
-        status = algo_cuda_net_drain(comm);
-        if (status == SYMCOLL_OK)
-            status = cnet_stage_ensure(cn);
-        if (status != SYMCOLL_OK)
-            return status;
-    }
     status = (symcoll_status_t)atomic_load(&cn->broken);
     if (status != SYMCOLL_OK) {
         log_error("symcoll_allreduce: an earlier CUDA all-reduce across nodes failed (%s); "
@@ -523,24 +577,27 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
         return status;
     }
 
-    chunk = cn->slot_bytes / esize;
-
-    /* a free queue slot: the thread frees one per operation */
-    pthread_mutex_lock(&cn->mu);
-    full = atomic_load_explicit(&cn->end, memory_order_relaxed) - cn->head >= CNET_QUEUE;
-    pthread_mutex_unlock(&cn->mu);
-    if (full) {
+    if (!cn->has_stage) {
+        /* first call, or the first after a trim: the queue is empty then */
         status = algo_cuda_net_drain(comm);
-        if (status != SYMCOLL_OK)
-            return status;
+        if (status == SYMCOLL_OK)
+            status = cnet_stage_ensure(cn);
+    } else {
+        /* a free queue entry: the thread frees one per operation */
+        status = cnet_wait_queued(cn, CNET_QUEUE - 1);
     }
+    if (status != SYMCOLL_OK) {
+        /* other ranks may have queued this call: their threads would wait for ours */
+        int ok = SYMCOLL_OK;
+        atomic_compare_exchange_strong(&cn->broken, &ok, (int)status);
+        return status;
+    }
+    chunk = cn->slot_bytes / esize;
     o.count = count;
     o.dtype = dtype;
     o.op = op;
     o.first = cn->next_chunk;
-    o.nchunks = (uint32_t)((count + chunk - 1) / chunk);
-    if (cn->next_chunk + o.nchunks < cn->next_chunk)
-        cn->wrapped = true;
+    o.nchunks = (count + chunk - 1) / chunk;
     cn->next_chunk += o.nchunks;
 
     /* the thread first: it waits for each chunk's "ready" anyway, and a synchronous copy
@@ -556,11 +613,11 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
     for (k = 0; status == SYMCOLL_OK && k < o.nchunks && k < CNET_SLOTS; k++)
         status = cnet_queue_copy_in(cn, s, &o, sendbuf, k);
     for (k = 0; status == SYMCOLL_OK && k < o.nchunks; k++) {
-        uint32_t g = o.first + k;
+        uint64_t g = o.first + k;
         int slot = (int)(g % CNET_SLOTS);
         size_t first = (size_t)k * chunk, n = count - first < chunk ? count - first : chunk;
-        CUresult res = cn->drv->stream_wait_value32(s, cnet_word_dev(cn, CNET_DONE, slot),
-                                                    g + 1, CU_STREAM_WAIT_VALUE_GEQ);
+        CUresult res = cn->drv->stream_wait_value32(
+            s, cnet_word_dev(cn, CNET_DONE, slot), (uint32_t)(g + 1), CU_STREAM_WAIT_VALUE_GEQ);
         if (res != CUDA_SUCCESS) {
             status = cuda_drv_error(res, "cuStreamWaitValue32");
             break;
@@ -572,11 +629,13 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
             status = cuda_rt_error(err, "CUDA across nodes: copy from the host");
             break;
         }
-        res = cn->drv->stream_write_value32(s, cnet_word_dev(cn, CNET_FREED, slot), g + 1, 0);
+        res = cn->drv->stream_write_value32(s, cnet_word_dev(cn, CNET_FREED, slot),
+                                            (uint32_t)(g + 1), 0);
         if (res != CUDA_SUCCESS) {
             status = cuda_drv_error(res, "cuStreamWriteValue32");
             break;
         }
+        cn->last_freed[slot] = g + 1;
         if (k + CNET_SLOTS < o.nchunks)
             status = cnet_queue_copy_in(cn, s, &o, sendbuf, k + CNET_SLOTS);
     }

@@ -101,6 +101,8 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *rec
     pthread_mutex_lock(&comm->lock);
     if (atomic_load_explicit(&comm->aborted, memory_order_relaxed)) {
         log_error("symcoll_allreduce: communicator aborted");
+        /* the staging thread tells the peers itself; it must be done with UCX first */
+        (void)algo_quiesce(comm);
         if (comm->pools[mem_type])
             algo_pool_abort(comm->pools[mem_type]);
         status = SYMCOLL_ERR_ABORTED;

@@ -54,6 +54,7 @@ typedef struct ucx_seg_table {
     ucx_region_t **segs; /* by segment index */
     int nsegs;
     ucx_region_t *signal;
+    symcoll_mem_type_t mem_type; /* of the pool whose segments these are */
 } ucx_seg_table_t;
 
 /* Header of a write carried by an active message: where the payload goes, then which
@@ -448,8 +449,20 @@ static ucx_region_t *ucx_region_find(ucx_ctx_t *ucx, const char *addr, size_t le
     return NULL;
 }
 
+/* mem_type < 0: let UCX detect it */
+static symcoll_status_t ucx_region_register_typed(ucx_ctx_t *ucx, void *addr, size_t size,
+                                                  int mem_type, void *blob, size_t max_blob,
+                                                  size_t *len_p, ucx_region_t **reg_p);
+
 symcoll_status_t ucx_region_register(ucx_ctx_t *ucx, void *addr, size_t size, void *blob,
                                      size_t max_blob, size_t *len_p, ucx_region_t **reg_p)
+{
+    return ucx_region_register_typed(ucx, addr, size, -1, blob, max_blob, len_p, reg_p);
+}
+
+static symcoll_status_t ucx_region_register_typed(ucx_ctx_t *ucx, void *addr, size_t size,
+                                                  int mem_type, void *blob, size_t max_blob,
+                                                  size_t *len_p, ucx_region_t **reg_p)
 {
     ucp_mem_map_params_t mp;
     ucx_region_t *reg;
@@ -482,6 +495,13 @@ symcoll_status_t ucx_region_register(ucx_ctx_t *ucx, void *addr, size_t size, vo
     mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
     mp.address = addr;
     mp.length = size;
+    if (mem_type >= 0) {
+        /* no detection: a CUDA-enabled UCX would query the driver from whichever thread
+         * grows the pool (the CUDA staging thread must never call CUDA) */
+        mp.field_mask |= UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+        mp.memory_type =
+            mem_type == SYMCOLL_MEM_CUDA ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+    }
     s = ucp_mem_map(ucx->context, &mp, &reg->memh);
     if (s != UCS_OK) {
         log_error("ucp_mem_map(%p, %zu): %s", addr, size, ucs_status_string(s));
@@ -660,7 +680,8 @@ static symcoll_status_t ucx_seg_added(void *arg, int seg, void *addr, size_t siz
         log_error("internal: pool segment %d registered twice", seg);
         return SYMCOLL_ERR_INTERNAL;
     }
-    return ucx_region_register(t->ucx, addr, size, blob, t->ucx->blob_max, len_p, slot);
+    return ucx_region_register_typed(t->ucx, addr, size, (int)t->mem_type, blob,
+                                     t->ucx->blob_max, len_p, slot);
 }
 
 static symcoll_status_t ucx_seg_exchanged(void *arg, int seg, const void *blobs,
@@ -1253,8 +1274,10 @@ symcoll_status_t ucx_create(comm_t *comm, ucx_ctx_t **ucx_p)
         ucx->peers[r].ucx = ucx;
         ucx->peers[r].rank = r;
     }
-    for (int m = 0; m < SYMCOLL_MEM_LAST; m++)
+    for (int m = 0; m < SYMCOLL_MEM_LAST; m++) {
         ucx->segtab[m].ucx = ucx;
+        ucx->segtab[m].mem_type = (symcoll_mem_type_t)m;
+    }
 
     status = ucx_init_context(ucx);
     if (status != SYMCOLL_OK)
