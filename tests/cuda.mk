@@ -11,4 +11,4 @@ tests_test_cuda_CPPFLAGS = $(TEST_CPPFLAGS) $(CUDA_CPPFLAGS)
 tests_test_cuda_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) $(CUDA_LIBS) -lm
 endif
 endif
-EXTRA_DIST += scripts/gpu-check.sh
+EXTRA_DIST += scripts/gpu-check.sh scripts/ucx-cuda-build.sh
