@@ -58,12 +58,12 @@
 
 #include <cuda_runtime_api.h>
 
+#include "algo/cuda_net_plan.h"
 #include "algo/net.h"
 #include "cuda/cuda.h"
 #include "topo/topo.h"
 
 #define CNET_QUEUE 64 /* operations queued ahead of the thread */
-#define CNET_SLOTS 3  /* host staging chunks in flight */
 /* how long an idle thread polls the queue before it sleeps (the next call of a loop
  * usually comes within microseconds) */
 #define CNET_IDLE_SPIN_SEC 0.02
@@ -76,10 +76,7 @@ typedef struct cnet_op {
     uint64_t nchunks;
 } cnet_op_t;
 
-/* Host-mapped words, one cache line each: written by the GPU (ready, freed) or by the
- * thread (done). */
-enum { CNET_READY = 0, CNET_DONE = 1, CNET_FREED = 2, CNET_NWORDS = 3 };
-#define CNET_WORD_STRIDE 16 /* uint32 per line */
+#define CNET_WORD_STRIDE 16 /* uint32 per line: one cache line per word */
 
 struct cuda_net {
     comm_t *comm;
@@ -189,17 +186,11 @@ static CUdeviceptr cnet_word_dev(cuda_net_t *cn, int which, int slot)
            ((size_t)which * CNET_SLOTS + (size_t)slot) * CNET_WORD_STRIDE * sizeof(uint32_t);
 }
 
-/* a reached b (wrap-safe, like CU_STREAM_WAIT_VALUE_GEQ) */
-static bool cnet_reached(uint32_t a, uint32_t b)
-{
-    return (int32_t)(a - b) >= 0;
-}
-
 /* Waits until the GPU copied chunk g into its slot, keeping UCX progressing (peers may
  * be sending to us meanwhile). */
 static symcoll_status_t cnet_wait_ready(cuda_net_t *cn, uint64_t g, const deadline_t *dl)
 {
-    volatile uint32_t *w = cnet_word(cn, CNET_READY, (int)(g % CNET_SLOTS));
+    volatile uint32_t *w = cnet_word(cn, CNET_READY, cnet_slot(g));
     unsigned iter = 0;
     symcoll_status_t status;
 
@@ -224,7 +215,7 @@ static symcoll_status_t cnet_wait_ready(cuda_net_t *cn, uint64_t g, const deadli
 
 static void cnet_raise_done(cuda_net_t *cn, uint64_t g)
 {
-    __atomic_store_n(cnet_word(cn, CNET_DONE, (int)(g % CNET_SLOTS)), (uint32_t)(g + 1),
+    __atomic_store_n(cnet_word(cn, CNET_DONE, cnet_slot(g)), (uint32_t)(g + 1),
                      __ATOMIC_RELEASE);
 }
 
@@ -263,7 +254,7 @@ static symcoll_status_t cnet_run(cuda_net_t *cn, const cnet_op_t *op, uint64_t *
         deadline_t dl = deadline_make(cn->comm->timeout_sec, &cn->comm->aborted);
         size_t first = (size_t)k * chunk,
                n = op->count - first < chunk ? op->count - first : chunk;
-        char *slot = cn->stage + (size_t)(g % CNET_SLOTS) * cn->slot_bytes;
+        char *slot = cn->stage + (size_t)cnet_slot(g) * cn->slot_bytes;
 
         status = cnet_wait_ready(cn, g, &dl);
         t = time_now();
@@ -505,34 +496,51 @@ void algo_cuda_net_destroy(comm_t *comm)
 
 /* ---- the call -------------------------------------------------------------------- */
 
-/* Queues on stream s the copy of chunk k of o (from sendbuf) into its slot, after the
- * slot's previous chunk was copied out, and then raises the slot's "ready". */
-static symcoll_status_t cnet_queue_copy_in(cuda_net_t *cn, cudaStream_t s, const cnet_op_t *o,
-                                           const void *sendbuf, uint64_t k)
+/* Queues one command of the plan (algo/cuda_net_plan.c) on the caller's stream. */
+typedef struct cnet_queue {
+    cuda_net_t *cn;
+    cudaStream_t s;
+    const cnet_op_t *o;
+    const char *send;
+    char *recv;
+} cnet_queue_t;
+
+static symcoll_status_t cnet_queue_cmd(void *arg, const cnet_cmd_t *c)
 {
-    size_t esize = symcoll_dtype_size(o->dtype), chunk = cn->slot_bytes / esize;
-    size_t first = (size_t)k * chunk, n = o->count - first < chunk ? o->count - first : chunk;
-    uint64_t g = o->first + k;
-    int slot = (int)(g % CNET_SLOTS);
-    CUresult res = CUDA_SUCCESS;
+    cnet_queue_t *q = arg;
+    cuda_net_t *cn = q->cn;
+    size_t esize = symcoll_dtype_size(q->o->dtype), chunk = cn->slot_bytes / esize;
+    size_t first = (size_t)c->k * chunk;
+    size_t n = q->o->count - first < chunk ? q->o->count - first : chunk;
+    char *slot = cn->stage + (size_t)c->slot * cn->slot_bytes;
+    CUresult res;
     cudaError_t err;
 
-    /* chunk g - CNET_SLOTS used the slot last (chunk numbers only grow) */
-    if (g >= CNET_SLOTS) {
-        res = cn->drv->stream_wait_value32(s, cnet_word_dev(cn, CNET_FREED, slot),
-                                           (uint32_t)(g - CNET_SLOTS + 1),
+    switch (c->kind) {
+    case CNET_CMD_WAIT:
+        res = cn->drv->stream_wait_value32(q->s, cnet_word_dev(cn, c->word, c->slot), c->value,
                                            CU_STREAM_WAIT_VALUE_GEQ);
+        return res == CUDA_SUCCESS ? SYMCOLL_OK : cuda_drv_error(res, "cuStreamWaitValue32");
+    case CNET_CMD_WRITE:
+        res = cn->drv->stream_write_value32(q->s, cnet_word_dev(cn, c->word, c->slot), c->value,
+                                            0);
         if (res != CUDA_SUCCESS)
-            return cuda_drv_error(res, "cuStreamWaitValue32");
+            return cuda_drv_error(res, "cuStreamWriteValue32");
+        if (c->word == CNET_FREED)
+            cn->last_freed[c->slot] = q->o->first + c->k + 1;
+        return SYMCOLL_OK;
+    case CNET_CMD_COPY_IN:
+        err = cudaMemcpyAsync(slot, q->send + first * esize, n * esize, cudaMemcpyDeviceToHost,
+                              q->s);
+        return err == cudaSuccess ? SYMCOLL_OK
+                                  : cuda_rt_error(err, "CUDA across nodes: copy to the host");
+    case CNET_CMD_COPY_OUT:
+        err = cudaMemcpyAsync(q->recv + first * esize, slot, n * esize, cudaMemcpyHostToDevice,
+                              q->s);
+        return err == cudaSuccess ? SYMCOLL_OK
+                                  : cuda_rt_error(err, "CUDA across nodes: copy from the host");
     }
-    err = cudaMemcpyAsync(cn->stage + (size_t)slot * cn->slot_bytes,
-                          (const char *)sendbuf + first * esize, n * esize,
-                          cudaMemcpyDeviceToHost, s);
-    if (err != cudaSuccess)
-        return cuda_rt_error(err, "CUDA across nodes: copy to the host");
-    res = cn->drv->stream_write_value32(s, cnet_word_dev(cn, CNET_READY, slot),
-                                        (uint32_t)(g + 1), 0);
-    return res == CUDA_SUCCESS ? SYMCOLL_OK : cuda_drv_error(res, "cuStreamWriteValue32");
+    return SYMCOLL_ERR_INTERNAL;
 }
 
 symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const void *sendbuf,
@@ -546,7 +554,6 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
     symcoll_status_t status;
     cnet_op_t o;
     size_t chunk;
-    uint64_t k;
     cudaError_t err;
 
     if (((uintptr_t)sendbuf | (uintptr_t)recvbuf) % esize) {
@@ -610,34 +617,9 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
     pthread_mutex_unlock(&cn->mu);
 
     /* the pipeline on the caller's stream */
-    for (k = 0; status == SYMCOLL_OK && k < o.nchunks && k < CNET_SLOTS; k++)
-        status = cnet_queue_copy_in(cn, s, &o, sendbuf, k);
-    for (k = 0; status == SYMCOLL_OK && k < o.nchunks; k++) {
-        uint64_t g = o.first + k;
-        int slot = (int)(g % CNET_SLOTS);
-        size_t first = (size_t)k * chunk, n = count - first < chunk ? count - first : chunk;
-        CUresult res = cn->drv->stream_wait_value32(
-            s, cnet_word_dev(cn, CNET_DONE, slot), (uint32_t)(g + 1), CU_STREAM_WAIT_VALUE_GEQ);
-        if (res != CUDA_SUCCESS) {
-            status = cuda_drv_error(res, "cuStreamWaitValue32");
-            break;
-        }
-        err = cudaMemcpyAsync((char *)recvbuf + first * esize,
-                              cn->stage + (size_t)slot * cn->slot_bytes, n * esize,
-                              cudaMemcpyHostToDevice, s);
-        if (err != cudaSuccess) {
-            status = cuda_rt_error(err, "CUDA across nodes: copy from the host");
-            break;
-        }
-        res = cn->drv->stream_write_value32(s, cnet_word_dev(cn, CNET_FREED, slot),
-                                            (uint32_t)(g + 1), 0);
-        if (res != CUDA_SUCCESS) {
-            status = cuda_drv_error(res, "cuStreamWriteValue32");
-            break;
-        }
-        cn->last_freed[slot] = g + 1;
-        if (k + CNET_SLOTS < o.nchunks)
-            status = cnet_queue_copy_in(cn, s, &o, sendbuf, k + CNET_SLOTS);
+    {
+        cnet_queue_t q = {cn, s, &o, sendbuf, recvbuf};
+        status = cnet_plan(o.first, o.nchunks, cnet_queue_cmd, &q);
     }
     if (status != SYMCOLL_OK) {
         /* the thread stops waiting for this call's chunks and releases them (and every

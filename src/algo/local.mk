@@ -1,6 +1,7 @@
 # algo: all-reduce dispatch and algorithms (one file per algorithm) and the reductions
 libsymcoll_core_la_SOURCES += \
 	src/algo/allreduce.c \
+	src/algo/cuda_net_plan.c \
 	src/algo/host_common.c \
 	src/algo/host_oneshot.c \
 	src/algo/host_twoshot.c \

@@ -1,0 +1,281 @@
+/* The staging protocol of CUDA memory across nodes without a GPU: the stream commands
+ * cnet_plan queues for each call are executed by simulated streams, in random
+ * interleavings with a simulated progress thread that follows the thread's rules (take
+ * calls in order; reduce chunk g once "ready" reached g + 1; then raise "done"). Every
+ * step checks that the slot holds what the actor expects, and the run must end with all
+ * work done (a stall is a deadlock). The GPU tests (test_cuda, tag net) run the real
+ * thing on the GPU machine. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/cuda_net_plan.h"
+#include "harness.h"
+
+#define MAX_CMDS 4096
+#define MAX_OPS 256
+#define MAX_STREAMS 3
+
+/* what a slot holds */
+enum { SLOT_FREE, SLOT_IN, SLOT_REDUCED };
+
+typedef struct sim_cmd {
+    cnet_cmd_t c;
+    uint64_t g; /* chunk number */
+} sim_cmd_t;
+
+typedef struct sim {
+    uint32_t word[CNET_NWORDS][CNET_SLOTS];
+    int state[CNET_SLOTS];
+    uint64_t holds[CNET_SLOTS]; /* chunk number in the slot (SLOT_IN, SLOT_REDUCED) */
+    sim_cmd_t cmds[MAX_STREAMS][MAX_CMDS];
+    int ncmds[MAX_STREAMS], pc[MAX_STREAMS];
+    uint64_t op_first[MAX_OPS], op_n[MAX_OPS];
+    int nops, op, k; /* the thread: at chunk k of call op */
+    uint64_t reduced, copied_out;
+} sim_t;
+
+typedef struct rec {
+    sim_t *s;
+    int stream;
+    uint64_t first;
+} rec_t;
+
+static symcoll_status_t record(void *arg, const cnet_cmd_t *c)
+{
+    rec_t *r = arg;
+    sim_t *s = r->s;
+    int i = s->ncmds[r->stream]++;
+    ck_assert_int_lt(i, MAX_CMDS);
+    s->cmds[r->stream][i].c = *c;
+    s->cmds[r->stream][i].g = r->first + c->k;
+    return SYMCOLL_OK;
+}
+
+/* Queues a call of n chunks starting at chunk first on stream st. */
+static void sim_call(sim_t *s, int st, uint64_t first, uint64_t n)
+{
+    rec_t r = {s, st, first};
+    ck_assert_int_lt(s->nops, MAX_OPS);
+    s->op_first[s->nops] = first;
+    s->op_n[s->nops] = n;
+    s->nops++;
+    ck_assert_int_eq(cnet_plan(first, n, record, &r), SYMCOLL_OK);
+}
+
+/* One step of stream st; false if it is blocked or finished. */
+static bool stream_step(sim_t *s, int st)
+{
+    sim_cmd_t *m;
+    int slot;
+
+    if (s->pc[st] >= s->ncmds[st])
+        return false;
+    m = &s->cmds[st][s->pc[st]];
+    slot = m->c.slot;
+    ck_assert_int_eq(slot, cnet_slot(m->g));
+    switch (m->c.kind) {
+    case CNET_CMD_WAIT:
+        if (!cnet_reached(s->word[m->c.word][slot], m->c.value))
+            return false;
+        break;
+    case CNET_CMD_COPY_IN:
+        /* the slot's previous chunk must be out: nobody reads it any more */
+        ck_assert_msg(s->state[slot] == SLOT_FREE, "copy in of chunk %llu over a busy slot %d",
+                      (unsigned long long)m->g, slot);
+        s->state[slot] = SLOT_IN;
+        s->holds[slot] = m->g;
+        break;
+    case CNET_CMD_COPY_OUT:
+        ck_assert_msg(s->state[slot] == SLOT_REDUCED && s->holds[slot] == m->g,
+                      "copy out of chunk %llu from slot %d holding %llu in state %d",
+                      (unsigned long long)m->g, slot, (unsigned long long)s->holds[slot],
+                      s->state[slot]);
+        s->copied_out++;
+        break;
+    case CNET_CMD_WRITE:
+        /* words only grow */
+        ck_assert(cnet_reached(m->c.value, s->word[m->c.word][slot]));
+        ck_assert_uint_eq(m->c.value, (uint32_t)(m->g + 1));
+        if (m->c.word == CNET_FREED)
+            s->state[slot] = SLOT_FREE;
+        s->word[m->c.word][slot] = m->c.value;
+        break;
+    }
+    s->pc[st]++;
+    return true;
+}
+
+/* One step of the thread; false if it waits or is finished. */
+static bool thread_step(sim_t *s)
+{
+    uint64_t g;
+    int slot;
+
+    while (s->op < s->nops && (uint64_t)s->k == s->op_n[s->op]) {
+        s->op++;
+        s->k = 0;
+    }
+    if (s->op >= s->nops)
+        return false;
+    g = s->op_first[s->op] + (uint64_t)s->k;
+    slot = cnet_slot(g);
+    if (!cnet_reached(s->word[CNET_READY][slot], (uint32_t)(g + 1)))
+        return false;
+    ck_assert_msg(s->state[slot] == SLOT_IN && s->holds[slot] == g,
+                  "thread at chunk %llu: slot %d holds %llu in state %d", (unsigned long long)g,
+                  slot, (unsigned long long)s->holds[slot], s->state[slot]);
+    s->state[slot] = SLOT_REDUCED;
+    s->word[CNET_DONE][slot] = (uint32_t)(g + 1);
+    s->reduced++;
+    s->k++;
+    return true;
+}
+
+/* Runs everything in an interleaving drawn from seed; fails on a stall. */
+static void sim_run(sim_t *s, int nstreams, unsigned seed)
+{
+    uint64_t total = 0;
+    for (int i = 0; i < s->nops; i++)
+        total += s->op_n[i];
+    for (;;) {
+        int order[MAX_STREAMS + 1], n = nstreams + 1;
+        bool moved = false;
+        for (int i = 0; i < n; i++)
+            order[i] = i;
+        for (int i = n - 1; i > 0; i--) {
+            int j = (int)(rand_r(&seed) % (unsigned)(i + 1)), t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+        for (int i = 0; i < n && !moved; i++)
+            moved = order[i] == nstreams ? thread_step(s) : stream_step(s, order[i]);
+        if (!moved)
+            break;
+    }
+    for (int st = 0; st < nstreams; st++)
+        ck_assert_msg(s->pc[st] == s->ncmds[st], "stream %d stalled at command %d of %d", st,
+                      s->pc[st], s->ncmds[st]);
+    ck_assert_uint_eq(s->reduced, total);
+    ck_assert_uint_eq(s->copied_out, total);
+}
+
+/* Words as they are when chunk first is next (every earlier chunk went through). */
+static void sim_init(sim_t *s, uint64_t first)
+{
+    memset(s, 0, sizeof(*s));
+    for (uint64_t g = first >= CNET_SLOTS ? first - CNET_SLOTS : 0; g < first; g++) {
+        int slot = cnet_slot(g);
+        s->word[CNET_READY][slot] = s->word[CNET_DONE][slot] = s->word[CNET_FREED][slot] =
+            (uint32_t)(g + 1);
+    }
+}
+
+/* Calls of random sizes on random streams, from chunk first. */
+static void random_calls(uint64_t first, int nstreams, int ncalls, unsigned seed)
+{
+    sim_t *s = malloc(sizeof(*s));
+    uint64_t g = first;
+    unsigned r = seed * 7919u + 1;
+
+    ck_assert_ptr_nonnull(s);
+    sim_init(s, first);
+    for (int i = 0; i < ncalls; i++) {
+        uint64_t n = 1 + rand_r(&r) % 9;
+        sim_call(s, (int)(rand_r(&r) % (unsigned)nstreams), g, n);
+        g += n;
+    }
+    sim_run(s, nstreams, seed);
+    free(s);
+}
+
+START_TEST(t_one_stream)
+{
+    static const uint64_t sizes[] = {1, 2, 3, 4, 7, 1, 5, 3, 3, 12};
+    sim_t *s = malloc(sizeof(*s));
+    uint64_t g = 0;
+
+    ck_assert_ptr_nonnull(s);
+    sim_init(s, 0);
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        sim_call(s, 0, g, sizes[i]);
+        g += sizes[i];
+    }
+    sim_run(s, 1, 1);
+    free(s);
+}
+END_TEST
+
+/* Calls on several streams share the slots; any interleaving must work. */
+START_TEST(t_streams_random)
+{
+    for (unsigned seed = 1; seed <= 300; seed++)
+        random_calls(0, 1 + (int)(seed % MAX_STREAMS), 40, seed);
+}
+END_TEST
+
+/* Around 2^32 chunks the 32-bit words wrap; the slot of a chunk must not jump there. */
+START_TEST(t_wrap)
+{
+    const uint64_t w = (uint64_t)1 << 32;
+    for (unsigned seed = 1; seed <= 200; seed++)
+        random_calls(w - 1 - seed % 40, 1 + (int)(seed % MAX_STREAMS), 30, seed);
+    /* and far past it */
+    random_calls(5 * w - 7, 2, 60, 99);
+}
+END_TEST
+
+/* The stream commands of a call, in order, for a small case: the pipeline's shape. */
+START_TEST(t_shape)
+{
+    sim_t *s = malloc(sizeof(*s));
+    static const struct {
+        cnet_cmd_kind_t kind;
+        int word;
+        uint64_t k;
+    } want[] = {
+        {CNET_CMD_WAIT, CNET_FREED, 0},  {CNET_CMD_COPY_IN, 0, 0},
+        {CNET_CMD_WRITE, CNET_READY, 0}, {CNET_CMD_WAIT, CNET_FREED, 1},
+        {CNET_CMD_COPY_IN, 0, 1},        {CNET_CMD_WRITE, CNET_READY, 1},
+        {CNET_CMD_WAIT, CNET_FREED, 2},  {CNET_CMD_COPY_IN, 0, 2},
+        {CNET_CMD_WRITE, CNET_READY, 2}, {CNET_CMD_WAIT, CNET_DONE, 0},
+        {CNET_CMD_COPY_OUT, 0, 0},       {CNET_CMD_WRITE, CNET_FREED, 0},
+        {CNET_CMD_WAIT, CNET_FREED, 3},  {CNET_CMD_COPY_IN, 0, 3},
+        {CNET_CMD_WRITE, CNET_READY, 3}, {CNET_CMD_WAIT, CNET_DONE, 1},
+        {CNET_CMD_COPY_OUT, 0, 1},       {CNET_CMD_WRITE, CNET_FREED, 1},
+        {CNET_CMD_WAIT, CNET_DONE, 2},   {CNET_CMD_COPY_OUT, 0, 2},
+        {CNET_CMD_WRITE, CNET_FREED, 2}, {CNET_CMD_WAIT, CNET_DONE, 3},
+        {CNET_CMD_COPY_OUT, 0, 3},       {CNET_CMD_WRITE, CNET_FREED, 3},
+    };
+    ck_assert_ptr_nonnull(s);
+    sim_init(s, 10);
+    sim_call(s, 0, 10, 4); /* chunks 10..13: every copy in waits for its slot */
+    ck_assert_int_eq(s->ncmds[0], (int)(sizeof(want) / sizeof(want[0])));
+    for (int i = 0; i < s->ncmds[0]; i++) {
+        const cnet_cmd_t *c = &s->cmds[0][i].c;
+        ck_assert_int_eq(c->kind, want[i].kind);
+        ck_assert_uint_eq(c->k, want[i].k);
+        if (c->kind == CNET_CMD_WAIT || c->kind == CNET_CMD_WRITE)
+            ck_assert_int_eq(c->word, want[i].word);
+    }
+    free(s);
+}
+END_TEST
+
+static Suite *plan_suite(void)
+{
+    Suite *s = suite_create("cuda_net_plan");
+    TCase *tc = tcase_create("plan");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, t_shape);
+    tcase_add_test(tc, t_one_stream);
+    tcase_add_test(tc, t_streams_random);
+    tcase_add_test(tc, t_wrap);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return harness_main(plan_suite());
+}
