@@ -156,20 +156,19 @@ static symcoll_status_t cnet_stage_ensure(cuda_net_t *cn)
     if (status != SYMCOLL_OK)
         return status;
     cn->stage = pool_peer_addr(cn->host_pool, pool_local_rank(cn->host_pool), cn->stage_off);
-    cn->has_stage = true;
-    /* pinned, the copies run asynchronously at full PCIe speed; pageable they still work
-     * (the driver copies through its own pinned buffer, synchronously) */
+    /* pinned, or nothing: a copy from pageable memory to the GPU reads its source when it
+     * is queued, long before the thread has reduced the chunk */
     err = cudaHostRegister(cn->stage, CNET_SLOTS * cn->slot_bytes, cudaHostRegisterPortable);
-    if (err == cudaSuccess) {
-        cn->pinned = true;
-    } else {
+    if (err != cudaSuccess) {
         (void)cudaGetLastError();
-        log_warn("CUDA across nodes: cannot pin the host staging (%s); copies will be "
-                 "synchronous",
-                 cudaGetErrorString(err));
+        pool_free(cn->host_pool, cn->stage_off);
+        log_error("CUDA across nodes: cannot pin %zu bytes of host staging (%s)",
+                  CNET_SLOTS * cn->slot_bytes, cudaGetErrorString(err));
+        return SYMCOLL_ERR_CUDA;
     }
-    log_debug("CUDA across nodes: %d x %zu bytes of %s host staging at pool offset %zu",
-              CNET_SLOTS, cn->slot_bytes, cn->pinned ? "pinned" : "pageable", cn->stage_off);
+    cn->pinned = cn->has_stage = true;
+    log_debug("CUDA across nodes: %d x %zu bytes of pinned host staging at pool offset %zu",
+              CNET_SLOTS, cn->slot_bytes, cn->stage_off);
     return SYMCOLL_OK;
 }
 
@@ -607,8 +606,7 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
     o.nchunks = (count + chunk - 1) / chunk;
     cn->next_chunk += o.nchunks;
 
-    /* the thread first: it waits for each chunk's "ready" anyway, and a synchronous copy
-     * (unpinned staging) below may wait for chunks it has to pass */
+    /* the thread first: it waits for each chunk's "ready" anyway */
     pthread_mutex_lock(&cn->mu);
     cn->q[atomic_load_explicit(&cn->end, memory_order_relaxed) % CNET_QUEUE] = o;
     atomic_store_explicit(&cn->end, atomic_load_explicit(&cn->end, memory_order_relaxed) + 1,
