@@ -11,8 +11,9 @@
 symcoll_status_t algo_mem_type(const void *sendbuf, const void *recvbuf,
                                symcoll_mem_type_t *mem_type_p);
 
-/* The all-reduce (count > 0, arguments checked). pool is the pool of mem_type, or NULL
- * for a single-rank communicator. Called with comm->lock held. */
+/* The all-reduce (count > 0, arguments checked). pool is the pool of mem_type (the host
+ * pool for CUDA memory across nodes, which is staged there), or NULL for a single-rank
+ * communicator. Called with comm->lock held. */
 symcoll_status_t algo_allreduce(comm_t *comm, pool_t *pool, symcoll_mem_type_t mem_type,
                                 const void *sendbuf, void *recvbuf, size_t count,
                                 symcoll_dtype_t dtype, symcoll_op_t op, void *stream);

@@ -168,9 +168,9 @@ symcoll_status_t algo_allreduce(comm_t *comm, pool_t *pool, symcoll_mem_type_t m
     }
     if (mem_type != SYMCOLL_MEM_HOST) {
 #ifdef HAVE_CUDA
-        if (comm->topo->nnodes > 1)
-            return algo_cuda_net_allreduce(comm, comm->pools[SYMCOLL_MEM_HOST], sendbuf,
-                                           recvbuf, count, dtype, op, stream);
+        if (comm->topo->nnodes > 1) /* pool: the host pool, staging goes there */
+            return algo_cuda_net_allreduce(comm, pool, sendbuf, recvbuf, count, dtype, op,
+                                           stream);
         return algo_cuda_allreduce(comm, pool, sendbuf, recvbuf, count, dtype, op, stream);
 #else
         log_error("symcoll_allreduce: CUDA memory is not supported by this build");

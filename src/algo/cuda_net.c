@@ -81,7 +81,6 @@ typedef struct cnet_op {
 struct cuda_net {
     comm_t *comm;
     pool_t *host_pool;
-    int device;
     const cuda_driver_t *drv;
 
     pthread_t thread;
@@ -103,8 +102,7 @@ struct cuda_net {
     volatile uint32_t *words; /* host-mapped, CNET_NWORDS x CNET_SLOTS lines */
     CUdeviceptr words_dev;
 
-    bool has_stage;
-    bool pinned;
+    bool has_stage; /* allocated and pinned */
     size_t stage_off, slot_bytes;
     char *stage;
     /* where the time goes (logged at destroy, info level): seconds summed over ops */
@@ -136,10 +134,9 @@ static void cnet_stage_release(cuda_net_t *cn)
         cn->has_stage = false;
         return;
     }
-    if (cn->pinned)
-        cudaHostUnregister(cn->stage);
+    cudaHostUnregister(cn->stage);
     pool_free(cn->host_pool, cn->stage_off);
-    cn->has_stage = cn->pinned = false;
+    cn->has_stage = false;
 }
 
 static symcoll_status_t cnet_stage_ensure(cuda_net_t *cn)
@@ -166,7 +163,7 @@ static symcoll_status_t cnet_stage_ensure(cuda_net_t *cn)
                   CNET_SLOTS * cn->slot_bytes, cudaGetErrorString(err));
         return SYMCOLL_ERR_CUDA;
     }
-    cn->pinned = cn->has_stage = true;
+    cn->has_stage = true;
     log_debug("CUDA across nodes: %d x %zu bytes of pinned host staging at pool offset %zu",
               CNET_SLOTS, cn->slot_bytes, cn->stage_off);
     return SYMCOLL_OK;
@@ -367,9 +364,6 @@ static symcoll_status_t cnet_create(comm_t *comm, pool_t *host_pool, cuda_net_t 
         status = SYMCOLL_ERR_CUDA;
         goto err_free;
     }
-    status = cuda_comm_device(comm, &cn->device);
-    if (status != SYMCOLL_OK)
-        goto err_free;
     /* portable: the words serve streams of any device the caller uses */
     err = cudaHostAlloc(&host, words_bytes, cudaHostAllocMapped | cudaHostAllocPortable);
     if (err == cudaSuccess) {
@@ -548,22 +542,21 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
 {
     const size_t esize = symcoll_dtype_size(dtype);
     cudaStream_t s = (cudaStream_t)stream;
-    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
     cuda_net_t *cn = comm->cuda_net;
     symcoll_status_t status;
+    bool capturing = false;
     cnet_op_t o;
     size_t chunk;
-    cudaError_t err;
 
     if (((uintptr_t)sendbuf | (uintptr_t)recvbuf) % esize) {
         log_error("symcoll_allreduce: CUDA buffers must be aligned to the element size (%zu)",
                   esize);
         return SYMCOLL_ERR_INVALID_PARAM;
     }
-    err = cudaStreamIsCapturing(s, &cap);
-    if (err != cudaSuccess)
-        return cuda_rt_error(err, "cudaStreamIsCapturing");
-    if (cap != cudaStreamCaptureStatusNone) {
+    status = cuda_stream_capturing(stream, &capturing);
+    if (status != SYMCOLL_OK)
+        return status;
+    if (capturing) {
         log_error("symcoll_allreduce: CUDA memory across nodes cannot be captured in a CUDA "
                   "graph (a host thread moves the data over the network on every call); call "
                   "it outside the capture");

@@ -109,21 +109,16 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *rec
         goto out;
     }
     if (mem_type == SYMCOLL_MEM_CUDA && comm->topo->nnodes > 1) {
-        /* staged through the host pool */
+        /* staged through the host pool; the CUDA pool is not needed */
         status = core_pool_get(comm, SYMCOLL_MEM_HOST, &pool);
-        if (status != SYMCOLL_OK)
-            goto out;
     } else {
         /* CUDA all-reduces across nodes queued before this call go first */
         status = algo_quiesce(comm);
-        if (status != SYMCOLL_OK)
-            goto out;
+        if (status == SYMCOLL_OK && comm->nranks > 1)
+            status = core_pool_get(comm, mem_type, &pool);
     }
-    if (comm->nranks > 1) {
-        status = core_pool_get(comm, mem_type, &pool);
-        if (status != SYMCOLL_OK)
-            goto out;
-    }
+    if (status != SYMCOLL_OK)
+        goto out;
     status = algo_allreduce(comm, pool, mem_type, sendbuf, recvbuf, count, dtype, op, stream);
 out:
     pthread_mutex_unlock(&comm->lock);

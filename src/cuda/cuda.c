@@ -173,18 +173,31 @@ int cuda_p2p_attributes(const char *pci_a, const char *pci_b, int *access_p, int
     return 0;
 }
 
-symcoll_status_t cuda_check_not_capturing(void *stream, const char *what)
+symcoll_status_t cuda_stream_capturing(void *stream, bool *capturing_p)
 {
     enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
     cudaError_t err = cudaStreamIsCapturing((cudaStream_t)stream, &st);
 
+    /* the legacy stream while another thread captures in global mode: the call would
+     * join (or break) that capture */
     if (err == cudaErrorStreamCaptureImplicit) {
         (void)cudaGetLastError();
         st = cudaStreamCaptureStatusActive;
     } else if (err != cudaSuccess) {
         return cuda_rt_error(err, "cudaStreamIsCapturing");
     }
-    if (st != cudaStreamCaptureStatusNone) {
+    *capturing_p = st != cudaStreamCaptureStatusNone;
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t cuda_check_not_capturing(void *stream, const char *what)
+{
+    bool capturing = false;
+    symcoll_status_t status = cuda_stream_capturing(stream, &capturing);
+
+    if (status != SYMCOLL_OK)
+        return status;
+    if (capturing) {
         log_error("%s: the CUDA pool must grow, but the stream is being captured into a "
                   "graph and growth is a collective that cannot be captured; run the same "
                   "call once before capturing (warm-up) or pre-size the pool with "

@@ -60,6 +60,10 @@ int cuda_device_identity(int dev, int *ordinal_p, char *pci, size_t pci_len, cha
 int cuda_p2p_attributes(const char *pci_a, const char *pci_b, int *access_p, int *atomic_p,
                         int *perf_rank_p);
 
+/* *capturing_p: stream (cudaStream_t) is being captured into a graph (for the legacy
+ * stream also: another thread captures in global mode). */
+symcoll_status_t cuda_stream_capturing(void *stream, bool *capturing_p);
+
 /* SYMCOLL_ERR_IN_PROGRESS (logged) if stream (cudaStream_t) is being captured. */
 symcoll_status_t cuda_check_not_capturing(void *stream, const char *what);
 
