@@ -1,7 +1,8 @@
 /* The staging protocol of CUDA memory across nodes without a GPU: the stream commands
  * cnet_plan queues for each call are executed by simulated streams, in random
- * interleavings with a simulated progress thread that follows the thread's rules (take
- * calls in order; reduce chunk g once "ready" reached g + 1; then raise "done"). Every
+ * interleavings with simulated lanes that follow the lanes' rules (lane i takes the
+ * chunks g with g mod lanes == i, calls in order; reduces chunk g once "ready" reached
+ * g + 1; then raises "done"), with 1 to 4 lanes (3 to 9 slots). Every
  * step checks that the slot holds what the actor expects, and the run must end with all
  * work done (a stall is a deadlock). The GPU tests (test_cuda, tag net) run the real
  * thing on the GPU machine. */
@@ -15,6 +16,7 @@
 #define MAX_CMDS 4096
 #define MAX_OPS 256
 #define MAX_STREAMS 3
+#define MAX_LANES 4
 
 /* what a slot holds */
 enum { SLOT_FREE, SLOT_IN, SLOT_REDUCED };
@@ -25,13 +27,16 @@ typedef struct sim_cmd {
 } sim_cmd_t;
 
 typedef struct sim {
-    uint32_t word[CNET_NWORDS][CNET_SLOTS];
-    int state[CNET_SLOTS];
-    uint64_t holds[CNET_SLOTS]; /* chunk number in the slot (SLOT_IN, SLOT_REDUCED) */
+    int nlanes, nslots;
+    uint32_t word[CNET_NWORDS][CNET_SLOTS_MAX];
+    int state[CNET_SLOTS_MAX];
+    uint64_t holds[CNET_SLOTS_MAX]; /* chunk number in the slot (SLOT_IN, SLOT_REDUCED) */
     sim_cmd_t cmds[MAX_STREAMS][MAX_CMDS];
     int ncmds[MAX_STREAMS], pc[MAX_STREAMS];
     uint64_t op_first[MAX_OPS], op_n[MAX_OPS];
-    int nops, op, k; /* the thread: at chunk k of call op */
+    int nops;
+    int op[MAX_LANES];      /* lane l: at call op[l], */
+    uint64_t k[MAX_LANES];  /* chunk k[l] of it (one of its own, or past the end) */
     uint64_t reduced, copied_out;
 } sim_t;
 
@@ -60,7 +65,7 @@ static void sim_call(sim_t *s, int st, uint64_t first, uint64_t n)
     s->op_first[s->nops] = first;
     s->op_n[s->nops] = n;
     s->nops++;
-    ck_assert_int_eq(cnet_plan(first, n, record, &r), SYMCOLL_OK);
+    ck_assert_int_eq(cnet_plan(first, n, s->nslots, record, &r), SYMCOLL_OK);
 }
 
 /* One step of stream st; false if it is blocked or finished. */
@@ -73,7 +78,7 @@ static bool stream_step(sim_t *s, int st)
         return false;
     m = &s->cmds[st][s->pc[st]];
     slot = m->c.slot;
-    ck_assert_int_eq(slot, cnet_slot(m->g));
+    ck_assert_int_eq(slot, cnet_slot(m->g, s->nslots));
     switch (m->c.kind) {
     case CNET_CMD_WAIT:
         if (!cnet_reached(s->word[m->c.word][slot], m->c.value))
@@ -106,29 +111,41 @@ static bool stream_step(sim_t *s, int st)
     return true;
 }
 
-/* One step of the thread; false if it waits or is finished. */
-static bool thread_step(sim_t *s)
+/* Lane l's next chunk at or after chunk k of call op (k may end past the call). */
+static uint64_t lane_next(const sim_t *s, int l, int op, uint64_t k)
+{
+    uint64_t L = (uint64_t)s->nlanes;
+    while ((s->op_first[op] + k) % L != (uint64_t)l)
+        k++;
+    return k;
+}
+
+/* One step of lane l; false if it waits or is finished. */
+static bool lane_step(sim_t *s, int l)
 {
     uint64_t g;
     int slot;
 
-    while (s->op < s->nops && (uint64_t)s->k == s->op_n[s->op]) {
-        s->op++;
-        s->k = 0;
+    while (s->op[l] < s->nops &&
+           (s->k[l] = lane_next(s, l, s->op[l], s->k[l])) >= s->op_n[s->op[l]]) {
+        s->op[l]++;
+        s->k[l] = 0;
     }
-    if (s->op >= s->nops)
+    if (s->op[l] >= s->nops)
         return false;
-    g = s->op_first[s->op] + (uint64_t)s->k;
-    slot = cnet_slot(g);
+    g = s->op_first[s->op[l]] + s->k[l];
+    ck_assert_uint_eq(g % (uint64_t)s->nlanes, (uint64_t)l);
+    slot = cnet_slot(g, s->nslots);
     if (!cnet_reached(s->word[CNET_READY][slot], (uint32_t)(g + 1)))
         return false;
     ck_assert_msg(s->state[slot] == SLOT_IN && s->holds[slot] == g,
-                  "thread at chunk %llu: slot %d holds %llu in state %d", (unsigned long long)g,
-                  slot, (unsigned long long)s->holds[slot], s->state[slot]);
+                  "lane %d at chunk %llu: slot %d holds %llu in state %d", l,
+                  (unsigned long long)g, slot, (unsigned long long)s->holds[slot],
+                  s->state[slot]);
     s->state[slot] = SLOT_REDUCED;
     s->word[CNET_DONE][slot] = (uint32_t)(g + 1);
     s->reduced++;
-    s->k++;
+    s->k[l]++;
     return true;
 }
 
@@ -139,7 +156,7 @@ static void sim_run(sim_t *s, int nstreams, unsigned seed)
     for (int i = 0; i < s->nops; i++)
         total += s->op_n[i];
     for (;;) {
-        int order[MAX_STREAMS + 1], n = nstreams + 1;
+        int order[MAX_STREAMS + MAX_LANES], n = nstreams + s->nlanes;
         bool moved = false;
         for (int i = 0; i < n; i++)
             order[i] = i;
@@ -149,7 +166,8 @@ static void sim_run(sim_t *s, int nstreams, unsigned seed)
             order[j] = t;
         }
         for (int i = 0; i < n && !moved; i++)
-            moved = order[i] == nstreams ? thread_step(s) : stream_step(s, order[i]);
+            moved = order[i] >= nstreams ? lane_step(s, order[i] - nstreams)
+                                         : stream_step(s, order[i]);
         if (!moved)
             break;
     }
@@ -161,27 +179,32 @@ static void sim_run(sim_t *s, int nstreams, unsigned seed)
 }
 
 /* Words as they are when chunk first is next (every earlier chunk went through). */
-static void sim_init(sim_t *s, uint64_t first)
+static void sim_init(sim_t *s, uint64_t first, int nlanes)
 {
+    uint64_t ns;
+
     memset(s, 0, sizeof(*s));
-    for (uint64_t g = first >= CNET_SLOTS ? first - CNET_SLOTS : 0; g < first; g++) {
-        int slot = cnet_slot(g);
+    s->nlanes = nlanes;
+    s->nslots = cnet_nslots(nlanes);
+    ns = (uint64_t)s->nslots;
+    for (uint64_t g = first >= ns ? first - ns : 0; g < first; g++) {
+        int slot = cnet_slot(g, s->nslots);
         s->word[CNET_READY][slot] = s->word[CNET_DONE][slot] = s->word[CNET_FREED][slot] =
             (uint32_t)(g + 1);
     }
 }
 
 /* Calls of random sizes on random streams, from chunk first. */
-static void random_calls(uint64_t first, int nstreams, int ncalls, unsigned seed)
+static void random_calls(uint64_t first, int nstreams, int nlanes, int ncalls, unsigned seed)
 {
     sim_t *s = malloc(sizeof(*s));
     uint64_t g = first;
     unsigned r = seed * 7919u + 1;
 
     ck_assert_ptr_nonnull(s);
-    sim_init(s, first);
+    sim_init(s, first, nlanes);
     for (int i = 0; i < ncalls; i++) {
-        uint64_t n = 1 + rand_r(&r) % 9;
+        uint64_t n = 1 + rand_r(&r) % 21;
         sim_call(s, (int)(rand_r(&r) % (unsigned)nstreams), g, n);
         g += n;
     }
@@ -196,12 +219,15 @@ START_TEST(t_one_stream)
     uint64_t g = 0;
 
     ck_assert_ptr_nonnull(s);
-    sim_init(s, 0);
-    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-        sim_call(s, 0, g, sizes[i]);
-        g += sizes[i];
+    for (int lanes = 1; lanes <= MAX_LANES; lanes++) {
+        sim_init(s, 0, lanes);
+        g = 0;
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+            sim_call(s, 0, g, sizes[i]);
+            g += sizes[i];
+        }
+        sim_run(s, 1, 1);
     }
-    sim_run(s, 1, 1);
     free(s);
 }
 END_TEST
@@ -209,8 +235,9 @@ END_TEST
 /* Calls on several streams share the slots; any interleaving must work. */
 START_TEST(t_streams_random)
 {
-    for (unsigned seed = 1; seed <= 300; seed++)
-        random_calls(0, 1 + (int)(seed % MAX_STREAMS), 40, seed);
+    for (unsigned seed = 1; seed <= 400; seed++)
+        random_calls(0, 1 + (int)(seed % MAX_STREAMS), 1 + (int)(seed / 3 % MAX_LANES), 40,
+                     seed);
 }
 END_TEST
 
@@ -218,10 +245,12 @@ END_TEST
 START_TEST(t_wrap)
 {
     const uint64_t w = (uint64_t)1 << 32;
-    for (unsigned seed = 1; seed <= 200; seed++)
-        random_calls(w - 1 - seed % 40, 1 + (int)(seed % MAX_STREAMS), 30, seed);
+    for (unsigned seed = 1; seed <= 300; seed++)
+        random_calls(w - 1 - seed % 40, 1 + (int)(seed % MAX_STREAMS),
+                     1 + (int)(seed / 3 % MAX_LANES), 30, seed);
     /* and far past it */
-    random_calls(5 * w - 7, 2, 60, 99);
+    random_calls(5 * w - 7, 2, 1, 60, 99);
+    random_calls(5 * w - 7, 3, 4, 60, 98);
 }
 END_TEST
 
@@ -248,7 +277,7 @@ START_TEST(t_shape)
         {CNET_CMD_COPY_OUT, 0, 3},       {CNET_CMD_WRITE, CNET_FREED, 3},
     };
     ck_assert_ptr_nonnull(s);
-    sim_init(s, 10);
+    sim_init(s, 10, 1); /* one lane: 3 slots */
     sim_call(s, 0, 10, 4); /* chunks 10..13: every copy in waits for its slot */
     ck_assert_int_eq(s->ncmds[0], (int)(sizeof(want) / sizeof(want[0])));
     for (int i = 0; i < s->ncmds[0]; i++) {

@@ -22,6 +22,7 @@ static const topo_select_cfg_t cfg_test = {
     .net_rd_max = 64 * K,
     .hier_min = 0,
     .cuda_net_chunk = 4 * M,
+    .cuda_net_lanes = 4,
 };
 
 /* nranks, nnodes, ppn, uniform, gpu_link, net_cuda, cuda_max_local, cuda_across_nodes,
@@ -176,7 +177,7 @@ static const select_case_t cases[] = {
     /* CUDA across nodes: the host algorithm for the staging chunk (4M here), not the
      * message: rd up to 16 x 64K = 1M, then the ring */
     {"2x1 cuda staged rd", &two_nodes_1, 0, DFLT, C, 1 * M, TOPO_ALGO_RD,
-     "CUDA staged via pinned host memory (UCX lacks CUDA), 1M chunks: 2 nodes"},
+     "CUDA staged via pinned host memory (UCX lacks CUDA), 1M chunks on 4 lanes: 2 nodes"},
     {"2x1 cuda staged ring", &two_nodes_1, 0, DFLT, C, 1 * G, TOPO_ALGO_RING, "4M chunks"},
     {"host 1 rank", &host_1_rank, 0, DFLT, H, G, TOPO_ALGO_ONESHOT, "single rank"},
     {"host 1 rank cuda", &host_1_rank, 0, DFLT, C, G, TOPO_ALGO_NONE, "some rank has none"},

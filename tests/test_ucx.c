@@ -1,7 +1,8 @@
 /* Tests of the UCX layer on its own, between simulated nodes over TCP loopback: the
  * layer exists only when a communicator spans nodes, regions exchange rkeys, put /
- * fence / flag round trips deliver every byte, and a peer that dies turns a wait into
- * an error instead of a hang. */
+ * fence / flag round trips deliver every byte, a peer that dies turns a wait into
+ * an error instead of a hang, and lanes (more workers of the context) run inter-node
+ * all-reduces from several threads at once. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <pthread.h>
@@ -13,6 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "algo/net.h"
 #include "core/core.h"
 #include "harness.h"
 #include "ucx/ucx.h"
@@ -205,6 +207,141 @@ START_TEST(test_dead_peer)
 }
 END_TEST
 
+/* ---- lanes: concurrent all-reduces, one thread per lane --------------------------------
+ * Each lane's thread runs all-reduces of its own, in place on host pool buffers (as the
+ * staging lanes of CUDA memory do), at sizes that take recursive doubling, the ring and
+ * (2 ranks a node) hier, and checks every element against the exact sum. */
+
+#define LANES 3
+#define LANE_MAX_BYTES (1024 * 1024)
+#define LANE_ROUNDS 12
+
+typedef struct lane_run {
+    comm_t *comm;
+    ucx_ctx_t *ucx;
+    float *buf;
+    int lane, rank, nranks;
+    symcoll_status_t status;
+    char why[160];
+} lane_run_t;
+
+static float lane_value(int rank, int lane, int round, size_t i)
+{
+    return (float)((rank + 1) * 3 + lane * 5 + round + (int)(i % 97));
+}
+
+static void *lane_main(void *arg)
+{
+    lane_run_t *r = arg;
+    static const size_t counts[] = {1, 7, 4099, 60000, LANE_MAX_BYTES / 4, 100003};
+
+    for (int round = 0; round < LANE_ROUNDS && r->status == SYMCOLL_OK; round++) {
+        size_t count = counts[(round + r->lane) % 6];
+        for (size_t i = 0; i < count; i++)
+            r->buf[i] = lane_value(r->rank, r->lane, round, i);
+        r->status = algo_net_allreduce_on(r->comm, r->ucx, r->comm->pools[SYMCOLL_MEM_HOST],
+                                          r->buf, r->buf, count, SYMCOLL_FLOAT32, SYMCOLL_SUM);
+        if (r->status != SYMCOLL_OK) {
+            snprintf(r->why, sizeof(r->why), "lane %d round %d: %s", r->lane, round,
+                     symcoll_status_string(r->status));
+            break;
+        }
+        for (size_t i = 0; i < count; i++) {
+            float want = 0;
+            for (int k = 0; k < r->nranks; k++)
+                want += lane_value(k, r->lane, round, i);
+            if (r->buf[i] != want) {
+                snprintf(r->why, sizeof(r->why),
+                         "lane %d round %d: element %zu of %zu is %g, expected %g", r->lane,
+                         round, i, count, (double)r->buf[i], (double)want);
+                r->status = SYMCOLL_ERR_INTERNAL;
+                break;
+            }
+        }
+    }
+    return NULL;
+}
+
+static void body_lanes(int rank, int nranks, void *arg)
+{
+    symcoll_comm_h comm;
+    lane_run_t runs[LANES];
+    pthread_t th[LANES];
+    void *bufs[LANES];
+    pool_t *pool;
+
+    ucx_test_env();
+    setenv("SYMCOLL_NET_PROTOCOL", arg ? (const char *)arg : "auto", 1);
+    /* small ring chunks: several chunks per lane call even at 1 MiB */
+    setenv("SYMCOLL_NET_CHUNK_SIZE", "64K", 1);
+    comm = harness_comm_create();
+    ck_assert_ptr_nonnull(comm->ucx);
+    for (int l = 0; l < LANES; l++)
+        ck_assert_int_eq(symcoll_mem_alloc(comm, LANE_MAX_BYTES, SYMCOLL_MEM_HOST, &bufs[l]),
+                         SYMCOLL_OK);
+    pool = comm->pools[SYMCOLL_MEM_HOST];
+    for (int l = 0; l < LANES; l++) {
+        net_state_t *st;
+        memset(&runs[l], 0, sizeof(runs[l]));
+        runs[l].comm = comm;
+        runs[l].buf = bufs[l];
+        runs[l].lane = l;
+        runs[l].rank = rank;
+        runs[l].nranks = nranks;
+        ck_assert_int_eq(ucx_lane_create(comm->ucx, &runs[l].ucx), SYMCOLL_OK);
+        ck_assert_int_eq(algo_net_state_get_on(comm, runs[l].ucx, pool, &st), SYMCOLL_OK);
+        ck_assert_int_eq(algo_net_reserve_upto(st, LANE_MAX_BYTES), SYMCOLL_OK);
+    }
+    for (int l = 0; l < LANES; l++)
+        ck_assert_int_eq(pthread_create(&th[l], NULL, lane_main, &runs[l]), 0);
+    for (int l = 0; l < LANES; l++)
+        pthread_join(th[l], NULL);
+    for (int l = 0; l < LANES; l++)
+        if (runs[l].status != SYMCOLL_OK)
+            harness_fail("%s", runs[l].why);
+    /* the communicator's own context still works after the lanes ran */
+    {
+        float *b = bufs[0];
+        for (int i = 0; i < 1000; i++)
+            b[i] = (float)(rank + i);
+        ck_assert_int_eq(symcoll_allreduce(b, b, 1000, SYMCOLL_FLOAT32, SYMCOLL_SUM, comm, NULL),
+                         SYMCOLL_OK);
+        for (int i = 0; i < 1000; i++)
+            ck_assert_float_eq(b[i], (float)(nranks * i + nranks * (nranks - 1) / 2));
+    }
+    for (int l = LANES - 1; l >= 0; l--) {
+        algo_net_state_drop(runs[l].ucx, pool);
+        ucx_destroy(runs[l].ucx);
+    }
+    /* a lane index given back is taken again */
+    {
+        ucx_ctx_t *again;
+        ck_assert_int_eq(ucx_lane_create(comm->ucx, &again), SYMCOLL_OK);
+        ucx_destroy(again);
+    }
+    for (int l = 0; l < LANES; l++)
+        ck_assert_int_eq(symcoll_mem_free(comm, bufs[l]), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+}
+
+START_TEST(test_lanes_2x1)
+{
+    ck_assert_int_eq(harness_run(2, 2, RUN_TIMEOUT, body_lanes, NULL), 0);
+}
+END_TEST
+
+START_TEST(test_lanes_3x1_put)
+{
+    ck_assert_int_eq(harness_run(3, 3, RUN_TIMEOUT, body_lanes, "put"), 0);
+}
+END_TEST
+
+START_TEST(test_lanes_2x2)
+{
+    ck_assert_int_eq(harness_run(4, 2, RUN_TIMEOUT, body_lanes, NULL), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ucx");
@@ -220,6 +357,9 @@ int main(void)
     tcase_add_test(tc, test_roundtrip_2x1_put);
     tcase_add_test(tc, test_roundtrip_3x2);
     tcase_add_test(tc, test_dead_peer);
+    tcase_add_test(tc, test_lanes_2x1);
+    tcase_add_test(tc, test_lanes_3x1_put);
+    tcase_add_test(tc, test_lanes_2x2);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -1,52 +1,61 @@
-/* CUDA memory across nodes, staged through pinned host memory of the pool: a progress
- * thread per communicator moves each queued all-reduce off the GPU, across the nodes
- * with the host algorithms over UCX, and back, in order with the caller's stream. */
+/* CUDA memory across nodes, staged through pinned host memory of the pool: lanes of
+ * progress threads per communicator move each queued all-reduce off the GPU, across the
+ * nodes with the host algorithms over UCX, and back, in order with the caller's stream. */
 /*
  * Why staged: the UCX of Debian and Ubuntu is built without CUDA, so it cannot read or
  * write GPU memory. (When every rank's UCX reports CUDA memory, the CUDA pool's segments
  * are registered with it, but the direct data path is not written yet: the staged path
  * serves that case too, and symcoll_info says so.)
  *
- * The message moves in chunks of SYMCOLL_CUDA_NET_CHUNK bytes through three chunk-sized
- * slots of host staging (pool memory, pinned with cudaHostRegister). Three host-mapped
- * words per slot hand a chunk back and forth: "ready" (the GPU copied chunk g into the
- * slot), "done" (the thread reduced it across the nodes), "freed" (the GPU copied the
- * result out). Each holds the low 32 bits of g + 1 for the last chunk g that passed;
- * chunks are numbered across calls in 64 bits (the slot is g mod 3: a 32-bit count would
+ * The message moves in chunks of SYMCOLL_CUDA_NET_CHUNK bytes through S = 2 x lanes + 1
+ * chunk-sized slots of host staging (pool memory, pinned with cudaHostRegister). Three
+ * host-mapped words per slot hand a chunk back and forth: "ready" (the GPU copied chunk
+ * g into the slot), "done" (a lane reduced it across the nodes), "freed" (the GPU copied
+ * the result out). Each holds the low 32 bits of g + 1 for the last chunk g that passed;
+ * chunks are numbered across calls in 64 bits (the slot is g mod S: a 32-bit count would
  * jump slots where it wraps), so the words only grow, compared as int32 differences
  * like CU_STREAM_WAIT_VALUE_GEQ does.
  *
  * The call (caller's thread, comm->lock held) never waits for the GPU. It queues the
- * whole pipeline on the caller's stream and the operation for the thread, and returns:
- *   stream:  copy chunks 0, 1, 2 to their slots, raising "ready" after each; then for
+ * whole pipeline on the caller's stream and the operation for the lanes, and returns:
+ *   stream:  copy chunks 0 .. S-1 to their slots, raising "ready" after each; then for
  *            each chunk k: wait for "done", copy the result back, raise "freed", copy
- *            chunk k + 3 in (a slot is refilled only after its "freed": calls on other
+ *            chunk k + S in (a slot is refilled only after its "freed": calls on other
  *            streams share the slots);
- *   thread:  for each chunk: wait for "ready", all-reduce the slot in place across the
- *            ranks (the host algorithm the selector picks for the chunk: rd, ring or
- *            hier), raise "done".
- * So the copies of chunks k + 1 and k + 2 run while chunk k crosses the network, and
- * the thread only reads and writes host memory: it never calls CUDA, so nothing the
- * caller's thread does inside the driver (a synchronous copy from pageable memory on the
- * legacy stream, say) can block the thread that stream waits for. (A first version used
- * copy streams and events in the thread, and deadlocked in exactly that way on the
- * H200 machine.)
+ *   lane i:  for each chunk g with g mod lanes == i: wait for "ready", all-reduce the
+ *            slot in place across the ranks (the host algorithm the selector picks for
+ *            the chunk: rd, ring or hier), raise "done".
+ * So the lanes move chunks across the nodes at the same time while the copies of the
+ * next ones run. Why lanes: one thread that sends, receives and reduces is the limit over
+ * TCP (measured on the H200 machine: two pairs of ranks over loopback reach 2.2 times
+ * the bandwidth of one); each lane has its own UCX worker and connections (a UCX lane
+ * of the communicator's context, ucx_lane_create), its own flags and scratch, so lanes
+ * share nothing but the registered pool. With one lane, it is the communicator's own
+ * UCX context.
  *
- * Every rank's thread runs the same operations in the same order, so the host
- * algorithms' collective steps match. Everything else that talks to the other ranks
+ * The lanes only read and write host memory: they never call CUDA, so nothing the
+ * caller's thread does inside the driver (a synchronous copy from pageable memory on the
+ * legacy stream, say) can block a thread that stream waits for. (A first version used
+ * copy streams and events in the thread, and deadlocked in exactly that way on the
+ * H200 machine.) Nor do they touch the pool: their scratch is reserved for the chunk
+ * size when the staging is set up (algo_net_reserve_upto).
+ *
+ * Every rank's lane i runs the same chunks in the same order, so the host algorithms'
+ * collective steps match lane by lane. Everything else that talks to the other ranks
  * (host all-reduces, pool allocation, trim, destroy) first drains this queue
- * (algo_cuda_net_drain), so the two threads never use UCX or the bootstrap at once.
+ * (algo_cuda_net_drain), so the lanes and the caller never use the pool, the bootstrap
+ * or the communicator's UCX worker at once.
  *
  * Failure: an operation that fails (peer gone, abort, timeout, CUDA error) still
- * releases its stream: the thread raises "done" for each of its chunks. The status sticks:
- * every later call on the communicator returns it. The result buffer of a failed
- * operation is undefined.
+ * releases its stream: each lane raises "done" for its remaining chunks, and tells its
+ * peers' lanes that it gave up. The status sticks: every later call on the communicator
+ * returns it. The result buffer of a failed operation is undefined.
  *
  * Streams: operations run in call order and share the slots, so calls on different
  * streams are serialised: one that waits behind long work on its stream holds up the
  * ones queued after it (as with NCCL, collectives on a communicator are ordered).
  *
- * CUDA graphs: the work is done by a host thread per call, so a capture would record
+ * CUDA graphs: the work is done by host threads per call, so a capture would record
  * only the stream waits; a call on a capturing stream fails with SYMCOLL_ERR_UNSUPPORTED
  * and changes nothing.
  */
@@ -63,8 +72,8 @@
 #include "cuda/cuda.h"
 #include "topo/topo.h"
 
-#define CNET_QUEUE 64 /* operations queued ahead of the thread */
-/* how long an idle thread polls the queue before it sleeps (the next call of a loop
+#define CNET_QUEUE 64 /* operations queued ahead of the lanes */
+/* how long an idle lane polls the queue before it sleeps (the next call of a loop
  * usually comes within microseconds) */
 #define CNET_IDLE_SPIN_SEC 0.02
 
@@ -78,124 +87,105 @@ typedef struct cnet_op {
 
 #define CNET_WORD_STRIDE 16 /* uint32 per line: one cache line per word */
 
+/* One lane: a thread that moves chunks g with g mod lanes == index across the nodes, on
+ * its own UCX worker and connections (with one lane: the communicator's own). */
+typedef struct cnet_lane {
+    cuda_net_t *cn;
+    int index;
+    ucx_ctx_t *ucx;
+    bool own_ucx; /* a UCX lane of this staging (destroyed with it) */
+    pthread_t thread;
+    bool started;
+    uint64_t head;   /* operations this lane finished (under mu) */
+    bool told_peers; /* this lane told its peers it gave up */
+    /* where the time goes (logged at destroy, info level): seconds summed over ops */
+    double t_wait_in;  /* from taking an op to its first chunk on the host */
+    double t_net;      /* in the host all-reduces */
+    double t_busy;     /* from taking an op to releasing it */
+} cnet_lane_t;
+
 struct cuda_net {
     comm_t *comm;
     pool_t *host_pool;
     const cuda_driver_t *drv;
+    int nlanes, nslots;
+    cnet_lane_t lanes[CNET_LANES_MAX];
+    bool running; /* the lanes (threads, UCX lanes) exist: while there is staging */
 
-    pthread_t thread;
-    bool started;
     pthread_mutex_t mu;
     pthread_cond_t work; /* queued or stop */
     pthread_cond_t idle; /* an operation finished */
     cnet_op_t q[CNET_QUEUE];
-    uint64_t head;        /* next operation the thread takes (under mu) */
+    uint64_t head;        /* operations every lane finished (under mu) */
     _Atomic uint64_t end; /* one past the last queued (written under mu) */
     bool stop;
     _Atomic int broken;  /* symcoll_status_t of the first failure; sticky */
     uint64_t next_chunk; /* number of the next chunk queued (caller's thread) */
     /* per slot: the last chunk whose "freed" the caller queued + 1 (0: none); once the
      * word shows it, no queued copy touches the slot any more */
-    uint64_t last_freed[CNET_SLOTS];
-    bool told_peers; /* the thread told the other ranks it gave up (thread only) */
+    uint64_t last_freed[CNET_SLOTS_MAX];
 
-    volatile uint32_t *words; /* host-mapped, CNET_NWORDS x CNET_SLOTS lines */
+    volatile uint32_t *words; /* host-mapped, CNET_NWORDS x nslots lines */
     CUdeviceptr words_dev;
 
     bool has_stage; /* allocated and pinned */
     size_t stage_off, slot_bytes;
     char *stage;
-    /* where the time goes (logged at destroy, info level): seconds summed over ops */
-    uint64_t nops;
-    double t_wait_in;  /* from taking an op to its first chunk on the host */
-    double t_net;      /* in the host all-reduces */
-    double t_busy;     /* from taking an op to releasing it */
-    double t_gap;      /* from releasing one op to taking the next, while queued */
-    double t_last_end; /* release time of the previous op */
+    uint64_t nops;                          /* operations finished */
+    double t_wait_in, t_net, t_busy;        /* the lanes' sums, as they stop */
 };
-
-/* ---- staging ------------------------------------------------------------------------
- * Allocated and pinned by the caller's thread while no operation is queued (collective:
- * the same call on every rank). Never by the progress thread: cudaHostRegister waits for
- * work the driver has queued, and a caller's stream may be waiting for that thread. */
-
-static symcoll_status_t cnet_wait_quiet(cuda_net_t *cn);
-
-static void cnet_stage_release(cuda_net_t *cn)
-{
-    if (!cn->has_stage)
-        return;
-    /* every queued operation was released (drained); once each slot's last copy out
-     * ran, nothing queued touches the slots */
-    if (cnet_wait_quiet(cn) != SYMCOLL_OK) {
-        log_error("CUDA across nodes: the GPU did not finish copying out of the host staging; "
-                  "leaving it mapped (%zu bytes)",
-                  CNET_SLOTS * cn->slot_bytes);
-        cn->has_stage = false;
-        return;
-    }
-    cudaHostUnregister(cn->stage);
-    pool_free(cn->host_pool, cn->stage_off);
-    cn->has_stage = false;
-}
-
-static symcoll_status_t cnet_stage_ensure(cuda_net_t *cn)
-{
-    symcoll_status_t status;
-    cudaError_t err;
-
-    if (cn->has_stage)
-        return SYMCOLL_OK;
-    cn->slot_bytes =
-        (cn->comm->config.cuda_net_chunk + POOL_ALIGN - 1) / POOL_ALIGN * POOL_ALIGN;
-    status = pool_alloc(cn->host_pool, CNET_SLOTS * cn->slot_bytes, POOL_ALLOC_STAGING,
-                        &cn->stage_off);
-    if (status != SYMCOLL_OK)
-        return status;
-    cn->stage = pool_peer_addr(cn->host_pool, pool_local_rank(cn->host_pool), cn->stage_off);
-    /* pinned, or nothing: a copy from pageable memory to the GPU reads its source when it
-     * is queued, long before the thread has reduced the chunk */
-    err = cudaHostRegister(cn->stage, CNET_SLOTS * cn->slot_bytes, cudaHostRegisterPortable);
-    if (err != cudaSuccess) {
-        (void)cudaGetLastError();
-        pool_free(cn->host_pool, cn->stage_off);
-        log_error("CUDA across nodes: cannot pin %zu bytes of host staging (%s)",
-                  CNET_SLOTS * cn->slot_bytes, cudaGetErrorString(err));
-        return SYMCOLL_ERR_CUDA;
-    }
-    cn->has_stage = true;
-    log_debug("CUDA across nodes: %d x %zu bytes of pinned host staging at pool offset %zu",
-              CNET_SLOTS, cn->slot_bytes, cn->stage_off);
-    return SYMCOLL_OK;
-}
-
-/* ---- the thread --------------------------------------------------------------------- */
 
 static volatile uint32_t *cnet_word(cuda_net_t *cn, int which, int slot)
 {
-    return cn->words + ((size_t)which * CNET_SLOTS + (size_t)slot) * CNET_WORD_STRIDE;
+    return cn->words + ((size_t)which * (size_t)cn->nslots + (size_t)slot) * CNET_WORD_STRIDE;
 }
 
 static CUdeviceptr cnet_word_dev(cuda_net_t *cn, int which, int slot)
 {
-    return cn->words_dev +
-           ((size_t)which * CNET_SLOTS + (size_t)slot) * CNET_WORD_STRIDE * sizeof(uint32_t);
+    return cn->words_dev + ((size_t)which * (size_t)cn->nslots + (size_t)slot) *
+                               CNET_WORD_STRIDE * sizeof(uint32_t);
 }
+
+/* Waits (caller's thread) until every copy out queued so far has run: then no queued
+ * stream work reads or writes the slots or the words any more. Needs no CUDA call, so
+ * it waits for this communicator's work only, on whatever device it runs. */
+static symcoll_status_t cnet_wait_quiet(cuda_net_t *cn)
+{
+    deadline_t dl = deadline_make(cn->comm->timeout_sec, NULL);
+    unsigned iter = 0;
+
+    for (int slot = 0; slot < cn->nslots; slot++) {
+        volatile uint32_t *w = cnet_word(cn, CNET_FREED, slot);
+        if (!cn->last_freed[slot])
+            continue;
+        while (!cnet_reached(__atomic_load_n(w, __ATOMIC_ACQUIRE),
+                             (uint32_t)cn->last_freed[slot])) {
+            if (deadline_check(&dl) != SYMCOLL_OK)
+                return SYMCOLL_ERR_TIMED_OUT;
+            core_spin_pause(&iter);
+        }
+    }
+    return SYMCOLL_OK;
+}
+
+/* ---- the lanes ----------------------------------------------------------------------- */
 
 /* Waits until the GPU copied chunk g into its slot, keeping UCX progressing (peers may
  * be sending to us meanwhile). */
-static symcoll_status_t cnet_wait_ready(cuda_net_t *cn, uint64_t g, const deadline_t *dl)
+static symcoll_status_t cnet_wait_ready(cnet_lane_t *ln, uint64_t g, const deadline_t *dl)
 {
-    volatile uint32_t *w = cnet_word(cn, CNET_READY, cnet_slot(g));
+    cuda_net_t *cn = ln->cn;
+    volatile uint32_t *w = cnet_word(cn, CNET_READY, cnet_slot(g, cn->nslots));
     unsigned iter = 0;
     symcoll_status_t status;
 
     while (!cnet_reached(__atomic_load_n(w, __ATOMIC_ACQUIRE), (uint32_t)(g + 1))) {
-        /* the caller could not queue the whole pipeline: this chunk may never come */
+        /* another lane failed, or the caller could not queue the whole pipeline: this
+         * chunk may never come */
         status = (symcoll_status_t)atomic_load_explicit(&cn->broken, memory_order_relaxed);
         if (status != SYMCOLL_OK)
             return status;
-        status = ucx_progress(cn->comm->ucx);
+        status = ucx_progress(ln->ucx);
         if (status == SYMCOLL_OK)
             status = deadline_check(dl);
         if (status != SYMCOLL_OK) {
@@ -211,55 +201,42 @@ static symcoll_status_t cnet_wait_ready(cuda_net_t *cn, uint64_t g, const deadli
 
 static void cnet_raise_done(cuda_net_t *cn, uint64_t g)
 {
-    __atomic_store_n(cnet_word(cn, CNET_DONE, cnet_slot(g)), (uint32_t)(g + 1),
+    __atomic_store_n(cnet_word(cn, CNET_DONE, cnet_slot(g, cn->nslots)), (uint32_t)(g + 1),
                      __ATOMIC_RELEASE);
 }
 
-/* Waits (caller's thread) until every copy out queued so far has run: then no queued
- * stream work reads or writes the slots or the words any more. Needs no CUDA call, so
- * it waits for this communicator's work only, on whatever device it runs. */
-static symcoll_status_t cnet_wait_quiet(cuda_net_t *cn)
+/* Index in op of the lane's first chunk at or after chunk k. */
+static uint64_t cnet_lane_chunk(const cnet_lane_t *ln, const cnet_op_t *op, uint64_t k)
 {
-    deadline_t dl = deadline_make(cn->comm->timeout_sec, NULL);
-    unsigned iter = 0;
-
-    for (int slot = 0; slot < CNET_SLOTS; slot++) {
-        volatile uint32_t *w = cnet_word(cn, CNET_FREED, slot);
-        if (!cn->last_freed[slot])
-            continue;
-        while (!cnet_reached(__atomic_load_n(w, __ATOMIC_ACQUIRE),
-                             (uint32_t)cn->last_freed[slot])) {
-            if (deadline_check(&dl) != SYMCOLL_OK)
-                return SYMCOLL_ERR_TIMED_OUT;
-            core_spin_pause(&iter);
-        }
-    }
-    return SYMCOLL_OK;
+    uint64_t L = (uint64_t)ln->cn->nlanes, lane = (op->first + k) % L;
+    return k + ((uint64_t)ln->index + L - lane) % L;
 }
 
-static symcoll_status_t cnet_run(cuda_net_t *cn, const cnet_op_t *op, uint64_t *k_p)
+static symcoll_status_t cnet_run(cnet_lane_t *ln, const cnet_op_t *op, uint64_t *k_p)
 {
+    cuda_net_t *cn = ln->cn;
     size_t esize = symcoll_dtype_size(op->dtype);
     size_t chunk = cn->slot_bytes / esize;
     symcoll_status_t status = SYMCOLL_OK;
     double t0 = time_now(), t;
+    bool first = true;
 
-    for (*k_p = 0; *k_p < op->nchunks; ++*k_p) {
+    for (*k_p = cnet_lane_chunk(ln, op, 0); *k_p < op->nchunks; *k_p += (uint64_t)cn->nlanes) {
         uint64_t k = *k_p, g = op->first + k;
         /* per chunk: the timeout bounds a wait, not a whole (possibly huge) message */
         deadline_t dl = deadline_make(cn->comm->timeout_sec, &cn->comm->aborted);
-        size_t first = (size_t)k * chunk,
-               n = op->count - first < chunk ? op->count - first : chunk;
-        char *slot = cn->stage + (size_t)cnet_slot(g) * cn->slot_bytes;
+        size_t off = (size_t)k * chunk, n = op->count - off < chunk ? op->count - off : chunk;
+        char *slot = cn->stage + (size_t)cnet_slot(g, cn->nslots) * cn->slot_bytes;
 
-        status = cnet_wait_ready(cn, g, &dl);
+        status = cnet_wait_ready(ln, g, &dl);
         t = time_now();
-        if (k == 0)
-            cn->t_wait_in += t - t0;
+        if (first)
+            ln->t_wait_in += t - t0;
+        first = false;
         if (status == SYMCOLL_OK)
-            status =
-                algo_net_allreduce(cn->comm, cn->host_pool, slot, slot, n, op->dtype, op->op);
-        cn->t_net += time_now() - t;
+            status = algo_net_allreduce_on(cn->comm, ln->ucx, cn->host_pool, slot, slot, n,
+                                           op->dtype, op->op);
+        ln->t_net += time_now() - t;
         if (status != SYMCOLL_OK)
             return status;
         cnet_raise_done(cn, g);
@@ -267,9 +244,37 @@ static symcoll_status_t cnet_run(cuda_net_t *cn, const cnet_op_t *op, uint64_t *
     return SYMCOLL_OK;
 }
 
-static void *cnet_thread(void *arg)
+/* The operation failed for this lane (its own failure, another lane's, the caller's):
+ * make it sticky, tell this lane's peers once, release the lane's remaining chunks. */
+static void cnet_lane_fail(cnet_lane_t *ln, const cnet_op_t *op, uint64_t k,
+                           symcoll_status_t status)
 {
-    cuda_net_t *cn = arg;
+    cuda_net_t *cn = ln->cn;
+    int ok = SYMCOLL_OK;
+
+    if (atomic_compare_exchange_strong(&cn->broken, &ok, (int)status))
+        log_error("CUDA all-reduce across nodes failed (%s); the stream is released and "
+                  "later calls on this communicator fail",
+                  symcoll_status_string(status));
+    if (!ln->told_peers) {
+        /* whoever broke it: peers waiting on this lane end now rather than at their
+         * deadline (each lane tells its own peers: only its thread uses its worker) */
+        ln->told_peers = true;
+        if (ln->own_ucx)
+            algo_net_lane_abort(ln->ucx, cn->host_pool);
+        else
+            algo_net_pool_abort(cn->host_pool);
+    }
+    /* release the stream: every chunk of this lane not done yet is "done" (its result is
+     * undefined); a slot's next copy in still waits for its copy out */
+    for (k = cnet_lane_chunk(ln, op, k); k < op->nchunks; k += (uint64_t)cn->nlanes)
+        cnet_raise_done(cn, op->first + k);
+}
+
+static void *cnet_lane_main(void *arg)
+{
+    cnet_lane_t *ln = arg;
+    cuda_net_t *cn = ln->cn;
     cnet_op_t op;
     symcoll_status_t status;
     uint64_t k;
@@ -281,55 +286,180 @@ static void *cnet_thread(void *arg)
         unsigned iter = 0;
 
         /* poll first: a loop of calls should not pay a wake-up each */
-        while (atomic_load_explicit(&cn->end, memory_order_acquire) == cn->head &&
+        while (atomic_load_explicit(&cn->end, memory_order_acquire) == ln->head &&
                time_now() < idle_until && !__atomic_load_n(&cn->stop, __ATOMIC_ACQUIRE))
             core_spin_pause(&iter);
         pthread_mutex_lock(&cn->mu);
-        while (atomic_load_explicit(&cn->end, memory_order_relaxed) == cn->head && !cn->stop)
+        while (atomic_load_explicit(&cn->end, memory_order_relaxed) == ln->head && !cn->stop)
             pthread_cond_wait(&cn->work, &cn->mu);
-        if (atomic_load_explicit(&cn->end, memory_order_relaxed) == cn->head) {
+        if (atomic_load_explicit(&cn->end, memory_order_relaxed) == ln->head) {
             pthread_mutex_unlock(&cn->mu);
             break; /* stop, nothing left */
         }
-        op = cn->q[cn->head % CNET_QUEUE];
+        op = cn->q[ln->head % CNET_QUEUE];
         pthread_mutex_unlock(&cn->mu);
 
         status = (symcoll_status_t)atomic_load(&cn->broken);
         t0 = time_now();
-        if (cn->t_last_end > 0)
-            cn->t_gap += t0 - cn->t_last_end;
         k = 0;
         if (status == SYMCOLL_OK)
-            status = cnet_run(cn, &op, &k);
-        if (status != SYMCOLL_OK) {
-            int ok = SYMCOLL_OK;
-            if (atomic_compare_exchange_strong(&cn->broken, &ok, (int)status))
-                log_error("CUDA all-reduce across nodes failed (%s); the stream is released "
-                          "and later calls on this communicator fail",
-                          symcoll_status_string(status));
-            if (!cn->told_peers) {
-                /* whoever broke it (this thread, the caller, destroy): peers waiting on
-                 * us end now rather than at their deadline */
-                cn->told_peers = true;
-                algo_net_pool_abort(cn->host_pool);
-            }
-            /* release the stream: every chunk not done yet is "done" (its result is
-             * undefined); a slot's next copy in still waits for its copy out */
-            for (; k < op.nchunks; k++)
-                cnet_raise_done(cn, op.first + k);
-        }
-        cn->t_last_end = time_now();
-        cn->t_busy += cn->t_last_end - t0;
-        cn->nops++;
+            status = cnet_run(ln, &op, &k);
+        if (status != SYMCOLL_OK)
+            cnet_lane_fail(ln, &op, k, status);
+        ln->t_busy += time_now() - t0;
+
         pthread_mutex_lock(&cn->mu);
-        cn->head++;
-        /* only the gap before an op that was already queued counts (not idle time) */
-        if (atomic_load_explicit(&cn->end, memory_order_relaxed) == cn->head)
-            cn->t_last_end = 0;
-        pthread_cond_broadcast(&cn->idle);
+        ln->head++;
+        {
+            uint64_t h = ln->head;
+            for (int i = 0; i < cn->nlanes; i++)
+                h = cn->lanes[i].head < h ? cn->lanes[i].head : h;
+            if (h != cn->head) {
+                cn->nops += h - cn->head;
+                cn->head = h;
+                pthread_cond_broadcast(&cn->idle);
+            }
+        }
         pthread_mutex_unlock(&cn->mu);
     }
     return NULL;
+}
+
+/* Stops the lanes (queue drained: caller's thread) and destroys their UCX lanes
+ * (collective, like their creation). */
+static void cnet_lanes_stop(cuda_net_t *cn)
+{
+    if (!cn->running)
+        return;
+    pthread_mutex_lock(&cn->mu);
+    cn->stop = true;
+    pthread_cond_broadcast(&cn->work);
+    pthread_mutex_unlock(&cn->mu);
+    for (int i = 0; i < cn->nlanes; i++) {
+        cnet_lane_t *ln = &cn->lanes[i];
+        if (ln->started)
+            pthread_join(ln->thread, NULL);
+        ln->started = false;
+        cn->t_wait_in += ln->t_wait_in;
+        cn->t_net += ln->t_net;
+        cn->t_busy += ln->t_busy;
+        ln->t_wait_in = ln->t_net = ln->t_busy = 0;
+    }
+    for (int i = 0; i < cn->nlanes; i++) {
+        cnet_lane_t *ln = &cn->lanes[i];
+        if (ln->own_ucx && ln->ucx) {
+            algo_net_state_drop(ln->ucx, cn->host_pool);
+            ucx_destroy(ln->ucx);
+        }
+        ln->ucx = NULL;
+        ln->own_ucx = false;
+    }
+    cn->stop = false;
+    cn->running = false;
+}
+
+/* Starts the lanes (queue empty: caller's thread; collective). With one lane, it uses
+ * the communicator's own UCX context; with more, each its own UCX lane, whose
+ * algorithm scratch is reserved here for the chunk size: lane threads never grow the
+ * pool, since several run at once. */
+static symcoll_status_t cnet_lanes_start(cuda_net_t *cn)
+{
+    symcoll_status_t status = SYMCOLL_OK;
+
+    cn->running = true;
+    for (int i = 0; i < cn->nlanes && status == SYMCOLL_OK; i++) {
+        cnet_lane_t *ln = &cn->lanes[i];
+        net_state_t *st;
+        memset(ln, 0, sizeof(*ln));
+        ln->cn = cn;
+        ln->index = i;
+        ln->head = cn->head;
+        if (cn->nlanes == 1) {
+            ln->ucx = cn->comm->ucx;
+            continue;
+        }
+        status = ucx_lane_create(cn->comm->ucx, &ln->ucx);
+        if (status != SYMCOLL_OK)
+            break;
+        ln->own_ucx = true;
+        status = algo_net_state_get_on(cn->comm, ln->ucx, cn->host_pool, &st);
+        if (status == SYMCOLL_OK)
+            status = algo_net_reserve_upto(st, cn->slot_bytes);
+    }
+    for (int i = 0; i < cn->nlanes && status == SYMCOLL_OK; i++) {
+        cnet_lane_t *ln = &cn->lanes[i];
+        if (pthread_create(&ln->thread, NULL, cnet_lane_main, ln)) {
+            log_error("CUDA all-reduce across nodes: cannot start lane thread %d", i);
+            status = SYMCOLL_ERR_SYSTEM;
+            break;
+        }
+        ln->started = true;
+    }
+    if (status != SYMCOLL_OK)
+        cnet_lanes_stop(cn);
+    return status;
+}
+
+/* ---- staging ------------------------------------------------------------------------
+ * Allocated and pinned by the caller's thread while no operation is queued (collective:
+ * the same call on every rank), together with the lanes. Never by a lane thread:
+ * cudaHostRegister waits for work the driver has queued, and a caller's stream may be
+ * waiting for that thread. */
+
+static void cnet_stage_release(cuda_net_t *cn)
+{
+    cnet_lanes_stop(cn);
+    if (!cn->has_stage)
+        return;
+    /* every queued operation was released (drained); once each slot's last copy out
+     * ran, nothing queued touches the slots */
+    if (cnet_wait_quiet(cn) != SYMCOLL_OK) {
+        log_error("CUDA across nodes: the GPU did not finish copying out of the host staging; "
+                  "leaving it mapped (%zu bytes)",
+                  (size_t)cn->nslots * cn->slot_bytes);
+        cn->has_stage = false;
+        return;
+    }
+    cudaHostUnregister(cn->stage);
+    pool_free(cn->host_pool, cn->stage_off);
+    cn->has_stage = false;
+}
+
+static symcoll_status_t cnet_stage_ensure(cuda_net_t *cn)
+{
+    size_t bytes;
+    symcoll_status_t status;
+    cudaError_t err;
+
+    if (cn->has_stage)
+        return SYMCOLL_OK;
+    cn->slot_bytes =
+        (cn->comm->config.cuda_net_chunk + POOL_ALIGN - 1) / POOL_ALIGN * POOL_ALIGN;
+    bytes = (size_t)cn->nslots * cn->slot_bytes;
+    status = pool_alloc(cn->host_pool, bytes, POOL_ALLOC_STAGING, &cn->stage_off);
+    if (status != SYMCOLL_OK)
+        return status;
+    cn->stage = pool_peer_addr(cn->host_pool, pool_local_rank(cn->host_pool), cn->stage_off);
+    /* pinned, or nothing: a copy from pageable memory to the GPU reads its source when it
+     * is queued, long before the lane has reduced the chunk */
+    err = cudaHostRegister(cn->stage, bytes, cudaHostRegisterPortable);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        pool_free(cn->host_pool, cn->stage_off);
+        log_error("CUDA across nodes: cannot pin %zu bytes of host staging (%s)", bytes,
+                  cudaGetErrorString(err));
+        return SYMCOLL_ERR_CUDA;
+    }
+    cn->has_stage = true;
+    status = cnet_lanes_start(cn);
+    if (status != SYMCOLL_OK) {
+        cnet_stage_release(cn);
+        return status;
+    }
+    log_debug("CUDA across nodes: %d x %zu bytes of pinned host staging at pool offset %zu, "
+              "%d lanes",
+              cn->nslots, cn->slot_bytes, cn->stage_off, cn->nlanes);
+    return SYMCOLL_OK;
 }
 
 /* ---- creation and teardown (caller's thread, comm->lock held) ---------------------- */
@@ -347,7 +477,7 @@ static void cnet_free(cuda_net_t *cn)
 static symcoll_status_t cnet_create(comm_t *comm, pool_t *host_pool, cuda_net_t **cn_p)
 {
     cuda_net_t *cn = calloc(1, sizeof(*cn));
-    size_t words_bytes = (size_t)CNET_NWORDS * CNET_SLOTS * CNET_WORD_STRIDE * sizeof(uint32_t);
+    size_t words_bytes;
     symcoll_status_t status;
     void *host = NULL, *dev = NULL;
     cudaError_t err;
@@ -359,6 +489,9 @@ static symcoll_status_t cnet_create(comm_t *comm, pool_t *host_pool, cuda_net_t 
     pthread_cond_init(&cn->idle, NULL);
     cn->comm = comm;
     cn->host_pool = host_pool;
+    cn->nlanes = (int)comm->config.cuda_net_lanes; /* 1 .. 15: checked by the config */
+    cn->nslots = cnet_nslots(cn->nlanes);
+    words_bytes = (size_t)CNET_NWORDS * (size_t)cn->nslots * CNET_WORD_STRIDE * sizeof(uint32_t);
     cn->drv = cuda_driver("CUDA all-reduce across nodes");
     if (!cn->drv) {
         status = SYMCOLL_ERR_CUDA;
@@ -376,17 +509,11 @@ static symcoll_status_t cnet_create(comm_t *comm, pool_t *host_pool, cuda_net_t 
         goto err_free;
     }
     cn->words_dev = (CUdeviceptr)(uintptr_t)dev;
-    if (pthread_create(&cn->thread, NULL, cnet_thread, cn)) {
-        log_error("CUDA all-reduce across nodes: cannot start the progress thread");
-        status = SYMCOLL_ERR_SYSTEM;
-        goto err_free;
-    }
-    cn->started = true;
-    log_info("CUDA memory across nodes: staged through pinned host memory (%s), by a "
-             "progress thread",
+    log_info("CUDA memory across nodes: staged through pinned host memory (%s), %d lanes",
              comm->topo->shape[SYMCOLL_MEM_CUDA].net_cuda
                  ? "UCX reports CUDA memory, but the direct path is not built"
-                 : "UCX of some rank has no CUDA memory support");
+                 : "UCX of some rank has no CUDA memory support",
+             cn->nlanes);
     *cn_p = cn;
     return SYMCOLL_OK;
 
@@ -458,25 +585,17 @@ void algo_cuda_net_destroy(comm_t *comm)
     if (!cn)
         return;
     if (algo_cuda_net_drain(comm) == SYMCOLL_ERR_TIMED_OUT) {
-        /* make the thread fail what is left (and release those streams) */
+        /* make the lanes fail what is left (and release those streams) */
         int ok = SYMCOLL_OK;
         atomic_compare_exchange_strong(&cn->broken, &ok, (int)SYMCOLL_ERR_TIMED_OUT);
     }
-    pthread_mutex_lock(&cn->mu);
-    cn->stop = true;
-    pthread_cond_broadcast(&cn->work);
-    pthread_mutex_unlock(&cn->mu);
-    if (cn->started)
-        pthread_join(cn->thread, NULL);
+    cnet_stage_release(cn); /* stops the lanes once the queue is empty */
     if (cn->nops)
-        log_info(
-            "CUDA across nodes: %llu all-reduces; per call, us: %.1f busy = %.1f until the "
-            "first chunk was on the host + %.1f in the host all-reduces + the rest; %.1f "
-            "between back-to-back calls",
-            (unsigned long long)cn->nops, 1e6 * cn->t_busy / (double)cn->nops,
-            1e6 * cn->t_wait_in / (double)cn->nops, 1e6 * cn->t_net / (double)cn->nops,
-            1e6 * cn->t_gap / (double)cn->nops);
-    cnet_stage_release(cn);
+        log_info("CUDA across nodes: %llu all-reduces on %d lanes; per call, us, summed over "
+                 "the lanes: %.1f busy = %.1f until the first chunk was on the host + %.1f "
+                 "in the host all-reduces + the rest",
+                 (unsigned long long)cn->nops, cn->nlanes, 1e6 * cn->t_busy / (double)cn->nops,
+                 1e6 * cn->t_wait_in / (double)cn->nops, 1e6 * cn->t_net / (double)cn->nops);
     comm->cuda_net = NULL;
     /* the words too: a stream may still be on its way to its last copy out */
     if (cnet_wait_quiet(cn) != SYMCOLL_OK) {
@@ -599,18 +718,18 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
     o.nchunks = (count + chunk - 1) / chunk;
     cn->next_chunk += o.nchunks;
 
-    /* the thread first: it waits for each chunk's "ready" anyway */
+    /* the lanes first: they wait for each chunk's "ready" anyway */
     pthread_mutex_lock(&cn->mu);
     cn->q[atomic_load_explicit(&cn->end, memory_order_relaxed) % CNET_QUEUE] = o;
     atomic_store_explicit(&cn->end, atomic_load_explicit(&cn->end, memory_order_relaxed) + 1,
                           memory_order_release);
-    pthread_cond_signal(&cn->work);
+    pthread_cond_broadcast(&cn->work);
     pthread_mutex_unlock(&cn->mu);
 
     /* the pipeline on the caller's stream */
     {
         cnet_queue_t q = {cn, s, &o, sendbuf, recvbuf};
-        status = cnet_plan(o.first, o.nchunks, cnet_queue_cmd, &q);
+        status = cnet_plan(o.first, o.nchunks, cn->nslots, cnet_queue_cmd, &q);
     }
     if (status != SYMCOLL_OK) {
         /* the thread stops waiting for this call's chunks and releases them (and every

@@ -2,19 +2,20 @@
  * algo/cuda_net.c for the protocol). */
 #include "algo/cuda_net_plan.h"
 
-/* Chunk k into its slot: after the slot's previous chunk (g - 3) was copied out, since
- * calls on other streams share the slots; then "ready". */
-static symcoll_status_t plan_copy_in(uint64_t first, uint64_t k, cnet_cmd_fn_t fn, void *arg)
+/* Chunk k into its slot: after the slot's previous chunk (g - nslots) was copied out,
+ * since calls on other streams share the slots; then "ready". */
+static symcoll_status_t plan_copy_in(uint64_t first, uint64_t k, int nslots, cnet_cmd_fn_t fn,
+                                     void *arg)
 {
-    uint64_t g = first + k;
-    int slot = cnet_slot(g);
+    uint64_t g = first + k, ns = (uint64_t)nslots;
+    int slot = cnet_slot(g, nslots);
     cnet_cmd_t c = {.slot = slot, .k = k};
     symcoll_status_t status;
 
-    if (g >= CNET_SLOTS) {
+    if (g >= ns) {
         c.kind = CNET_CMD_WAIT;
         c.word = CNET_FREED;
-        c.value = (uint32_t)(g - CNET_SLOTS + 1);
+        c.value = (uint32_t)(g - ns + 1);
         status = fn(arg, &c);
         if (status != SYMCOLL_OK)
             return status;
@@ -29,19 +30,21 @@ static symcoll_status_t plan_copy_in(uint64_t first, uint64_t k, cnet_cmd_fn_t f
     return fn(arg, &c);
 }
 
-symcoll_status_t cnet_plan(uint64_t first, uint64_t nchunks, cnet_cmd_fn_t fn, void *arg)
+symcoll_status_t cnet_plan(uint64_t first, uint64_t nchunks, int nslots, cnet_cmd_fn_t fn,
+                           void *arg)
 {
+    uint64_t ns = (uint64_t)nslots;
     symcoll_status_t status = SYMCOLL_OK;
 
-    /* the first three chunks go in at once; each later one as soon as its slot's copy
-     * out is queued, so that two chunks are on the host while the thread reduces one */
-    for (uint64_t k = 0; status == SYMCOLL_OK && k < nchunks && k < CNET_SLOTS; k++)
-        status = plan_copy_in(first, k, fn, arg);
+    /* the first nslots chunks go in at once; each later one as soon as its slot's copy
+     * out is queued, so that chunks wait on the host while the lanes reduce others */
+    for (uint64_t k = 0; status == SYMCOLL_OK && k < nchunks && k < ns; k++)
+        status = plan_copy_in(first, k, nslots, fn, arg);
     for (uint64_t k = 0; status == SYMCOLL_OK && k < nchunks; k++) {
         uint64_t g = first + k;
         cnet_cmd_t c = {.kind = CNET_CMD_WAIT,
                         .word = CNET_DONE,
-                        .slot = cnet_slot(g),
+                        .slot = cnet_slot(g, nslots),
                         .value = (uint32_t)(g + 1),
                         .k = k};
         status = fn(arg, &c);
@@ -54,8 +57,8 @@ symcoll_status_t cnet_plan(uint64_t first, uint64_t nchunks, cnet_cmd_fn_t fn, v
         c.kind = CNET_CMD_WRITE;
         c.word = CNET_FREED;
         status = fn(arg, &c);
-        if (status == SYMCOLL_OK && k + CNET_SLOTS < nchunks)
-            status = plan_copy_in(first, k + CNET_SLOTS, fn, arg);
+        if (status == SYMCOLL_OK && k + ns < nchunks)
+            status = plan_copy_in(first, k + ns, nslots, fn, arg);
     }
     return status;
 }

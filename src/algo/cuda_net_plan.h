@@ -9,7 +9,15 @@
 
 #include "symcoll.h"
 
-#define CNET_SLOTS 3 /* host staging chunks in flight */
+/* Host staging chunks in flight: 2 x lanes + 1 (one chunk crossing the nodes per lane,
+ * as many being copied in or out around them, and one spare). */
+#define CNET_LANES_MAX 15
+#define CNET_SLOTS_MAX (2 * CNET_LANES_MAX + 1)
+
+static inline int cnet_nslots(int lanes)
+{
+    return 2 * lanes + 1;
+}
 
 /* Host-mapped words, one per slot: written by the stream (ready, freed) or by the
  * progress thread (done). A word holds the low 32 bits of g + 1 for the last chunk g. */
@@ -30,11 +38,12 @@ typedef struct cnet_cmd {
     uint64_t k;     /* chunk of the call (COPY_IN, COPY_OUT); g = first + k */
 } cnet_cmd_t;
 
-/* Slot of chunk g: chunks are numbered across calls in 64 bits, so that g mod 3 never
- * jumps (a 32-bit count would, where it wraps: 2^32 is not a multiple of 3). */
-static inline int cnet_slot(uint64_t g)
+/* Slot of chunk g: chunks are numbered across calls in 64 bits, so that g mod nslots
+ * never jumps (a 32-bit count would, where it wraps: 2^32 is not a multiple of an odd
+ * nslots). The lane that moves chunk g across the nodes is g mod lanes. */
+static inline int cnet_slot(uint64_t g, int nslots)
 {
-    return (int)(g % CNET_SLOTS);
+    return (int)(g % (uint64_t)nslots);
 }
 
 /* a reached b, comparing 32-bit words the way CU_STREAM_WAIT_VALUE_GEQ does */
@@ -43,9 +52,11 @@ static inline bool cnet_reached(uint32_t a, uint32_t b)
     return (int32_t)(a - b) >= 0;
 }
 
-/* Calls fn for every stream command of a call whose chunks are first .. first+n-1, in
- * stream order; stops at the first status fn returns that is not SYMCOLL_OK. */
+/* Calls fn for every stream command of a call whose chunks are first .. first+n-1, with
+ * nslots staging slots, in stream order; stops at the first status fn returns that is
+ * not SYMCOLL_OK. */
 typedef symcoll_status_t (*cnet_cmd_fn_t)(void *arg, const cnet_cmd_t *cmd);
-symcoll_status_t cnet_plan(uint64_t first, uint64_t nchunks, cnet_cmd_fn_t fn, void *arg);
+symcoll_status_t cnet_plan(uint64_t first, uint64_t nchunks, int nslots, cnet_cmd_fn_t fn,
+                           void *arg);
 
 #endif

@@ -46,6 +46,7 @@ typedef struct net_state {
     int *group;              /* ranks of one hierarchical group (one per node) */
     int *all;                /* 0 .. n-1: the group of a flat call */
     symcoll_status_t broken; /* a failed call leaves the counters out of step: sticky */
+    bool fixed;              /* a lane's: the scratch may not grow (no pool calls) */
     size_t last_bytes;       /* last selector decision (it formats a reason: keep it off */
     int last_algo;           /* the fast path); -1: none yet */
 } net_state_t;
@@ -74,6 +75,23 @@ typedef struct net_call {
 
 /* State for the communicator of pool (created on first use; collective then). */
 symcoll_status_t algo_net_state_get(comm_t *comm, pool_t *pool, net_state_t **st_p);
+
+/* The same for a UCX lane of the communicator (ucx_lane_create): its own flags, scratch
+ * and counters, so that lanes run all-reduces at the same time, one thread each. */
+symcoll_status_t algo_net_state_get_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
+                                       net_state_t **st_p);
+
+/* Reserves the scratch every all-reduce of up to max_bytes needs, whichever algorithm the
+ * selector picks, and fixes it: later calls never grow it, so they make no pool calls
+ * (collective). For lanes, whose threads run while the pool belongs to the caller. */
+symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes);
+
+/* Frees a lane's state and its pool memory (local; every rank does it in the same order);
+ * before ucx_destroy of the lane. */
+void algo_net_state_drop(ucx_ctx_t *ucx, pool_t *pool);
+
+/* A lane's thread gave up: tells the peers' matching lanes (from that thread). */
+void algo_net_lane_abort(ucx_ctx_t *ucx, pool_t *pool);
 
 /* Fills c for one all-reduce over group g in this call's receive area (AVG divides by
  * the communicator's size) and counts the call. */
@@ -128,6 +146,11 @@ symcoll_status_t algo_net_hier(net_state_t *st, const void *sendbuf, void *recvb
 symcoll_status_t algo_net_allreduce(comm_t *comm, pool_t *pool, const void *sendbuf,
                                     void *recvbuf, size_t count, symcoll_dtype_t dtype,
                                     symcoll_op_t op);
+
+/* The same over a UCX lane (from the lane's thread). */
+symcoll_status_t algo_net_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
+                                       const void *sendbuf, void *recvbuf, size_t count,
+                                       symcoll_dtype_t dtype, symcoll_op_t op);
 
 /* The communicator was aborted: tell the peers (their calls end now, not at their
  * deadline) and refuse further calls. */

@@ -60,7 +60,13 @@ static uint64_t *net_flag(const net_state_t *st, int owner, int word)
 
 symcoll_status_t algo_net_state_get(comm_t *comm, pool_t *pool, net_state_t **st_p)
 {
-    net_state_t *st = ucx_algo_state(comm->ucx, pool_backend(pool)->mem_type);
+    return algo_net_state_get_on(comm, comm->ucx, pool, st_p);
+}
+
+symcoll_status_t algo_net_state_get_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
+                                       net_state_t **st_p)
+{
+    net_state_t *st = ucx_algo_state(ucx, pool_backend(pool)->mem_type);
     int n = comm->nranks, ls = comm->topo->local_size;
     symcoll_status_t status;
 
@@ -73,7 +79,7 @@ symcoll_status_t algo_net_state_get(comm_t *comm, pool_t *pool, net_state_t **st
         goto err_nomem;
     st->comm = comm;
     st->pool = pool;
-    st->ucx = comm->ucx;
+    st->ucx = ucx;
     st->n = n;
     st->sent = calloc((size_t)n, sizeof(*st->sent));
     st->recvd = calloc((size_t)n, sizeof(*st->recvd));
@@ -103,7 +109,7 @@ symcoll_status_t algo_net_state_get(comm_t *comm, pool_t *pool, net_state_t **st
         net_state_free(st);
         return status;
     }
-    ucx_set_algo_state(comm->ucx, pool_backend(pool)->mem_type, st, net_state_free);
+    ucx_set_algo_state(ucx, pool_backend(pool)->mem_type, st, net_state_free);
     *st_p = st;
     return SYMCOLL_OK;
 
@@ -122,6 +128,13 @@ symcoll_status_t algo_net_reserve(net_state_t *st, size_t in, size_t acc, size_t
     area = net_round(area);
     if (st->has_scratch && in <= st->in_bytes && acc <= st->acc_bytes && area <= st->area_bytes)
         return SYMCOLL_OK;
+    if (st->fixed) {
+        /* a lane's thread must not touch the pool (algo_net_reserve_upto sized it) */
+        log_error("internal: all-reduce needs %zu + %zu + 2 x %zu bytes of scratch, but this "
+                  "lane reserved %zu + %zu + 2 x %zu",
+                  in, acc, area, st->in_bytes, st->acc_bytes, st->area_bytes);
+        return SYMCOLL_ERR_INTERNAL;
+    }
     if (st->has_scratch) {
         in = in > st->in_bytes ? in : st->in_bytes;
         acc = acc > st->acc_bytes ? acc : st->acc_bytes;
@@ -141,6 +154,78 @@ symcoll_status_t algo_net_reserve(net_state_t *st, size_t in, size_t acc, size_t
     st->area_bytes = area;
     st->has_scratch = true;
     return SYMCOLL_OK;
+}
+
+/* Scratch of the algorithm the selector picks for bytes, as the algorithms reserve it
+ * (hier: its inner rd or ring on the largest slice). */
+static void net_needs(net_state_t *st, size_t bytes, size_t *in, size_t *acc, size_t *area)
+{
+    const topo_t *t = st->comm->topo;
+    int algo = topo_choose_algo(t, pool_backend(st->pool)->mem_type, bytes);
+    int L = t->local_size, nn = t->nnodes;
+
+    *in = *acc = *area = 0;
+    if (algo == TOPO_ALGO_RD) {
+        *area = algo_net_rd_area(bytes, 1, st->n);
+    } else if (algo == TOPO_ALGO_RING) {
+        *area = algo_net_ring_area(bytes, 1, st->n);
+    } else if (algo == TOPO_ALGO_HIER) {
+        /* ceil(count / L) elements of up to 8 bytes */
+        size_t slice = bytes / (size_t)L + 8, rd_max = topo_rd_max(&t->select_cfg, nn);
+        size_t rd = algo_net_rd_area(slice < rd_max ? slice : rd_max, 1, nn);
+        size_t ring = algo_net_ring_area(slice, 1, nn);
+        *in = bytes;
+        *acc = slice;
+        /* rd on slices up to its limit, ring above: the larger of both covers all */
+        *area = rd > ring ? rd : ring;
+    }
+}
+
+symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes)
+{
+    size_t in = 0, acc = 0, area = 0;
+    /* the selector takes rd up to a limit, then ring or hier, whose needs grow with the
+     * size: the largest size and the rd limit cover every size below max_bytes */
+    size_t sizes[2] = {max_bytes, topo_rd_max(&st->comm->topo->select_cfg, st->n)};
+    symcoll_status_t status;
+
+    for (int i = 0; i < 2; i++) {
+        size_t b = sizes[i] < max_bytes ? sizes[i] : max_bytes, bi, ba, br;
+        net_needs(st, b, &bi, &ba, &br);
+        in = bi > in ? bi : in;
+        acc = ba > acc ? ba : acc;
+        area = br > area ? br : area;
+    }
+    st->fixed = false;
+    status = algo_net_reserve(st, in, acc, area);
+    st->fixed = status == SYMCOLL_OK;
+    return status;
+}
+
+void algo_net_state_drop(ucx_ctx_t *ucx, pool_t *pool)
+{
+    net_state_t *st = ucx_algo_state(ucx, pool_backend(pool)->mem_type);
+
+    if (!st)
+        return;
+    if (st->has_scratch)
+        pool_free(pool, st->scratch_off);
+    pool_free(pool, st->flags_off);
+    ucx_set_algo_state(ucx, pool_backend(pool)->mem_type, NULL, NULL);
+    net_state_free(st);
+}
+
+void algo_net_lane_abort(ucx_ctx_t *ucx, pool_t *pool)
+{
+    net_state_t *st = ucx_algo_state(ucx, pool_backend(pool)->mem_type);
+
+    if (!st) {
+        ucx_notify_abort(ucx);
+        return;
+    }
+    if (st->broken == SYMCOLL_OK)
+        st->broken = SYMCOLL_ERR_ABORTED;
+    net_give_up(st);
 }
 
 void algo_net_pool_abort(pool_t *pool)
@@ -391,17 +476,24 @@ symcoll_status_t algo_net_allreduce(comm_t *comm, pool_t *pool, const void *send
                                     void *recvbuf, size_t count, symcoll_dtype_t dtype,
                                     symcoll_op_t op)
 {
+    return algo_net_allreduce_on(comm, comm->ucx, pool, sendbuf, recvbuf, count, dtype, op);
+}
+
+symcoll_status_t algo_net_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
+                                       const void *sendbuf, void *recvbuf, size_t count,
+                                       symcoll_dtype_t dtype, symcoll_op_t op)
+{
     net_state_t *st;
     deadline_t dl = deadline_make(comm->timeout_sec, &comm->aborted);
     size_t esize = symcoll_dtype_size(dtype);
     symcoll_status_t status;
     int algo;
 
-    if (!comm->ucx) {
+    if (!ucx) {
         log_error("internal: inter-node all-reduce without a UCX context");
         return SYMCOLL_ERR_INTERNAL;
     }
-    status = algo_net_state_get(comm, pool, &st);
+    status = algo_net_state_get_on(comm, ucx, pool, &st);
     if (status != SYMCOLL_OK)
         return status;
     if (st->broken != SYMCOLL_OK) {

@@ -289,8 +289,12 @@ static const config_row_t config_table[] = {
     ROW("SYMCOLL_CUDA_NET_CHUNK", "4M",
         "CUDA memory across nodes, staged through pinned host memory: bytes per pipeline "
         "chunk (copied to the host, reduced across nodes, copied back while the next "
-        "chunk moves); three chunks of host staging per rank.",
+        "chunk moves); 2 x lanes + 1 chunks of pinned host staging per rank.",
         parse_size_field, cuda_net_chunk),
+    ROW("SYMCOLL_CUDA_NET_LANES", "4",
+        "CUDA memory across nodes: chunks in flight across the nodes at once, each on its "
+        "own lane (a thread with its own UCX worker and connections), 1 to 15.",
+        parse_nonneg_long_field, cuda_net_lanes),
     ROW("SYMCOLL_NET_TCP_SEG_SIZE", "256K",
         "Across nodes: segment size symcoll gives UCX's TCP "
         "transport (TCP_TX_SEG_SIZE and TCP_RX_SEG_SIZE); messages up to it move without "
@@ -333,6 +337,10 @@ symcoll_status_t config_read(config_t *cfg)
         cfg->cuda_net_chunk < 4096) {
         log_error("SYMCOLL_HOST_CHUNK_SIZE, SYMCOLL_NET_CHUNK_SIZE and SYMCOLL_CUDA_NET_CHUNK "
                   "must be at least 4K");
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    if (cfg->cuda_net_lanes < 1 || cfg->cuda_net_lanes > 15) {
+        log_error("SYMCOLL_CUDA_NET_LANES must be 1 to 15, not %ld", cfg->cuda_net_lanes);
         return SYMCOLL_ERR_INVALID_PARAM;
     }
     return SYMCOLL_OK;

@@ -35,6 +35,7 @@ typedef struct config {
     char net_protocol[CONFIG_STR_MAX]; /* SYMCOLL_NET_PROTOCOL: auto, put or am */
     size_t net_tcp_seg_size;           /* SYMCOLL_NET_TCP_SEG_SIZE (0: UCX's own) */
     size_t cuda_net_chunk;             /* SYMCOLL_CUDA_NET_CHUNK */
+    long cuda_net_lanes;               /* SYMCOLL_CUDA_NET_LANES */
 } config_t;
 
 /* Parse every variable of the table into *cfg. On a bad value logs an error naming

@@ -72,6 +72,7 @@ symcoll_status_t topo_select_cfg_from_config(const config_t *config, topo_select
     cfg.net_rd_max = config->net_rd_max;
     cfg.hier_min = config->hier_min;
     cfg.cuda_net_chunk = config->cuda_net_chunk;
+    cfg.cuda_net_lanes = (int)config->cuda_net_lanes;
     *cfg_p = cfg;
     return SYMCOLL_OK;
 }
@@ -406,9 +407,10 @@ static void select_cuda_staged(const topo_select_cfg_t *cfg, const topo_shape_t 
         return;
     topo_fmt_size(chunk, sz, sizeof(sz));
     memcpy(inner, d->reason, sizeof(inner));
-    n = snprintf(
-        d->reason, sizeof(d->reason), "CUDA staged via pinned host memory (%s), %s chunks: ",
-        shape->net_cuda ? "UCX has CUDA, direct path not built" : "UCX lacks CUDA", sz);
+    n = snprintf(d->reason, sizeof(d->reason),
+                 "CUDA staged via pinned host memory (%s), %s chunks on %d lane%s: ",
+                 shape->net_cuda ? "UCX has CUDA, direct path not built" : "UCX lacks CUDA", sz,
+                 cfg->cuda_net_lanes, cfg->cuda_net_lanes == 1 ? "" : "s");
     if (n > 0 && (size_t)n < sizeof(d->reason))
         strncat(d->reason, inner, sizeof(d->reason) - (size_t)n - 1);
 }

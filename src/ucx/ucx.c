@@ -22,6 +22,8 @@
 /* Room left in a TCP segment for UCX's and our headers. */
 #define UCX_AM_HDR_ROOM 512
 #define UCX_TLS_STR_MAX 256
+/* Workers of one context: the communicator's own (index 0) and its lanes. */
+#define UCX_WORKERS_MAX (UCX_LANES_MAX + 1)
 
 typedef struct ucx_peer {
     ucx_ctx_t *ucx;
@@ -37,7 +39,7 @@ typedef struct ucx_remote {
     uint64_t size;
     void *rkey_buf; /* packed rkey as received */
     size_t rkey_len;
-    ucp_rkey_h rkey; /* unpacked on first use */
+    ucp_rkey_h rkey[UCX_WORKERS_MAX]; /* per worker (lane): unpacked on first use */
 } ucx_remote_t;
 
 struct ucx_region {
@@ -79,6 +81,11 @@ struct ucx_ctx {
     comm_t *comm;
     int rank;
     int nranks;
+    /* A lane (ucx_lane_create) has its own worker and endpoints but the owner's context
+     * and regions; owner NULL: this is the communicator's own context. */
+    ucx_ctx_t *owner;
+    int index;         /* 0: the owner; 1..UCX_LANES_MAX: a lane (its rkeys' slot) */
+    unsigned lanes_used; /* owner: bit i set while lane index i exists */
     ucp_context_h context;
     ucp_worker_h worker;
     ucx_peer_t *peers;
@@ -120,7 +127,6 @@ typedef struct ucx_blob_hdr {
 
 /* What every rank tells the others at creation (besides its worker address). */
 typedef struct ucx_caps {
-    uint64_t addr_len;
     uint32_t mem_types;
     char tls[TOPO_TLS_MAX];
 } ucx_caps_t;
@@ -435,11 +441,20 @@ size_t ucx_region_blob_max(const ucx_ctx_t *ucx)
     return ucx->blob_max;
 }
 
+/* The context whose regions a context uses: its own, or its owner's for a lane. Lanes
+ * only read the table, while the owner's thread leaves it alone (see ucx_lane_create). */
+static ucx_ctx_t *ucx_owner(ucx_ctx_t *ucx)
+{
+    return ucx->owner ? ucx->owner : ucx;
+}
+
 static ucx_region_t *ucx_region_find(ucx_ctx_t *ucx, const char *addr, size_t len)
 {
-    for (size_t k = 0; k < ucx->nregions; k++) {
-        size_t i = (ucx->last_region + k) % ucx->nregions;
-        ucx_region_t *reg = ucx->regions[i];
+    const ucx_ctx_t *o = ucx_owner(ucx);
+
+    for (size_t k = 0; k < o->nregions; k++) {
+        size_t i = (ucx->last_region + k) % o->nregions;
+        ucx_region_t *reg = o->regions[i];
         if (addr >= reg->addr && (size_t)(addr - reg->addr) <= reg->size &&
             len <= reg->size - (size_t)(addr - reg->addr)) {
             ucx->last_region = i;
@@ -541,12 +556,15 @@ err_free:
     return status;
 }
 
-static void ucx_region_drop_rkeys(ucx_region_t *reg, int nranks)
+/* Destroys the rkeys of region reg unpacked by worker index w (-1: every worker). */
+static void ucx_region_drop_rkeys(ucx_region_t *reg, int nranks, int w)
 {
     for (int r = 0; r < nranks; r++) {
-        if (reg->remote[r].rkey) {
-            ucp_rkey_destroy(reg->remote[r].rkey);
-            reg->remote[r].rkey = NULL;
+        for (int i = 0; i < UCX_WORKERS_MAX; i++) {
+            if ((w < 0 || i == w) && reg->remote[r].rkey[i]) {
+                ucp_rkey_destroy(reg->remote[r].rkey[i]);
+                reg->remote[r].rkey[i] = NULL;
+            }
         }
     }
 }
@@ -596,7 +614,7 @@ void ucx_region_release(ucx_ctx_t *ucx, ucx_region_t *reg)
         deadline_t dl = deadline_make(ucx->comm->timeout_sec, NULL);
         (void)ucx_wait_all(ucx, &dl);
     }
-    ucx_region_drop_rkeys(reg, ucx->nranks);
+    ucx_region_drop_rkeys(reg, ucx->nranks, -1);
     ucp_mem_unmap(ucx->context, reg->memh);
     for (int r = 0; r < ucx->nranks; r++)
         free(reg->remote[r].rkey_buf);
@@ -735,8 +753,9 @@ static symcoll_status_t ucx_target(ucx_ctx_t *ucx, int peer, const char *sym, si
     }
     rm = &reg->remote[peer];
     off = (size_t)(sym - reg->addr);
-    if (rkey_p && !rm->rkey) {
-        ucs_status_t s = ucp_ep_rkey_unpack(ucx->peers[peer].ep, rm->rkey_buf, &rm->rkey);
+    if (rkey_p && !rm->rkey[ucx->index]) {
+        ucs_status_t s =
+            ucp_ep_rkey_unpack(ucx->peers[peer].ep, rm->rkey_buf, &rm->rkey[ucx->index]);
         if (s != UCS_OK) {
             log_error("ucp_ep_rkey_unpack (rank %d): %s", peer, ucs_status_string(s));
             return ucx_status_of(ucx, s);
@@ -744,7 +763,7 @@ static symcoll_status_t ucx_target(ucx_ctx_t *ucx, int peer, const char *sym, si
     }
     *raddr_p = rm->addr + off;
     if (rkey_p)
-        *rkey_p = rm->rkey;
+        *rkey_p = rm->rkey[ucx->index];
     *piece_p = len < reg->size - off ? len : reg->size - off;
     return SYMCOLL_OK;
 }
@@ -1059,11 +1078,32 @@ static symcoll_status_t ucx_check_connections(ucx_ctx_t *ucx)
     return ucx_exchange_hello(ucx, 1, &dl);
 }
 
+static symcoll_status_t ucx_init_worker(ucx_ctx_t *ucx)
+{
+    ucp_worker_params_t wparams;
+    ucs_status_t s;
+
+    memset(&wparams, 0, sizeof(wparams));
+    /* one thread at a time uses a worker: the communicator's lock serialises the calls
+     * on the owner's, and a lane belongs to one progress thread */
+    wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+    s = ucp_worker_create(ucx->context, &wparams, &ucx->worker);
+    if (s != UCS_OK) {
+        log_error("ucp_worker_create: %s", ucs_status_string(s));
+        return SYMCOLL_ERR_UCX;
+    }
+    if (ucp_worker_get_efd(ucx->worker, &ucx->efd) != UCS_OK) {
+        log_debug("UCX worker has no event fd: long waits yield instead of sleeping");
+        ucx->efd = -1;
+    }
+    return SYMCOLL_OK;
+}
+
 static symcoll_status_t ucx_init_context(ucx_ctx_t *ucx)
 {
     ucp_config_t *config;
     ucp_params_t params;
-    ucp_worker_params_t wparams;
     ucs_status_t s;
 
     s = ucp_config_read(NULL, NULL, &config);
@@ -1095,20 +1135,10 @@ static symcoll_status_t ucx_init_context(ucx_ctx_t *ucx)
         log_error("ucp_init: %s", ucs_status_string(s));
         return SYMCOLL_ERR_UCX;
     }
-    memset(&wparams, 0, sizeof(wparams));
-    /* the communicator's lock serialises every use */
-    wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
-    s = ucp_worker_create(ucx->context, &wparams, &ucx->worker);
-    if (s != UCS_OK) {
-        log_error("ucp_worker_create: %s", ucs_status_string(s));
+    if (ucx_init_worker(ucx) != SYMCOLL_OK) {
         ucp_cleanup(ucx->context);
         ucx->context = NULL;
         return SYMCOLL_ERR_UCX;
-    }
-    if (ucp_worker_get_efd(ucx->worker, &ucx->efd) != UCS_OK) {
-        log_debug("UCX worker has no event fd: long waits yield instead of sleeping");
-        ucx->efd = -1;
     }
     return SYMCOLL_OK;
 }
@@ -1145,13 +1175,14 @@ static symcoll_status_t ucx_measure_rkey(ucx_ctx_t *ucx)
     return SYMCOLL_OK;
 }
 
-static symcoll_status_t ucx_connect_all(ucx_ctx_t *ucx, const topo_t *topo)
+/* Exchanges worker addresses (collective), creates an endpoint to every rank of another
+ * node and checks each with one message each way. */
+static symcoll_status_t ucx_connect_eps(ucx_ctx_t *ucx, const topo_t *topo)
 {
     ucp_address_t *addr = NULL;
     size_t addr_len = 0, max_len = 0;
-    ucx_caps_t mine, *caps = NULL;
+    uint64_t mylen, *lens = NULL;
     char *addrs = NULL, *slot = NULL;
-    ucp_context_attr_t cattr;
     ucs_status_t s;
     symcoll_status_t status;
     size_t n = (size_t)ucx->nranks;
@@ -1161,27 +1192,18 @@ static symcoll_status_t ucx_connect_all(ucx_ctx_t *ucx, const topo_t *topo)
         log_error("ucp_worker_get_address: %s", ucs_status_string(s));
         return SYMCOLL_ERR_UCX;
     }
-    memset(&mine, 0, sizeof(mine));
-    mine.addr_len = addr_len;
-    memset(&cattr, 0, sizeof(cattr));
-    cattr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
-    if (ucp_context_query(ucx->context, &cattr) == UCS_OK) {
-        if (cattr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_HOST))
-            mine.mem_types |= TOPO_NET_MEM_HOST;
-        if (cattr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA))
-            mine.mem_types |= TOPO_NET_MEM_CUDA;
-    }
-    caps = calloc(n, sizeof(*caps));
-    if (!caps) {
+    mylen = addr_len;
+    lens = calloc(n, sizeof(*lens));
+    if (!lens) {
         status = SYMCOLL_ERR_NO_MEMORY;
         goto out;
     }
-    status = bootstrap_allgather(ucx->comm->bootstrap, &mine, caps, sizeof(mine));
+    status = bootstrap_allgather(ucx->comm->bootstrap, &mylen, lens, sizeof(mylen));
     if (status != SYMCOLL_OK)
         goto out;
     for (size_t r = 0; r < n; r++)
-        if (caps[r].addr_len > max_len)
-            max_len = caps[r].addr_len;
+        if (lens[r] > max_len)
+            max_len = lens[r];
     if (max_len == 0 || max_len > (1u << 20)) {
         log_error("implausible UCX worker address length %zu", max_len);
         status = SYMCOLL_ERR_BOOTSTRAP;
@@ -1218,9 +1240,38 @@ static symcoll_status_t ucx_connect_all(ucx_ctx_t *ucx, const topo_t *topo)
         ucx->nremote++;
     }
     status = ucx_check_connections(ucx);
+    if (status == SYMCOLL_OK)
+        ucx->worker_ready = true;
+out:
+    ucp_worker_release_address(ucx->worker, addr);
+    free(lens);
+    free(slot);
+    free(addrs);
+    return status;
+}
+
+static symcoll_status_t ucx_connect_all(ucx_ctx_t *ucx, const topo_t *topo)
+{
+    ucx_caps_t mine, *caps = NULL;
+    ucp_context_attr_t cattr;
+    symcoll_status_t status;
+    size_t n = (size_t)ucx->nranks;
+
+    status = ucx_connect_eps(ucx, topo);
     if (status != SYMCOLL_OK)
-        goto out;
-    ucx->worker_ready = true;
+        return status;
+    memset(&mine, 0, sizeof(mine));
+    memset(&cattr, 0, sizeof(cattr));
+    cattr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    if (ucp_context_query(ucx->context, &cattr) == UCS_OK) {
+        if (cattr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_HOST))
+            mine.mem_types |= TOPO_NET_MEM_HOST;
+        if (cattr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA))
+            mine.mem_types |= TOPO_NET_MEM_CUDA;
+    }
+    caps = calloc(n, sizeof(*caps));
+    if (!caps)
+        return SYMCOLL_ERR_NO_MEMORY;
     ucx->native_rma = true;
     for (int r = 0; r < ucx->nranks; r++) {
         bool native = false;
@@ -1247,28 +1298,24 @@ static symcoll_status_t ucx_connect_all(ucx_ctx_t *ucx, const topo_t *topo)
         topo_set_net_caps(ucx->comm->topo, r, caps[r].mem_types, caps[r].tls);
     }
 out:
-    ucp_worker_release_address(ucx->worker, addr);
     free(caps);
-    free(slot);
-    free(addrs);
     return status;
 }
 
-symcoll_status_t ucx_create(comm_t *comm, ucx_ctx_t **ucx_p)
+static ucx_ctx_t *ucx_alloc(comm_t *comm)
 {
-    ucx_ctx_t *ucx;
-    symcoll_status_t status;
+    ucx_ctx_t *ucx = calloc(1, sizeof(*ucx));
 
-    ucx = calloc(1, sizeof(*ucx));
     if (!ucx)
-        return SYMCOLL_ERR_NO_MEMORY;
+        return NULL;
     ucx->comm = comm;
     ucx->rank = comm->rank;
     ucx->nranks = comm->nranks;
+    ucx->efd = -1;
     ucx->peers = calloc((size_t)comm->nranks, sizeof(*ucx->peers));
     if (!ucx->peers) {
         free(ucx);
-        return SYMCOLL_ERR_NO_MEMORY;
+        return NULL;
     }
     for (int r = 0; r < comm->nranks; r++) {
         ucx->peers[r].ucx = ucx;
@@ -1278,6 +1325,58 @@ symcoll_status_t ucx_create(comm_t *comm, ucx_ctx_t **ucx_p)
         ucx->segtab[m].ucx = ucx;
         ucx->segtab[m].mem_type = (symcoll_mem_type_t)m;
     }
+    return ucx;
+}
+
+symcoll_status_t ucx_lane_create(ucx_ctx_t *owner, ucx_ctx_t **lane_p)
+{
+    ucx_ctx_t *lane;
+    symcoll_status_t status;
+    int index = 1;
+
+    if (owner->owner) {
+        log_error("internal: a lane of a lane");
+        return SYMCOLL_ERR_INTERNAL;
+    }
+    while (index <= UCX_LANES_MAX && (owner->lanes_used & (1u << index)))
+        index++;
+    if (index > UCX_LANES_MAX) {
+        log_error("internal: more than %d UCX lanes", UCX_LANES_MAX);
+        return SYMCOLL_ERR_INTERNAL;
+    }
+    lane = ucx_alloc(owner->comm);
+    if (!lane)
+        return SYMCOLL_ERR_NO_MEMORY;
+    lane->owner = owner;
+    lane->index = index;
+    lane->context = owner->context;
+    lane->blob_max = owner->blob_max;
+    lane->am_piece = owner->am_piece;
+    /* every rank decided the protocol alike for the owner; a lane's transports are the
+     * owner's */
+    lane->native_rma = owner->native_rma;
+    snprintf(lane->transports, sizeof(lane->transports), "%s", owner->transports);
+    status = ucx_init_worker(lane);
+    if (status == SYMCOLL_OK)
+        status = ucx_connect_eps(lane, owner->comm->topo);
+    if (status != SYMCOLL_OK) {
+        ucx_destroy(lane);
+        return status;
+    }
+    owner->lanes_used |= 1u << index;
+    log_debug("UCX lane %d: worker and %d endpoints", index, lane->nremote);
+    *lane_p = lane;
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t ucx_create(comm_t *comm, ucx_ctx_t **ucx_p)
+{
+    ucx_ctx_t *ucx;
+    symcoll_status_t status;
+
+    ucx = ucx_alloc(comm);
+    if (!ucx)
+        return SYMCOLL_ERR_NO_MEMORY;
 
     status = ucx_init_context(ucx);
     if (status != SYMCOLL_OK)
@@ -1320,8 +1419,8 @@ void ucx_close(ucx_ctx_t *ucx)
     ucx->closing = true;
     if (ucx->worker_ready && ucx_exchange_hello(ucx, 2, &dl) != SYMCOLL_OK)
         log_warn("UCX close: not every peer confirmed; closing the endpoints anyway");
-    for (size_t i = 0; i < ucx->nregions; i++)
-        ucx_region_drop_rkeys(ucx->regions[i], ucx->nranks);
+    for (size_t i = 0; i < ucx_owner(ucx)->nregions; i++)
+        ucx_region_drop_rkeys(ucx_owner(ucx)->regions[i], ucx->nranks, ucx->index);
     for (int r = 0; r < ucx->nranks; r++) {
         ucp_request_param_t param = {0};
         ucs_status_ptr_t req;
@@ -1354,7 +1453,9 @@ void ucx_destroy(ucx_ctx_t *ucx)
             ucx_region_release(ucx, ucx->regions[ucx->nregions - 1]);
         ucp_worker_destroy(ucx->worker);
     }
-    if (ucx->context)
+    if (ucx->owner)
+        ucx->owner->lanes_used &= ~(1u << ucx->index);
+    else if (ucx->context)
         ucp_cleanup(ucx->context);
     for (int m = 0; m < SYMCOLL_MEM_LAST; m++) {
         free(ucx->segtab[m].segs);

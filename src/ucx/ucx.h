@@ -24,6 +24,17 @@ typedef void *ucx_req_t;
  * each connection with one message each way. Fills the topology's UCX capabilities. */
 symcoll_status_t ucx_create(comm_t *comm, ucx_ctx_t **ucx_p);
 
+/* Lanes: more workers of the same context, each with its own endpoints (so its own
+ * connections) to the same ranks, for threads that move data in parallel (the staging
+ * threads of CUDA memory across nodes). A lane uses its owner's registered regions and
+ * has its own rkeys, operations, receive hook and algorithm state slots; every data-path
+ * call below works on a lane as on its owner. One thread at a time may use a lane, and
+ * nobody may use it while the owner registers or releases regions (pool growth, trim).
+ * Collective over all ranks, like ucx_create; destroy lanes (ucx_destroy, collective
+ * too) before their owner. */
+#define UCX_LANES_MAX 15
+symcoll_status_t ucx_lane_create(ucx_ctx_t *owner, ucx_ctx_t **lane_p);
+
 /* First half of teardown: flush outstanding operations, destroy every unpacked rkey and
  * close the endpoints (flushing them; peers that failed are closed by force). Regions
  * stay registered until ucx_region_release or ucx_destroy. Idempotent. */
