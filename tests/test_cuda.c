@@ -767,6 +767,27 @@ static void body_net_types(int rank, int nranks, void *arg)
 
 NET_TEST(t_net_types_2x1, 2, 2, 900, body_net_types)
 
+/* the same with other staging shapes: one lane without the small-call kernel (every call
+ * through the stream commands, 3 slots), and 3 lanes with 64K chunks (16 MiB: 256 chunks
+ * over 7 slots, lanes finishing out of order) */
+START_TEST(t_net_types_plain)
+{
+    setenv("SYMCOLL_CUDA_NET_LANES", "1", 1);
+    setenv("SYMCOLL_CUDA_NET_KERNEL_MAX", "0", 1);
+    setenv("SYMCOLL_CUDA_NET_CHUNK", "4M", 1);
+    ck_assert_int_eq(harness_run(2, 2, 900, body_net_types, NULL), 0);
+}
+END_TEST
+
+START_TEST(t_net_types_lanes3)
+{
+    setenv("SYMCOLL_CUDA_NET_LANES", "3", 1);
+    setenv("SYMCOLL_CUDA_NET_KERNEL_MAX", "4K", 1);
+    setenv("SYMCOLL_CUDA_NET_CHUNK", "64K", 1);
+    ck_assert_int_eq(harness_run(2, 2, 900, body_net_types, NULL), 0);
+}
+END_TEST
+
 /* pool buffers with plain ones in every combination, then rising pool buffers that make
  * the pool grow while the older ones stay in use */
 static void body_net_pool(int rank, int nranks, void *arg)
@@ -1272,6 +1293,8 @@ static Suite *cuda_suite(void)
         {"net_abort", t_net_abort_2x1, 1, "net"}, {"net_timeout", t_net_timeout_2x1, 1, "net"},
         {"net_pool", t_net_pool_2x1, 1, "net"},   {"net_types", t_net_types_2x1, 1, "net"},
         {"net_hier", t_net_hier_2x2, 1, "net"},
+        {"net_types_plain", t_net_types_plain, 1, "net"},
+        {"net_types_lanes3", t_net_types_lanes3, 1, "net"},
     };
     Suite *su = suite_create("cuda");
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

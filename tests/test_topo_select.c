@@ -137,7 +137,7 @@ static const select_case_t cases[] = {
      "not hierarchical"},
     {"2x4 hier_min mid", &two_nodes_4_nvlink, 0, 1 * M, C, 512 * K, TOPO_ALGO_RING,
      "SYMCOLL_NET_RD_MAX"},
-    {"2x4 hier_min at", &two_nodes_4_nvlink, 0, 1 * M, C, 1 * M, TOPO_ALGO_HIER,
+    {"2x4 hier_min at", &two_nodes_4_nvlink, 0, 1 * M, H, 1 * M, TOPO_ALGO_HIER,
      "SYMCOLL_HIER_MIN=1M"},
     {"2x4 host", &two_nodes_4_nvlink, 0, DFLT, H, 4 * K, TOPO_ALGO_HIER, "each rank"},
     {"2x4 forced oneshot", &two_nodes_4_nvlink, TOPO_ALGO_ONESHOT, DFLT, C, 8, TOPO_ALGO_NONE,
@@ -160,7 +160,7 @@ static const select_case_t cases[] = {
     {"16x1 8B", &sixteen_nodes_1, 0, DFLT, H, 8, TOPO_ALGO_RD, "16 nodes"},
     {"16x1 at rd max", &sixteen_nodes_1, 0, DFLT, C, 64 * K, TOPO_ALGO_RD,
      "64K <= 64K (SYMCOLL_NET_RD_MAX)"},
-    {"16x1 above rd max", &sixteen_nodes_1, 0, DFLT, C, 64 * K + 1, TOPO_ALGO_RING,
+    {"16x1 above rd max", &sixteen_nodes_1, 0, DFLT, H, 64 * K + 1, TOPO_ALGO_RING,
      "bandwidth"},
     {"16x1 1G", &sixteen_nodes_1, 0, DFLT, H, G, TOPO_ALGO_RING, "ring"},
     {"16x1 forced twoshot", &sixteen_nodes_1, TOPO_ALGO_TWOSHOT, DFLT, H, 8, TOPO_ALGO_NONE,
@@ -174,10 +174,16 @@ static const select_case_t cases[] = {
     /* 2 nodes x 1 rank: rd is one exchange, up to 16 x SYMCOLL_NET_RD_MAX */
     {"2x1 rd", &two_nodes_1, 0, DFLT, H, 1 * M, TOPO_ALGO_RD, "16 x SYMCOLL_NET_RD_MAX"},
     {"2x1 ring", &two_nodes_1, 0, DFLT, H, 1 * M + 8, TOPO_ALGO_RING, "1M (16 x"},
-    /* CUDA across nodes: the host algorithm for the staging chunk (4M here), not the
-     * message: rd up to 16 x 64K = 1M, then the ring */
+    /* CUDA across nodes: the host algorithm for the staging chunk, not the message (a
+     * message spreads over the 4 lanes in chunks of 64K to 4M): rd up to 16 x 64K = 1M,
+     * then the ring */
     {"2x1 cuda staged rd", &two_nodes_1, 0, DFLT, C, 1 * M, TOPO_ALGO_RD,
-     "CUDA staged via pinned host memory (UCX lacks CUDA), 1M chunks on 4 lanes: 2 nodes"},
+     "CUDA staged via pinned host memory (UCX lacks CUDA), 256K chunks on 4 lanes: 2 nodes"},
+    {"2x1 cuda staged small", &two_nodes_1, 0, DFLT, C, 48 * K, TOPO_ALGO_RD,
+     "48K chunks on 4 lanes"},
+    {"2x1 cuda staged 2 pieces", &two_nodes_1, 0, DFLT, C, 64 * K + 2, TOPO_ALGO_RD,
+     "64K chunks on 4 lanes"},
+    {"2x1 cuda staged 16M", &two_nodes_1, 0, DFLT, C, 16 * M, TOPO_ALGO_RING, "4M chunks"},
     {"2x1 cuda staged ring", &two_nodes_1, 0, DFLT, C, 1 * G, TOPO_ALGO_RING, "4M chunks"},
     {"host 1 rank", &host_1_rank, 0, DFLT, H, G, TOPO_ALGO_ONESHOT, "single rank"},
     {"host 1 rank cuda", &host_1_rank, 0, DFLT, C, G, TOPO_ALGO_NONE, "some rank has none"},

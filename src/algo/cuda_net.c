@@ -70,6 +70,8 @@
 #include "algo/cuda_net_plan.h"
 #include "algo/net.h"
 #include "cuda/cuda.h"
+#include "cuda/kernels.h"
+#include "topo/select.h"
 #include "topo/topo.h"
 
 #define CNET_QUEUE 64 /* operations queued ahead of the lanes */
@@ -79,6 +81,7 @@
 
 typedef struct cnet_op {
     size_t count;
+    size_t chunk; /* elements a chunk (topo_cuda_net_chunk) */
     symcoll_dtype_t dtype;
     symcoll_op_t op;
     uint64_t first; /* number of its first chunk */
@@ -131,6 +134,7 @@ struct cuda_net {
     bool has_stage; /* allocated and pinned */
     size_t stage_off, slot_bytes;
     char *stage;
+    char *stage_dev; /* the GPU's view of it (mapped); NULL: no small-call kernel */
     uint64_t nops;                          /* operations finished */
     double t_wait_in, t_net, t_busy;        /* the lanes' sums, as they stop */
 };
@@ -215,8 +219,7 @@ static uint64_t cnet_lane_chunk(const cnet_lane_t *ln, const cnet_op_t *op, uint
 static symcoll_status_t cnet_run(cnet_lane_t *ln, const cnet_op_t *op, uint64_t *k_p)
 {
     cuda_net_t *cn = ln->cn;
-    size_t esize = symcoll_dtype_size(op->dtype);
-    size_t chunk = cn->slot_bytes / esize;
+    size_t chunk = op->chunk;
     symcoll_status_t status = SYMCOLL_OK;
     double t0 = time_now(), t;
     bool first = true;
@@ -442,7 +445,7 @@ static symcoll_status_t cnet_stage_ensure(cuda_net_t *cn)
     cn->stage = pool_peer_addr(cn->host_pool, pool_local_rank(cn->host_pool), cn->stage_off);
     /* pinned, or nothing: a copy from pageable memory to the GPU reads its source when it
      * is queued, long before the lane has reduced the chunk */
-    err = cudaHostRegister(cn->stage, bytes, cudaHostRegisterPortable);
+    err = cudaHostRegister(cn->stage, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
     if (err != cudaSuccess) {
         (void)cudaGetLastError();
         pool_free(cn->host_pool, cn->stage_off);
@@ -451,6 +454,16 @@ static symcoll_status_t cnet_stage_ensure(cuda_net_t *cn)
         return SYMCOLL_ERR_CUDA;
     }
     cn->has_stage = true;
+    {
+        /* the small-call kernel reads and writes the slots directly; portable and
+         * mapped: the same view serves every device where host pointers are unified */
+        void *dev = NULL;
+        cn->stage_dev = cudaHostGetDevicePointer(&dev, cn->stage, 0) == cudaSuccess &&
+                                dev == (void *)cn->stage
+                            ? cn->stage
+                            : NULL;
+        (void)cudaGetLastError();
+    }
     status = cnet_lanes_start(cn);
     if (status != SYMCOLL_OK) {
         cnet_stage_release(cn);
@@ -621,7 +634,7 @@ static symcoll_status_t cnet_queue_cmd(void *arg, const cnet_cmd_t *c)
 {
     cnet_queue_t *q = arg;
     cuda_net_t *cn = q->cn;
-    size_t esize = symcoll_dtype_size(q->o->dtype), chunk = cn->slot_bytes / esize;
+    size_t esize = symcoll_dtype_size(q->o->dtype), chunk = q->o->chunk;
     size_t first = (size_t)c->k * chunk;
     size_t n = q->o->count - first < chunk ? q->o->count - first : chunk;
     char *slot = cn->stage + (size_t)c->slot * cn->slot_bytes;
@@ -653,6 +666,35 @@ static symcoll_status_t cnet_queue_cmd(void *arg, const cnet_cmd_t *c)
                                   : cuda_rt_error(err, "CUDA across nodes: copy from the host");
     }
     return SYMCOLL_ERR_INTERNAL;
+}
+
+/* A one-chunk call as one kernel: the same commands as cnet_plan queues for it (wait for
+ * the slot's "freed", copy in, "ready", wait for "done", copy out, "freed"), run by the
+ * GPU in one launch; measured faster than six stream commands for small messages. */
+static symcoll_status_t cnet_queue_small(cuda_net_t *cn, cudaStream_t s, const cnet_op_t *o,
+                                         const void *sendbuf, void *recvbuf)
+{
+    uint64_t g = o->first, ns = (uint64_t)cn->nslots;
+    int slot = cnet_slot(g, cn->nslots);
+    cuda_net_small_args_t a;
+    cudaError_t err;
+
+    memset(&a, 0, sizeof(a));
+    a.send = sendbuf;
+    a.recv = recvbuf;
+    a.bytes = o->count * symcoll_dtype_size(o->dtype);
+    a.slot = cn->stage_dev + (size_t)slot * cn->slot_bytes;
+    a.ready = (uint32_t *)(uintptr_t)cnet_word_dev(cn, CNET_READY, slot);
+    a.done = (uint32_t *)(uintptr_t)cnet_word_dev(cn, CNET_DONE, slot);
+    a.freed = (uint32_t *)(uintptr_t)cnet_word_dev(cn, CNET_FREED, slot);
+    a.value = (uint32_t)(g + 1);
+    a.has_wait = g >= ns;
+    a.wait_freed = (uint32_t)(g - ns + 1);
+    err = (cudaError_t)cuda_net_small_launch(&a, s);
+    if (err != cudaSuccess)
+        return cuda_rt_error(err, "CUDA across nodes: staging kernel");
+    cn->last_freed[slot] = g + 1;
+    return SYMCOLL_OK;
 }
 
 symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const void *sendbuf,
@@ -710,7 +752,10 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
         atomic_compare_exchange_strong(&cn->broken, &ok, (int)status);
         return status;
     }
-    chunk = cn->slot_bytes / esize;
+    chunk = topo_cuda_net_chunk(count * esize, cn->slot_bytes, cn->nlanes) / esize;
+    if (chunk == 0)
+        chunk = 1; /* count 0 never comes here; keep the division below defined anyway */
+    o.chunk = chunk;
     o.count = count;
     o.dtype = dtype;
     o.op = op;
@@ -727,7 +772,10 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
     pthread_mutex_unlock(&cn->mu);
 
     /* the pipeline on the caller's stream */
-    {
+    if (o.nchunks == 1 && count * esize <= cn->comm->config.cuda_net_kernel_max &&
+        cn->stage_dev) {
+        status = cnet_queue_small(cn, s, &o, sendbuf, recvbuf);
+    } else {
         cnet_queue_t q = {cn, s, &o, sendbuf, recvbuf};
         status = cnet_plan(o.first, o.nchunks, cn->nslots, cnet_queue_cmd, &q);
     }

@@ -286,12 +286,18 @@ static const config_row_t config_table[] = {
         "flag put), am (one active message per transfer) or auto (put where the transport "
         "does RMA itself, am where UCX would emulate it, as on TCP).",
         parse_net_protocol_field, net_protocol),
-    ROW("SYMCOLL_CUDA_NET_CHUNK", "4M",
-        "CUDA memory across nodes, staged through pinned host memory: bytes per pipeline "
-        "chunk (copied to the host, reduced across nodes, copied back while the next "
-        "chunk moves); 2 x lanes + 1 chunks of pinned host staging per rank.",
+    ROW("SYMCOLL_CUDA_NET_CHUNK", "1M",
+        "CUDA memory across nodes, staged through pinned host memory: largest pipeline "
+        "chunk, bytes (copied to the host, reduced across nodes, copied back while other "
+        "chunks move; a message is spread over the lanes in chunks of at least 64K); "
+        "2 x lanes + 1 chunks of pinned host staging per rank.",
         parse_size_field, cuda_net_chunk),
-    ROW("SYMCOLL_CUDA_NET_LANES", "4",
+    ROW("SYMCOLL_CUDA_NET_KERNEL_MAX", "64K",
+        "CUDA memory across nodes: largest message, bytes, whose staging copies and "
+        "hand-offs run as one kernel (fewer stream commands, lower latency) instead of "
+        "copies and stream memory operations; 0: never.",
+        parse_size_field, cuda_net_kernel_max),
+    ROW("SYMCOLL_CUDA_NET_LANES", "8",
         "CUDA memory across nodes: chunks in flight across the nodes at once, each on its "
         "own lane (a thread with its own UCX worker and connections), 1 to 15.",
         parse_nonneg_long_field, cuda_net_lanes),

@@ -36,6 +36,7 @@ typedef struct config {
     size_t net_tcp_seg_size;           /* SYMCOLL_NET_TCP_SEG_SIZE (0: UCX's own) */
     size_t cuda_net_chunk;             /* SYMCOLL_CUDA_NET_CHUNK */
     long cuda_net_lanes;               /* SYMCOLL_CUDA_NET_LANES */
+    size_t cuda_net_kernel_max;        /* SYMCOLL_CUDA_NET_KERNEL_MAX */
 } config_t;
 
 /* Parse every variable of the table into *cfg. On a bad value logs an error naming

@@ -676,6 +676,62 @@ kernel_fn kernel_for(int dtype, int algo, int op)
 
 } // namespace
 
+/* ---- CUDA memory across nodes: the pipeline of one small staged chunk ------------------ */
+
+/* Block-wide copy of n bytes; src may be host memory another agent wrote (volatile
+ * loads, all of a thread's issued before its stores: the reads cross PCIe). */
+__device__ __forceinline__ void net_copy(char *dst, const char *src, size_t n)
+{
+    constexpr int U = 8;
+    const size_t step = (size_t)CUDA_NET_SMALL_THREADS * 16;
+    size_t nv = al16(dst) && al16(src) ? n / 16 * 16 : 0;
+
+    for (size_t base = (size_t)threadIdx.x * 16; base < nv; base += U * step) {
+        uint4 v[U];
+#pragma unroll
+        for (int j = 0; j < U; j++)
+            if (base + j * step < nv)
+                v[j] = ld_volatile_v4(src + base + j * step);
+#pragma unroll
+        for (int j = 0; j < U; j++)
+            if (base + j * step < nv)
+                *(uint4 *)(dst + base + j * step) = v[j];
+    }
+    for (size_t i = nv + threadIdx.x; i < n; i += CUDA_NET_SMALL_THREADS)
+        dst[i] = *(const volatile char *)(src + i);
+}
+
+__global__ void __launch_bounds__(CUDA_NET_SMALL_THREADS, 1)
+    k_net_small(const cuda_net_small_args_t a)
+{
+    if (threadIdx.x == 0 && a.has_wait)
+        while ((int32_t)(ld_acquire_sys(a.freed) - a.wait_freed) < 0)
+            __nanosleep(100);
+    __syncthreads();
+    net_copy(a.slot, (const char *)a.send, a.bytes);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence_system();
+        st_release_sys(a.ready, a.value);
+        /* the lane raises "done" even when the operation fails, so this ends */
+        while ((int32_t)(ld_acquire_sys(a.done) - a.value) < 0)
+            __nanosleep(100);
+    }
+    __syncthreads();
+    net_copy((char *)a.recv, a.slot, a.bytes);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence_system();
+        st_release_sys(a.freed, a.value);
+    }
+}
+
+extern "C" int cuda_net_small_launch(const cuda_net_small_args_t *args, void *stream)
+{
+    k_net_small<<<1, CUDA_NET_SMALL_THREADS, 0, (cudaStream_t)stream>>>(*args);
+    return (int)cudaGetLastError();
+}
+
 extern "C" int cuda_ar_launch(const cuda_ar_args_t *args, void *stream)
 {
     kernel_fn k = kernel_for(args->dtype, args->algo, args->op);

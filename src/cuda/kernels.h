@@ -75,6 +75,27 @@ int cuda_ar_launch(const cuda_ar_args_t *args, void *stream);
 /* Threads per block of the all-reduce kernels. */
 #define CUDA_AR_THREADS 512
 
+/* A small all-reduce of CUDA memory across nodes (algo/cuda_net.c), one chunk: the
+ * stream side of its staging pipeline in one kernel instead of six stream commands.
+ * It waits until the slot's "freed" word reached wait_freed (if has_wait), copies send
+ * into the slot (pinned host memory), raises "ready" to value, waits for "done" to reach
+ * value (the lane reduced the chunk across the nodes), copies the slot to recv and
+ * raises "freed" to value. Words compare as int32 differences, as in the plan. */
+typedef struct cuda_net_small_args {
+    const void *send;
+    void *recv;
+    size_t bytes;
+    char *slot;                     /* device view of the host slot */
+    uint32_t *ready, *done, *freed; /* device views of the slot's host-mapped words */
+    uint32_t value;                 /* low 32 bits of the chunk number + 1 */
+    uint32_t wait_freed;
+    int has_wait;
+} cuda_net_small_args_t;
+
+int cuda_net_small_launch(const cuda_net_small_args_t *args, void *stream);
+
+#define CUDA_NET_SMALL_THREADS 512
+
 #ifdef __cplusplus
 }
 #endif

@@ -396,8 +396,9 @@ static void select_cuda_staged(const topo_select_cfg_t *cfg, const topo_shape_t 
                                size_t bytes, topo_decision_t *d)
 {
     topo_shape_t hs = *shape;
-    size_t chunk =
-        cfg->cuda_net_chunk && bytes > cfg->cuda_net_chunk ? cfg->cuda_net_chunk : bytes;
+    size_t chunk = cfg->cuda_net_chunk
+                       ? topo_cuda_net_chunk(bytes, cfg->cuda_net_chunk, cfg->cuda_net_lanes)
+                       : bytes;
     char sz[32], inner[TOPO_REASON_MAX];
     int n;
 

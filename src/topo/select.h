@@ -101,6 +101,23 @@ size_t topo_oneshot_max(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
 /* Largest message an n-rank all-reduce across nodes sends by recursive doubling. */
 size_t topo_rd_max(const topo_select_cfg_t *cfg, int n);
 
+/* CUDA memory across nodes, staged: the chunk a message of bytes moves in, with chunks of
+ * at most chunk_max bytes and lanes lanes. A message spreads over the lanes in pieces of
+ * at least TOPO_CUDA_NET_PIECE_MIN (a multiple of every element size), so a message of
+ * a few of those already crosses the nodes on several lanes at once; smaller ones move
+ * whole. */
+#define TOPO_CUDA_NET_PIECE_MIN ((size_t)64 * 1024)
+static inline size_t topo_cuda_net_chunk(size_t bytes, size_t chunk_max, int lanes)
+{
+    size_t per_lane = (bytes + (size_t)lanes - 1) / (size_t)lanes;
+    size_t piece = (per_lane + TOPO_CUDA_NET_PIECE_MIN - 1) / TOPO_CUDA_NET_PIECE_MIN *
+                   TOPO_CUDA_NET_PIECE_MIN;
+
+    if (bytes <= TOPO_CUDA_NET_PIECE_MIN)
+        piece = bytes;
+    return piece < chunk_max ? piece : chunk_max;
+}
+
 /* The choice for one message of bytes bytes. */
 void topo_select(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
                  symcoll_mem_type_t mem, size_t bytes, topo_decision_t *d);
