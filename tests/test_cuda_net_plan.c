@@ -1,7 +1,7 @@
 /* The staging protocol of CUDA memory across nodes without a GPU: the stream commands
  * cnet_plan queues for each call are executed by simulated streams, in random
- * interleavings with simulated lanes that follow the lanes' rules (lane i takes the
- * chunks g with g mod lanes == i, calls in order; reduces chunk g once "ready" reached
+ * interleavings with simulated lanes that follow the lanes' rules (lane i takes chunks
+ * k with k mod lanes == i of each call, calls in order; reduces chunk g once "ready" reached
  * g + 1; then raises "done"), with 1 to 4 lanes (3 to 9 slots). Every
  * step checks that the slot holds what the actor expects, and the run must end with all
  * work done (a stall is a deadlock). The GPU tests (test_cuda, tag net) run the real
@@ -115,7 +115,8 @@ static bool stream_step(sim_t *s, int st)
 static uint64_t lane_next(const sim_t *s, int l, int op, uint64_t k)
 {
     uint64_t L = (uint64_t)s->nlanes;
-    while ((s->op_first[op] + k) % L != (uint64_t)l)
+    (void)op;
+    while (k % L != (uint64_t)l)
         k++;
     return k;
 }
@@ -134,7 +135,7 @@ static bool lane_step(sim_t *s, int l)
     if (s->op[l] >= s->nops)
         return false;
     g = s->op_first[s->op[l]] + s->k[l];
-    ck_assert_uint_eq(g % (uint64_t)s->nlanes, (uint64_t)l);
+    ck_assert_uint_eq(s->k[l] % (uint64_t)s->nlanes, (uint64_t)l);
     slot = cnet_slot(g, s->nslots);
     if (!cnet_reached(s->word[CNET_READY][slot], (uint32_t)(g + 1)))
         return false;

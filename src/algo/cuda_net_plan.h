@@ -40,7 +40,7 @@ typedef struct cnet_cmd {
 
 /* Slot of chunk g: chunks are numbered across calls in 64 bits, so that g mod nslots
  * never jumps (a 32-bit count would, where it wraps: 2^32 is not a multiple of an odd
- * nslots). The lane that moves chunk g across the nodes is g mod lanes. */
+ * nslots). The lane that moves chunk k of a call across the nodes is k mod lanes. */
 static inline int cnet_slot(uint64_t g, int nslots)
 {
     return (int)(g % (uint64_t)nslots);
