@@ -100,13 +100,15 @@ run() {
                 --tool memcheck --target-processes all "$bin"/test_cuda
             ;;
         netbench)
-            # bf16 sum, symcoll and NCCL alternating: 2 ranks as 2 nodes x 1 GPU, then 4 as
-            # 2 nodes x 2. Both programs run through $W: GPU = rank % GPUs (symcoll_perf
-            # would take the rank on the node, putting both 2x1 ranks on GPU 0; NCCL's
-            # driver already does rank % GPUs), and NCCL gets the simulated node as
-            # NCCL_HOSTID, so it sees the same two hosts as symcoll (and no "duplicate GPU"
-            # with 2 ranks a GPU). NCCL is held to its socket transport on loopback.
-            # Limits add up to < 10 minutes; expected 3-5 minutes in all.
+            # bf16 sum, symcoll and NCCL alternating (NETBENCH_ROUNDS times): 2 ranks as 2
+            # nodes x 1 GPU, then symcoll on 4 as 2 nodes x 2 (NCCL there too with
+            # NETBENCH_NCCL_2X2=1: it took 6.8 ms a 64 KB call and ran past its limit).
+            # Both programs run through $W: GPU = rank % GPUs (symcoll_perf would take the
+            # rank on the node, putting both 2x1 ranks on GPU 0; NCCL's driver already does
+            # rank % GPUs), and NCCL gets the simulated node as NCCL_HOSTID, so it sees the
+            # same two hosts as symcoll (and no "duplicate GPU" with 2 ranks a GPU). NCCL is
+            # held to its socket transport on loopback. symcoll's small-call kernel is also
+            # measured off (SYMCOLL_CUDA_NET_KERNEL_MAX=0), up to 64K. About 2 minutes a round.
             R="$bin/symcoll_run --nodes 2"
             W='SYMCOLL_LOCAL_RANK=$SYMCOLL_RANK NCCL_HOSTID=$SYMCOLL_HOST_ID exec "$0" "$@"'
             P="$bin/symcoll_perf -m cuda -d bfloat16 -o sum -r ${REPEATS:-5}"
@@ -114,12 +116,19 @@ run() {
             NCCLNET="NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1"
             NCCLINFO="NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET"
             step netinfo 40 $R -n 2 -t 30 "$bin"/symcoll_info -v -a
-            step net_perf_2x1 160 $R -n 2 -t 150 sh -c "$W" $P -b 1K -e ${NETBENCH_MAX:-256M} -f 4
-            step net_nccl_2x1 160 env $NCCLNET $NCCLINFO NCCL_DEBUG_FILE="$out/net_nccl_2x1.nccl-%p.log" \
-                $R -n 2 -t 150 sh -c "$W" $N -b 1K -e ${NETBENCH_MAX:-256M} -f 4
+            for i in `seq ${NETBENCH_ROUNDS:-1}`; do
+                step net_perf_2x1_$i 160 env SYMCOLL_LOG_LEVEL=info $R -n 2 -t 150 sh -c "$W" \
+                    $P -b 1K -e ${NETBENCH_MAX:-256M} -f 4
+                # NCCL's own log: one file (the device returns few files)
+                step net_nccl_2x1_$i 160 env $NCCLNET $NCCLINFO $R -n 2 -t 150 sh -c "$W" \
+                    $N -b 1K -e ${NETBENCH_MAX:-256M} -f 4
+                step net_perf_2x1_nokernel_$i 60 env SYMCOLL_CUDA_NET_KERNEL_MAX=0 \
+                    $R -n 2 -t 50 sh -c "$W" $P -b 1K -e 64K -f 4
+            done
             step net_perf_2x2 100 $R -n 4 -t 90 sh -c "$W" $P -b 1K -e 64M -f 4
-            step net_nccl_2x2 100 env $NCCLNET $NCCLINFO NCCL_DEBUG_FILE="$out/net_nccl_2x2.nccl-%p.log" \
-                $R -n 4 -t 90 sh -c "$W" $N -b 1K -e 64M -f 4
+            if test -n "${NETBENCH_NCCL_2X2:-}"; then
+                step net_nccl_2x2 100 env $NCCLNET $R -n 4 -t 90 sh -c "$W" $N -b 1K -e 64M -f 4
+            fi
             ;;
         sanitize)
             # small runs: the bf16 bit-identity case (one-shot and two-shot) under each tool
