@@ -233,7 +233,8 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_size(symcoll_comm_h comm, int *size
  * a node it is capturable into a CUDA graph once the pool is large enough, and buffers
  * allocated with symcoll_mem_alloc() are reduced without staging copies. Across nodes
  * the call returns once the operation is queued: the stream stages the data through
- * pinned host memory and a progress thread moves it over the network; any other call on
+ * pinned host memory and progress threads (lanes) move it over the network; any other
+ * call on
  * the communicator first waits for the queued operations, and a failed one releases its
  * stream and makes every later call return its error. Every rank gets bitwise identical
  * results.
