@@ -770,21 +770,23 @@ NET_TEST(t_net_types_2x1, 2, 2, 900, body_net_types)
 /* the same with other staging shapes: one lane without the small-call kernel (every call
  * through the stream commands, 3 slots), and 3 lanes with 64K chunks (16 MiB: 256 chunks
  * over 7 slots, lanes finishing out of order) */
+static void net_types_staged(const char *lanes, const char *kernel_max, const char *chunk)
+{
+    setenv("SYMCOLL_CUDA_NET_LANES", lanes, 1);
+    setenv("SYMCOLL_CUDA_NET_KERNEL_MAX", kernel_max, 1);
+    setenv("SYMCOLL_CUDA_NET_CHUNK", chunk, 1);
+    ck_assert_int_eq(harness_run(2, 2, 900, body_net_types, NULL), 0);
+}
+
 START_TEST(t_net_types_plain)
 {
-    setenv("SYMCOLL_CUDA_NET_LANES", "1", 1);
-    setenv("SYMCOLL_CUDA_NET_KERNEL_MAX", "0", 1);
-    setenv("SYMCOLL_CUDA_NET_CHUNK", "4M", 1);
-    ck_assert_int_eq(harness_run(2, 2, 900, body_net_types, NULL), 0);
+    net_types_staged("1", "0", "4M");
 }
 END_TEST
 
 START_TEST(t_net_types_lanes3)
 {
-    setenv("SYMCOLL_CUDA_NET_LANES", "3", 1);
-    setenv("SYMCOLL_CUDA_NET_KERNEL_MAX", "4K", 1);
-    setenv("SYMCOLL_CUDA_NET_CHUNK", "64K", 1);
-    ck_assert_int_eq(harness_run(2, 2, 900, body_net_types, NULL), 0);
+    net_types_staged("3", "4K", "64K");
 }
 END_TEST
 
