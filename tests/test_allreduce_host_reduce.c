@@ -5,6 +5,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "algo/reduce.h"
@@ -160,6 +161,111 @@ START_TEST(test_integers)
 }
 END_TEST
 
+/* ---- bfloat16 loops of every instruction set against a scalar reference ------------
+ * Random bit patterns, a quarter of them special (zeros, infinities, NaNs, subnormals,
+ * the largest finite values); 1, 2, 3 and 5 sources; counts that leave 16-, 8- and
+ * 1-element tails; byte offsets 0, 1 and 2; dst aliasing the first source. Bits must
+ * match the scalar reference exactly unless the reference is a NaN (then: a NaN). */
+
+#define BF_MAX 1037
+
+static uint16_t bf_random(unsigned *seed)
+{
+    static const uint16_t special[] = {0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0xffc1,
+                                       0x7f81, 0x0001, 0x807f, 0x0080, 0x7f7f, 0xff7f};
+    unsigned r = (unsigned)rand_r(seed);
+    if (r % 4 == 0)
+        return special[(r / 4) % (sizeof(special) / sizeof(special[0]))];
+    return (uint16_t)(r >> 3);
+}
+
+static float bf_comb(symcoll_op_t op, float a, float x)
+{
+    switch (op) {
+    case SYMCOLL_PROD:
+        return a * x;
+    case SYMCOLL_MIN:
+        return x < a ? x : a;
+    case SYMCOLL_MAX:
+        return x > a ? x : a;
+    default:
+        return a + x;
+    }
+}
+
+static void bf_check_isa(const char *isa)
+{
+    static uint16_t buf[6][BF_MAX + 8], want[BF_MAX];
+    static const int nsrcs[] = {1, 2, 3, 5};
+    static const size_t counts[] = {1, 7, 8, 15, 16, 17, 33, BF_MAX};
+    unsigned seed = 12345;
+
+    if (isa)
+        setenv("SYMCOLL_REDUCE_ISA", isa, 1);
+    for (int op = 0; op < SYMCOLL_OP_LAST; op++)
+        for (size_t ni = 0; ni < sizeof(nsrcs) / sizeof(nsrcs[0]); ni++)
+            for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
+                for (int off = 0; off < 3; off++) {
+                    int nsrc = nsrcs[ni], div = op == SYMCOLL_AVG ? 3 : 0;
+                    size_t count = counts[ci];
+                    const void *srcs[5];
+                    char *dst;
+                    for (int r = 0; r < nsrc; r++) {
+                        char *p = (char *)buf[r] + off;
+                        for (size_t k = 0; k < count; k++) {
+                            uint16_t v = bf_random(&seed);
+                            memcpy(p + 2 * k, &v, 2);
+                        }
+                        srcs[r] = p;
+                    }
+                    for (size_t k = 0; k < count; k++) {
+                        uint16_t v;
+                        float acc;
+                        memcpy(&v, (const char *)srcs[0] + 2 * k, 2);
+                        acc = algo_bf16_to_float(v);
+                        for (int r = 1; r < nsrc; r++) {
+                            memcpy(&v, (const char *)srcs[r] + 2 * k, 2);
+                            acc = bf_comb((symcoll_op_t)op, acc, algo_bf16_to_float(v));
+                        }
+                        if (div)
+                            acc = acc / (float)div;
+                        want[k] = algo_float_to_bf16(acc);
+                    }
+                    /* odd cases write in place over the first source */
+                    dst = ci % 2 ? (char *)srcs[0] : (char *)buf[5] + off;
+                    algo_reduce(dst, srcs, nsrc, count, SYMCOLL_BFLOAT16, (symcoll_op_t)op, div);
+                    for (size_t k = 0; k < count; k++) {
+                        uint16_t got;
+                        memcpy(&got, dst + 2 * k, 2);
+                        if (isnan(algo_bf16_to_float(want[k])) ? !isnan(algo_bf16_to_float(got))
+                                                               : got != want[k])
+                            ck_abort_msg("bfloat16 %s (isa %s), %d sources, count %zu, offset "
+                                         "%d: element %zu is 0x%04x, expected 0x%04x",
+                                         symcoll_op_name((symcoll_op_t)op),
+                                         isa ? isa : "best", nsrc, count, off, k, got, want[k]);
+                    }
+                }
+}
+
+/* each in its own process (fork mode): the instruction set is chosen once a process */
+START_TEST(test_bf16_loops_best)
+{
+    bf_check_isa(NULL);
+}
+END_TEST
+
+START_TEST(test_bf16_loops_avx2)
+{
+    bf_check_isa("avx2");
+}
+END_TEST
+
+START_TEST(test_bf16_loops_generic)
+{
+    bf_check_isa("generic");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("reduce");
@@ -173,6 +279,9 @@ int main(void)
     tcase_add_test(tc, test_order_float);
     tcase_add_test(tc, test_alias_align_blocks);
     tcase_add_test(tc, test_integers);
+    tcase_add_test(tc, test_bf16_loops_best);
+    tcase_add_test(tc, test_bf16_loops_avx2);
+    tcase_add_test(tc, test_bf16_loops_generic);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
