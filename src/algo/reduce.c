@@ -413,7 +413,9 @@ static const reduce_fn_t reduce_bf16_avx512[SYMCOLL_OP_LAST] = {
     reduce_bf16_max_avx512, reduce_bf16_avg_avx512};
 
 /* The bfloat16 loops for this CPU (NULL: the generic ones); asked once (a race only
- * asks twice). SYMCOLL_REDUCE_ISA=generic|avx2 caps the choice (tests compare them). */
+ * asks twice). SYMCOLL_REDUCE_ISA=generic|avx2 caps the choice (tests compare them); it
+ * is read here, not from a communicator's configuration, since reductions have none
+ * (the configuration table validates it at creation). */
 static const reduce_fn_t *reduce_bf16_fast(void)
 {
     static int isa = -1; /* 0 generic, 1 avx2, 2 avx512 */

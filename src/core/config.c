@@ -199,6 +199,13 @@ static int parse_net_protocol_field(const char *s, void *f)
     return parse_string_field(!strcasecmp(s, "am") ? "am" : "auto", f);
 }
 
+static int parse_reduce_isa_field(const char *s, void *f)
+{
+    if (strcmp(s, "best") && strcmp(s, "avx2") && strcmp(s, "generic"))
+        return -1;
+    return parse_string_field(s, f);
+}
+
 static int parse_algo_field(const char *s, void *f)
 {
     static const char *const names[] = {"auto", "oneshot", "twoshot", "ring", "rd", "hier"};
@@ -301,6 +308,11 @@ static const config_row_t config_table[] = {
         "CUDA memory across nodes: chunks in flight across the nodes at once, each on its "
         "own lane (a thread with its own UCX worker and connections), 1 to 15.",
         parse_nonneg_long_field, cuda_net_lanes),
+    ROW("SYMCOLL_REDUCE_ISA", "best",
+        "Host reductions of bfloat16: best (AVX-512 or AVX2 loops where the CPU has them), "
+        "avx2 (at most AVX2) or generic (the compiler's loops); the same bits either way. "
+        "Read once per process.",
+        parse_reduce_isa_field, reduce_isa),
     ROW("SYMCOLL_NET_TCP_SEG_SIZE", "256K",
         "Across nodes: segment size symcoll gives UCX's TCP "
         "transport (TCP_TX_SEG_SIZE and TCP_RX_SEG_SIZE); messages up to it move without "

@@ -33,6 +33,7 @@ typedef struct config {
     size_t hier_min;                   /* SYMCOLL_HIER_MIN */
     size_t net_chunk_size;             /* SYMCOLL_NET_CHUNK_SIZE */
     char net_protocol[CONFIG_STR_MAX]; /* SYMCOLL_NET_PROTOCOL: auto, put or am */
+    char reduce_isa[CONFIG_STR_MAX];   /* SYMCOLL_REDUCE_ISA (algo/reduce.c reads it itself) */
     size_t net_tcp_seg_size;           /* SYMCOLL_NET_TCP_SEG_SIZE (0: UCX's own) */
     size_t cuda_net_chunk;             /* SYMCOLL_CUDA_NET_CHUNK */
     long cuda_net_lanes;               /* SYMCOLL_CUDA_NET_LANES */
