@@ -161,7 +161,7 @@ START_TEST(test_integers)
 }
 END_TEST
 
-/* ---- bfloat16 loops of every instruction set against a scalar reference ------------
+/* ---- half-precision loops of every instruction set against a scalar reference -------
  * Random bit patterns, a quarter of them special (zeros, infinities, NaNs, subnormals,
  * the largest finite values); 1, 2, 3 and 5 sources; counts that leave 16-, 8- and
  * 1-element tails; byte offsets 0, 1 and 2; dst aliasing the first source. Bits must
@@ -169,14 +169,28 @@ END_TEST
 
 #define BF_MAX 1037
 
-static uint16_t bf_random(unsigned *seed)
+static uint16_t bf_random(unsigned *seed, symcoll_dtype_t t)
 {
-    static const uint16_t special[] = {0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0xffc1,
-                                       0x7f81, 0x0001, 0x807f, 0x0080, 0x7f7f, 0xff7f};
+    /* zeros, infinities, quiet and signalling NaNs, subnormals, smallest normal, largest */
+    static const uint16_t special[2][12] = {
+        {0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0xffc1, 0x7f81, 0x0001, 0x807f, 0x0080,
+         0x7f7f, 0xff7f},
+        {0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0xfe01, 0x7c01, 0x0001, 0x83ff, 0x0400,
+         0x7bff, 0xfbff}};
     unsigned r = (unsigned)rand_r(seed);
     if (r % 4 == 0)
-        return special[(r / 4) % (sizeof(special) / sizeof(special[0]))];
+        return special[t == SYMCOLL_FLOAT16][(r / 4) % 12];
     return (uint16_t)(r >> 3);
+}
+
+static float h16_to_float(symcoll_dtype_t t, uint16_t v)
+{
+    return t == SYMCOLL_FLOAT16 ? algo_half_to_float(v) : algo_bf16_to_float(v);
+}
+
+static uint16_t h16_from_float(symcoll_dtype_t t, float f)
+{
+    return t == SYMCOLL_FLOAT16 ? algo_float_to_half(f) : algo_float_to_bf16(f);
 }
 
 static float bf_comb(symcoll_op_t op, float a, float x)
@@ -193,7 +207,7 @@ static float bf_comb(symcoll_op_t op, float a, float x)
     }
 }
 
-static void bf_check_isa(const char *isa)
+static void bf_check_type(const char *isa, symcoll_dtype_t t)
 {
     static uint16_t buf[6][BF_MAX + 8], want[BF_MAX];
     static const int nsrcs[] = {1, 2, 3, 5};
@@ -213,7 +227,7 @@ static void bf_check_isa(const char *isa)
                     for (int r = 0; r < nsrc; r++) {
                         char *p = (char *)buf[r] + off;
                         for (size_t k = 0; k < count; k++) {
-                            uint16_t v = bf_random(&seed);
+                            uint16_t v = bf_random(&seed, t);
                             memcpy(p + 2 * k, &v, 2);
                         }
                         srcs[r] = p;
@@ -222,29 +236,35 @@ static void bf_check_isa(const char *isa)
                         uint16_t v;
                         float acc;
                         memcpy(&v, (const char *)srcs[0] + 2 * k, 2);
-                        acc = algo_bf16_to_float(v);
+                        acc = h16_to_float(t, v);
                         for (int r = 1; r < nsrc; r++) {
                             memcpy(&v, (const char *)srcs[r] + 2 * k, 2);
-                            acc = bf_comb((symcoll_op_t)op, acc, algo_bf16_to_float(v));
+                            acc = bf_comb((symcoll_op_t)op, acc, h16_to_float(t, v));
                         }
                         if (div)
                             acc = acc / (float)div;
-                        want[k] = algo_float_to_bf16(acc);
+                        want[k] = h16_from_float(t, acc);
                     }
                     /* odd cases write in place over the first source */
                     dst = ci % 2 ? (char *)srcs[0] : (char *)buf[5] + off;
-                    algo_reduce(dst, srcs, nsrc, count, SYMCOLL_BFLOAT16, (symcoll_op_t)op, div);
+                    algo_reduce(dst, srcs, nsrc, count, t, (symcoll_op_t)op, div);
                     for (size_t k = 0; k < count; k++) {
                         uint16_t got;
                         memcpy(&got, dst + 2 * k, 2);
-                        if (isnan(algo_bf16_to_float(want[k])) ? !isnan(algo_bf16_to_float(got))
-                                                               : got != want[k])
-                            ck_abort_msg("bfloat16 %s (isa %s), %d sources, count %zu, offset "
+                        if (isnan(h16_to_float(t, want[k])) ? !isnan(h16_to_float(t, got))
+                                                            : got != want[k])
+                            ck_abort_msg("%s %s (isa %s), %d sources, count %zu, offset "
                                          "%d: element %zu is 0x%04x, expected 0x%04x",
-                                         symcoll_op_name((symcoll_op_t)op),
+                                         symcoll_dtype_name(t), symcoll_op_name((symcoll_op_t)op),
                                          isa ? isa : "best", nsrc, count, off, k, got, want[k]);
                     }
                 }
+}
+
+static void bf_check_isa(const char *isa)
+{
+    bf_check_type(isa, SYMCOLL_BFLOAT16);
+    bf_check_type(isa, SYMCOLL_FLOAT16);
 }
 
 /* each in its own process (fork mode): the instruction set is chosen once a process */

@@ -272,28 +272,32 @@ DEF_FLT(bf16, u_h16, float, algo_bf16_to_float, algo_float_to_bf16)
 DEF_FLT(f32, u_f32, float, ID, ID)
 DEF_FLT(f64, u_f64, double, ID, ID)
 
-/* ---- bfloat16 with AVX2 intrinsics ------------------------------------------------------
- * The compiler's vectorisation of the generic bfloat16 loop reached only 4-10 GB/s (the
- * conversions back to bfloat16 did not vectorise well), which made the host reduction a
- * visible part of every staged GPU chunk. These loops do exactly what the generic ones do,
- * 8 elements at a time: widen to float (exact), combine in source order with the same
- * IEEE operation, divide for avg, round to nearest even with the same integer steps
- * (NaN: quiet, top bits kept). min and max take the operands in the generic loop's order
- * (minps returns its second operand unless the first is smaller, as C_MIN does). */
+/* ---- half precision with AVX2 / AVX-512 intrinsics --------------------------------------
+ * The compiler's vectorisation of the generic half-precision loops is poor (bfloat16:
+ * 4-10 GB/s; float16, whose conversions are bit manipulation: 2 GB/s), which made the host
+ * reduction a visible part of every staged GPU chunk. These loops do exactly what the
+ * generic ones do, 8 (AVX2) or 16 (AVX-512) elements at a time: widen to float (exact:
+ * bfloat16 by a shift, float16 with F16C's vcvtph2ps), combine in source order with the
+ * same IEEE operation, divide for avg, round to nearest even (bfloat16 with the generic
+ * loop's integer steps, NaN: quiet with the top bits kept; float16 with vcvtps2ph, which
+ * rounds the same way, subnormals and overflow included). min and max take the operands
+ * in the generic loop's order (minps returns its second operand unless the first is
+ * smaller, as C_MIN does). The test compares every path with a scalar reference. */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
-#define REDUCE_BF16_AVX2 1
+#define REDUCE_H16_FAST 1
 
-#define BF16_AVX2 __attribute__((target("avx2")))
-#define REDUCE_BF16_NSRC_MAX 64 /* sources of one call (local ranks); more: generic */
+#define H16_AVX2 __attribute__((target("avx2,f16c")))
+#define H16_AVX512 __attribute__((target("avx512f,avx512bw")))
+#define REDUCE_H16_NSRC_MAX 64 /* sources of one call (local ranks); more: generic */
 
-BF16_AVX2 static inline __m256 bf16_v_load(const void *p)
+H16_AVX2 static inline __m256 bf16_v_load(const void *p)
 {
     __m128i h = _mm_loadu_si128((const __m128i *)p);
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-BF16_AVX2 static inline __m128i bf16_v_round(__m256 a)
+H16_AVX2 static inline __m128i bf16_v_round(__m256 a)
 {
     __m256i x = _mm256_castps_si256(a);
     __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
@@ -308,61 +312,23 @@ BF16_AVX2 static inline __m128i bf16_v_round(__m256 a)
     return _mm256_castsi256_si128(r);
 }
 
-#define V_SUM(acc, x) _mm256_add_ps(acc, x)
-#define V_PROD(acc, x) _mm256_mul_ps(acc, x)
-#define V_MIN(acc, x) _mm256_min_ps(x, acc)
-#define V_MAX(acc, x) _mm256_max_ps(x, acc)
+H16_AVX2 static inline __m256 f16_v_load(const void *p)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
 
-/* VCOMB / COMB: the vector and scalar combination; AVG: divide at the end */
-#define DEF_BF16_AVX2(name, VCOMB, COMB, AVG)                                                  \
-    BF16_AVX2 static void name(void *dst, const void *const *srcs, int nsrc, size_t count,   \
-                               int div)                                                        \
-    {                                                                                          \
-        const __m256 vdiv = _mm256_set1_ps((float)(div > 0 ? div : 1));                        \
-        size_t k = 0;                                                                          \
-        for (; k + 8 <= count; k += 8) {                                                       \
-            __m256 acc = bf16_v_load((const char *)srcs[0] + 2 * k);                           \
-            for (int r = 1; r < nsrc; r++) {                                                   \
-                __m256 x = bf16_v_load((const char *)srcs[r] + 2 * k);                         \
-                acc = VCOMB(acc, x);                                                           \
-            }                                                                                  \
-            if (AVG && div > 0)                                                                \
-                acc = _mm256_div_ps(acc, vdiv);                                                \
-            _mm_storeu_si128((__m128i *)(void *)((char *)dst + 2 * k), bf16_v_round(acc));     \
-        }                                                                                      \
-        for (; k < count; k++) {                                                               \
-            float acc = algo_bf16_to_float(((const u_h16 *)srcs[0])[k]);                       \
-            for (int r = 1; r < nsrc; r++) {                                                   \
-                float x = algo_bf16_to_float(((const u_h16 *)srcs[r])[k]);                     \
-                acc = COMB(acc, x);                                                            \
-            }                                                                                  \
-            if (AVG && div > 0)                                                                \
-                acc = acc / (float)div;                                                        \
-            ((u_h16 *)dst)[k] = algo_float_to_bf16(acc);                                       \
-        }                                                                                      \
-    }
+H16_AVX2 static inline __m128i f16_v_round(__m256 a)
+{
+    return _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
 
-DEF_BF16_AVX2(reduce_bf16_sum_avx2, V_SUM, C_SUM, 0)
-DEF_BF16_AVX2(reduce_bf16_prod_avx2, V_PROD, C_PROD, 0)
-DEF_BF16_AVX2(reduce_bf16_min_avx2, V_MIN, C_MIN, 0)
-DEF_BF16_AVX2(reduce_bf16_max_avx2, V_MAX, C_MAX, 0)
-DEF_BF16_AVX2(reduce_bf16_avg_avx2, V_SUM, C_SUM, 1)
-
-static const reduce_fn_t reduce_bf16_avx2[SYMCOLL_OP_LAST] = {
-    reduce_bf16_sum_avx2, reduce_bf16_prod_avx2, reduce_bf16_min_avx2, reduce_bf16_max_avx2,
-    reduce_bf16_avg_avx2};
-
-/* The same 16 elements at a time with AVX-512 (F and BW): twice the AVX2 rate where the
- * loop is bound by instructions, as it is in cache. */
-#define BF16_AVX512 __attribute__((target("avx512f,avx512bw")))
-
-BF16_AVX512 static inline __m512 bf16_w_load(const void *p)
+H16_AVX512 static inline __m512 bf16_w_load(const void *p)
 {
     __m256i h = _mm256_loadu_si256((const __m256i *)p);
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-BF16_AVX512 static inline __m256i bf16_w_round(__m512 a)
+H16_AVX512 static inline __m256i bf16_w_round(__m512 a)
 {
     __m512i x = _mm512_castps_si512(a);
     __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
@@ -374,65 +340,116 @@ BF16_AVX512 static inline __m256i bf16_w_round(__m512 a)
     return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, r, q)); /* all fit 16 bits */
 }
 
+H16_AVX512 static inline __m512 f16_w_load(const void *p)
+{
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+
+H16_AVX512 static inline __m256i f16_w_round(__m512 a)
+{
+    return _mm512_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+#define V_SUM(acc, x) _mm256_add_ps(acc, x)
+#define V_PROD(acc, x) _mm256_mul_ps(acc, x)
+#define V_MIN(acc, x) _mm256_min_ps(x, acc)
+#define V_MAX(acc, x) _mm256_max_ps(x, acc)
 #define W_SUM(acc, x) _mm512_add_ps(acc, x)
 #define W_PROD(acc, x) _mm512_mul_ps(acc, x)
 #define W_MIN(acc, x) _mm512_min_ps(x, acc)
 #define W_MAX(acc, x) _mm512_max_ps(x, acc)
 
-#define DEF_BF16_AVX512(name, WCOMB, tail, AVG)                                                \
-    BF16_AVX512 static void name(void *dst, const void *const *srcs, int nsrc, size_t count, \
-                                 int div)                                                      \
+/* 8 at a time, then element by element. tag: bf16 or f16; SLD / SST: the scalar
+ * conversions; VCOMB / COMB: the vector and scalar combination; AVG: divide at the end */
+#define DEF_H16_AVX2(name, tag, SLD, SST, VCOMB, COMB, AVG)                                    \
+    H16_AVX2 static void name(void *dst, const void *const *srcs, int nsrc, size_t count,    \
+                              int div)                                                         \
+    {                                                                                          \
+        const __m256 vdiv = _mm256_set1_ps((float)(div > 0 ? div : 1));                        \
+        size_t k = 0;                                                                          \
+        for (; k + 8 <= count; k += 8) {                                                       \
+            __m256 acc = tag##_v_load((const char *)srcs[0] + 2 * k);                          \
+            for (int r = 1; r < nsrc; r++)                                                     \
+                acc = VCOMB(acc, tag##_v_load((const char *)srcs[r] + 2 * k));                 \
+            if (AVG && div > 0)                                                                \
+                acc = _mm256_div_ps(acc, vdiv);                                                \
+            _mm_storeu_si128((__m128i *)(void *)((char *)dst + 2 * k), tag##_v_round(acc));    \
+        }                                                                                      \
+        for (; k < count; k++) {                                                               \
+            float acc = SLD(((const u_h16 *)srcs[0])[k]);                                      \
+            for (int r = 1; r < nsrc; r++)                                                     \
+                acc = COMB(acc, SLD(((const u_h16 *)srcs[r])[k]));                             \
+            if (AVG && div > 0)                                                                \
+                acc = acc / (float)div;                                                        \
+            ((u_h16 *)dst)[k] = SST(acc);                                                      \
+        }                                                                                      \
+    }
+
+/* 16 at a time, the rest (< 16) through the AVX2 loop tail */
+#define DEF_H16_AVX512(name, tag, WCOMB, tail, AVG)                                            \
+    H16_AVX512 static void name(void *dst, const void *const *srcs, int nsrc, size_t count,  \
+                                int div)                                                       \
     {                                                                                          \
         const __m512 wdiv = _mm512_set1_ps((float)(div > 0 ? div : 1));                        \
         size_t k = 0;                                                                          \
         for (; k + 16 <= count; k += 16) {                                                     \
-            __m512 acc = bf16_w_load((const char *)srcs[0] + 2 * k);                           \
+            __m512 acc = tag##_w_load((const char *)srcs[0] + 2 * k);                          \
             for (int r = 1; r < nsrc; r++)                                                     \
-                acc = WCOMB(acc, bf16_w_load((const char *)srcs[r] + 2 * k));                  \
+                acc = WCOMB(acc, tag##_w_load((const char *)srcs[r] + 2 * k));                 \
             if (AVG && div > 0)                                                                \
                 acc = _mm512_div_ps(acc, wdiv);                                                \
-            _mm256_storeu_si256((__m256i *)(void *)((char *)dst + 2 * k), bf16_w_round(acc));  \
+            _mm256_storeu_si256((__m256i *)(void *)((char *)dst + 2 * k), tag##_w_round(acc)); \
         }                                                                                      \
         if (k < count) {                                                                       \
-            /* the rest (< 16) through the AVX2 loop, sources moved on by k */                \
-            const void *rest[REDUCE_BF16_NSRC_MAX];                                            \
+            const void *rest[REDUCE_H16_NSRC_MAX];                                             \
             for (int r = 0; r < nsrc; r++)                                                     \
                 rest[r] = (const char *)srcs[r] + 2 * k;                                       \
             tail((char *)dst + 2 * k, rest, nsrc, count - k, div);                             \
         }                                                                                      \
     }
 
-DEF_BF16_AVX512(reduce_bf16_sum_avx512, W_SUM, reduce_bf16_sum_avx2, 0)
-DEF_BF16_AVX512(reduce_bf16_prod_avx512, W_PROD, reduce_bf16_prod_avx2, 0)
-DEF_BF16_AVX512(reduce_bf16_min_avx512, W_MIN, reduce_bf16_min_avx2, 0)
-DEF_BF16_AVX512(reduce_bf16_max_avx512, W_MAX, reduce_bf16_max_avx2, 0)
-DEF_BF16_AVX512(reduce_bf16_avg_avx512, W_SUM, reduce_bf16_avg_avx2, 1)
+/* the five operators of one type: name##_sum_avx2 ... name##_avg_avx512, and the tables */
+#define DEF_H16_FAST(tag, SLD, SST)                                                            \
+    DEF_H16_AVX2(reduce_##tag##_sum_avx2, tag, SLD, SST, V_SUM, C_SUM, 0)                      \
+    DEF_H16_AVX2(reduce_##tag##_prod_avx2, tag, SLD, SST, V_PROD, C_PROD, 0)                   \
+    DEF_H16_AVX2(reduce_##tag##_min_avx2, tag, SLD, SST, V_MIN, C_MIN, 0)                      \
+    DEF_H16_AVX2(reduce_##tag##_max_avx2, tag, SLD, SST, V_MAX, C_MAX, 0)                      \
+    DEF_H16_AVX2(reduce_##tag##_avg_avx2, tag, SLD, SST, V_SUM, C_SUM, 1)                      \
+    DEF_H16_AVX512(reduce_##tag##_sum_avx512, tag, W_SUM, reduce_##tag##_sum_avx2, 0)          \
+    DEF_H16_AVX512(reduce_##tag##_prod_avx512, tag, W_PROD, reduce_##tag##_prod_avx2, 0)       \
+    DEF_H16_AVX512(reduce_##tag##_min_avx512, tag, W_MIN, reduce_##tag##_min_avx2, 0)          \
+    DEF_H16_AVX512(reduce_##tag##_max_avx512, tag, W_MAX, reduce_##tag##_max_avx2, 0)          \
+    DEF_H16_AVX512(reduce_##tag##_avg_avx512, tag, W_SUM, reduce_##tag##_avg_avx2, 1)          \
+    static const reduce_fn_t reduce_##tag##_fast[2][SYMCOLL_OP_LAST] = {                       \
+        {reduce_##tag##_sum_avx2, reduce_##tag##_prod_avx2, reduce_##tag##_min_avx2,           \
+         reduce_##tag##_max_avx2, reduce_##tag##_avg_avx2},                                    \
+        {reduce_##tag##_sum_avx512, reduce_##tag##_prod_avx512, reduce_##tag##_min_avx512,     \
+         reduce_##tag##_max_avx512, reduce_##tag##_avg_avx512}};
 
-static const reduce_fn_t reduce_bf16_avx512[SYMCOLL_OP_LAST] = {
-    reduce_bf16_sum_avx512, reduce_bf16_prod_avx512, reduce_bf16_min_avx512,
-    reduce_bf16_max_avx512, reduce_bf16_avg_avx512};
+DEF_H16_FAST(bf16, algo_bf16_to_float, algo_float_to_bf16)
+DEF_H16_FAST(f16, half_to_float, float_to_half)
 
-/* The bfloat16 loops for this CPU (NULL: the generic ones); asked once (a race only
- * asks twice). SYMCOLL_REDUCE_ISA=generic|avx2 caps the choice (tests compare them); it
- * is read here, not from a communicator's configuration, since reductions have none
+/* The loops for this CPU: 0 generic, 1 AVX2 (with F16C), 2 AVX-512; asked once (a race
+ * only asks twice). SYMCOLL_REDUCE_ISA=generic|avx2 caps the choice (tests compare them);
+ * it is read here, not from a communicator's configuration, since reductions have none
  * (the configuration table validates it at creation). */
-static const reduce_fn_t *reduce_bf16_fast(void)
+static int reduce_isa(void)
 {
-    static int isa = -1; /* 0 generic, 1 avx2, 2 avx512 */
+    static int isa = -1;
     int i = __atomic_load_n(&isa, __ATOMIC_RELAXED);
     if (i < 0) {
         const char *cap = getenv("SYMCOLL_REDUCE_ISA");
         __builtin_cpu_init();
-        i = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") ? 2
-            : __builtin_cpu_supports("avx2")                                         ? 1
-                                                                                     : 0;
+        i = !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c") ? 0
+            : __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") ? 2
+                                                                                        : 1;
         if (cap && !strcmp(cap, "generic"))
             i = 0;
         else if (cap && !strcmp(cap, "avx2") && i > 1)
             i = 1;
         __atomic_store_n(&isa, i, __ATOMIC_RELAXED);
     }
-    return i == 2 ? reduce_bf16_avx512 : i == 1 ? reduce_bf16_avx2 : NULL;
+    return i;
 }
 #endif
 
@@ -449,11 +466,13 @@ static const reduce_fn_t reduce_table[SYMCOLL_DTYPE_LAST][SYMCOLL_OP_LAST] = {
 void algo_reduce(void *dst, const void *const *srcs, int nsrc, size_t count,
                  symcoll_dtype_t dtype, symcoll_op_t op, int avg_div)
 {
-#ifdef REDUCE_BF16_AVX2
-    if (dtype == SYMCOLL_BFLOAT16 && nsrc <= REDUCE_BF16_NSRC_MAX) {
-        const reduce_fn_t *fast = reduce_bf16_fast();
-        if (fast) {
-            fast[op](dst, srcs, nsrc, count, avg_div);
+#ifdef REDUCE_H16_FAST
+    if ((dtype == SYMCOLL_BFLOAT16 || dtype == SYMCOLL_FLOAT16) && nsrc <= REDUCE_H16_NSRC_MAX) {
+        int isa = reduce_isa();
+        if (isa > 0) {
+            (dtype == SYMCOLL_BFLOAT16 ? reduce_bf16_fast
+                                       : reduce_f16_fast)[isa - 1][op](dst, srcs, nsrc, count,
+                                                                       avg_div);
             return;
         }
     }

@@ -309,7 +309,8 @@ static const config_row_t config_table[] = {
         "own lane (a thread with its own UCX worker and connections), 1 to 15.",
         parse_nonneg_long_field, cuda_net_lanes),
     ROW("SYMCOLL_REDUCE_ISA", "best",
-        "Host reductions of bfloat16: best (AVX-512 or AVX2 loops where the CPU has them), "
+        "Host reductions of float16 and bfloat16: best (AVX-512 or AVX2 with F16C loops where "
+        "the CPU has them), "
         "avx2 (at most AVX2) or generic (the compiler's loops); the same bits either way. "
         "Read once per process.",
         parse_reduce_isa_field, reduce_isa),
