@@ -233,10 +233,10 @@ static float lane_value(int rank, int lane, int round, size_t i)
 static void *lane_main(void *arg)
 {
     lane_run_t *r = arg;
-    static const size_t counts[] = {1, 7, 4099, 60000, LANE_MAX_BYTES / 4, 100003};
+    static const size_t counts[] = {1, 7, 4099, 60000, LANE_MAX_BYTES / 4, 100003, 230000};
 
     for (int round = 0; round < LANE_ROUNDS && r->status == SYMCOLL_OK; round++) {
-        size_t count = counts[(round + r->lane) % 6];
+        size_t count = counts[(round + r->lane) % 7];
         for (size_t i = 0; i < count; i++)
             r->buf[i] = lane_value(r->rank, r->lane, round, i);
         r->status = algo_net_allreduce_on(r->comm, r->ucx, r->comm->pools[SYMCOLL_MEM_HOST],
@@ -309,10 +309,8 @@ static void body_lanes(int rank, int nranks, void *arg)
         for (int i = 0; i < 1000; i++)
             ck_assert_float_eq(b[i], (float)(nranks * i + nranks * (nranks - 1) / 2));
     }
-    for (int l = LANES - 1; l >= 0; l--) {
-        algo_net_state_drop(runs[l].ucx, pool);
-        ucx_destroy(runs[l].ucx);
-    }
+    for (int l = LANES - 1; l >= 0; l--)
+        algo_net_lane_destroy(runs[l].ucx, pool);
     /* a lane index given back is taken again */
     {
         ucx_ctx_t *again;
@@ -342,6 +340,15 @@ START_TEST(test_lanes_2x2)
 }
 END_TEST
 
+/* flat algorithms below SYMCOLL_HIER_MIN, hier above: the reserved scratch covers both */
+START_TEST(test_lanes_2x2_hier_min)
+{
+    setenv("SYMCOLL_NET_RD_MAX", "4K", 1);
+    setenv("SYMCOLL_HIER_MIN", "1M", 1);
+    ck_assert_int_eq(harness_run(4, 2, RUN_TIMEOUT, body_lanes, NULL), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ucx");
@@ -360,6 +367,7 @@ int main(void)
     tcase_add_test(tc, test_lanes_2x1);
     tcase_add_test(tc, test_lanes_3x1_put);
     tcase_add_test(tc, test_lanes_2x2);
+    tcase_add_test(tc, test_lanes_2x2_hier_min);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -364,10 +364,8 @@ static void cnet_lanes_stop(cuda_net_t *cn)
     }
     for (int i = 0; i < cn->nlanes; i++) {
         cnet_lane_t *ln = &cn->lanes[i];
-        if (ln->own_ucx && ln->ucx) {
-            algo_net_state_drop(ln->ucx, cn->host_pool);
-            ucx_destroy(ln->ucx);
-        }
+        if (ln->own_ucx && ln->ucx)
+            algo_net_lane_destroy(ln->ucx, cn->host_pool);
         ln->ucx = NULL;
         ln->own_ucx = false;
     }

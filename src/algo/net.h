@@ -86,9 +86,9 @@ symcoll_status_t algo_net_state_get_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *poo
  * (collective). For lanes, whose threads run while the pool belongs to the caller. */
 symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes);
 
-/* Frees a lane's state and its pool memory (local; every rank does it in the same order);
- * before ucx_destroy of the lane. */
-void algo_net_state_drop(ucx_ctx_t *ucx, pool_t *pool);
+/* Destroys a UCX lane (collective, like ucx_destroy) and then frees its state and the
+ * state's pool memory (every rank in the same order). */
+void algo_net_lane_destroy(ucx_ctx_t *lane, pool_t *pool);
 
 /* A lane's thread gave up: tells the peers' matching lanes (from that thread). */
 void algo_net_lane_abort(ucx_ctx_t *ucx, pool_t *pool);

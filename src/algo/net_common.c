@@ -184,12 +184,16 @@ static void net_needs(net_state_t *st, size_t bytes, size_t *in, size_t *acc, si
 symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes)
 {
     size_t in = 0, acc = 0, area = 0;
-    /* the selector takes rd up to a limit, then ring or hier, whose needs grow with the
-     * size: the largest size and the rd limit cover every size below max_bytes */
-    size_t sizes[2] = {max_bytes, topo_rd_max(&st->comm->topo->select_cfg, st->n)};
+    /* the selector takes rd up to a limit, ring above it, hier from SYMCOLL_HIER_MIN on,
+     * and each one's needs grow with the size: each one's largest size up to max_bytes
+     * covers every size below (hier's inner rd and ring: net_needs) */
+    const topo_select_cfg_t *cfg = &st->comm->topo->select_cfg;
+    /* below SYMCOLL_HIER_MIN: the flat algorithms, up to the size before it */
+    size_t sizes[3] = {max_bytes, topo_rd_max(cfg, st->n),
+                       cfg->hier_min ? cfg->hier_min - 1 : max_bytes};
     symcoll_status_t status;
 
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         size_t b = sizes[i] < max_bytes ? sizes[i] : max_bytes, bi, ba, br;
         net_needs(st, b, &bi, &ba, &br);
         in = bi > in ? bi : in;
@@ -202,16 +206,19 @@ symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes)
     return status;
 }
 
-void algo_net_state_drop(ucx_ctx_t *ucx, pool_t *pool)
+void algo_net_lane_destroy(ucx_ctx_t *lane, pool_t *pool)
 {
-    net_state_t *st = ucx_algo_state(ucx, pool_backend(pool)->mem_type);
+    net_state_t *st = ucx_algo_state(lane, pool_backend(pool)->mem_type);
 
+    /* the lane's connections go first: after its close nothing a peer sent can still land
+     * in the flags or scratch, which then go back to the pool */
+    ucx_set_algo_state(lane, pool_backend(pool)->mem_type, NULL, NULL);
+    ucx_destroy(lane);
     if (!st)
         return;
     if (st->has_scratch)
         pool_free(pool, st->scratch_off);
     pool_free(pool, st->flags_off);
-    ucx_set_algo_state(ucx, pool_backend(pool)->mem_type, NULL, NULL);
     net_state_free(st);
 }
 
