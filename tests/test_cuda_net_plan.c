@@ -38,6 +38,13 @@ typedef struct sim {
     int op[MAX_LANES];      /* lane l: at call op[l], */
     uint64_t k[MAX_LANES];  /* chunk k[l] of it (one of its own, or past the end) */
     uint64_t reduced, copied_out;
+    /* failure: after fail_after lane steps the communicator is broken; lanes in failing[]
+     * then give their chunks up (algo/cuda_net.c: cnet_give_up_chunk), the others keep
+     * reducing theirs */
+    int steps, fail_after; /* fail_after < 0: never */
+    bool failing[MAX_LANES];
+    uint64_t base; /* first chunk of the run */
+    bool given_up[MAX_OPS * 24];
 } sim_t;
 
 typedef struct rec {
@@ -92,6 +99,14 @@ static bool stream_step(sim_t *s, int st)
         s->holds[slot] = m->g;
         break;
     case CNET_CMD_COPY_OUT:
+        /* a chunk given up may go out unreduced (its call failed), but only its own */
+        if (s->given_up[m->g - s->base]) {
+            ck_assert_msg(s->holds[slot] == m->g, "copy out of given-up chunk %llu from slot %d "
+                          "holding %llu", (unsigned long long)m->g, slot,
+                          (unsigned long long)s->holds[slot]);
+            s->copied_out++;
+            break;
+        }
         ck_assert_msg(s->state[slot] == SLOT_REDUCED && s->holds[slot] == m->g,
                       "copy out of chunk %llu from slot %d holding %llu in state %d",
                       (unsigned long long)m->g, slot, (unsigned long long)s->holds[slot],
@@ -137,6 +152,18 @@ static bool lane_step(sim_t *s, int l)
     g = s->op_first[s->op[l]] + s->k[l];
     ck_assert_uint_eq(s->k[l] % (uint64_t)s->nlanes, (uint64_t)l);
     slot = cnet_slot(g, s->nslots);
+    s->steps++;
+    if (s->fail_after >= 0 && s->steps > s->fail_after && s->failing[l]) {
+        /* give chunk g up: "done" without the data, once the slot's previous chunk is */
+        uint64_t ns = (uint64_t)s->nslots;
+        if (g >= ns && !cnet_reached(s->word[CNET_DONE][slot], (uint32_t)(g - ns + 1)))
+            return false;
+        s->given_up[g - s->base] = true;
+        s->word[CNET_DONE][slot] = (uint32_t)(g + 1);
+        s->reduced++;
+        s->k[l]++;
+        return true;
+    }
     if (!cnet_reached(s->word[CNET_READY][slot], (uint32_t)(g + 1)))
         return false;
     ck_assert_msg(s->state[slot] == SLOT_IN && s->holds[slot] == g,
@@ -185,6 +212,8 @@ static void sim_init(sim_t *s, uint64_t first, int nlanes)
     uint64_t ns;
 
     memset(s, 0, sizeof(*s));
+    s->fail_after = -1;
+    s->base = first;
     s->nlanes = nlanes;
     s->nslots = cnet_nslots(nlanes);
     ns = (uint64_t)s->nslots;
@@ -243,6 +272,33 @@ START_TEST(t_streams_random)
 END_TEST
 
 /* Around 2^32 chunks the 32-bit words wrap; the slot of a chunk must not jump there. */
+/* Some lanes give up part way (the communicator broke) while the others still reduce
+ * theirs: no stream may take a chunk out of its slot before its lane is done with it. */
+START_TEST(t_give_up)
+{
+    for (unsigned seed = 1; seed <= 400; seed++) {
+        sim_t *s = malloc(sizeof(*s));
+        uint64_t g = seed % 3 ? 0 : ((uint64_t)1 << 32) - 5;
+        unsigned r = seed * 104729u + 7;
+        int nstreams = 1 + (int)(seed % MAX_STREAMS);
+
+        ck_assert_ptr_nonnull(s);
+        sim_init(s, g, 2 + (int)(seed % (MAX_LANES - 1)));
+        s->fail_after = (int)(rand_r(&r) % 60);
+        for (int l = 0; l < s->nlanes; l++)
+            s->failing[l] = rand_r(&r) % 2;
+        s->failing[rand_r(&r) % (unsigned)s->nlanes] = true;
+        for (int i = 0; i < 30; i++) {
+            uint64_t n = 1 + rand_r(&r) % 21;
+            sim_call(s, (int)(rand_r(&r) % (unsigned)nstreams), g, n);
+            g += n;
+        }
+        sim_run(s, nstreams, seed);
+        free(s);
+    }
+}
+END_TEST
+
 START_TEST(t_wrap)
 {
     const uint64_t w = (uint64_t)1 << 32;
@@ -301,6 +357,7 @@ static Suite *plan_suite(void)
     tcase_add_test(tc, t_one_stream);
     tcase_add_test(tc, t_streams_random);
     tcase_add_test(tc, t_wrap);
+    tcase_add_test(tc, t_give_up);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -16,8 +16,8 @@ symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, const void *sen
 void algo_cuda_release(pool_t *pool);
 
 /* ---- CUDA memory across nodes (cuda_net.c) --------------------------------------------
- * Staged through pinned host memory of host_pool by a progress thread, ordered on
- * stream; returns once the operation is queued. Called with comm->lock held. */
+ * Staged through pinned host memory of host_pool by lanes of progress threads, ordered
+ * on stream; returns once the operation is queued. Called with comm->lock held. */
 symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const void *sendbuf,
                                          void *recvbuf, size_t count, symcoll_dtype_t dtype,
                                          symcoll_op_t op, void *stream);
@@ -30,7 +30,11 @@ symcoll_status_t algo_cuda_net_drain(comm_t *comm);
 /* Drains, then frees the host staging (pool trim). */
 void algo_cuda_net_release(comm_t *comm);
 
-/* Drains, stops the thread and frees everything (communicator destroy). */
+/* Drains, stops the lanes and frees everything (communicator destroy). */
 void algo_cuda_net_destroy(comm_t *comm);
+
+/* symcoll_comm_abort (any thread): queued operations fail, and every lane, busy or idle,
+ * tells the peers' matching lanes, so that their waits end now. */
+void algo_cuda_net_abort(comm_t *comm);
 
 #endif

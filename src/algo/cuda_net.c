@@ -41,8 +41,10 @@
  * caller's thread does inside the driver (a synchronous copy from pageable memory on the
  * legacy stream, say) can block a thread that stream waits for. (A first version used
  * copy streams and events in the thread, and deadlocked in exactly that way on the
- * H200 machine.) Nor do they touch the pool: their scratch is reserved for the chunk
- * size when the staging is set up (algo_net_reserve_upto).
+ * H200 machine.) Nor do several lanes touch the pool: their scratch is reserved for the
+ * chunk size when the staging is set up (algo_net_reserve_upto). (A single lane uses the
+ * communicator's own state and may grow its scratch, as the caller would: nobody else
+ * uses the pool while operations are queued.)
  *
  * Every rank's lane i runs the same chunks in the same order, so the host algorithms'
  * collective steps match lane by lane. Lane 0 takes every call's first chunk and keeps
@@ -74,6 +76,7 @@
 
 #include "algo/cuda_net_plan.h"
 #include "algo/net.h"
+#include "bootstrap/bootstrap.h"
 #include "cuda/cuda.h"
 #include "cuda/kernels.h"
 #include "topo/select.h"
@@ -132,6 +135,7 @@ struct cuda_net {
     _Atomic uint64_t end; /* one past the last queued (written under mu) */
     bool stop;
     _Atomic int broken;  /* symcoll_status_t of the first failure; sticky */
+    _Atomic int aborted; /* symcoll_comm_abort: every lane tells its peers, idle or not */
     uint64_t next_chunk; /* number of the next chunk queued (caller's thread) */
     /* per slot: the last chunk whose "freed" the caller queued + 1 (0: none); once the
      * word shows it, no queued copy touches the slot any more */
@@ -260,6 +264,49 @@ static symcoll_status_t cnet_run(cnet_lane_t *ln, const cnet_op_t *op, uint64_t 
     return SYMCOLL_OK;
 }
 
+/* Tells this lane's peers once that it gave up: their waits on it end now rather than at
+ * their deadline (each lane tells its own peers: only its thread uses its worker). */
+static void cnet_lane_tell(cnet_lane_t *ln)
+{
+    if (ln->told_peers)
+        return;
+    ln->told_peers = true;
+    if (ln->own_ucx)
+        algo_net_lane_abort(ln->ucx, ln->cn->host_pool);
+    else
+        algo_net_pool_abort(ln->cn->host_pool);
+}
+
+/* Raises "done" for chunk g that this lane gives up on. Not before the slot's previous
+ * chunk g - S is done: the stream's wait for that one is "at least", so raising ours
+ * first would let the stream take the previous chunk out of the slot while its own lane
+ * still reduces it, corrupting a call that may have succeeded. The previous chunk's lane
+ * gets there: either it finishes or, seeing the failure, gives its chunks up the same
+ * way (only ever waiting for lower chunk numbers). */
+static void cnet_give_up_chunk(cnet_lane_t *ln, uint64_t g)
+{
+    cuda_net_t *cn = ln->cn;
+    uint64_t ns = (uint64_t)cn->nslots;
+
+    if (g >= ns) {
+        volatile uint32_t *w = cnet_word(cn, CNET_DONE, cnet_slot(g, cn->nslots));
+        deadline_t dl = deadline_make(cn->comm->timeout_sec, NULL);
+        unsigned iter = 0;
+        while (!cnet_reached(__atomic_load_n(w, __ATOMIC_ACQUIRE), (uint32_t)(g - ns + 1))) {
+            (void)ucx_progress(ln->ucx);
+            if (deadline_check(&dl) != SYMCOLL_OK) {
+                log_error("CUDA across nodes: chunk %llu of the same slot was not released in "
+                          "%.0f s; releasing chunk %llu anyway",
+                          (unsigned long long)(g - ns), cn->comm->timeout_sec,
+                          (unsigned long long)g);
+                break;
+            }
+            core_spin_pause(&iter);
+        }
+    }
+    cnet_raise_done(cn, g);
+}
+
 /* The operation failed for this lane (its own failure, another lane's, the caller's):
  * make it sticky, tell this lane's peers once, release the lane's remaining chunks. */
 static void cnet_lane_fail(cnet_lane_t *ln, const cnet_op_t *op, uint64_t k,
@@ -272,19 +319,17 @@ static void cnet_lane_fail(cnet_lane_t *ln, const cnet_op_t *op, uint64_t k,
         log_error("CUDA all-reduce across nodes failed (%s); the stream is released and "
                   "later calls on this communicator fail",
                   symcoll_status_string(status));
-    if (!ln->told_peers) {
-        /* whoever broke it: peers waiting on this lane end now rather than at their
-         * deadline (each lane tells its own peers: only its thread uses its worker) */
-        ln->told_peers = true;
-        if (ln->own_ucx)
-            algo_net_lane_abort(ln->ucx, cn->host_pool);
-        else
-            algo_net_pool_abort(cn->host_pool);
-    }
+    cnet_lane_tell(ln);
     /* release the stream: every chunk of this lane not done yet is "done" (its result is
      * undefined); a slot's next copy in still waits for its copy out */
     for (k = cnet_lane_chunk(ln, op, k); k < op->nchunks; k += (uint64_t)cn->nlanes)
-        cnet_raise_done(cn, op->first + k);
+        cnet_give_up_chunk(ln, op->first + k);
+}
+
+/* The communicator was aborted and this lane has not told its peers yet. */
+static bool cnet_must_tell(const cnet_lane_t *ln)
+{
+    return atomic_load_explicit(&ln->cn->aborted, memory_order_acquire) && !ln->told_peers;
 }
 
 static void *cnet_lane_main(void *arg)
@@ -304,11 +349,19 @@ static void *cnet_lane_main(void *arg)
 
         /* poll first: a loop of calls should not pay a wake-up each */
         while (atomic_load_explicit(&cn->end, memory_order_acquire) == ln->head &&
-               time_now() < idle_until && !__atomic_load_n(&cn->stop, __ATOMIC_ACQUIRE))
+               time_now() < idle_until && !__atomic_load_n(&cn->stop, __ATOMIC_ACQUIRE) &&
+               !cnet_must_tell(ln))
             core_spin_pause(&iter);
         pthread_mutex_lock(&cn->mu);
-        while (atomic_load_explicit(&cn->end, memory_order_relaxed) == ln->head && !cn->stop)
+        while (atomic_load_explicit(&cn->end, memory_order_relaxed) == ln->head && !cn->stop &&
+               !cnet_must_tell(ln))
             pthread_cond_wait(&cn->work, &cn->mu);
+        if (cnet_must_tell(ln)) {
+            /* aborted while idle: peers whose lanes wait on this one hear it now */
+            pthread_mutex_unlock(&cn->mu);
+            cnet_lane_tell(ln);
+            continue;
+        }
         if (atomic_load_explicit(&cn->end, memory_order_relaxed) == ln->head) {
             pthread_mutex_unlock(&cn->mu);
             break; /* stop, nothing left */
@@ -409,6 +462,22 @@ static symcoll_status_t cnet_lanes_start(cuda_net_t *cn)
             break;
         }
         ln->started = true;
+    }
+    /* every rank started its lanes, or all stop them together (stopping is collective);
+     * the steps above that talk to the others fail on every rank alike */
+    {
+        int32_t ok = status == SYMCOLL_OK, *oks = calloc((size_t)cn->comm->nranks, sizeof(*oks));
+        symcoll_status_t bs = oks ? bootstrap_allgather(cn->comm->bootstrap, &ok, oks, sizeof(ok))
+                                  : SYMCOLL_ERR_NO_MEMORY;
+        if (bs != SYMCOLL_OK && status == SYMCOLL_OK)
+            status = bs;
+        for (int r = 0; oks && r < cn->comm->nranks && status == SYMCOLL_OK; r++) {
+            if (!oks[r]) {
+                log_error("CUDA all-reduce across nodes: rank %d could not start its lanes", r);
+                status = SYMCOLL_ERR_SYSTEM;
+            }
+        }
+        free(oks);
     }
     if (status != SYMCOLL_OK)
         cnet_lanes_stop(cn);
@@ -614,6 +683,20 @@ symcoll_status_t algo_cuda_net_drain(comm_t *comm)
     return status;
 }
 
+void algo_cuda_net_abort(comm_t *comm)
+{
+    cuda_net_t *cn = __atomic_load_n(&comm->cuda_net, __ATOMIC_ACQUIRE);
+    int ok = SYMCOLL_OK;
+
+    if (!cn)
+        return;
+    atomic_compare_exchange_strong(&cn->broken, &ok, (int)SYMCOLL_ERR_ABORTED);
+    atomic_store_explicit(&cn->aborted, 1, memory_order_release);
+    pthread_mutex_lock(&cn->mu);
+    pthread_cond_broadcast(&cn->work);
+    pthread_mutex_unlock(&cn->mu);
+}
+
 void algo_cuda_net_release(comm_t *comm)
 {
     cuda_net_t *cn = comm->cuda_net;
@@ -759,7 +842,8 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
         status = cnet_create(comm, host_pool, &cn);
         if (status != SYMCOLL_OK)
             return status;
-        comm->cuda_net = cn;
+        /* symcoll_comm_abort may read it from another thread */
+        __atomic_store_n(&comm->cuda_net, cn, __ATOMIC_RELEASE);
     }
     status = (symcoll_status_t)atomic_load(&cn->broken);
     if (status != SYMCOLL_OK) {

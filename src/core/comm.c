@@ -8,6 +8,7 @@
 #include "bootstrap/bootstrap.h"
 #include "topo/topo.h"
 #ifdef HAVE_CUDA
+#include "algo/cuda_algo.h"
 #include "cuda/cuda.h"
 #endif
 
@@ -283,6 +284,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_abort(symcoll_comm_h comm)
     atomic_store(&comm->aborted, 1);
 #ifdef HAVE_CUDA
     cuda_abort_notify(comm); /* kernels poll a host-mapped word, not comm->aborted */
+    algo_cuda_net_abort(comm); /* lanes tell their peers, also when idle */
 #endif
     log_warn("communicator aborted");
     return SYMCOLL_OK;

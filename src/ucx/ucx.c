@@ -1182,7 +1182,9 @@ static symcoll_status_t ucx_measure_rkey(ucx_ctx_t *ucx)
 }
 
 /* Exchanges worker addresses (collective), creates an endpoint to every rank of another
- * node and checks each with one message each way. */
+ * node and checks each with one message each way. A rank without a worker (its
+ * creation failed) still takes part, with an empty address, so that every rank fails
+ * alike instead of waiting for it; so does a rank that could not create an endpoint. */
 static symcoll_status_t ucx_connect_eps(ucx_ctx_t *ucx, const topo_t *topo)
 {
     ucp_address_t *addr = NULL;
@@ -1192,24 +1194,35 @@ static symcoll_status_t ucx_connect_eps(ucx_ctx_t *ucx, const topo_t *topo)
     ucs_status_t s;
     symcoll_status_t status;
     size_t n = (size_t)ucx->nranks;
+    int32_t ok, *oks = NULL;
 
-    s = ucp_worker_get_address(ucx->worker, &addr, &addr_len);
-    if (s != UCS_OK) {
-        log_error("ucp_worker_get_address: %s", ucs_status_string(s));
-        return SYMCOLL_ERR_UCX;
+    if (ucx->worker) {
+        s = ucp_worker_get_address(ucx->worker, &addr, &addr_len);
+        if (s != UCS_OK) {
+            log_error("ucp_worker_get_address: %s", ucs_status_string(s));
+            addr = NULL;
+            addr_len = 0;
+        }
     }
     mylen = addr_len;
     lens = calloc(n, sizeof(*lens));
-    if (!lens) {
+    oks = calloc(n, sizeof(*oks));
+    if (!lens || !oks) {
         status = SYMCOLL_ERR_NO_MEMORY;
         goto out;
     }
     status = bootstrap_allgather(ucx->comm->bootstrap, &mylen, lens, sizeof(mylen));
     if (status != SYMCOLL_OK)
         goto out;
-    for (size_t r = 0; r < n; r++)
+    for (size_t r = 0; r < n; r++) {
+        if (lens[r] == 0) {
+            log_error("UCX: rank %zu has no worker to connect to", r);
+            status = SYMCOLL_ERR_UCX;
+            goto out;
+        }
         if (lens[r] > max_len)
             max_len = lens[r];
+    }
     if (max_len == 0 || max_len > (1u << 20)) {
         log_error("implausible UCX worker address length %zu", max_len);
         status = SYMCOLL_ERR_BOOTSTRAP;
@@ -1240,17 +1253,32 @@ static symcoll_status_t ucx_connect_eps(ucx_ctx_t *ucx, const topo_t *topo)
         s = ucp_ep_create(ucx->worker, &ep, &ucx->peers[r].ep);
         if (s != UCS_OK) {
             log_error("ucp_ep_create to rank %d: %s", r, ucs_status_string(s));
+            ucx->peers[r].ep = NULL;
             status = SYMCOLL_ERR_UCX;
-            goto out;
+            break;
         }
         ucx->nremote++;
     }
+    /* every rank has its endpoints, or all give up together */
+    ok = status == SYMCOLL_OK;
+    if (bootstrap_allgather(ucx->comm->bootstrap, &ok, oks, sizeof(ok)) != SYMCOLL_OK)
+        status = SYMCOLL_ERR_BOOTSTRAP;
+    for (size_t r = 0; r < n && status == SYMCOLL_OK; r++) {
+        if (!oks[r]) {
+            log_error("UCX: rank %zu could not create its endpoints", r);
+            status = SYMCOLL_ERR_UCX;
+        }
+    }
+    if (status != SYMCOLL_OK)
+        goto out;
     status = ucx_check_connections(ucx);
     if (status == SYMCOLL_OK)
         ucx->worker_ready = true;
 out:
-    ucp_worker_release_address(ucx->worker, addr);
+    if (addr)
+        ucp_worker_release_address(ucx->worker, addr);
     free(lens);
+    free(oks);
     free(slot);
     free(addrs);
     return status;
@@ -1362,9 +1390,13 @@ symcoll_status_t ucx_lane_create(ucx_ctx_t *owner, ucx_ctx_t **lane_p)
      * owner's */
     lane->native_rma = owner->native_rma;
     snprintf(lane->transports, sizeof(lane->transports), "%s", owner->transports);
+    /* without a worker it still takes part in the exchange, so that all ranks fail */
     status = ucx_init_worker(lane);
-    if (status == SYMCOLL_OK)
-        status = ucx_connect_eps(lane, owner->comm->topo);
+    {
+        symcoll_status_t cs = ucx_connect_eps(lane, owner->comm->topo);
+        if (status == SYMCOLL_OK)
+            status = cs;
+    }
     if (status != SYMCOLL_OK) {
         ucx_destroy(lane);
         return status;
