@@ -326,10 +326,14 @@ static void cnet_lane_fail(cnet_lane_t *ln, const cnet_op_t *op, uint64_t k,
         cnet_give_up_chunk(ln, op->first + k);
 }
 
-/* The communicator was aborted and this lane has not told its peers yet. */
+/* The communicator was aborted and this lane, idle, has not told its peers yet. Only a
+ * lane with its own worker: a single lane uses the communicator's, which an idle lane
+ * must leave to the caller (whose own calls tell the peers when they fail, and whose
+ * destroy does). */
 static bool cnet_must_tell(const cnet_lane_t *ln)
 {
-    return atomic_load_explicit(&ln->cn->aborted, memory_order_acquire) && !ln->told_peers;
+    return ln->own_ucx && atomic_load_explicit(&ln->cn->aborted, memory_order_acquire) &&
+           !ln->told_peers;
 }
 
 static void *cnet_lane_main(void *arg)
