@@ -90,7 +90,7 @@ run() {
             # 17 minutes; where a command may run 10, run two groups:
             # NETCASES="net_capture net_mixed net_kill net_abort net_timeout" (<= 500 s),
             # NETCASES="net_pool net_types net_hier" (<= 540 s).
-            for c in ${NETCASES:-net_capture net_mixed net_kill net_abort net_timeout net_pool net_types net_hier net_types_plain net_types_lanes3}; do
+            for c in ${NETCASES:-net_capture net_mixed net_kill net_abort net_abort_idle net_timeout net_pool net_types net_hier net_types_plain net_types_lanes3}; do
                 case $c in net_types*) l=240 ;; net_hier) l=180 ;; net_pool) l=120 ;; *) l=100 ;; esac
                 step "$c" $l env CK_RUN_CASE=$c "$bin"/test_cuda
             done

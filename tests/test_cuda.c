@@ -1079,6 +1079,43 @@ static void body_net_abort(int rank, int nranks, void *arg)
 
 NET_TEST(t_net_abort_2x1, 2, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_abort)
 
+/* The last rank aborts while its lanes are idle; the other's next call (8 chunks over
+ * the lanes) must end soon after, not at its timeout: idle lanes tell their peers. */
+static void body_net_abort_idle(int rank, int nranks, void *arg)
+{
+    net_rank_t r;
+    symcoll_status_t st;
+    double t0;
+
+    net_set_timeout(NET_FAIL_TIMEOUT);
+    net_failure_setup(&r, rank, nranks, 52000, "before the abort");
+    if (rank == nranks - 1) {
+        st = symcoll_comm_abort(r.comm);
+        if (st != SYMCOLL_OK)
+            harness_fail("symcoll_comm_abort returned %s", symcoll_status_string(st));
+        usleep(500000);
+    } else {
+        usleep(200000);
+    }
+    t0 = now_sec();
+    net_watch("a call while a peer is aborted", NET_FAIL_TIMEOUT + 15);
+    st = symcoll_allreduce(r.d[0], r.d[0], NET_BIG / 2 / 2, SYMCOLL_BFLOAT16, SYMCOLL_SUM,
+                           r.comm, r.s);
+    CK_CUDA(cudaStreamSynchronize(r.s));
+    alarm(0);
+    if (rank == nranks - 1 && st != SYMCOLL_ERR_ABORTED)
+        harness_fail("the aborted rank got %s", symcoll_status_string(st));
+    if (now_sec() - t0 > NET_FAIL_TIMEOUT / 2)
+        harness_fail("the call and its stream took %.1f s after the peer's abort (timeout %d s)",
+                     now_sec() - t0, NET_FAIL_TIMEOUT);
+    net_after_failure(&r, rank == nranks - 1 ? st : symcoll_allreduce(r.d[0], r.d[0], 8,
+                      SYMCOLL_BFLOAT16, SYMCOLL_SUM, r.comm, r.s), rank, 1, t0);
+    net_teardown(&r, 0);
+    (void)arg;
+}
+
+NET_TEST(t_net_abort_idle_2x1, 2, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_abort_idle)
+
 /* Rank 1 stays alive but makes no call: rank 0's call fails by its deadline and never
  * leaves the stream waiting; later, rank 1's own call fails or is refused in bounded
  * time. */
@@ -1293,6 +1330,7 @@ static Suite *cuda_suite(void)
         {"pool", t_pool_2ranks, 1, NULL},         {"net_capture", t_net_capture_2x1, 1, "net"},
         {"net_mixed", t_net_mixed_2x1, 1, "net"}, {"net_kill", t_net_kill_2x1, 1, "net"},
         {"net_abort", t_net_abort_2x1, 1, "net"}, {"net_timeout", t_net_timeout_2x1, 1, "net"},
+        {"net_abort_idle", t_net_abort_idle_2x1, 1, "net"},
         {"net_pool", t_net_pool_2x1, 1, "net"},   {"net_types", t_net_types_2x1, 1, "net"},
         {"net_hier", t_net_hier_2x2, 1, "net"},
         {"net_types_plain", t_net_types_plain, 1, "net"},
