@@ -340,6 +340,80 @@ START_TEST(test_lanes_2x2)
 }
 END_TEST
 
+/* A peer dies while every lane waits on it: each lane's all-reduce ends with an error (its
+ * own endpoints fail), long before the timeout, and the lanes close without hanging. */
+static void *lane_dead_main(void *arg)
+{
+    lane_run_t *r = arg;
+    double t0 = time_now();
+
+    for (int round = 0; round < 100000 && r->status == SYMCOLL_OK; round++)
+        r->status = algo_net_allreduce_on(r->comm, r->ucx, r->comm->pools[SYMCOLL_MEM_HOST],
+                                          r->buf, r->buf, LANE_MAX_BYTES / 4, SYMCOLL_FLOAT32,
+                                          SYMCOLL_SUM);
+    snprintf(r->why, sizeof(r->why), "lane %d: %s after %.1f s", r->lane,
+             symcoll_status_string(r->status), time_now() - t0);
+    return NULL;
+}
+
+static void body_lanes_dead_peer(int rank, int nranks, void *arg)
+{
+    symcoll_comm_h comm;
+    lane_run_t runs[LANES];
+    pthread_t th[LANES];
+    void *bufs[LANES];
+    pool_t *pool;
+    double t0;
+
+    (void)arg;
+    ucx_test_env();
+    setenv("SYMCOLL_TIMEOUT", "60", 1);
+    comm = harness_comm_create();
+    for (int l = 0; l < LANES; l++)
+        ck_assert_int_eq(symcoll_mem_alloc(comm, LANE_MAX_BYTES, SYMCOLL_MEM_HOST, &bufs[l]),
+                         SYMCOLL_OK);
+    pool = comm->pools[SYMCOLL_MEM_HOST];
+    for (int l = 0; l < LANES; l++) {
+        net_state_t *st;
+        memset(&runs[l], 0, sizeof(runs[l]));
+        runs[l].comm = comm;
+        runs[l].buf = bufs[l];
+        runs[l].lane = l;
+        ck_assert_int_eq(ucx_lane_create(comm->ucx, &runs[l].ucx), SYMCOLL_OK);
+        ck_assert_int_eq(algo_net_state_get_on(comm, runs[l].ucx, pool, &st), SYMCOLL_OK);
+        ck_assert_int_eq(algo_net_reserve_upto(st, LANE_MAX_BYTES), SYMCOLL_OK);
+    }
+    if (rank == nranks - 1) {
+        usleep(200000); /* the others' lanes are busy with it by now */
+        _exit(0);       /* dies without a word: sockets close, nothing is flushed */
+    }
+    t0 = time_now();
+    for (int l = 0; l < LANES; l++)
+        ck_assert_int_eq(pthread_create(&th[l], NULL, lane_dead_main, &runs[l]), 0);
+    for (int l = 0; l < LANES; l++)
+        pthread_join(th[l], NULL);
+    for (int l = 0; l < LANES; l++) {
+        fprintf(stderr, "rank %d: %s\n", rank, runs[l].why);
+        if (runs[l].status != SYMCOLL_ERR_PEER_FAILED && runs[l].status != SYMCOLL_ERR_ABORTED)
+            harness_fail("%s (expected %s)", runs[l].why,
+                         symcoll_status_string(SYMCOLL_ERR_PEER_FAILED));
+    }
+    if (time_now() - t0 > 30)
+        harness_fail("the lanes took %.1f s to see the dead peer", time_now() - t0);
+    t0 = time_now();
+    for (int l = LANES - 1; l >= 0; l--)
+        algo_net_lane_destroy(runs[l].ucx, pool);
+    if (time_now() - t0 > 30)
+        harness_fail("closing the lanes took %.1f s", time_now() - t0);
+    _exit(0); /* the bootstrap lost a rank: destroy is not the subject here */
+}
+
+START_TEST(test_lanes_dead_peer)
+{
+    ck_assert_int_eq(harness_run(2, 2, RUN_TIMEOUT, body_lanes_dead_peer, NULL), 0);
+}
+END_TEST
+
 /* flat algorithms below SYMCOLL_HIER_MIN, hier above: the reserved scratch covers both */
 START_TEST(test_lanes_2x2_hier_min)
 {
@@ -368,6 +442,7 @@ int main(void)
     tcase_add_test(tc, test_lanes_3x1_put);
     tcase_add_test(tc, test_lanes_2x2);
     tcase_add_test(tc, test_lanes_2x2_hier_min);
+    tcase_add_test(tc, test_lanes_dead_peer);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
