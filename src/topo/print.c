@@ -119,8 +119,10 @@ static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
         fprintf(out, ", worst GPU link %s, UCX reaches CUDA memory: %s",
                 s->ppn > 1 ? topo_link_name(s->gpu_link) : "n/a", s->net_cuda ? "yes" : "no");
     fprintf(out, "\n");
-    if (mem == SYMCOLL_MEM_CUDA && s->nnodes > 1)
-        fprintf(out, "# CUDA memory across nodes: %s\n",
+    if (mem == SYMCOLL_MEM_CUDA && s->nnodes > 1) {
+        char chunk[32];
+        topo_fmt_size(t->select_cfg.cuda_net_chunk, chunk, sizeof(chunk));
+        fprintf(out, "# CUDA memory across nodes: %s",
                 !s->cuda_across_nodes || s->cuda_max_local <= 0
                     ? "not available in this build (no CUDA)"
                 : !s->gpus ? "not available: some rank has no CUDA device"
@@ -130,6 +132,12 @@ static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
                       "yet"
                     : "staged through pinned host memory of the pool: the UCX of some rank has "
                       "no CUDA memory support (see ucx-mem), so it cannot put into GPU memory");
+        if (s->cuda_across_nodes && s->cuda_max_local > 0 && s->gpus)
+            fprintf(out, "; %d lane(s) (SYMCOLL_CUDA_NET_LANES), chunks of 64K to %s "
+                         "(SYMCOLL_CUDA_NET_CHUNK)",
+                    t->select_cfg.cuda_net_lanes, chunk);
+        fprintf(out, "\n");
+    }
 }
 
 void topo_print(const topo_t *t, FILE *out)
