@@ -262,19 +262,11 @@ static void *lane_main(void *arg)
     return NULL;
 }
 
-static void body_lanes(int rank, int nranks, void *arg)
+/* A host pool buffer and a UCX lane with its reserved state for each of LANES threads. */
+static pool_t *lanes_setup(comm_t *comm, lane_run_t *runs, void **bufs, int rank, int nranks)
 {
-    symcoll_comm_h comm;
-    lane_run_t runs[LANES];
-    pthread_t th[LANES];
-    void *bufs[LANES];
     pool_t *pool;
 
-    ucx_test_env();
-    setenv("SYMCOLL_NET_PROTOCOL", arg ? (const char *)arg : "auto", 1);
-    /* small ring chunks: several chunks per lane call even at 1 MiB */
-    setenv("SYMCOLL_NET_CHUNK_SIZE", "64K", 1);
-    comm = harness_comm_create();
     ck_assert_ptr_nonnull(comm->ucx);
     for (int l = 0; l < LANES; l++)
         ck_assert_int_eq(symcoll_mem_alloc(comm, LANE_MAX_BYTES, SYMCOLL_MEM_HOST, &bufs[l]),
@@ -292,6 +284,23 @@ static void body_lanes(int rank, int nranks, void *arg)
         ck_assert_int_eq(algo_net_state_get_on(comm, runs[l].ucx, pool, &st), SYMCOLL_OK);
         ck_assert_int_eq(algo_net_reserve_upto(st, LANE_MAX_BYTES), SYMCOLL_OK);
     }
+    return pool;
+}
+
+static void body_lanes(int rank, int nranks, void *arg)
+{
+    symcoll_comm_h comm;
+    lane_run_t runs[LANES];
+    pthread_t th[LANES];
+    void *bufs[LANES];
+    pool_t *pool;
+
+    ucx_test_env();
+    setenv("SYMCOLL_NET_PROTOCOL", arg ? (const char *)arg : "auto", 1);
+    /* small ring chunks: several chunks per lane call even at 1 MiB */
+    setenv("SYMCOLL_NET_CHUNK_SIZE", "64K", 1);
+    comm = harness_comm_create();
+    pool = lanes_setup(comm, runs, bufs, rank, nranks);
     for (int l = 0; l < LANES; l++)
         ck_assert_int_eq(pthread_create(&th[l], NULL, lane_main, &runs[l]), 0);
     for (int l = 0; l < LANES; l++)
@@ -369,20 +378,7 @@ static void body_lanes_dead_peer(int rank, int nranks, void *arg)
     ucx_test_env();
     setenv("SYMCOLL_TIMEOUT", "60", 1);
     comm = harness_comm_create();
-    for (int l = 0; l < LANES; l++)
-        ck_assert_int_eq(symcoll_mem_alloc(comm, LANE_MAX_BYTES, SYMCOLL_MEM_HOST, &bufs[l]),
-                         SYMCOLL_OK);
-    pool = comm->pools[SYMCOLL_MEM_HOST];
-    for (int l = 0; l < LANES; l++) {
-        net_state_t *st;
-        memset(&runs[l], 0, sizeof(runs[l]));
-        runs[l].comm = comm;
-        runs[l].buf = bufs[l];
-        runs[l].lane = l;
-        ck_assert_int_eq(ucx_lane_create(comm->ucx, &runs[l].ucx), SYMCOLL_OK);
-        ck_assert_int_eq(algo_net_state_get_on(comm, runs[l].ucx, pool, &st), SYMCOLL_OK);
-        ck_assert_int_eq(algo_net_reserve_upto(st, LANE_MAX_BYTES), SYMCOLL_OK);
-    }
+    pool = lanes_setup(comm, runs, bufs, rank, nranks);
     if (rank == nranks - 1) {
         usleep(200000); /* the others' lanes are busy with it by now */
         _exit(0);       /* dies without a word: sockets close, nothing is flushed */
