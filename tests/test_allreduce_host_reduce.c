@@ -172,11 +172,10 @@ END_TEST
 static uint16_t bf_random(unsigned *seed, symcoll_dtype_t t)
 {
     /* zeros, infinities, quiet and signalling NaNs, subnormals, smallest normal, largest */
-    static const uint16_t special[2][12] = {
-        {0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0xffc1, 0x7f81, 0x0001, 0x807f, 0x0080,
-         0x7f7f, 0xff7f},
-        {0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0xfe01, 0x7c01, 0x0001, 0x83ff, 0x0400,
-         0x7bff, 0xfbff}};
+    static const uint16_t special[2][12] = {{0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0xffc1,
+                                             0x7f81, 0x0001, 0x807f, 0x0080, 0x7f7f, 0xff7f},
+                                            {0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0xfe01,
+                                             0x7c01, 0x0001, 0x83ff, 0x0400, 0x7bff, 0xfbff}};
     unsigned r = (unsigned)rand_r(seed);
     if (r % 4 == 0)
         return special[t == SYMCOLL_FLOAT16][(r / 4) % 12];
@@ -255,8 +254,9 @@ static void bf_check_type(const char *isa, symcoll_dtype_t t)
                                                             : got != want[k])
                             ck_abort_msg("%s %s (isa %s), %d sources, count %zu, offset "
                                          "%d: element %zu is 0x%04x, expected 0x%04x",
-                                         symcoll_dtype_name(t), symcoll_op_name((symcoll_op_t)op),
-                                         isa ? isa : "best", nsrc, count, off, k, got, want[k]);
+                                         symcoll_dtype_name(t),
+                                         symcoll_op_name((symcoll_op_t)op), isa ? isa : "best",
+                                         nsrc, count, off, k, got, want[k]);
                     }
                 }
 }

@@ -1106,10 +1106,15 @@ static void body_net_abort_idle(int rank, int nranks, void *arg)
     if (rank == nranks - 1 && st != SYMCOLL_ERR_ABORTED)
         harness_fail("the aborted rank got %s", symcoll_status_string(st));
     if (now_sec() - t0 > NET_FAIL_TIMEOUT / 2)
-        harness_fail("the call and its stream took %.1f s after the peer's abort (timeout %d s)",
-                     now_sec() - t0, NET_FAIL_TIMEOUT);
-    net_after_failure(&r, rank == nranks - 1 ? st : symcoll_allreduce(r.d[0], r.d[0], 8,
-                      SYMCOLL_BFLOAT16, SYMCOLL_SUM, r.comm, r.s), rank, 1, t0);
+        harness_fail(
+            "the call and its stream took %.1f s after the peer's abort (timeout %d s)",
+            now_sec() - t0, NET_FAIL_TIMEOUT);
+    net_after_failure(
+        &r,
+        rank == nranks - 1
+            ? st
+            : symcoll_allreduce(r.d[0], r.d[0], 8, SYMCOLL_BFLOAT16, SYMCOLL_SUM, r.comm, r.s),
+        rank, 1, t0);
     net_teardown(&r, 0);
     (void)arg;
 }
@@ -1325,13 +1330,19 @@ static Suite *cuda_suite(void)
         int min_gpus;
         const char *tags;
     } cases[] = {
-        {"types1", t_types_1rank, 1, NULL},       {"bits", t_bits_2ranks, 1, NULL},
-        {"graph", t_graph_2ranks, 1, NULL},       {"types2", t_types_2ranks, 1, NULL},
-        {"pool", t_pool_2ranks, 1, NULL},         {"net_capture", t_net_capture_2x1, 1, "net"},
-        {"net_mixed", t_net_mixed_2x1, 1, "net"}, {"net_kill", t_net_kill_2x1, 1, "net"},
-        {"net_abort", t_net_abort_2x1, 1, "net"}, {"net_timeout", t_net_timeout_2x1, 1, "net"},
+        {"types1", t_types_1rank, 1, NULL},
+        {"bits", t_bits_2ranks, 1, NULL},
+        {"graph", t_graph_2ranks, 1, NULL},
+        {"types2", t_types_2ranks, 1, NULL},
+        {"pool", t_pool_2ranks, 1, NULL},
+        {"net_capture", t_net_capture_2x1, 1, "net"},
+        {"net_mixed", t_net_mixed_2x1, 1, "net"},
+        {"net_kill", t_net_kill_2x1, 1, "net"},
+        {"net_abort", t_net_abort_2x1, 1, "net"},
+        {"net_timeout", t_net_timeout_2x1, 1, "net"},
         {"net_abort_idle", t_net_abort_idle_2x1, 1, "net"},
-        {"net_pool", t_net_pool_2x1, 1, "net"},   {"net_types", t_net_types_2x1, 1, "net"},
+        {"net_pool", t_net_pool_2x1, 1, "net"},
+        {"net_types", t_net_types_2x1, 1, "net"},
         {"net_hier", t_net_hier_2x2, 1, "net"},
         {"net_types_plain", t_net_types_plain, 1, "net"},
         {"net_types_lanes3", t_net_types_lanes3, 1, "net"},

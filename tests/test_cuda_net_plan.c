@@ -35,8 +35,8 @@ typedef struct sim {
     int ncmds[MAX_STREAMS], pc[MAX_STREAMS];
     uint64_t op_first[MAX_OPS], op_n[MAX_OPS];
     int nops;
-    int op[MAX_LANES];      /* lane l: at call op[l], */
-    uint64_t k[MAX_LANES];  /* chunk k[l] of it (one of its own, or past the end) */
+    int op[MAX_LANES];     /* lane l: at call op[l], */
+    uint64_t k[MAX_LANES]; /* chunk k[l] of it (one of its own, or past the end) */
     uint64_t reduced, copied_out;
     /* failure: after fail_after lane steps the communicator is broken; lanes in failing[]
      * then give their chunks up (algo/cuda_net.c: cnet_give_up_chunk), the others keep
@@ -101,9 +101,10 @@ static bool stream_step(sim_t *s, int st)
     case CNET_CMD_COPY_OUT:
         /* a chunk given up may go out unreduced (its call failed), but only its own */
         if (s->given_up[m->g - s->base]) {
-            ck_assert_msg(s->holds[slot] == m->g, "copy out of given-up chunk %llu from slot %d "
-                          "holding %llu", (unsigned long long)m->g, slot,
-                          (unsigned long long)s->holds[slot]);
+            ck_assert_msg(s->holds[slot] == m->g,
+                          "copy out of given-up chunk %llu from slot %d "
+                          "holding %llu",
+                          (unsigned long long)m->g, slot, (unsigned long long)s->holds[slot]);
             s->copied_out++;
             break;
         }
@@ -334,7 +335,7 @@ START_TEST(t_shape)
         {CNET_CMD_COPY_OUT, 0, 3},       {CNET_CMD_WRITE, CNET_FREED, 3},
     };
     ck_assert_ptr_nonnull(s);
-    sim_init(s, 10, 1); /* one lane: 3 slots */
+    sim_init(s, 10, 1);    /* one lane: 3 slots */
     sim_call(s, 0, 10, 4); /* chunks 10..13: every copy in waits for its slot */
     ck_assert_int_eq(s->ncmds[0], (int)(sizeof(want) / sizeof(want[0])));
     for (int i = 0; i < s->ncmds[0]; i++) {

@@ -313,8 +313,9 @@ static void body_lanes(int rank, int nranks, void *arg)
         float *b = bufs[0];
         for (int i = 0; i < 1000; i++)
             b[i] = (float)(rank + i);
-        ck_assert_int_eq(symcoll_allreduce(b, b, 1000, SYMCOLL_FLOAT32, SYMCOLL_SUM, comm, NULL),
-                         SYMCOLL_OK);
+        ck_assert_int_eq(
+            symcoll_allreduce(b, b, 1000, SYMCOLL_FLOAT32, SYMCOLL_SUM, comm, NULL),
+            SYMCOLL_OK);
         for (int i = 0; i < 1000; i++)
             ck_assert_float_eq(b[i], (float)(nranks * i + nranks * (nranks - 1) / 2));
     }
@@ -357,9 +358,9 @@ static void *lane_dead_main(void *arg)
     double t0 = time_now();
 
     for (int round = 0; round < 100000 && r->status == SYMCOLL_OK; round++)
-        r->status = algo_net_allreduce_on(r->comm, r->ucx, r->comm->pools[SYMCOLL_MEM_HOST],
-                                          r->buf, r->buf, LANE_MAX_BYTES / 4, SYMCOLL_FLOAT32,
-                                          SYMCOLL_SUM);
+        r->status =
+            algo_net_allreduce_on(r->comm, r->ucx, r->comm->pools[SYMCOLL_MEM_HOST], r->buf,
+                                  r->buf, LANE_MAX_BYTES / 4, SYMCOLL_FLOAT32, SYMCOLL_SUM);
     snprintf(r->why, sizeof(r->why), "lane %d: %s after %.1f s", r->lane,
              symcoll_status_string(r->status), time_now() - t0);
     return NULL;

@@ -48,8 +48,8 @@
  *
  * Every rank's lane i runs the same chunks in the same order, so the host algorithms'
  * collective steps match lane by lane. Lane 0 takes every call's first chunk and keeps
- * polling for 20 ms when idle; the others sleep sooner. Everything else that talks to the other ranks
- * (host all-reduces, pool allocation, trim, destroy) first drains this queue
+ * polling for 20 ms when idle; the others sleep sooner. Everything else that talks to the other
+ * ranks (host all-reduces, pool allocation, trim, destroy) first drains this queue
  * (algo_cuda_net_drain), so the lanes and the caller never use the pool, the bootstrap
  * or the communicator's UCX worker at once.
  *
@@ -114,9 +114,9 @@ typedef struct cnet_lane {
     uint64_t head;   /* operations this lane finished (under mu) */
     bool told_peers; /* this lane told its peers it gave up */
     /* where the time goes (logged at destroy, info level): seconds summed over ops */
-    double t_wait_in;  /* from taking an op to its first chunk on the host */
-    double t_net;      /* in the host all-reduces */
-    double t_busy;     /* from taking an op to releasing it */
+    double t_wait_in; /* from taking an op to its first chunk on the host */
+    double t_net;     /* in the host all-reduces */
+    double t_busy;    /* from taking an op to releasing it */
 } cnet_lane_t;
 
 struct cuda_net {
@@ -149,8 +149,8 @@ struct cuda_net {
     char *stage;
     char *stage_dev; /* the GPU's view of it (mapped); NULL: no small-call kernel */
     bool gpu_shared; /* another local rank uses this GPU: no small-call kernel */
-    uint64_t nops;                          /* operations finished */
-    double t_wait_in, t_net, t_busy;        /* the lanes' sums, as they stop */
+    uint64_t nops;   /* operations finished */
+    double t_wait_in, t_net, t_busy; /* the lanes' sums, as they stop */
 };
 
 static volatile uint32_t *cnet_word(cuda_net_t *cn, int which, int slot)
@@ -470,9 +470,11 @@ static symcoll_status_t cnet_lanes_start(cuda_net_t *cn)
     /* every rank started its lanes, or all stop them together (stopping is collective);
      * the steps above that talk to the others fail on every rank alike */
     {
-        int32_t ok = status == SYMCOLL_OK, *oks = calloc((size_t)cn->comm->nranks, sizeof(*oks));
-        symcoll_status_t bs = oks ? bootstrap_allgather(cn->comm->bootstrap, &ok, oks, sizeof(ok))
-                                  : SYMCOLL_ERR_NO_MEMORY;
+        int32_t ok = status == SYMCOLL_OK,
+                *oks = calloc((size_t)cn->comm->nranks, sizeof(*oks));
+        symcoll_status_t bs =
+            oks ? bootstrap_allgather(cn->comm->bootstrap, &ok, oks, sizeof(ok))
+                : SYMCOLL_ERR_NO_MEMORY;
         if (bs != SYMCOLL_OK && status == SYMCOLL_OK)
             status = bs;
         for (int r = 0; oks && r < cn->comm->nranks && status == SYMCOLL_OK; r++) {
@@ -609,7 +611,8 @@ static symcoll_status_t cnet_create(comm_t *comm, pool_t *host_pool, cuda_net_t 
     cn->nlanes = (int)comm->config.cuda_net_lanes; /* 1 .. 15: checked by the config */
     cn->gpu_shared = cnet_gpu_shared(comm);
     cn->nslots = cnet_nslots(cn->nlanes);
-    words_bytes = (size_t)CNET_NWORDS * (size_t)cn->nslots * CNET_WORD_STRIDE * sizeof(uint32_t);
+    words_bytes =
+        (size_t)CNET_NWORDS * (size_t)cn->nslots * CNET_WORD_STRIDE * sizeof(uint32_t);
     cn->drv = cuda_driver("CUDA all-reduce across nodes");
     if (!cn->drv) {
         status = SYMCOLL_ERR_CUDA;
@@ -863,7 +866,7 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
         if (status == SYMCOLL_OK)
             status = cnet_stage_ensure(cn);
     } else {
-        /* a free queue entry: the thread frees one per operation */
+        /* a free queue entry: the lanes free one per operation */
         status = cnet_wait_queued(cn, CNET_QUEUE - 1);
     }
     if (status != SYMCOLL_OK) {
@@ -900,7 +903,7 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
         status = cnet_plan(o.first, o.nchunks, cn->nslots, cnet_queue_cmd, &q);
     }
     if (status != SYMCOLL_OK) {
-        /* the thread stops waiting for this call's chunks and releases them (and every
+        /* the lanes stop waiting for this call's chunks and release them (and every
          * later call fails) */
         int ok = SYMCOLL_OK;
         atomic_compare_exchange_strong(&cn->broken, &ok, (int)status);

@@ -20,7 +20,7 @@ static inline int cnet_nslots(int lanes)
 }
 
 /* Host-mapped words, one per slot: written by the stream (ready, freed) or by the
- * progress thread (done). A word holds the low 32 bits of g + 1 for the last chunk g. */
+ * lanes (done). A word holds the low 32 bits of g + 1 for the last chunk g. */
 enum { CNET_READY = 0, CNET_DONE = 1, CNET_FREED = 2, CNET_NWORDS = 3 };
 
 typedef enum {

@@ -362,7 +362,7 @@ H16_AVX512 static inline __m256i f16_w_round(__m512 a)
 /* 8 at a time, then element by element. tag: bf16 or f16; SLD / SST: the scalar
  * conversions; VCOMB / COMB: the vector and scalar combination; AVG: divide at the end */
 #define DEF_H16_AVX2(name, tag, SLD, SST, VCOMB, COMB, AVG)                                    \
-    H16_AVX2 static void name(void *dst, const void *const *srcs, int nsrc, size_t count,    \
+    H16_AVX2 static void name(void *dst, const void *const *srcs, int nsrc, size_t count,      \
                               int div)                                                         \
     {                                                                                          \
         const __m256 vdiv = _mm256_set1_ps((float)(div > 0 ? div : 1));                        \
@@ -387,7 +387,7 @@ H16_AVX512 static inline __m256i f16_w_round(__m512 a)
 
 /* 16 at a time, the rest (< 16) through the AVX2 loop tail */
 #define DEF_H16_AVX512(name, tag, WCOMB, tail, AVG)                                            \
-    H16_AVX512 static void name(void *dst, const void *const *srcs, int nsrc, size_t count,  \
+    H16_AVX512 static void name(void *dst, const void *const *srcs, int nsrc, size_t count,    \
                                 int div)                                                       \
     {                                                                                          \
         const __m512 wdiv = _mm512_set1_ps((float)(div > 0 ? div : 1));                        \
@@ -440,9 +440,9 @@ static int reduce_isa(void)
     if (i < 0) {
         const char *cap = getenv("SYMCOLL_REDUCE_ISA");
         __builtin_cpu_init();
-        i = !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c") ? 0
+        i = !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")        ? 0
             : __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") ? 2
-                                                                                        : 1;
+                                                                                      : 1;
         if (cap && !strcmp(cap, "generic"))
             i = 0;
         else if (cap && !strcmp(cap, "avx2") && i > 1)
@@ -467,12 +467,12 @@ void algo_reduce(void *dst, const void *const *srcs, int nsrc, size_t count,
                  symcoll_dtype_t dtype, symcoll_op_t op, int avg_div)
 {
 #ifdef REDUCE_H16_FAST
-    if ((dtype == SYMCOLL_BFLOAT16 || dtype == SYMCOLL_FLOAT16) && nsrc <= REDUCE_H16_NSRC_MAX) {
+    if ((dtype == SYMCOLL_BFLOAT16 || dtype == SYMCOLL_FLOAT16) &&
+        nsrc <= REDUCE_H16_NSRC_MAX) {
         int isa = reduce_isa();
         if (isa > 0) {
-            (dtype == SYMCOLL_BFLOAT16 ? reduce_bf16_fast
-                                       : reduce_f16_fast)[isa - 1][op](dst, srcs, nsrc, count,
-                                                                       avg_div);
+            (dtype == SYMCOLL_BFLOAT16 ? reduce_bf16_fast : reduce_f16_fast)[isa - 1][op](
+                dst, srcs, nsrc, count, avg_div);
             return;
         }
     }

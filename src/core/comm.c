@@ -283,7 +283,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_abort(symcoll_comm_h comm)
         return SYMCOLL_ERR_INVALID_PARAM;
     atomic_store(&comm->aborted, 1);
 #ifdef HAVE_CUDA
-    cuda_abort_notify(comm); /* kernels poll a host-mapped word, not comm->aborted */
+    cuda_abort_notify(comm);   /* kernels poll a host-mapped word, not comm->aborted */
     algo_cuda_net_abort(comm); /* lanes tell their peers, also when idle */
 #endif
     log_warn("communicator aborted");

@@ -36,7 +36,7 @@ struct symcoll_comm {
     struct pool *pools[SYMCOLL_MEM_LAST]; /* created lazily on first use */
     struct ucx_ctx *ucx;                  /* NULL on a single-node communicator */
     uint64_t coll_seq;                    /* collective sequence number */
-    cuda_net_t *cuda_net; /* CUDA memory across nodes: queue and progress thread */
+    cuda_net_t *cuda_net; /* CUDA memory across nodes: queue and lanes of progress threads */
 };
 
 typedef struct symcoll_comm comm_t;

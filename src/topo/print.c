@@ -133,8 +133,9 @@ static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
                     : "staged through pinned host memory of the pool: the UCX of some rank has "
                       "no CUDA memory support (see ucx-mem), so it cannot put into GPU memory");
         if (s->cuda_across_nodes && s->cuda_max_local > 0 && s->gpus)
-            fprintf(out, "; %d lane(s) (SYMCOLL_CUDA_NET_LANES), chunks of 64K to %s "
-                         "(SYMCOLL_CUDA_NET_CHUNK)",
+            fprintf(out,
+                    "; %d lane(s) (SYMCOLL_CUDA_NET_LANES), chunks of 64K to %s "
+                    "(SYMCOLL_CUDA_NET_CHUNK)",
                     t->select_cfg.cuda_net_lanes, chunk);
         fprintf(out, "\n");
     }

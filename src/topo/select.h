@@ -56,7 +56,7 @@ typedef struct topo_select_cfg {
     size_t hier_min;              /* SYMCOLL_HIER_MIN: smallest message sent hierarchically */
     size_t cuda_net_chunk;        /* SYMCOLL_CUDA_NET_CHUNK: staging chunk of CUDA memory
                                      across nodes (0: whole messages) */
-    int cuda_net_lanes;           /* SYMCOLL_CUDA_NET_LANES: chunks crossing the nodes at once */
+    int cuda_net_lanes; /* SYMCOLL_CUDA_NET_LANES: chunks crossing the nodes at once */
 } topo_select_cfg_t;
 
 #define TOPO_REASON_MAX 256

@@ -84,7 +84,7 @@ struct ucx_ctx {
     /* A lane (ucx_lane_create) has its own worker and endpoints but the owner's context
      * and regions; owner NULL: this is the communicator's own context. */
     ucx_ctx_t *owner;
-    int index;         /* 0: the owner; 1..UCX_LANES_MAX: a lane (its rkeys' slot) */
+    int index;           /* 0: the owner; 1..UCX_LANES_MAX: a lane (its rkeys' slot) */
     unsigned lanes_used; /* owner: bit i set while lane index i exists */
     ucp_context_h context;
     ucp_worker_h worker;
