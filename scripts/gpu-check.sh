@@ -4,12 +4,16 @@
 #
 #   scripts/gpu-check.sh pack BUILD_DIR DEST   (where it was built) copy the programs and
 #                                              the runtime libraries they need into DEST
+#                                              (and, with UCX_CUDA_SLIM=DIR, a CUDA-enabled
+#                                              UCX from scripts/ucx-cuda-build.sh, DIR/slim,
+#                                              into DEST/ucx-cuda for the ucxcuda step)
 #   scripts/gpu-check.sh run DIR OUT [STEPS]   (on the GPU machine) DIR is a packed tree or
 #                                              a build tree; logs go to OUT. STEPS: any of
 #                                              env tests sanitize bench nccl (default all),
 #                                              nettests netbench netsanitize (GPU memory
-#                                              across 2 simulated nodes), variants confirm
-#                                              nccl_quick
+#                                              across 2 simulated nodes), ucxcuda (the same
+#                                              with the packed CUDA-enabled UCX), variants
+#                                              confirm nccl_quick
 #
 # nettests runs test_cuda's cross-node cases one per step (NETCASES to choose some);
 # tests runs the others. netbench: symcoll vs NCCL on its socket transport, 2 x 1 and
@@ -31,6 +35,9 @@ pack() {
         test -f "$b/$p" && cp "$b/$p" "$d/bin/"
     done
     cp -L "$b/.libs/libsymcoll.so.0" "$d/lib/"
+    if test -n "${UCX_CUDA_SLIM:-}"; then
+        rm -rf "$d/ucx-cuda" && cp -a "$UCX_CUDA_SLIM" "$d/ucx-cuda"
+    fi
     # not installed on the GPU machine's image
     for l in libsubunit.so.0 libhwloc.so.15; do
         f=`ldconfig -p | awk -v l=$l '$1 == l { print $NF; exit }'`
@@ -93,6 +100,24 @@ run() {
             for c in ${NETCASES:-net_capture net_mixed net_kill net_abort net_abort_idle net_timeout net_pool net_types net_hier net_types_plain net_types_lanes3}; do
                 case $c in net_types*) l=240 ;; net_hier) l=180 ;; net_pool) l=120 ;; *) l=100 ;; esac
                 step "$c" $l env CK_RUN_CASE=$c "$bin"/test_cuda
+            done
+            ;;
+        ucxcuda)
+            # UCX built with CUDA (packed into $dir/ucx-cuda): does UCX see CUDA memory, does
+            # symcoll say so (the CUDA pool is registered; data still staged), and do the
+            # cross-node cases pass with it
+            u=$dir/ucx-cuda
+            if ! test -d "$u/lib"; then
+                echo "ucxcuda: no $u (pack with UCX_CUDA_SLIM=...)" | tee -a "$out/summary"
+                continue
+            fi
+            step ucx_info 60 env LD_LIBRARY_PATH=$u/lib:$LD_LIBRARY_PATH sh -c \
+                "$u/bin/ucx_info -v; $u/bin/ucx_info -d | grep -iE 'transport|device|memory' | grep -iE 'cuda|tcp' "
+            step ucxcuda_info 60 env LD_LIBRARY_PATH=$u/lib:$LD_LIBRARY_PATH UCX_MODULE_DIR=$u/lib/ucx \
+                "$bin"/symcoll_run --nodes 2 -n 2 -t 50 "$bin"/symcoll_info -t
+            for c in net_types net_kill; do
+                step ucxcuda_$c 240 env LD_LIBRARY_PATH=$u/lib:$LD_LIBRARY_PATH UCX_MODULE_DIR=$u/lib/ucx \
+                    CK_RUN_CASE=$c "$bin"/test_cuda
             done
             ;;
         netsanitize)
