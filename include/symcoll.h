@@ -234,10 +234,9 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_size(symcoll_comm_h comm, int *size
  * allocated with symcoll_mem_alloc() are reduced without staging copies. Across nodes
  * the call returns once the operation is queued: the stream stages the data through
  * pinned host memory and progress threads (lanes) move it over the network; any other
- * call on
- * the communicator first waits for the queued operations, and a failed one releases its
- * stream and makes every later call return its error. Every rank gets bitwise identical
- * results.
+ * call on the communicator first waits for the queued operations, and a failed one
+ * releases its stream and makes every later call return its error. Every rank gets
+ * bitwise identical results.
  *
  * @return SYMCOLL_ERR_INVALID_PARAM (no side effect) for a NULL or destroyed
  *         communicator, NULL buffers with count > 0, an invalid datatype or operator,

@@ -102,8 +102,8 @@ typedef struct cnet_op {
 #define CNET_WORD_STRIDE 16 /* uint32 per line: one cache line per word */
 
 /* One lane: a thread that moves chunks k with k mod lanes == index of each call across
- * the nodes, on
- * its own UCX worker and connections (with one lane: the communicator's own). */
+ * the nodes, on its own UCX worker and connections (with one lane: the communicator's
+ * own). */
 typedef struct cnet_lane {
     cuda_net_t *cn;
     int index;
@@ -148,7 +148,7 @@ struct cuda_net {
     size_t stage_off, slot_bytes;
     char *stage;
     char *stage_dev; /* the GPU's view of it (mapped); NULL: no small-call kernel */
-    bool gpu_shared; /* another local rank uses this GPU: no small-call kernel */
+    bool gpu_shared; /* another rank uses this GPU: no small-call kernel */
     uint64_t nops;   /* operations finished */
     double t_wait_in, t_net, t_busy; /* the lanes' sums, as they stop */
 };
@@ -223,13 +223,12 @@ static void cnet_raise_done(cuda_net_t *cn, uint64_t g)
                      __ATOMIC_RELEASE);
 }
 
-/* Index in op of the lane's first chunk at or after chunk k: chunk k of a call goes to
- * lane k mod lanes, so a one-chunk call always goes to lane 0, which stays hot while the
- * others may sleep. */
-static uint64_t cnet_lane_chunk(const cnet_lane_t *ln, const cnet_op_t *op, uint64_t k)
+/* The lane's first chunk at or after chunk k of a call: chunk k goes to lane k mod
+ * lanes, so a one-chunk call always goes to lane 0, which stays hot while the others may
+ * sleep. */
+static uint64_t cnet_lane_chunk(const cnet_lane_t *ln, uint64_t k)
 {
     uint64_t L = (uint64_t)ln->cn->nlanes;
-    (void)op;
     return k + ((uint64_t)ln->index + L - k % L) % L;
 }
 
@@ -241,7 +240,7 @@ static symcoll_status_t cnet_run(cnet_lane_t *ln, const cnet_op_t *op, uint64_t 
     double t0 = time_now(), t;
     bool first = true;
 
-    for (*k_p = cnet_lane_chunk(ln, op, 0); *k_p < op->nchunks; *k_p += (uint64_t)cn->nlanes) {
+    for (*k_p = cnet_lane_chunk(ln, 0); *k_p < op->nchunks; *k_p += (uint64_t)cn->nlanes) {
         uint64_t k = *k_p, g = op->first + k;
         /* per chunk: the timeout bounds a wait, not a whole (possibly huge) message */
         deadline_t dl = deadline_make(cn->comm->timeout_sec, &cn->comm->aborted);
@@ -322,7 +321,7 @@ static void cnet_lane_fail(cnet_lane_t *ln, const cnet_op_t *op, uint64_t k,
     cnet_lane_tell(ln);
     /* release the stream: every chunk of this lane not done yet is "done" (its result is
      * undefined); a slot's next copy in still waits for its copy out */
-    for (k = cnet_lane_chunk(ln, op, k); k < op->nchunks; k += (uint64_t)cn->nlanes)
+    for (k = cnet_lane_chunk(ln, k); k < op->nchunks; k += (uint64_t)cn->nlanes)
         cnet_give_up_chunk(ln, op->first + k);
 }
 
