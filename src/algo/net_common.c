@@ -203,6 +203,9 @@ symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes)
     st->fixed = false;
     status = algo_net_reserve(st, in, acc, area);
     st->fixed = status == SYMCOLL_OK;
+    if (status == SYMCOLL_OK)
+        log_debug("lane scratch for all-reduces up to %zu bytes: %zu + %zu + 2 x %zu bytes",
+                  max_bytes, st->in_bytes, st->acc_bytes, st->area_bytes);
     return status;
 }
 
