@@ -349,6 +349,98 @@ START_TEST(t_shape)
 }
 END_TEST
 
+/* ---- the lanes' queue ----------------------------------------------------------------
+ * Random pushes (mostly one-chunk calls) and lane steps in random order against a model:
+ * each lane takes exactly the operations it has chunks in, in order, never one whose
+ * entry was reused; head is always the first operation some lane still owes; the queue
+ * never holds more than CNET_QUEUE. */
+
+#define SCHED_OPS 1500
+
+START_TEST(t_sched)
+{
+    static uint64_t nch[SCHED_OPS];
+    static int owed[SCHED_OPS]; /* lanes with chunks in it that did not finish it */
+
+    for (unsigned seed = 1; seed <= 120; seed++) {
+        unsigned r = seed * 2654435761u;
+        int L = 1 + (int)(seed % 6), holding[CNET_LANES_MAX];
+        uint64_t held[CNET_LANES_MAX], last[CNET_LANES_MAX], pushed = 0, taken = 0,
+                                                             want_taken = 0;
+        cnet_sched_t s;
+
+        cnet_sched_init(&s, L);
+        for (int i = 0; i < L; i++) {
+            holding[i] = 0;
+            last[i] = UINT64_MAX;
+        }
+        for (int step = 0; step < 40000; step++) {
+            unsigned a = (unsigned)rand_r(&r) % (unsigned)(L + 2);
+            if (a >= (unsigned)L) { /* push */
+                if (pushed == SCHED_OPS || cnet_sched_queued(&s) >= CNET_QUEUE)
+                    continue;
+                nch[pushed] = rand_r(&r) % 3 ? 1 : 1 + (uint64_t)(rand_r(&r) % (3 * L));
+                owed[pushed] = nch[pushed] < (uint64_t)L ? (int)nch[pushed] : L;
+                want_taken += (uint64_t)owed[pushed];
+                ck_assert_uint_eq(cnet_sched_push(&s, nch[pushed]), pushed);
+                pushed++;
+                /* now and then the lanes stop and start again on an empty queue */
+                if (s.head == s.end && rand_r(&r) % 50 == 0) {
+                    cnet_sched_restart_lanes(&s);
+                    for (int i = 0; i < L; i++)
+                        ck_assert(!holding[i]);
+                }
+                continue;
+            }
+            if (!holding[a]) {
+                uint64_t op;
+                if (!cnet_sched_next(&s, (int)a, &op))
+                    continue;
+                ck_assert_uint_lt(op, pushed);
+                ck_assert_msg(nch[op] > a, "lane %u took op %llu of %llu chunks", a,
+                              (unsigned long long)op, (unsigned long long)nch[op]);
+                ck_assert_uint_eq(s.nchunks[op % CNET_QUEUE], nch[op]);
+                /* in order, and none of its own skipped */
+                for (uint64_t o = last[a] == UINT64_MAX ? 0 : last[a] + 1; o < op; o++)
+                    ck_assert_msg(nch[o] <= a || owed[o] == 0 || o < s.head,
+                                  "lane %u skipped op %llu", a, (unsigned long long)o);
+                holding[a] = 1;
+                held[a] = op;
+            } else {
+                uint64_t before = s.head, h = 0;
+                owed[held[a]]--;
+                last[a] = held[a];
+                holding[a] = 0;
+                taken++;
+                ck_assert_uint_eq(cnet_sched_finish(&s, (int)a), s.head - before);
+                while (h < pushed && owed[h] == 0)
+                    h++;
+                ck_assert_uint_eq(s.head, h);
+            }
+        }
+        /* let every lane finish what is left */
+        for (int moved = 1; moved;) {
+            moved = 0;
+            for (int i = 0; i < L; i++) {
+                uint64_t op;
+                if (holding[i] || cnet_sched_next(&s, i, &op)) {
+                    if (!holding[i])
+                        held[i] = op;
+                    owed[held[i]]--;
+                    holding[i] = 0;
+                    taken++;
+                    cnet_sched_finish(&s, i);
+                    moved = 1;
+                }
+            }
+        }
+        ck_assert_uint_eq(taken, want_taken);
+        ck_assert_uint_eq(s.head, s.end);
+        ck_assert_uint_eq(s.end, pushed);
+    }
+}
+END_TEST
+
 static Suite *plan_suite(void)
 {
     Suite *s = suite_create("cuda_net_plan");
@@ -359,6 +451,7 @@ static Suite *plan_suite(void)
     tcase_add_test(tc, t_streams_random);
     tcase_add_test(tc, t_wrap);
     tcase_add_test(tc, t_give_up);
+    tcase_add_test(tc, t_sched);
     suite_add_tcase(s, tc);
     return s;
 }

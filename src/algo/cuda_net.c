@@ -48,7 +48,9 @@
  *
  * Every rank's lane i runs the same chunks in the same order, so the host algorithms'
  * collective steps match lane by lane. Lane 0 takes every call's first chunk and keeps
- * polling for 20 ms when idle; the others sleep sooner. Everything else that talks to the other
+ * polling for 20 ms when idle; the others sleep sooner, and a stream of one-chunk calls
+ * neither wakes them nor waits for them (the queue, cnet_sched_t in cuda_net_plan.h,
+ * counts an operation finished once the lanes with chunks in it finished it). Everything else that talks to the other
  * ranks (host all-reduces, pool allocation, trim, destroy) first drains this queue
  * (algo_cuda_net_drain), so the lanes and the caller never use the pool, the bootstrap
  * or the communicator's UCX worker at once.
@@ -82,12 +84,12 @@
 #include "topo/select.h"
 #include "topo/topo.h"
 
-#define CNET_QUEUE 64 /* operations queued ahead of the lanes */
 /* how long an idle lane polls the queue before it sleeps (the next call of a loop
  * usually comes within microseconds) */
 #define CNET_IDLE_SPIN_SEC 0.02
 /* lanes other than 0 only get chunks of calls of several chunks, which last long enough
- * that a wake-up does not show: they poll briefly, not to keep cores busy */
+ * that a wake-up does not show: they poll briefly, not to keep cores busy (and a stream
+ * of one-chunk calls neither wakes them nor waits for them: cnet_sched_t) */
 #define CNET_IDLE_SPIN_OTHER_SEC 0.0005
 
 typedef struct cnet_op {
@@ -111,7 +113,6 @@ typedef struct cnet_lane {
     bool own_ucx; /* a UCX lane of this staging (destroyed with it) */
     pthread_t thread;
     bool started;
-    uint64_t head;   /* operations this lane finished (under mu) */
     bool told_peers; /* this lane told its peers it gave up */
     /* where the time goes (logged at destroy, info level): seconds summed over ops */
     double t_wait_in; /* from taking an op to its first chunk on the host */
@@ -128,11 +129,11 @@ struct cuda_net {
     bool running; /* the lanes (threads, UCX lanes) exist: while there is staging */
 
     pthread_mutex_t mu;
-    pthread_cond_t work; /* queued or stop */
+    pthread_cond_t work; /* work for a lane that sleeps, or stop */
     pthread_cond_t idle; /* an operation finished */
     cnet_op_t q[CNET_QUEUE];
-    uint64_t head;        /* operations every lane finished (under mu) */
-    _Atomic uint64_t end; /* one past the last queued (written under mu) */
+    cnet_sched_t sched; /* which lane takes which operation, what finished (under mu) */
+    bool lane0_asleep;  /* lane 0 waits on work (under mu) */
     bool stop;
     _Atomic int broken;  /* symcoll_status_t of the first failure; sticky */
     _Atomic int aborted; /* symcoll_comm_abort: every lane tells its peers, idle or not */
@@ -335,13 +336,25 @@ static bool cnet_must_tell(const cnet_lane_t *ln)
            !ln->told_peers;
 }
 
+/* No work has been queued for this lane since it last looked (it may still have some
+ * that it skipped past: cnet_sched_next decides; this only saves it the mutex while it
+ * polls). Lane 0 has chunks in every call; the others only in calls of several chunks. */
+static bool cnet_nothing_new(const cnet_lane_t *ln)
+{
+    const cnet_sched_t *s = &ln->cn->sched;
+    uint64_t pos = __atomic_load_n(&s->pos[ln->index], __ATOMIC_RELAXED);
+
+    return (ln->index == 0 ? cnet_sched_end(s) : cnet_sched_multi_end(s)) <= pos;
+}
+
 static void *cnet_lane_main(void *arg)
 {
     cnet_lane_t *ln = arg;
     cuda_net_t *cn = ln->cn;
     cnet_op_t op;
     symcoll_status_t status;
-    uint64_t k;
+    uint64_t k, opi, finished;
+    bool have;
     double t0;
 
     log_set_rank(cn->comm->rank);
@@ -351,25 +364,27 @@ static void *cnet_lane_main(void *arg)
         unsigned iter = 0;
 
         /* poll first: a loop of calls should not pay a wake-up each */
-        while (atomic_load_explicit(&cn->end, memory_order_acquire) == ln->head &&
-               time_now() < idle_until && !__atomic_load_n(&cn->stop, __ATOMIC_ACQUIRE) &&
-               !cnet_must_tell(ln))
+        while (cnet_nothing_new(ln) && time_now() < idle_until &&
+               !__atomic_load_n(&cn->stop, __ATOMIC_ACQUIRE) && !cnet_must_tell(ln))
             core_spin_pause(&iter);
         pthread_mutex_lock(&cn->mu);
-        while (atomic_load_explicit(&cn->end, memory_order_relaxed) == ln->head && !cn->stop &&
-               !cnet_must_tell(ln))
+        while (!(have = cnet_sched_next(&cn->sched, ln->index, &opi)) && !cn->stop &&
+               !cnet_must_tell(ln)) {
+            cn->lane0_asleep = ln->index == 0;
             pthread_cond_wait(&cn->work, &cn->mu);
+            cn->lane0_asleep = false;
+        }
         if (cnet_must_tell(ln)) {
             /* aborted while idle: peers whose lanes wait on this one hear it now */
             pthread_mutex_unlock(&cn->mu);
             cnet_lane_tell(ln);
             continue;
         }
-        if (atomic_load_explicit(&cn->end, memory_order_relaxed) == ln->head) {
+        if (!have) {
             pthread_mutex_unlock(&cn->mu);
             break; /* stop, nothing left */
         }
-        op = cn->q[ln->head % CNET_QUEUE];
+        op = cn->q[opi % CNET_QUEUE];
         pthread_mutex_unlock(&cn->mu);
 
         status = (symcoll_status_t)atomic_load(&cn->broken);
@@ -382,16 +397,10 @@ static void *cnet_lane_main(void *arg)
         ln->t_busy += time_now() - t0;
 
         pthread_mutex_lock(&cn->mu);
-        ln->head++;
-        {
-            uint64_t h = ln->head;
-            for (int i = 0; i < cn->nlanes; i++)
-                h = cn->lanes[i].head < h ? cn->lanes[i].head : h;
-            if (h != cn->head) {
-                cn->nops += h - cn->head;
-                cn->head = h;
-                pthread_cond_broadcast(&cn->idle);
-            }
+        finished = cnet_sched_finish(&cn->sched, ln->index);
+        if (finished) {
+            cn->nops += finished;
+            pthread_cond_broadcast(&cn->idle);
         }
         pthread_mutex_unlock(&cn->mu);
     }
@@ -444,7 +453,6 @@ static symcoll_status_t cnet_lanes_start(cuda_net_t *cn)
         memset(ln, 0, sizeof(*ln));
         ln->cn = cn;
         ln->index = i;
-        ln->head = cn->head;
         if (cn->nlanes == 1) {
             ln->ucx = cn->comm->ucx;
             continue;
@@ -457,6 +465,7 @@ static symcoll_status_t cnet_lanes_start(cuda_net_t *cn)
         if (status == SYMCOLL_OK)
             status = algo_net_reserve_upto(st, cn->slot_bytes);
     }
+    cnet_sched_restart_lanes(&cn->sched); /* the queue is empty: they start at its end */
     for (int i = 0; i < cn->nlanes && status == SYMCOLL_OK; i++) {
         cnet_lane_t *ln = &cn->lanes[i];
         if (pthread_create(&ln->thread, NULL, cnet_lane_main, ln)) {
@@ -610,6 +619,7 @@ static symcoll_status_t cnet_create(comm_t *comm, pool_t *host_pool, cuda_net_t 
     cn->nlanes = (int)comm->config.cuda_net_lanes; /* 1 .. 15: checked by the config */
     cn->gpu_shared = cnet_gpu_shared(comm);
     cn->nslots = cnet_nslots(cn->nlanes);
+    cnet_sched_init(&cn->sched, cn->nlanes);
     words_bytes =
         (size_t)CNET_NWORDS * (size_t)cn->nslots * CNET_WORD_STRIDE * sizeof(uint32_t);
     cn->drv = cuda_driver("CUDA all-reduce across nodes");
@@ -652,8 +662,8 @@ static symcoll_status_t cnet_wait_queued(cuda_net_t *cn, uint64_t max)
     symcoll_status_t status = SYMCOLL_OK;
 
     pthread_mutex_lock(&cn->mu);
-    seen = cn->head;
-    while (atomic_load_explicit(&cn->end, memory_order_relaxed) - cn->head > max) {
+    seen = cn->sched.head;
+    while (cnet_sched_queued(&cn->sched) > max) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 10000000;
@@ -662,8 +672,8 @@ static symcoll_status_t cnet_wait_queued(cuda_net_t *cn, uint64_t max)
             ts.tv_nsec -= 1000000000;
         }
         pthread_cond_timedwait(&cn->idle, &cn->mu, &ts);
-        if (cn->head != seen) {
-            seen = cn->head;
+        if (cn->sched.head != seen) {
+            seen = cn->sched.head;
             dl = deadline_make(comm->timeout_sec, NULL);
         } else if (deadline_check(&dl) != SYMCOLL_OK) {
             log_error("CUDA all-reduce across nodes: no queued operation finished in %.0f s",
@@ -885,12 +895,14 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
     o.nchunks = (count + chunk - 1) / chunk;
     cn->next_chunk += o.nchunks;
 
-    /* the lanes first: they wait for each chunk's "ready" anyway */
+    /* the lanes first: they wait for each chunk's "ready" anyway. Only lanes with chunks
+     * in it need to hear of it: lane 0 (if it sleeps) for a one-chunk call, every lane
+     * for more */
     pthread_mutex_lock(&cn->mu);
-    cn->q[atomic_load_explicit(&cn->end, memory_order_relaxed) % CNET_QUEUE] = o;
-    atomic_store_explicit(&cn->end, atomic_load_explicit(&cn->end, memory_order_relaxed) + 1,
-                          memory_order_release);
-    pthread_cond_broadcast(&cn->work);
+    cn->q[cn->sched.end % CNET_QUEUE] = o;
+    (void)cnet_sched_push(&cn->sched, o.nchunks);
+    if (o.nchunks > 1 || cn->lane0_asleep)
+        pthread_cond_broadcast(&cn->work);
     pthread_mutex_unlock(&cn->mu);
 
     /* the pipeline on the caller's stream */

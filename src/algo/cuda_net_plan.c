@@ -1,6 +1,8 @@
-/* The stream side of the staging pipeline of CUDA memory across nodes, in order (see
- * algo/cuda_net.c for the protocol). */
+/* The stream side of the staging pipeline of CUDA memory across nodes, in order, and the
+ * lanes' queue (see algo/cuda_net.c for the protocol). */
 #include "algo/cuda_net_plan.h"
+
+#include <string.h>
 
 /* Chunk k into its slot: after the slot's previous chunk (g - nslots) was copied out,
  * since calls on other streams share the slots; then "ready". */
@@ -61,4 +63,54 @@ symcoll_status_t cnet_plan(uint64_t first, uint64_t nchunks, int nslots, cnet_cm
             status = plan_copy_in(first, k + ns, nslots, fn, arg);
     }
     return status;
+}
+
+/* ---- the lanes' queue ------------------------------------------------------------------ */
+
+void cnet_sched_init(cnet_sched_t *s, int nlanes)
+{
+    memset(s, 0, sizeof(*s));
+    s->nlanes = nlanes;
+}
+
+void cnet_sched_restart_lanes(cnet_sched_t *s)
+{
+    for (int i = 0; i < s->nlanes; i++)
+        s->pos[i] = s->end;
+}
+
+uint64_t cnet_sched_push(cnet_sched_t *s, uint64_t nchunks)
+{
+    uint64_t op = s->end;
+
+    s->nchunks[op % CNET_QUEUE] = nchunks;
+    s->pending[op % CNET_QUEUE] = nchunks < (uint64_t)s->nlanes ? (int)nchunks : s->nlanes;
+    if (nchunks > 1)
+        __atomic_store_n(&s->multi_end, op + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->end, op + 1, __ATOMIC_RELEASE);
+    return op;
+}
+
+bool cnet_sched_next(cnet_sched_t *s, int lane, uint64_t *op_p)
+{
+    uint64_t p = s->pos[lane] < s->head ? s->head : s->pos[lane];
+
+    /* before head: finished, so nothing of this lane's is left there */
+    while (p < s->end && s->nchunks[p % CNET_QUEUE] <= (uint64_t)lane)
+        p++;
+    s->pos[lane] = p;
+    if (p == s->end)
+        return false;
+    *op_p = p;
+    return true;
+}
+
+uint64_t cnet_sched_finish(cnet_sched_t *s, int lane)
+{
+    uint64_t h = s->head;
+
+    s->pending[s->pos[lane]++ % CNET_QUEUE]--;
+    while (s->head < s->end && s->pending[s->head % CNET_QUEUE] == 0)
+        s->head++;
+    return s->head - h;
 }

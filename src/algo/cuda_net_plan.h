@@ -1,6 +1,6 @@
-/* The order of the staging pipeline of CUDA memory across nodes (algo/cuda_net.c): which
- * stream commands a call queues, as a pure function, so that tests can run the protocol
- * without a GPU. */
+/* The staging pipeline of CUDA memory across nodes (algo/cuda_net.c) without CUDA, so
+ * that tests can run it without a GPU: which stream commands a call queues (a pure
+ * function), and the lanes' queue of operations. */
 #ifndef SYMCOLL_ALGO_CUDA_NET_PLAN_H
 #define SYMCOLL_ALGO_CUDA_NET_PLAN_H
 
@@ -50,6 +50,59 @@ static inline int cnet_slot(uint64_t g, int nslots)
 static inline bool cnet_reached(uint32_t a, uint32_t b)
 {
     return (int32_t)(a - b) >= 0;
+}
+
+/* ---- the lanes' queue --------------------------------------------------------------
+ * The caller pushes operations; each lane takes, in order, the operations it has chunks
+ * in (lane i those of more than i chunks: chunk k goes to lane k mod lanes) and skips the
+ * others without waiting for anything, so a stream of one-chunk calls needs lane 0 only
+ * and the other lanes may sleep. An operation is finished once every lane with chunks in
+ * it finished it; head is the first one not finished, and an entry is reused only after
+ * head passed it. Every call under the caller's mutex; end and multi_end may also be read
+ * without it (cnet_sched_end, cnet_sched_multi_end), by lanes polling for work. */
+#define CNET_QUEUE 64 /* operations queued ahead of the lanes */
+
+typedef struct cnet_sched {
+    int nlanes;
+    uint64_t head;                /* operations [0, head) finished */
+    uint64_t end;                 /* operations [0, end) queued */
+    uint64_t multi_end;           /* one past the last queued operation of several chunks */
+    uint64_t pos[CNET_LANES_MAX]; /* lane i: the next operation it looks at */
+    uint64_t nchunks[CNET_QUEUE]; /* by operation % CNET_QUEUE */
+    int pending[CNET_QUEUE];      /* lanes still to finish it */
+} cnet_sched_t;
+
+void cnet_sched_init(cnet_sched_t *s, int nlanes);
+
+/* Lanes (re)starting: each looks at what is queued from now on. */
+void cnet_sched_restart_lanes(cnet_sched_t *s);
+
+/* Operations queued and not finished. */
+static inline uint64_t cnet_sched_queued(const cnet_sched_t *s)
+{
+    return s->end - s->head;
+}
+
+/* Queues an operation of nchunks >= 1 chunks (the caller made sure fewer than CNET_QUEUE
+ * are queued); returns its number, whose entry is number % CNET_QUEUE. */
+uint64_t cnet_sched_push(cnet_sched_t *s, uint64_t nchunks);
+
+/* The next operation lane has chunks in, skipping the others: true and *op_p, or false
+ * when it has nothing to do now. */
+bool cnet_sched_next(cnet_sched_t *s, int lane, uint64_t *op_p);
+
+/* Lane finished the operation cnet_sched_next gave it; returns how many operations that
+ * finished (head moved by as many). */
+uint64_t cnet_sched_finish(cnet_sched_t *s, int lane);
+
+static inline uint64_t cnet_sched_end(const cnet_sched_t *s)
+{
+    return __atomic_load_n(&s->end, __ATOMIC_ACQUIRE);
+}
+
+static inline uint64_t cnet_sched_multi_end(const cnet_sched_t *s)
+{
+    return __atomic_load_n(&s->multi_end, __ATOMIC_ACQUIRE);
 }
 
 /* Calls fn for every stream command of a call whose chunks are first .. first+n-1, with
