@@ -131,8 +131,8 @@ static const select_case_t cases[] = {
     {"4gpu pcie above", &one_node_4_pcie_p2p, 0, DFLT, C, 14564, TOPO_ALGO_TWOSHOT,
      "GPUs over PCIe"},
     /* 2 nodes x 4 GPUs */
-    {"2x4 cuda small", &two_nodes_4_nvlink, 0, DFLT, C, 8, TOPO_ALGO_HIER, "1/4"},
-    {"2x4 cuda large", &two_nodes_4_nvlink, 0, DFLT, C, G, TOPO_ALGO_HIER, "2 nodes x 4"},
+    {"2x4 cuda small", &two_nodes_4_nvlink, 0, DFLT, C, 8, TOPO_ALGO_HIER, "each node's 4 GPUs"},
+    {"2x4 cuda large", &two_nodes_4_nvlink, 0, DFLT, C, G, TOPO_ALGO_HIER, "256M slice"},
     {"2x4 hier_min small", &two_nodes_4_nvlink, 0, 64 * K, C, 8, TOPO_ALGO_RD,
      "not hierarchical"},
     {"2x4 hier_min mid", &two_nodes_4_nvlink, 0, 1 * M, C, 512 * K, TOPO_ALGO_RING,
@@ -153,6 +153,23 @@ static const select_case_t cases[] = {
     {"2x4 nop2p host", &two_nodes_4_nop2p, 0, DFLT, H, 1 * M, TOPO_ALGO_HIER, "1/4"},
     {"2x4 nop2p forced hier cuda", &two_nodes_4_nop2p, TOPO_ALGO_HIER, DFLT, C, 8,
      TOPO_ALGO_HIER, "staged"},
+    /* 2 nodes x 4 GPUs with NVLink: hierarchical over each node's GPUs, only a rank's
+     * quarter staged across nodes (a 64M message: 16M slices in 4M chunks, the ring among
+     * the 2 nodes; a small one: rd), flat staging below SYMCOLL_HIER_MIN */
+    {"2x4 cuda gpu hier small", &two_nodes_4_nvlink, 0, DFLT, C, 8, TOPO_ALGO_HIER,
+     "CUDA hier: RS/AG over each node's 4 GPUs (NVLink), each rank's 2B slice staged"},
+    {"2x4 cuda gpu hier rd", &two_nodes_4_nvlink, 0, DFLT, C, 4 * K, TOPO_ALGO_HIER,
+     "1K chunks on 4 lanes: 2 nodes, 2 ranks: 1K <= 1M"},
+    {"2x4 cuda gpu hier large", &two_nodes_4_nvlink, 0, DFLT, C, 64 * M, TOPO_ALGO_HIER,
+     "16M slice staged (UCX has CUDA, direct path not built), 4M chunks on 4 lanes: 2 "
+     "nodes, 2 ranks: 4M > 1M"},
+    {"2x4 cuda forced hier", &two_nodes_4_nvlink, TOPO_ALGO_HIER, DFLT, C, 8, TOPO_ALGO_HIER,
+     "CUDA hier"},
+    {"2x4 cuda below hier_min", &two_nodes_4_nvlink, 0, 1 * M, C, 512 * K, TOPO_ALGO_RING,
+     "CUDA staged via pinned host memory (UCX has CUDA, direct path not built), 128K "
+     "chunks on 4 lanes: 2 nodes, 8 ranks (not hierarchical)"},
+    {"2x4 cuda at hier_min", &two_nodes_4_nvlink, 0, 1 * M, C, 1 * M, TOPO_ALGO_HIER,
+     "CUDA hier"},
     /* UCX with CUDA on every rank: still staged (no direct path yet), and it says so */
     {"2x4 net cuda", &two_nodes_4_nvlink, 0, DFLT, C, 8, TOPO_ALGO_HIER,
      "UCX has CUDA, direct path not built"},

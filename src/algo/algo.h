@@ -27,6 +27,10 @@ void algo_pool_release(pool_t *pool);
  * reaches the other ranks, except those all-reduces themselves. */
 symcoll_status_t algo_quiesce(comm_t *comm);
 
+/* Whether an all-reduce of bytes of CUDA memory across nodes also needs the CUDA pool
+ * (the hierarchical algorithm over each node's GPUs); it always needs the host pool. */
+bool algo_cuda_across_uses_pool(const comm_t *comm, size_t bytes);
+
 /* Stops what runs in the background for comm (before its pools and UCX go). */
 void algo_comm_release(comm_t *comm);
 

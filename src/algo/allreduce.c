@@ -145,6 +145,17 @@ void algo_pool_release(pool_t *pool)
     }
 }
 
+bool algo_cuda_across_uses_pool(const comm_t *comm, size_t bytes)
+{
+#ifdef HAVE_CUDA
+    return algo_cuda_net_uses_pool(comm, bytes);
+#else
+    (void)comm;
+    (void)bytes;
+    return false;
+#endif
+}
+
 void algo_pool_abort(pool_t *pool)
 {
     if (pool_backend(pool)->mem_type == SYMCOLL_MEM_HOST)

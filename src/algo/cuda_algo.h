@@ -12,6 +12,20 @@ symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, const void *sen
                                      void *recvbuf, size_t count, symcoll_dtype_t dtype,
                                      symcoll_op_t op, void *stream);
 
+/* Hierarchical all-reduce of CUDA memory across nodes, the node's part over the CUDA
+ * pool (the two halves of two-shot around the step across nodes, algo/cuda_net.c):
+ * _rs queues the intra-node reduce-scatter on stream and returns this rank's slice of
+ * the node's sum (in its staging; slice_count elements, possibly 0), _ag the
+ * intra-node all-gather of every rank's slice into recvbuf. _ready: the staging already
+ * holds a message of bytes (else _rs makes it grow: collective, and only while nothing
+ * else uses the pool). */
+bool algo_cuda_hier_ready(pool_t *pool, size_t bytes);
+symcoll_status_t algo_cuda_hier_rs(comm_t *comm, pool_t *pool, const void *sendbuf, size_t count,
+                                   symcoll_dtype_t dtype, symcoll_op_t op, void *stream,
+                                   char **slice_p, size_t *slice_count_p);
+symcoll_status_t algo_cuda_hier_ag(comm_t *comm, pool_t *pool, void *recvbuf, size_t count,
+                                   symcoll_dtype_t dtype, void *stream);
+
 /* Frees the staging space (after the device finished with it), for pool_trim. */
 void algo_cuda_release(pool_t *pool);
 
@@ -21,6 +35,10 @@ void algo_cuda_release(pool_t *pool);
 symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const void *sendbuf,
                                          void *recvbuf, size_t count, symcoll_dtype_t dtype,
                                          symcoll_op_t op, void *stream);
+
+/* Whether a call of bytes goes hierarchically over the CUDA pool (topo_cuda_net_hier):
+ * then the CUDA pool must exist before algo_cuda_net_allreduce. */
+bool algo_cuda_net_uses_pool(const comm_t *comm, size_t bytes);
 
 /* Waits until every queued operation finished (bounded by the communicator's timeout);
  * returns the status of the first that failed, if any. Every entry point that reaches

@@ -122,14 +122,12 @@ static size_t round_up(size_t v, size_t a)
     return (v + a - 1) / a * a;
 }
 
-/* Make sure the staging of algo holds a message of bytes bytes. */
-static symcoll_status_t stage_ensure(pool_t *pool, cuda_algo_state_t *st, int algo,
-                                     size_t bytes, void *stream)
+/* The staging algo needs for a message of bytes bytes: slot bytes a source, the
+ * two-shot results area at out, size in all. */
+static void stage_need(const comm_t *comm, const cuda_algo_state_t *st, int algo, size_t bytes,
+                       size_t *slot_p, size_t *out_p, size_t *size_p)
 {
-    comm_t *comm = pool_comm(pool);
     size_t slot, out = 0, size;
-    symcoll_status_t status;
-    cudaError_t err;
 
     if (algo == CUDA_AR_ONESHOT) {
         /* the largest size the selector sends one-shot here (scaled with the GPU count) */
@@ -147,8 +145,31 @@ static symcoll_status_t stage_ensure(pool_t *pool, cuda_algo_state_t *st, int al
         out = (size_t)(st->n - 1) * slot;
         size = out + round_up(bytes + 16, POOL_ALIGN);
     }
-    if (st->has_stage[algo] && st->stage_slot[algo] >= slot &&
-        (algo != CUDA_AR_TWOSHOT || st->stage_out >= out))
+    *slot_p = slot;
+    *out_p = out;
+    *size_p = size;
+}
+
+static bool stage_fits(const comm_t *comm, const cuda_algo_state_t *st, int algo, size_t bytes)
+{
+    size_t slot, out, size;
+
+    stage_need(comm, st, algo, bytes, &slot, &out, &size);
+    return st->has_stage[algo] && st->stage_slot[algo] >= slot &&
+           (algo != CUDA_AR_TWOSHOT || st->stage_out >= out);
+}
+
+/* Make sure the staging of algo holds a message of bytes bytes. */
+static symcoll_status_t stage_ensure(pool_t *pool, cuda_algo_state_t *st, int algo,
+                                     size_t bytes, void *stream)
+{
+    comm_t *comm = pool_comm(pool);
+    size_t slot, out, size;
+    symcoll_status_t status;
+    cudaError_t err;
+
+    stage_need(comm, st, algo, bytes, &slot, &out, &size);
+    if (stage_fits(comm, st, algo, bytes))
         return SYMCOLL_OK;
 
     status = cuda_check_not_capturing(stream, "symcoll_allreduce");
@@ -223,6 +244,72 @@ static int choose(comm_t *comm, cuda_algo_state_t *st, size_t bytes)
     return st->last_algo;
 }
 
+/* A kernel of an earlier call gave up: the communicator is broken. */
+static symcoll_status_t check_gave_up(const cuda_algo_state_t *st)
+{
+    symcoll_status_t status;
+
+    if (st->words.host[1] == CUDA_KERR_NONE)
+        return SYMCOLL_OK;
+    status = st->words.host[1] == CUDA_KERR_ABORTED ? SYMCOLL_ERR_ABORTED : SYMCOLL_ERR_TIMED_OUT;
+    log_error("symcoll_allreduce: an earlier CUDA all-reduce gave up (%s); the "
+              "communicator can only be destroyed",
+              symcoll_status_string(status));
+    return status;
+}
+
+/* The kernel arguments of algo on the staging in place (stage_ensure done). */
+static void fill_args(const comm_t *comm, pool_t *pool, const cuda_algo_state_t *st, int algo,
+                      const void *sendbuf, void *recvbuf, size_t count, symcoll_dtype_t dtype,
+                      symcoll_op_t op, cuda_ar_args_t *a)
+{
+    size_t off;
+
+    memset(a, 0, sizeof(*a));
+    a->send = sendbuf;
+    a->recv = recvbuf;
+    a->count = count;
+    a->dtype = (int)dtype;
+    a->op = (int)op;
+    a->rank = st->me;
+    a->nranks = st->n;
+    a->algo = algo;
+    a->nblocks = st->nb[algo];
+    a->stage_slot = st->stage_slot[algo];
+    a->stage_out = st->stage_out;
+    for (int p = 0; p < st->n; p++) {
+        a->stage[p] = pool_peer_addr(pool, p, st->stage_off[algo]);
+        a->pool_base[p] = pool_peer_addr(pool, p, 0);
+        a->pad[p] = pool_signal_pad(pool, p);
+    }
+    a->recv_info =
+        recvbuf && pool_lookup(pool, recvbuf, count * symcoll_dtype_size(dtype), &off)
+            ? (uint64_t)off + 1
+            : 0;
+    a->abort_word = st->words.dev;
+    a->err_word = st->words.dev + 1;
+    a->timeout_ns = (unsigned long long)(comm->timeout_sec * 1e9);
+}
+
+/* Launches on the pool's device (the caller's current device is left as it was). */
+static symcoll_status_t launch(const cuda_algo_state_t *st, const cuda_ar_args_t *a,
+                               void *stream)
+{
+    int prev = -1;
+    cudaError_t err;
+
+    if (cudaGetDevice(&prev) == cudaSuccess && prev != st->device)
+        cudaSetDevice(st->device);
+    else
+        prev = -1;
+    err = (cudaError_t)cuda_ar_launch(a, stream);
+    if (prev >= 0)
+        cudaSetDevice(prev);
+    if (err != cudaSuccess)
+        return cuda_rt_error(err, "all-reduce kernel launch");
+    return SYMCOLL_OK;
+}
+
 symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, const void *sendbuf,
                                      void *recvbuf, size_t count, symcoll_dtype_t dtype,
                                      symcoll_op_t op, void *stream)
@@ -231,8 +318,7 @@ symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, const void *sen
     cuda_algo_state_t *st = NULL;
     cuda_ar_args_t a;
     symcoll_status_t status;
-    size_t off;
-    int algo, prev = -1;
+    int algo;
     cudaError_t err;
 
     if (((uintptr_t)sendbuf | (uintptr_t)recvbuf) % esize) {
@@ -253,22 +339,16 @@ symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, const void *sen
         return SYMCOLL_ERR_INTERNAL;
     }
     if (pool_local_size(pool) != comm->nranks || comm->nranks > CUDA_AR_MAX_RANKS) {
-        log_error("symcoll_allreduce: CUDA memory across nodes or on more than %d GPUs is not "
-                  "supported yet",
+        log_error("symcoll_allreduce: CUDA memory on more than %d GPUs of a node is not "
+                  "supported",
                   CUDA_AR_MAX_RANKS);
         return SYMCOLL_ERR_UNSUPPORTED;
     }
     status = state_get(pool, &st);
+    if (status == SYMCOLL_OK)
+        status = check_gave_up(st);
     if (status != SYMCOLL_OK)
         return status;
-    if (st->words.host[1] != CUDA_KERR_NONE) {
-        status = st->words.host[1] == CUDA_KERR_ABORTED ? SYMCOLL_ERR_ABORTED
-                                                        : SYMCOLL_ERR_TIMED_OUT;
-        log_error("symcoll_allreduce: an earlier CUDA all-reduce gave up (%s); the "
-                  "communicator can only be destroyed",
-                  symcoll_status_string(status));
-        return status;
-    }
     algo = choose(comm, st, bytes);
     if (algo < 0)
         return SYMCOLL_ERR_UNSUPPORTED;
@@ -279,37 +359,65 @@ symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, const void *sen
     status = stage_ensure(pool, st, algo, bytes, stream);
     if (status != SYMCOLL_OK)
         return status;
+    fill_args(comm, pool, st, algo, sendbuf, recvbuf, count, dtype, op, &a);
+    return launch(st, &a, stream);
+}
 
-    memset(&a, 0, sizeof(a));
-    a.send = sendbuf;
-    a.recv = recvbuf;
-    a.count = count;
-    a.dtype = (int)dtype;
-    a.op = (int)op;
-    a.rank = st->me;
-    a.nranks = st->n;
-    a.algo = algo;
-    a.nblocks = st->nb[algo];
-    a.stage_slot = st->stage_slot[algo];
-    a.stage_out = st->stage_out;
-    for (int p = 0; p < st->n; p++) {
-        a.stage[p] = pool_peer_addr(pool, p, st->stage_off[algo]);
-        a.pool_base[p] = pool_peer_addr(pool, p, 0);
-        a.pad[p] = pool_signal_pad(pool, p);
+/* ---- hierarchical across nodes: the node's part ------------------------------------ */
+
+bool algo_cuda_hier_ready(pool_t *pool, size_t bytes)
+{
+    const cuda_algo_state_t *st = *pool_algo_state(pool);
+    return st && stage_fits(pool_comm(pool), st, CUDA_AR_TWOSHOT, bytes);
+}
+
+symcoll_status_t algo_cuda_hier_rs(comm_t *comm, pool_t *pool, const void *sendbuf, size_t count,
+                                   symcoll_dtype_t dtype, symcoll_op_t op, void *stream,
+                                   char **slice_p, size_t *slice_count_p)
+{
+    const size_t esize = symcoll_dtype_size(dtype), bytes = count * esize;
+    const size_t v = 16 / esize;
+    cuda_algo_state_t *st = NULL;
+    cuda_ar_args_t a;
+    symcoll_status_t status;
+    size_t nvec = count / v, lo, len;
+    char *res;
+
+    if (pool_local_size(pool) > CUDA_AR_MAX_RANKS) {
+        log_error("symcoll_allreduce: CUDA memory on more than %d GPUs of a node is not "
+                  "supported",
+                  CUDA_AR_MAX_RANKS);
+        return SYMCOLL_ERR_UNSUPPORTED;
     }
-    a.recv_info = pool_lookup(pool, recvbuf, bytes, &off) ? (uint64_t)off + 1 : 0;
-    a.abort_word = st->words.dev;
-    a.err_word = st->words.dev + 1;
-    a.timeout_ns = (unsigned long long)(comm->timeout_sec * 1e9);
+    status = state_get(pool, &st);
+    if (status == SYMCOLL_OK)
+        status = check_gave_up(st);
+    if (status == SYMCOLL_OK)
+        status = stage_ensure(pool, st, CUDA_AR_TWOSHOT, bytes, stream);
+    if (status != SYMCOLL_OK)
+        return status;
+    res = (char *)pool_peer_addr(pool, st->me, st->stage_off[CUDA_AR_TWOSHOT]) + st->stage_out;
+    /* the slices of the kernel: 16-byte vectors split evenly, the tail to the last rank;
+     * an average divides once, across nodes, by the communicator's size */
+    fill_args(comm, pool, st, CUDA_AR_TWOSHOT, sendbuf, res, count, dtype,
+              op == SYMCOLL_AVG ? SYMCOLL_SUM : op, &a);
+    a.phase = CUDA_AR_PHASE_RS;
+    a.recv_info = 0;
+    lo = nvec * (size_t)st->me / (size_t)st->n;
+    len = nvec * (size_t)(st->me + 1) / (size_t)st->n - lo;
+    *slice_p = res + lo * 16;
+    *slice_count_p = len * v + (st->me == st->n - 1 ? count - nvec * v : 0);
+    return launch(st, &a, stream);
+}
 
-    if (cudaGetDevice(&prev) == cudaSuccess && prev != st->device)
-        cudaSetDevice(st->device);
-    else
-        prev = -1;
-    err = (cudaError_t)cuda_ar_launch(&a, stream);
-    if (prev >= 0)
-        cudaSetDevice(prev);
-    if (err != cudaSuccess)
-        return cuda_rt_error(err, "all-reduce kernel launch");
-    return SYMCOLL_OK;
+symcoll_status_t algo_cuda_hier_ag(comm_t *comm, pool_t *pool, void *recvbuf, size_t count,
+                                   symcoll_dtype_t dtype, void *stream)
+{
+    cuda_algo_state_t *st = *pool_algo_state(pool);
+    cuda_ar_args_t a;
+
+    fill_args(comm, pool, st, CUDA_AR_TWOSHOT, NULL, recvbuf, count, dtype, SYMCOLL_SUM, &a);
+    a.phase = CUDA_AR_PHASE_AG;
+    a.recv_info = 0;
+    return launch(st, &a, stream);
 }

@@ -99,6 +99,7 @@ typedef struct cnet_op {
     symcoll_op_t op;
     uint64_t first; /* number of its first chunk */
     uint64_t nchunks;
+    bool group; /* hierarchical: a slice, among the ranks of this local index */
 } cnet_op_t;
 
 #define CNET_WORD_STRIDE 16 /* uint32 per line: one cache line per word */
@@ -142,8 +143,12 @@ struct cuda_net {
      * word shows it, no queued copy touches the slot any more */
     uint64_t last_freed[CNET_SLOTS_MAX];
 
-    volatile uint32_t *words; /* host-mapped, CNET_NWORDS x nslots lines */
+    volatile uint32_t *words; /* host-mapped, CNET_NWORDS x nslots lines + the hier line */
     CUdeviceptr words_dev;
+    /* hierarchical calls queued; the hier word (after the slots' words) holds the low 32
+     * bits of the number of the last whose all-gather ran. A hierarchical call's stream
+     * waits for the one before it (other streams: they share the CUDA pool's staging) */
+    uint64_t hier_seq;
 
     bool has_stage; /* allocated and pinned */
     size_t stage_off, slot_bytes;
@@ -165,6 +170,30 @@ static CUdeviceptr cnet_word_dev(cuda_net_t *cn, int which, int slot)
                                CNET_WORD_STRIDE * sizeof(uint32_t);
 }
 
+/* the hier word: the line after the slots' */
+#define CNET_HIER_LINE(cn) ((size_t)CNET_NWORDS * (size_t)(cn)->nslots * CNET_WORD_STRIDE)
+
+/* Waits (caller's thread) until the all-gather of every queued hierarchical call ran:
+ * then no queued kernel uses the CUDA pool's staging or the hier word. */
+static symcoll_status_t cnet_wait_hier(cuda_net_t *cn)
+{
+    deadline_t dl = deadline_make(cn->comm->timeout_sec, NULL);
+    volatile uint32_t *w = cn->words + CNET_HIER_LINE(cn);
+    unsigned iter = 0;
+
+    while (cn->hier_seq &&
+           !cnet_reached(__atomic_load_n(w, __ATOMIC_ACQUIRE), (uint32_t)cn->hier_seq)) {
+        if (deadline_check(&dl) != SYMCOLL_OK) {
+            log_error("CUDA across nodes: the GPU did not finish the hierarchical call %llu in "
+                      "%.0f s",
+                      (unsigned long long)cn->hier_seq, cn->comm->timeout_sec);
+            return SYMCOLL_ERR_TIMED_OUT;
+        }
+        core_spin_pause(&iter);
+    }
+    return SYMCOLL_OK;
+}
+
 /* Waits (caller's thread) until every copy out queued so far has run: then no queued
  * stream work reads or writes the slots or the words any more. Needs no CUDA call, so
  * it waits for this communicator's work only, on whatever device it runs. */
@@ -184,7 +213,7 @@ static symcoll_status_t cnet_wait_quiet(cuda_net_t *cn)
             core_spin_pause(&iter);
         }
     }
-    return SYMCOLL_OK;
+    return cnet_wait_hier(cn);
 }
 
 /* ---- the lanes ----------------------------------------------------------------------- */
@@ -253,7 +282,10 @@ static symcoll_status_t cnet_run(cnet_lane_t *ln, const cnet_op_t *op, uint64_t 
         if (first)
             ln->t_wait_in += t - t0;
         first = false;
-        if (status == SYMCOLL_OK)
+        if (status == SYMCOLL_OK && op->group)
+            status = algo_net_group_allreduce_on(cn->comm, ln->ucx, cn->host_pool, slot, n,
+                                                 op->dtype, op->op);
+        else if (status == SYMCOLL_OK)
             status = algo_net_allreduce_on(cn->comm, ln->ucx, cn->host_pool, slot, slot, n,
                                            op->dtype, op->op);
         ln->t_net += time_now() - t;
@@ -620,8 +652,7 @@ static symcoll_status_t cnet_create(comm_t *comm, pool_t *host_pool, cuda_net_t 
     cn->gpu_shared = cnet_gpu_shared(comm);
     cn->nslots = cnet_nslots(cn->nlanes);
     cnet_sched_init(&cn->sched, cn->nlanes);
-    words_bytes =
-        (size_t)CNET_NWORDS * (size_t)cn->nslots * CNET_WORD_STRIDE * sizeof(uint32_t);
+    words_bytes = (CNET_HIER_LINE(cn) + CNET_WORD_STRIDE) * sizeof(uint32_t);
     cn->drv = cuda_driver("CUDA all-reduce across nodes");
     if (!cn->drv) {
         status = SYMCOLL_ERR_CUDA;
@@ -828,6 +859,105 @@ static symcoll_status_t cnet_queue_small(cuda_net_t *cn, cudaStream_t s, const c
     return SYMCOLL_OK;
 }
 
+/* Queues one operation for the lanes and its pipeline on the stream (the staging is in
+ * place). On failure the communicator is broken: the lanes stop waiting for its chunks. */
+static symcoll_status_t cnet_enqueue(cuda_net_t *cn, cudaStream_t s, const void *sendbuf,
+                                     void *recvbuf, size_t count, symcoll_dtype_t dtype,
+                                     symcoll_op_t op, bool group)
+{
+    const size_t esize = symcoll_dtype_size(dtype);
+    symcoll_status_t status;
+    cnet_op_t o;
+    size_t chunk;
+
+    /* a free queue entry: the lanes free one per operation */
+    status = cnet_wait_queued(cn, CNET_QUEUE - 1);
+    if (status != SYMCOLL_OK)
+        return status;
+    chunk = topo_cuda_net_chunk(count * esize, cn->slot_bytes, cn->nlanes) / esize;
+    if (chunk == 0)
+        chunk = 1; /* count 0 never comes here; keep the division below defined anyway */
+    o.chunk = chunk;
+    o.count = count;
+    o.dtype = dtype;
+    o.op = op;
+    o.group = group;
+    o.first = cn->next_chunk;
+    o.nchunks = (count + chunk - 1) / chunk;
+    cn->next_chunk += o.nchunks;
+
+    /* the lanes first: they wait for each chunk's "ready" anyway. Only lanes with chunks
+     * in it need to hear of it: lane 0 (if it sleeps) for a one-chunk call, every lane
+     * for more */
+    pthread_mutex_lock(&cn->mu);
+    cn->q[cn->sched.end % CNET_QUEUE] = o;
+    (void)cnet_sched_push(&cn->sched, o.nchunks);
+    if (o.nchunks > 1 || cn->lane0_asleep)
+        pthread_cond_broadcast(&cn->work);
+    pthread_mutex_unlock(&cn->mu);
+
+    /* the pipeline on the caller's stream */
+    if (o.nchunks == 1 && count * esize <= cn->comm->config.cuda_net_kernel_max &&
+        cn->stage_dev && !cn->gpu_shared) {
+        return cnet_queue_small(cn, s, &o, sendbuf, recvbuf);
+    } else {
+        cnet_queue_t q = {cn, s, &o, sendbuf, recvbuf};
+        return cnet_plan(o.first, o.nchunks, cn->nslots, cnet_queue_cmd, &q);
+    }
+}
+
+bool algo_cuda_net_uses_pool(const comm_t *comm, size_t bytes)
+{
+    return topo_cuda_net_hier(&comm->topo->select_cfg, &comm->topo->shape[SYMCOLL_MEM_CUDA],
+                              bytes);
+}
+
+/* Hierarchical: reduce-scatter over the GPUs of the node (a kernel over the CUDA pool's
+ * peer mappings), this rank's slice of the node's sum staged across the nodes among
+ * the ranks of its local index (the lanes, as any staged call), all-gather over the
+ * GPUs; all on the stream. Each rank sends only 1/L of the message across nodes, and the
+ * host reduces only 1/L of it. */
+static symcoll_status_t cnet_hier(cuda_net_t *cn, cudaStream_t s, pool_t *cuda_pool,
+                                  const void *sendbuf, void *recvbuf, size_t count,
+                                  symcoll_dtype_t dtype, symcoll_op_t op)
+{
+    comm_t *comm = cn->comm;
+    CUdeviceptr hw = cn->words_dev + CNET_HIER_LINE(cn) * sizeof(uint32_t);
+    symcoll_status_t status = SYMCOLL_OK;
+    char *slice = NULL;
+    size_t slice_count = 0;
+    CUresult res;
+
+    if (!algo_cuda_hier_ready(cuda_pool, count * symcoll_dtype_size(dtype))) {
+        /* the CUDA staging is set up or grows (collective pool calls): nothing queued may
+         * still use the pool or the staging */
+        status = algo_cuda_net_drain(comm);
+        if (status == SYMCOLL_OK)
+            status = cnet_wait_hier(cn);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    if (cn->hier_seq) {
+        res = cn->drv->stream_wait_value32(s, hw, (uint32_t)cn->hier_seq,
+                                           CU_STREAM_WAIT_VALUE_GEQ);
+        if (res != CUDA_SUCCESS)
+            return cuda_drv_error(res, "cuStreamWaitValue32");
+    }
+    status = algo_cuda_hier_rs(comm, cuda_pool, sendbuf, count, dtype, op, s, &slice,
+                               &slice_count);
+    if (status != SYMCOLL_OK)
+        return status;
+    if (slice_count > 0)
+        status = cnet_enqueue(cn, s, slice, slice, slice_count, dtype, op, true);
+    if (status == SYMCOLL_OK)
+        status = algo_cuda_hier_ag(comm, cuda_pool, recvbuf, count, dtype, s);
+    if (status != SYMCOLL_OK)
+        return status;
+    cn->hier_seq++;
+    res = cn->drv->stream_write_value32(s, hw, (uint32_t)cn->hier_seq, 0);
+    return res == CUDA_SUCCESS ? SYMCOLL_OK : cuda_drv_error(res, "cuStreamWriteValue32");
+}
+
 symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const void *sendbuf,
                                          void *recvbuf, size_t count, symcoll_dtype_t dtype,
                                          symcoll_op_t op, void *stream)
@@ -835,15 +965,22 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
     const size_t esize = symcoll_dtype_size(dtype);
     cudaStream_t s = (cudaStream_t)stream;
     cuda_net_t *cn = comm->cuda_net;
+    pool_t *cuda_pool = NULL;
     symcoll_status_t status;
     bool capturing = false;
-    cnet_op_t o;
-    size_t chunk;
 
     if (((uintptr_t)sendbuf | (uintptr_t)recvbuf) % esize) {
         log_error("symcoll_allreduce: CUDA buffers must be aligned to the element size (%zu)",
                   esize);
         return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    if (algo_cuda_net_uses_pool(comm, count * esize)) {
+        cuda_pool = comm->pools[SYMCOLL_MEM_CUDA];
+        if (!cuda_pool) {
+            log_error("symcoll_allreduce: internal error: no CUDA pool for the hierarchical "
+                      "algorithm");
+            return SYMCOLL_ERR_INTERNAL;
+        }
     }
     status = cuda_stream_capturing(stream, &capturing);
     if (status != SYMCOLL_OK)
@@ -874,48 +1011,14 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
         status = algo_cuda_net_drain(comm);
         if (status == SYMCOLL_OK)
             status = cnet_stage_ensure(cn);
-    } else {
-        /* a free queue entry: the lanes free one per operation */
-        status = cnet_wait_queued(cn, CNET_QUEUE - 1);
     }
+    if (status == SYMCOLL_OK)
+        status = cuda_pool ? cnet_hier(cn, s, cuda_pool, sendbuf, recvbuf, count, dtype, op)
+                           : cnet_enqueue(cn, s, sendbuf, recvbuf, count, dtype, op, false);
     if (status != SYMCOLL_OK) {
-        /* other ranks may have queued this call: their threads would wait for ours */
-        int ok = SYMCOLL_OK;
-        atomic_compare_exchange_strong(&cn->broken, &ok, (int)status);
-        return status;
-    }
-    chunk = topo_cuda_net_chunk(count * esize, cn->slot_bytes, cn->nlanes) / esize;
-    if (chunk == 0)
-        chunk = 1; /* count 0 never comes here; keep the division below defined anyway */
-    o.chunk = chunk;
-    o.count = count;
-    o.dtype = dtype;
-    o.op = op;
-    o.first = cn->next_chunk;
-    o.nchunks = (count + chunk - 1) / chunk;
-    cn->next_chunk += o.nchunks;
-
-    /* the lanes first: they wait for each chunk's "ready" anyway. Only lanes with chunks
-     * in it need to hear of it: lane 0 (if it sleeps) for a one-chunk call, every lane
-     * for more */
-    pthread_mutex_lock(&cn->mu);
-    cn->q[cn->sched.end % CNET_QUEUE] = o;
-    (void)cnet_sched_push(&cn->sched, o.nchunks);
-    if (o.nchunks > 1 || cn->lane0_asleep)
-        pthread_cond_broadcast(&cn->work);
-    pthread_mutex_unlock(&cn->mu);
-
-    /* the pipeline on the caller's stream */
-    if (o.nchunks == 1 && count * esize <= cn->comm->config.cuda_net_kernel_max &&
-        cn->stage_dev && !cn->gpu_shared) {
-        status = cnet_queue_small(cn, s, &o, sendbuf, recvbuf);
-    } else {
-        cnet_queue_t q = {cn, s, &o, sendbuf, recvbuf};
-        status = cnet_plan(o.first, o.nchunks, cn->nslots, cnet_queue_cmd, &q);
-    }
-    if (status != SYMCOLL_OK) {
-        /* the lanes stop waiting for this call's chunks and release them (and every
-         * later call fails) */
+        /* other ranks may have queued this call: their threads would wait for ours; the
+         * lanes stop waiting for this call's chunks and release them (and every later
+         * call fails) */
         int ok = SYMCOLL_OK;
         atomic_compare_exchange_strong(&cn->broken, &ok, (int)status);
     }

@@ -60,17 +60,7 @@ symcoll_status_t algo_net_hier(net_state_t *st, const void *sendbuf, void *recvb
     algo_reduce(acc, st->srcs, L, slen, dtype, op, 0);
 
     /* 2. inter-node all-reduce of our slice, among the ranks of our local index */
-    for (int k = 0; k < nn; k++) {
-        for (int r = 0; r < st->n; r++) {
-            if (t->rank_node[r] == k && t->rank_local_rank[r] == l) {
-                st->group[k] = r;
-                break;
-            }
-        }
-    }
-    g.ranks = st->group;
-    g.n = nn;
-    g.me = t->node;
+    algo_net_local_index_group(st, &g);
     algo_net_call_init(&c, st, &g, acc, acc, slen, dtype, op, dl);
     if (slen > 0) {
         status = rd ? algo_net_rd(&c) : algo_net_ring(&c);

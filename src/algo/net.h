@@ -152,6 +152,17 @@ symcoll_status_t algo_net_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *poo
                                        const void *sendbuf, void *recvbuf, size_t count,
                                        symcoll_dtype_t dtype, symcoll_op_t op);
 
+/* In-place all-reduce of buf among the ranks of this rank's local index, one a node
+ * (rd or ring by size), over a UCX lane: the step across nodes of the hierarchical
+ * algorithm on CUDA memory, whose node part runs on the GPUs. AVG divides by the
+ * communicator's size (buf holds the node's sum). */
+symcoll_status_t algo_net_group_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
+                                             void *buf, size_t count, symcoll_dtype_t dtype,
+                                             symcoll_op_t op);
+
+/* Fills g with the ranks of this rank's local index, one a node, in node order. */
+void algo_net_local_index_group(net_state_t *st, net_group_t *g);
+
 /* The communicator was aborted: tell the peers (their calls end now, not at their
  * deadline) and refuse further calls. */
 void algo_net_pool_abort(pool_t *pool);

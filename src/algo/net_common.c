@@ -200,6 +200,15 @@ symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes)
         acc = ba > acc ? ba : acc;
         area = br > area ? br : area;
     }
+    {
+        /* algo_net_group_allreduce_on: rd or ring among one rank a node */
+        int nn = st->comm->topo->nnodes;
+        size_t rd_max = topo_rd_max(cfg, nn);
+        size_t rd = algo_net_rd_area(max_bytes < rd_max ? max_bytes : rd_max, 1, nn);
+        size_t ring = algo_net_ring_area(max_bytes, 1, nn);
+        area = rd > area ? rd : area;
+        area = ring > area ? ring : area;
+    }
     st->fixed = false;
     status = algo_net_reserve(st, in, acc, area);
     st->fixed = status == SYMCOLL_OK;
@@ -487,6 +496,64 @@ symcoll_status_t algo_net_allreduce(comm_t *comm, pool_t *pool, const void *send
                                     symcoll_op_t op)
 {
     return algo_net_allreduce_on(comm, comm->ucx, pool, sendbuf, recvbuf, count, dtype, op);
+}
+
+/* The ranks of this rank's local index, one a node, in node order. */
+void algo_net_local_index_group(net_state_t *st, net_group_t *g)
+{
+    const topo_t *t = st->comm->topo;
+    int l = t->local_rank;
+
+    for (int k = 0; k < t->nnodes; k++) {
+        for (int r = 0; r < st->n; r++) {
+            if (t->rank_node[r] == k && t->rank_local_rank[r] == l) {
+                st->group[k] = r;
+                break;
+            }
+        }
+    }
+    g->ranks = st->group;
+    g->n = t->nnodes;
+    g->me = t->node;
+}
+
+symcoll_status_t algo_net_group_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
+                                             void *buf, size_t count, symcoll_dtype_t dtype,
+                                             symcoll_op_t op)
+{
+    net_state_t *st;
+    deadline_t dl = deadline_make(comm->timeout_sec, &comm->aborted);
+    size_t esize = symcoll_dtype_size(dtype), bytes = count * esize;
+    symcoll_status_t status;
+    net_group_t g;
+    net_call_t c;
+    bool rd;
+
+    status = algo_net_state_get_on(comm, ucx, pool, &st);
+    if (status != SYMCOLL_OK)
+        return status;
+    if (st->broken != SYMCOLL_OK) {
+        log_error("symcoll_allreduce: an earlier call failed (%s); the communicator can only "
+                  "be destroyed",
+                  symcoll_status_string(st->broken));
+        return st->broken;
+    }
+    algo_net_local_index_group(st, &g);
+    rd = bytes <= topo_rd_max(&comm->topo->select_cfg, g.n);
+    status = algo_net_reserve(st, 0, 0,
+                              rd ? algo_net_rd_area(count, esize, g.n)
+                                 : algo_net_ring_area(count, esize, g.n));
+    if (status != SYMCOLL_OK)
+        return status;
+    algo_net_call_init(&c, st, &g, buf, buf, count, dtype, op, &dl);
+    status = rd ? algo_net_rd(&c) : algo_net_ring(&c);
+    if (status == SYMCOLL_OK)
+        status = ucx_wait_all(st->ucx, &dl);
+    if (status != SYMCOLL_OK && net_failure_is_sticky(status)) {
+        st->broken = status;
+        net_give_up(st);
+    }
+    return status;
 }
 
 symcoll_status_t algo_net_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,

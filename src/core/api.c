@@ -109,8 +109,17 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *rec
         goto out;
     }
     if (mem_type == SYMCOLL_MEM_CUDA && comm->topo->nnodes > 1) {
-        /* staged through the host pool; the CUDA pool is not needed */
+        /* staged through the host pool; the hierarchical algorithm also uses the CUDA
+         * pool (created first if need be: collective, so queued operations go first) */
         status = core_pool_get(comm, SYMCOLL_MEM_HOST, &pool);
+        if (status == SYMCOLL_OK &&
+            algo_cuda_across_uses_pool(comm, count * symcoll_dtype_size(dtype))) {
+            pool_t *cuda_pool;
+            if (!comm->pools[SYMCOLL_MEM_CUDA])
+                status = algo_quiesce(comm);
+            if (status == SYMCOLL_OK)
+                status = core_pool_get(comm, SYMCOLL_MEM_CUDA, &cuda_pool);
+        }
     } else {
         /* CUDA all-reduces across nodes queued before this call go first */
         status = algo_quiesce(comm);

@@ -248,13 +248,14 @@ __device__ __forceinline__ bool barrier(const cuda_ar_args_t &a, int algo, int s
     return !*s_fail;
 }
 
-/* epoch of this block for algo: counted in this rank's own pad, never reset */
+/* epoch of this block for algo: counted in this rank's own pad, never reset (advance
+ * false: the epoch of the launch before, for a call's second launch) */
 __device__ __forceinline__ uint32_t next_epoch(const cuda_ar_args_t &a, int algo, uint32_t *s_e,
-                                               int *s_fail)
+                                               int *s_fail, bool advance = true)
 {
     if (threadIdx.x == 0) {
         uint32_t *c = a.pad[a.rank] + CUDA_PAD_COUNTER(algo, 0, blockIdx.x);
-        uint32_t e = *c + 1;
+        uint32_t e = *c + (advance ? 1 : 0);
         *c = e;
         *s_e = e;
         *s_fail = 0;
@@ -519,7 +520,7 @@ twoshot_reduce(const cuda_ar_args_t &a, const char *send, char *recv, const char
     st_any<T>(recv + (lo + j) * 16, res, ral);
 #pragma unroll
     for (int p = 0; p < MAXR; p++)
-        if (p < a.nranks && p != a.rank)
+        if (p < a.nranks && p != a.rank && out[p])
             st_any<T>(out[p] + (lo + j) * 16, res, oal[p]);
 }
 
@@ -529,8 +530,8 @@ __global__ void __launch_bounds__(CUDA_AR_THREADS, 1) k_twoshot(const cuda_ar_ar
     constexpr int V = 16 / sizeof(T);
     __shared__ uint32_t s_e;
     __shared__ int s_fail;
-    const int n = a.nranks, r = a.rank, t = threadIdx.x;
-    const uint32_t e = next_epoch(a, CUDA_AR_TWOSHOT, &s_e, &s_fail);
+    const int n = a.nranks, r = a.rank, t = threadIdx.x, phase = a.phase;
+    const uint32_t e = next_epoch(a, CUDA_AR_TWOSHOT, &s_e, &s_fail, phase != CUDA_AR_PHASE_AG);
     const size_t nvec = a.count / V;
     const int tail = (int)(a.count - nvec * V);
     const char *send = (const char *)a.send;
@@ -539,6 +540,9 @@ __global__ void __launch_bounds__(CUDA_AR_THREADS, 1) k_twoshot(const cuda_ar_ar
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     const size_t j0 = (size_t)blockIdx.x * blockDim.x + t;
     const size_t slot = a.stage_slot;
+
+    if (phase == CUDA_AR_PHASE_AG)
+        goto gather;
 
     /* 1. push slice p of the input to peer p */
 #pragma unroll
@@ -570,7 +574,7 @@ __global__ void __launch_bounds__(CUDA_AR_THREADS, 1) k_twoshot(const cuda_ar_ar
     for (int p = 0; p < MAXR; p++) {
         out[p] = nullptr;
         oal[p] = true;
-        if (p < n && p != r) {
+        if (p < n && p != r && phase == CUDA_AR_PHASE_ALL) {
             const uint64_t info = *(const volatile uint64_t *)((const uint64_t *)a.pad[r] +
                                                                CUDA_PAD_INFO64(blockIdx.x, p));
             out[p] = info ? a.pool_base[p] + (info - 1) : a.stage[p] + a.stage_out;
@@ -598,12 +602,32 @@ __global__ void __launch_bounds__(CUDA_AR_THREADS, 1) k_twoshot(const cuda_ar_ar
             ((T *)recv)[nvec * V + t] = x;
 #pragma unroll
             for (int p = 0; p < MAXR; p++)
-                if (p < n && p != r)
+                if (p < n && p != r && out[p])
                     ((T *)out[p])[nvec * V + t] = x;
         }
     }
+    /* RS: recv is this rank's own results area; the step across nodes comes next, and
+     * the AG launch's barrier ends this call for the peers */
+    if (phase == CUDA_AR_PHASE_RS)
+        return;
+gather:
     if (!barrier(a, CUDA_AR_TWOSHOT, CUDA_BAR_END, e, false, &s_fail))
         return;
+    if (phase == CUDA_AR_PHASE_AG) {
+        /* every rank's final slice from its results area, the own one too */
+#pragma unroll
+        for (int p = 0; p < MAXR; p++) {
+            if (p >= n)
+                continue;
+            const char *res = a.stage[p] + a.stage_out;
+            const size_t lo = nvec * p / n, len = nvec * (p + 1) / n - lo;
+            for (size_t j = j0; j < len; j += stride)
+                st_any<T>(recv + (lo + j) * 16, ld_cg(res + (lo + j) * 16), ral);
+            if (p == n - 1 && blockIdx.x == 0 && t < tail)
+                ((T *)recv)[nvec * V + t] = __ldcg((const T *)res + nvec * V + t);
+        }
+        return;
+    }
 
     /* 3. results that peers left in the staging area */
     if (a.recv_info)

@@ -16,6 +16,10 @@ extern "C" {
 /* one-shot of small messages with flags inside the data (LL), one-shot, two-shot */
 enum { CUDA_AR_ONESHOT = 0, CUDA_AR_TWOSHOT = 1, CUDA_AR_LL = 2, CUDA_AR_NALGOS = 3 };
 enum { CUDA_BAR_START = 0, CUDA_BAR_END = 1, CUDA_BAR_NSLOTS = 2 };
+/* Two-shot in two launches around a step across nodes (algo/cuda_net.c, hierarchical):
+ * RS pushes and reduces this rank's slice into its own results area (stage_out) and
+ * returns; AG, after the step, gathers every rank's slice from the results areas. */
+enum { CUDA_AR_PHASE_ALL = 0, CUDA_AR_PHASE_RS = 1, CUDA_AR_PHASE_AG = 2 };
 
 /* Signal pad, uint32 words. Flags: written by peers, one per (algorithm, slot, block,
  * source rank). Info: a 64-bit word per (block, source rank) that a peer writes before
@@ -51,6 +55,7 @@ typedef struct cuda_ar_args {
     int rank;         /* local rank */
     int nranks;       /* local ranks (all ranks of the communicator) */
     int algo;         /* CUDA_AR_ONESHOT / _TWOSHOT / _LL */
+    int phase;        /* two-shot: CUDA_AR_PHASE_* */
     int nblocks;      /* fixed per algorithm for the life of the pool */
     /* staging area of every rank as seen from here (index = rank); one-shot: 2 parities
      * x nranks sources x stage_slot bytes (LL: the same, 16-byte records of 8 payload

@@ -132,11 +132,29 @@ static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
                       "yet"
                     : "staged through pinned host memory of the pool: the UCX of some rank has "
                       "no CUDA memory support (see ucx-mem), so it cannot put into GPU memory");
-        if (s->cuda_across_nodes && s->cuda_max_local > 0 && s->gpus)
+        if (s->cuda_across_nodes && s->cuda_max_local > 0 && s->gpus) {
             fprintf(out,
                     "; %d lane(s) (SYMCOLL_CUDA_NET_LANES), chunks of 64K to %s "
                     "(SYMCOLL_CUDA_NET_CHUNK)",
                     t->select_cfg.cuda_net_lanes, chunk);
+            if (s->ppn > 1 && topo_cuda_net_hier(&t->select_cfg, s, SIZE_MAX)) {
+                char min[32];
+                topo_fmt_size(t->select_cfg.hier_min, min, sizeof(min));
+                fprintf(out,
+                        "; hierarchical from %s (SYMCOLL_HIER_MIN): reduce-scatter and "
+                        "all-gather over each node's GPUs (CUDA pool mappings), only 1/%d "
+                        "of the data staged and sent across nodes",
+                        min, s->ppn);
+            } else if (s->ppn > 1) {
+                fprintf(out, "; not hierarchical over the GPUs (%s): every rank stages all "
+                             "of its data",
+                        !s->uniform ? "nodes hold different numbers of ranks"
+                        : s->gpu_link == TOPO_LINK_NONE ? "some GPUs of a node cannot map "
+                                                          "each other"
+                        : s->ppn > s->cuda_max_local    ? "too many ranks a node"
+                                                        : "SYMCOLL_ALGO");
+            }
+        }
         fprintf(out, "\n");
     }
 }

@@ -392,28 +392,64 @@ static void select_impl(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
  * reduced across nodes by the host algorithm for the chunk's size; the direct path
  * (UCX putting into GPU memory with rkeys) is not implemented, so UCX's CUDA support
  * only shows in the reason. */
+bool topo_cuda_net_hier(const topo_select_cfg_t *cfg, const topo_shape_t *shape, size_t bytes)
+{
+    return shape->nnodes > 1 && shape->ppn > 1 && shape->uniform &&
+           shape->ppn <= shape->cuda_max_local && shape->gpu_link != TOPO_LINK_NONE &&
+           (cfg->forced == TOPO_ALGO_AUTO || cfg->forced == TOPO_ALGO_HIER) &&
+           bytes >= cfg->hier_min;
+}
+
 static void select_cuda_staged(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
                                size_t bytes, topo_decision_t *d)
 {
     topo_shape_t hs = *shape;
-    size_t chunk = cfg->cuda_net_chunk
-                       ? topo_cuda_net_chunk(bytes, cfg->cuda_net_chunk, cfg->cuda_net_lanes)
-                       : bytes;
-    char sz[32], inner[TOPO_REASON_MAX];
+    topo_select_cfg_t hcfg = *cfg;
+    bool hier = topo_cuda_net_hier(cfg, shape, bytes);
+    size_t moved = bytes, chunk;
+    char sz[32], msz[32], inner[TOPO_REASON_MAX];
     int n;
 
     hs.gpu_link = TOPO_LINK_NONE;
-    select_impl(cfg, &hs, SYMCOLL_MEM_HOST, chunk, d);
-    if (d->quiet || d->algo == TOPO_ALGO_NONE)
+    if (hier) {
+        /* what crosses the nodes: one rank's slice, among one rank of each node */
+        moved = (bytes + (size_t)shape->ppn - 1) / (size_t)shape->ppn;
+        hs.nranks = shape->nnodes;
+        hs.ppn = 1;
+        hcfg.forced = TOPO_ALGO_AUTO;
+    }
+    chunk = cfg->cuda_net_chunk
+                ? topo_cuda_net_chunk(moved, cfg->cuda_net_chunk, cfg->cuda_net_lanes)
+                : moved;
+    select_impl(&hcfg, &hs, SYMCOLL_MEM_HOST, chunk, d);
+    if (d->algo == TOPO_ALGO_NONE)
+        return;
+    if (hier)
+        d->algo = TOPO_ALGO_HIER;
+    if (d->quiet)
         return;
     topo_fmt_size(chunk, sz, sizeof(sz));
+    topo_fmt_size(moved, msz, sizeof(msz));
     memcpy(inner, d->reason, sizeof(inner));
-    n = snprintf(d->reason, sizeof(d->reason),
-                 "CUDA staged via pinned host memory (%s), %s chunks on %d lane%s: ",
-                 shape->net_cuda ? "UCX has CUDA, direct path not built" : "UCX lacks CUDA", sz,
-                 cfg->cuda_net_lanes, cfg->cuda_net_lanes == 1 ? "" : "s");
-    if (n > 0 && (size_t)n < sizeof(d->reason))
-        strncat(d->reason, inner, sizeof(d->reason) - (size_t)n - 1);
+    if (hier)
+        n = snprintf(d->reason, sizeof(d->reason),
+                     "CUDA hier: RS/AG over each node's %d GPUs (%s), each rank's %s "
+                     "slice staged (%s), %s chunks on %d lane%s: ",
+                     shape->ppn, topo_link_name(shape->gpu_link), msz,
+                     shape->net_cuda ? "UCX has CUDA, direct path not built" : "UCX lacks CUDA",
+                     sz, cfg->cuda_net_lanes, cfg->cuda_net_lanes == 1 ? "" : "s");
+    else
+        n = snprintf(d->reason, sizeof(d->reason),
+                     "CUDA staged via pinned host memory (%s), %s chunks on %d lane%s: ",
+                     shape->net_cuda ? "UCX has CUDA, direct path not built" : "UCX lacks CUDA",
+                     sz, cfg->cuda_net_lanes, cfg->cuda_net_lanes == 1 ? "" : "s");
+    if (n > 0 && (size_t)n < sizeof(d->reason)) {
+        /* as much of the inner reason as fits */
+        size_t room = sizeof(d->reason) - (size_t)n - 1, len = strnlen(inner, sizeof(inner));
+        len = len < room ? len : room;
+        memcpy(d->reason + n, inner, len);
+        d->reason[(size_t)n + len] = '\0';
+    }
 }
 
 static void select_impl(const topo_select_cfg_t *cfg, const topo_shape_t *shape,

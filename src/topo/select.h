@@ -118,6 +118,13 @@ static inline size_t topo_cuda_net_chunk(size_t bytes, size_t chunk_max, int lan
     return piece < chunk_max ? piece : chunk_max;
 }
 
+/* CUDA memory across nodes: whether a message of bytes goes hierarchically over the GPUs
+ * of each node (reduce-scatter through the CUDA pool's peer mappings, the slice staged
+ * across nodes, all-gather through the mappings): several ranks on every node, the same
+ * number, each node's GPUs mapping each other, at most cuda_max_local of them, from
+ * SYMCOLL_HIER_MIN on, unless SYMCOLL_ALGO forces another algorithm. */
+bool topo_cuda_net_hier(const topo_select_cfg_t *cfg, const topo_shape_t *shape, size_t bytes);
+
 /* The choice for one message of bytes bytes. */
 void topo_select(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
                  symcoll_mem_type_t mem, size_t bytes, topo_decision_t *d);
