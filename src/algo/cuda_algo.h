@@ -18,13 +18,17 @@ symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, const void *sen
  * the node's sum (in its staging; slice_count elements, possibly 0), _ag the
  * intra-node all-gather of every rank's slice into recvbuf. _ready: the staging already
  * holds a message of bytes (else _rs makes it grow: collective, and only while nothing
- * else uses the pool). */
+ * else uses the pool). node_word (device view of a host-mapped word, or NULL): the
+ * kernels stop waiting once it is non-zero, and the next call fails with
+ * SYMCOLL_ERR_PEER_FAILED. */
 bool algo_cuda_hier_ready(pool_t *pool, size_t bytes);
 symcoll_status_t algo_cuda_hier_rs(comm_t *comm, pool_t *pool, const void *sendbuf, size_t count,
-                                   symcoll_dtype_t dtype, symcoll_op_t op, void *stream,
+                                   symcoll_dtype_t dtype, symcoll_op_t op,
+                                   const volatile uint32_t *node_word, void *stream,
                                    char **slice_p, size_t *slice_count_p);
 symcoll_status_t algo_cuda_hier_ag(comm_t *comm, pool_t *pool, void *recvbuf, size_t count,
-                                   symcoll_dtype_t dtype, void *stream);
+                                   symcoll_dtype_t dtype, const volatile uint32_t *node_word,
+                                   void *stream);
 
 /* Frees the staging space (after the device finished with it), for pool_trim. */
 void algo_cuda_release(pool_t *pool);

@@ -251,7 +251,9 @@ static symcoll_status_t check_gave_up(const cuda_algo_state_t *st)
 
     if (st->words.host[1] == CUDA_KERR_NONE)
         return SYMCOLL_OK;
-    status = st->words.host[1] == CUDA_KERR_ABORTED ? SYMCOLL_ERR_ABORTED : SYMCOLL_ERR_TIMED_OUT;
+    status = st->words.host[1] == CUDA_KERR_ABORTED ? SYMCOLL_ERR_ABORTED
+             : st->words.host[1] == CUDA_KERR_PEER  ? SYMCOLL_ERR_PEER_FAILED
+                                                    : SYMCOLL_ERR_TIMED_OUT;
     log_error("symcoll_allreduce: an earlier CUDA all-reduce gave up (%s); the "
               "communicator can only be destroyed",
               symcoll_status_string(status));
@@ -372,7 +374,8 @@ bool algo_cuda_hier_ready(pool_t *pool, size_t bytes)
 }
 
 symcoll_status_t algo_cuda_hier_rs(comm_t *comm, pool_t *pool, const void *sendbuf, size_t count,
-                                   symcoll_dtype_t dtype, symcoll_op_t op, void *stream,
+                                   symcoll_dtype_t dtype, symcoll_op_t op,
+                                   const volatile uint32_t *node_word, void *stream,
                                    char **slice_p, size_t *slice_count_p)
 {
     const size_t esize = symcoll_dtype_size(dtype), bytes = count * esize;
@@ -403,6 +406,7 @@ symcoll_status_t algo_cuda_hier_rs(comm_t *comm, pool_t *pool, const void *sendb
               op == SYMCOLL_AVG ? SYMCOLL_SUM : op, &a);
     a.phase = CUDA_AR_PHASE_RS;
     a.recv_info = 0;
+    a.node_word = node_word;
     lo = nvec * (size_t)st->me / (size_t)st->n;
     len = nvec * (size_t)(st->me + 1) / (size_t)st->n - lo;
     *slice_p = res + lo * 16;
@@ -411,7 +415,8 @@ symcoll_status_t algo_cuda_hier_rs(comm_t *comm, pool_t *pool, const void *sendb
 }
 
 symcoll_status_t algo_cuda_hier_ag(comm_t *comm, pool_t *pool, void *recvbuf, size_t count,
-                                   symcoll_dtype_t dtype, void *stream)
+                                   symcoll_dtype_t dtype, const volatile uint32_t *node_word,
+                                   void *stream)
 {
     cuda_algo_state_t *st = *pool_algo_state(pool);
     cuda_ar_args_t a;
@@ -419,5 +424,6 @@ symcoll_status_t algo_cuda_hier_ag(comm_t *comm, pool_t *pool, void *recvbuf, si
     fill_args(comm, pool, st, CUDA_AR_TWOSHOT, NULL, recvbuf, count, dtype, SYMCOLL_SUM, &a);
     a.phase = CUDA_AR_PHASE_AG;
     a.recv_info = 0;
+    a.node_word = node_word;
     return launch(st, &a, stream);
 }

@@ -154,6 +154,11 @@ struct cuda_net {
     size_t stage_off, slot_bytes;
     char *stage;
     char *stage_dev; /* the GPU's view of it (mapped); NULL: no small-call kernel */
+    /* after the slots, in the same pinned host pool memory: the node word (non-zero: a
+     * rank of this node gave up, raised by that rank through the pool mapping; the
+     * hierarchical kernels stop waiting then), and its device view */
+    size_t node_off;
+    const volatile uint32_t *node_word_dev;
     bool gpu_shared; /* another rank uses this GPU: no small-call kernel */
     uint64_t nops;   /* operations finished */
     double t_wait_in, t_net, t_busy; /* the lanes' sums, as they stop */
@@ -339,6 +344,19 @@ static void cnet_give_up_chunk(cnet_lane_t *ln, uint64_t g)
     cnet_raise_done(cn, g);
 }
 
+/* This rank gave up on the communicator: every rank of the node hears it through its
+ * node word (a store through the host pool mapping; any thread, no CUDA call), so that
+ * their hierarchical kernels stop waiting for this rank's. */
+static void cnet_tell_node(cuda_net_t *cn)
+{
+    if (!cn->has_stage)
+        return;
+    for (int j = 0; j < pool_local_size(cn->host_pool); j++)
+        __atomic_store_n((uint32_t *)((char *)pool_peer_addr(cn->host_pool, j, cn->stage_off) +
+                                      cn->node_off),
+                         1u, __ATOMIC_RELEASE);
+}
+
 /* The operation failed for this lane (its own failure, another lane's, the caller's):
  * make it sticky, tell this lane's peers once, release the lane's remaining chunks. */
 static void cnet_lane_fail(cnet_lane_t *ln, const cnet_op_t *op, uint64_t k,
@@ -347,10 +365,12 @@ static void cnet_lane_fail(cnet_lane_t *ln, const cnet_op_t *op, uint64_t k,
     cuda_net_t *cn = ln->cn;
     int ok = SYMCOLL_OK;
 
-    if (atomic_compare_exchange_strong(&cn->broken, &ok, (int)status))
+    if (atomic_compare_exchange_strong(&cn->broken, &ok, (int)status)) {
         log_error("CUDA all-reduce across nodes failed (%s); the stream is released and "
                   "later calls on this communicator fail",
                   symcoll_status_string(status));
+        cnet_tell_node(cn);
+    }
     cnet_lane_tell(ln);
     /* release the stream: every chunk of this lane not done yet is "done" (its result is
      * undefined); a slot's next copy in still waits for its copy out */
@@ -565,11 +585,14 @@ static symcoll_status_t cnet_stage_ensure(cuda_net_t *cn)
         return SYMCOLL_OK;
     cn->slot_bytes =
         (cn->comm->config.cuda_net_chunk + POOL_ALIGN - 1) / POOL_ALIGN * POOL_ALIGN;
-    bytes = (size_t)cn->nslots * cn->slot_bytes;
+    cn->node_off = (size_t)cn->nslots * cn->slot_bytes;
+    bytes = cn->node_off + POOL_ALIGN;
     status = pool_alloc(cn->host_pool, bytes, POOL_ALLOC_STAGING, &cn->stage_off);
     if (status != SYMCOLL_OK)
         return status;
     cn->stage = pool_peer_addr(cn->host_pool, pool_local_rank(cn->host_pool), cn->stage_off);
+    /* before the lanes start (an agreement among all ranks): no peer raises it earlier */
+    __atomic_store_n((uint32_t *)(cn->stage + cn->node_off), 0u, __ATOMIC_RELEASE);
     /* pinned, or nothing: a copy from pageable memory to the GPU reads its source when it
      * is queued, long before the lane has reduced the chunk */
     err = cudaHostRegister(cn->stage, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
@@ -585,10 +608,10 @@ static symcoll_status_t cnet_stage_ensure(cuda_net_t *cn)
         /* the small-call kernel reads and writes the slots directly; portable and
          * mapped: the same view serves every device where host pointers are unified */
         void *dev = NULL;
-        cn->stage_dev = cudaHostGetDevicePointer(&dev, cn->stage, 0) == cudaSuccess &&
-                                dev == (void *)cn->stage
-                            ? cn->stage
-                            : NULL;
+        bool mapped = cudaHostGetDevicePointer(&dev, cn->stage, 0) == cudaSuccess;
+        cn->stage_dev = mapped && dev == (void *)cn->stage ? cn->stage : NULL;
+        cn->node_word_dev =
+            mapped ? (const volatile uint32_t *)((char *)dev + cn->node_off) : NULL;
         (void)cudaGetLastError();
     }
     status = cnet_lanes_start(cn);
@@ -943,14 +966,14 @@ static symcoll_status_t cnet_hier(cuda_net_t *cn, cudaStream_t s, pool_t *cuda_p
         if (res != CUDA_SUCCESS)
             return cuda_drv_error(res, "cuStreamWaitValue32");
     }
-    status = algo_cuda_hier_rs(comm, cuda_pool, sendbuf, count, dtype, op, s, &slice,
-                               &slice_count);
+    status = algo_cuda_hier_rs(comm, cuda_pool, sendbuf, count, dtype, op, cn->node_word_dev, s,
+                               &slice, &slice_count);
     if (status != SYMCOLL_OK)
         return status;
     if (slice_count > 0)
         status = cnet_enqueue(cn, s, slice, slice, slice_count, dtype, op, true);
     if (status == SYMCOLL_OK)
-        status = algo_cuda_hier_ag(comm, cuda_pool, recvbuf, count, dtype, s);
+        status = algo_cuda_hier_ag(comm, cuda_pool, recvbuf, count, dtype, cn->node_word_dev, s);
     if (status != SYMCOLL_OK)
         return status;
     cn->hier_seq++;
@@ -1018,9 +1041,10 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
     if (status != SYMCOLL_OK) {
         /* other ranks may have queued this call: their threads would wait for ours; the
          * lanes stop waiting for this call's chunks and release them (and every later
-         * call fails) */
+         * call fails), and the node's kernels stop waiting for ours */
         int ok = SYMCOLL_OK;
-        atomic_compare_exchange_strong(&cn->broken, &ok, (int)status);
+        if (atomic_compare_exchange_strong(&cn->broken, &ok, (int)status))
+            cnet_tell_node(cn);
     }
     return status;
 }

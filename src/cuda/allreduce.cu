@@ -233,6 +233,11 @@ __device__ __forceinline__ bool barrier(const cuda_ar_args_t &a, int algo, int s
                     *s_fail = 1;
                     break;
                 }
+                if (a.node_word && *a.node_word) {
+                    *a.err_word = CUDA_KERR_PEER;
+                    *s_fail = 1;
+                    break;
+                }
                 unsigned long long now = global_ns();
                 if (!t0) {
                     t0 = now;
@@ -399,6 +404,11 @@ __device__ __forceinline__ bool flags_wait(const cuda_ar_args_t &a, uint32_t wan
             if ((++spins & 4095) == 0) {
                 if (*a.abort_word) {
                     *a.err_word = CUDA_KERR_ABORTED;
+                    *s_fail = 1;
+                    break;
+                }
+                if (a.node_word && *a.node_word) {
+                    *a.err_word = CUDA_KERR_PEER;
                     *s_fail = 1;
                     break;
                 }

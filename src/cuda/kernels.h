@@ -44,7 +44,7 @@ enum { CUDA_AR_PHASE_ALL = 0, CUDA_AR_PHASE_RS = 1, CUDA_AR_PHASE_AG = 2 };
 #define CUDA_PAD_BYTES (CUDA_PAD_WORDS * 4)
 
 /* Values a kernel leaves in the error word (host-mapped) when it gives up. */
-enum { CUDA_KERR_NONE = 0, CUDA_KERR_ABORTED = 1, CUDA_KERR_TIMED_OUT = 2 };
+enum { CUDA_KERR_NONE = 0, CUDA_KERR_ABORTED = 1, CUDA_KERR_TIMED_OUT = 2, CUDA_KERR_PEER = 3 };
 
 typedef struct cuda_ar_args {
     const void *send; /* this rank's input (any device memory) */
@@ -70,6 +70,10 @@ typedef struct cuda_ar_args {
     char *pool_base[CUDA_AR_MAX_RANKS];
     uint32_t *pad[CUDA_AR_MAX_RANKS];    /* every rank's signal pad, as seen from here */
     const volatile uint32_t *abort_word; /* host-mapped; non-zero: stop */
+    /* host-mapped or NULL; non-zero: a rank of the node gave up on the communicator (the
+     * hierarchical algorithm across nodes: a rank whose step across nodes failed raises
+     * it for every rank of its node, whose kernels then stop waiting for it) */
+    const volatile uint32_t *node_word;
     volatile uint32_t *err_word;         /* host-mapped; set by a kernel that gave up */
     unsigned long long timeout_ns;       /* a barrier wait longer than this gives up */
 } cuda_ar_args_t;
