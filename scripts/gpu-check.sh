@@ -11,7 +11,8 @@
 #                                              a build tree; logs go to OUT. STEPS: any of
 #                                              env tests sanitize bench nccl (default all),
 #                                              nettests netbench netsanitize (GPU memory
-#                                              across 2 simulated nodes), ucxcuda (the same
+#                                              across 2 simulated nodes), hierbench (2 x 2:
+#                                              hierarchical over the GPUs vs flat), ucxcuda (the same
 #                                              with the packed CUDA-enabled UCX), variants
 #                                              confirm nccl_quick
 #
@@ -95,8 +96,8 @@ run() {
             # step. Measured (run 10, 10 cases): timeout 22 s, each types case 11-12 s,
             # the others 1-4 s: about 75 s in all (net_abort_idle is new: not run yet).
             # The limits add up to far more; they only bound a case that hangs.
-            for c in ${NETCASES:-net_capture net_mixed net_kill net_abort net_abort_idle net_timeout net_pool net_types net_hier net_types_plain net_types_lanes3}; do
-                case $c in net_types*) l=240 ;; net_hier) l=180 ;; net_pool) l=120 ;; *) l=100 ;; esac
+            for c in ${NETCASES:-net_capture net_mixed net_kill net_abort net_abort_idle net_timeout net_pool net_types net_hier net_types_plain net_types_lanes3 net_hier_types net_hier_flat net_hier_plain net_hier_kill}; do
+                case $c in net_types*|net_hier_types) l=240 ;; net_hier*) l=180 ;; net_pool) l=120 ;; *) l=100 ;; esac
                 step "$c" $l env CK_RUN_CASE=$c "$bin"/test_cuda
             done
             ;;
@@ -152,6 +153,23 @@ run() {
             if test -n "${NETBENCH_NCCL_2X2:-}"; then
                 step net_nccl_2x2 100 env $NCCLNET $R -n 4 -t 90 sh -c "$W" $N -b 1K -e 64M -f 4
             fi
+            ;;
+        hierbench)
+            # 2 nodes x 2 GPUs (GPU = rank % GPUs: each simulated node has both GPUs, so
+            # ranks of different nodes share a GPU): hierarchical over each node's GPUs
+            # against the flat staged path (SYMCOLL_HIER_MIN=1G: every rank stages all of
+            # its data, hier through the host pool per chunk), alternating
+            # (HIERBENCH_ROUNDS), bf16 sum
+            R="$bin/symcoll_run --nodes 2"
+            W='SYMCOLL_LOCAL_RANK=$SYMCOLL_RANK exec "$0" "$@"'
+            P="$bin/symcoll_perf -m cuda -d bfloat16 -o sum -r ${REPEATS:-3}"
+            step hierinfo 40 $R -n 4 -t 30 sh -c "$W" "$bin"/symcoll_info -t -a
+            for i in `seq ${HIERBENCH_ROUNDS:-1}`; do
+                step hier_perf_2x2_$i 150 env SYMCOLL_LOG_LEVEL=info $R -n 4 -t 140 sh -c "$W" \
+                    $P -b 1K -e ${HIERBENCH_MAX:-256M} -f 4
+                step hier_flat_2x2_$i 150 env SYMCOLL_HIER_MIN=1G $R -n 4 -t 140 sh -c "$W" \
+                    $P -b 1K -e ${HIERBENCH_MAX:-256M} -f 4
+            done
             ;;
         sanitize)
             # small runs: the bf16 bit-identity case (one-shot and two-shot) under each tool

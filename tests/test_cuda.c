@@ -916,6 +916,29 @@ static void body_net_hier(int rank, int nranks, void *arg)
 
 NET_TEST(t_net_hier_2x2, 4, 2, 900, body_net_hier)
 
+/* 2 x 2 is hierarchical over each node's GPUs (reduce-scatter and all-gather kernels
+ * over the CUDA pool around the staged step): every datatype x operator there too, in
+ * place on the legacy stream and out of place on the body's (so consecutive calls come
+ * on two streams); then the flat staged path on the same shape (every rank stages all of
+ * its data, hier through the host pool per chunk), and hierarchical with one lane and no
+ * small-call kernel (every slice through the stream commands) */
+NET_TEST(t_net_hier_types_2x2, 4, 2, 900, body_net_types)
+
+START_TEST(t_net_hier_flat_2x2)
+{
+    setenv("SYMCOLL_HIER_MIN", "1G", 1);
+    ck_assert_int_eq(harness_run(4, 2, 900, body_net_hier, NULL), 0);
+}
+END_TEST
+
+START_TEST(t_net_hier_plain_2x2)
+{
+    setenv("SYMCOLL_CUDA_NET_LANES", "1", 1);
+    setenv("SYMCOLL_CUDA_NET_KERNEL_MAX", "0", 1);
+    ck_assert_int_eq(harness_run(4, 2, 900, body_net_hier, NULL), 0);
+}
+END_TEST
+
 /* The failure cases: two buffers, and one checked 16 MiB call so that everyone is
  * connected and warm before the failure. */
 static void net_failure_setup(net_rank_t *r, int rank, int nranks, int salt, const char *what)
@@ -1031,6 +1054,10 @@ static void body_net_kill(int rank, int nranks, void *arg)
 }
 
 NET_TEST(t_net_kill_2x1, 2, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_kill)
+/* 2 x 2, hierarchical: rank 3 dies; rank 1 (its partner across nodes) fails at once and
+ * tells rank 0's kernels through the node word; rank 2's kernels wait for rank 3 until
+ * the timeout */
+NET_TEST(t_net_hier_kill_2x2, 4, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_kill)
 
 typedef struct {
     symcoll_comm_h comm;
@@ -1344,6 +1371,10 @@ static Suite *cuda_suite(void)
         {"net_pool", t_net_pool_2x1, 1, "net"},
         {"net_types", t_net_types_2x1, 1, "net"},
         {"net_hier", t_net_hier_2x2, 1, "net"},
+        {"net_hier_types", t_net_hier_types_2x2, 1, "net"},
+        {"net_hier_flat", t_net_hier_flat_2x2, 1, "net"},
+        {"net_hier_plain", t_net_hier_plain_2x2, 1, "net"},
+        {"net_hier_kill", t_net_hier_kill_2x2, 1, "net"},
         {"net_types_plain", t_net_types_plain, 1, "net"},
         {"net_types_lanes3", t_net_types_lanes3, 1, "net"},
     };
