@@ -282,7 +282,7 @@ static pool_t *lanes_setup(comm_t *comm, lane_run_t *runs, void **bufs, int rank
         runs[l].nranks = nranks;
         ck_assert_int_eq(ucx_lane_create(comm->ucx, &runs[l].ucx), SYMCOLL_OK);
         ck_assert_int_eq(algo_net_state_get_on(comm, runs[l].ucx, pool, &st), SYMCOLL_OK);
-        ck_assert_int_eq(algo_net_reserve_upto(st, LANE_MAX_BYTES), SYMCOLL_OK);
+        ck_assert_int_eq(algo_net_reserve_upto(st, LANE_MAX_BYTES, true), SYMCOLL_OK);
     }
     return pool;
 }

@@ -43,8 +43,18 @@
  * copy streams and events in the thread, and deadlocked in exactly that way on the
  * H200 machine.) Nor do several lanes touch the pool: their scratch is reserved for the
  * chunk size when the staging is set up (algo_net_reserve_upto). (A single lane uses the
- * communicator's own state and may grow its scratch, as the caller would: nobody else
- * uses the pool while operations are queued.)
+ * communicator's own state, reserved the same way; it may still grow it for a flat
+ * chunk, as the caller would: nobody else uses the pool while operations are queued.)
+ *
+ * Hierarchical (several ranks on every node, whose GPUs map each other:
+ * topo_cuda_net_hier): the call queues the two-shot kernel's reduce-scatter half over the
+ * CUDA pool (algo_cuda_hier_rs: local rank l ends with slice l of the node's sum in its
+ * staging), then this staged pipeline on that slice, whose lanes all-reduce it among
+ * the ranks of local index l, one a node (algo_net_group_allreduce_on), then the
+ * all-gather half (every slice from the peers' staging into the result). So each rank
+ * copies, sends and reduces on the host only 1/L of the message. The hier word orders
+ * these calls across streams (they share the CUDA pool's staging), and the node word
+ * (after the slots) lets a rank that gives up stop its node's waiting kernels.
  *
  * Every rank's lane i runs the same chunks in the same order, so the host algorithms'
  * collective steps match lane by lane. Lane 0 takes every call's first chunk and keeps
@@ -159,7 +169,11 @@ struct cuda_net {
      * hierarchical kernels stop waiting then), and its device view */
     size_t node_off;
     const volatile uint32_t *node_word_dev;
-    bool gpu_shared; /* another rank uses this GPU: no small-call kernel */
+    /* some GPU serves two ranks (topology: simulated nodes on one machine, say): no
+     * small-call kernel, whose spin on the GPU until the lane is done held the other
+     * process's work back (2 ranks a GPU on the H200 machine: 2.3-3.7 ms instead of
+     * 0.3 ms a small call) */
+    bool gpu_shared;
     uint64_t nops;   /* operations finished */
     double t_wait_in, t_net, t_busy; /* the lanes' sums, as they stop */
 };
@@ -506,16 +520,20 @@ static symcoll_status_t cnet_lanes_start(cuda_net_t *cn)
         ln->cn = cn;
         ln->index = i;
         if (cn->nlanes == 1) {
+            /* the communicator's own context and state: its scratch is reserved too (not
+             * fixed), since the hierarchical algorithm's steps among one rank a node do
+             * not run on every rank (a slice may be empty) and could not grow it
+             * collectively */
             ln->ucx = cn->comm->ucx;
-            continue;
+        } else {
+            status = ucx_lane_create(cn->comm->ucx, &ln->ucx);
+            if (status != SYMCOLL_OK)
+                break;
+            ln->own_ucx = true;
         }
-        status = ucx_lane_create(cn->comm->ucx, &ln->ucx);
-        if (status != SYMCOLL_OK)
-            break;
-        ln->own_ucx = true;
         status = algo_net_state_get_on(cn->comm, ln->ucx, cn->host_pool, &st);
         if (status == SYMCOLL_OK)
-            status = algo_net_reserve_upto(st, cn->slot_bytes);
+            status = algo_net_reserve_upto(st, cn->slot_bytes, cn->nlanes > 1);
     }
     cnet_sched_restart_lanes(&cn->sched); /* the queue is empty: they start at its end */
     for (int i = 0; i < cn->nlanes && status == SYMCOLL_OK; i++) {
@@ -637,25 +655,6 @@ static void cnet_free(cuda_net_t *cn)
     free(cn);
 }
 
-/* Another rank uses this rank's GPU (or its GPU is not known). The kernel of small
- * calls then stays off: it spins on the GPU until the lane is done, and with processes
- * time-sharing a GPU that spin holds the other ranks' work back (measured on the H200
- * machine with 2 ranks a GPU: 2.3-3.7 ms instead of 0.3 ms a small call). Every rank
- * counts, not only this node's: GPU UUIDs are unique, and simulated nodes (one machine
- * split with SYMCOLL_HOST_ID) share the machine's GPUs. */
-static bool cnet_gpu_shared(const comm_t *comm)
-{
-    const topo_t *t = comm->topo;
-    const char *mine = t->info[comm->rank].gpu_uuid;
-
-    if (!mine[0])
-        return true;
-    for (int r = 0; r < comm->nranks; r++)
-        if (r != comm->rank && !strcmp(t->info[r].gpu_uuid, mine))
-            return true;
-    return false;
-}
-
 static symcoll_status_t cnet_create(comm_t *comm, pool_t *host_pool, cuda_net_t **cn_p)
 {
     cuda_net_t *cn = calloc(1, sizeof(*cn));
@@ -672,7 +671,7 @@ static symcoll_status_t cnet_create(comm_t *comm, pool_t *host_pool, cuda_net_t 
     cn->comm = comm;
     cn->host_pool = host_pool;
     cn->nlanes = (int)comm->config.cuda_net_lanes; /* 1 .. 15: checked by the config */
-    cn->gpu_shared = cnet_gpu_shared(comm);
+    cn->gpu_shared = comm->topo->shape[SYMCOLL_MEM_CUDA].gpus_shared;
     cn->nslots = cnet_nslots(cn->nlanes);
     cnet_sched_init(&cn->sched, cn->nlanes);
     words_bytes = (CNET_HIER_LINE(cn) + CNET_WORD_STRIDE) * sizeof(uint32_t);

@@ -181,7 +181,7 @@ static void net_needs(net_state_t *st, size_t bytes, size_t *in, size_t *acc, si
     }
 }
 
-symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes)
+symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes, bool fix)
 {
     size_t in = 0, acc = 0, area = 0;
     /* the selector takes rd up to a limit, ring above it, hier from SYMCOLL_HIER_MIN on,
@@ -211,7 +211,7 @@ symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes)
     }
     st->fixed = false;
     status = algo_net_reserve(st, in, acc, area);
-    st->fixed = status == SYMCOLL_OK;
+    st->fixed = fix && status == SYMCOLL_OK;
     if (status == SYMCOLL_OK)
         log_debug("lane scratch for all-reduces up to %zu bytes: %zu + %zu + 2 x %zu bytes",
                   max_bytes, st->in_bytes, st->acc_bytes, st->area_bytes);

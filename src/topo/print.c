@@ -139,12 +139,20 @@ static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
                     t->select_cfg.cuda_net_lanes, chunk);
             if (s->ppn > 1 && topo_cuda_net_hier(&t->select_cfg, s, SIZE_MAX)) {
                 char min[32];
-                topo_fmt_size(t->select_cfg.hier_min, min, sizeof(min));
+                size_t from = t->select_cfg.hier_min;
+                if (s->gpus_shared && t->select_cfg.forced != TOPO_ALGO_HIER &&
+                    from < TOPO_CUDA_HIER_SHARED_MIN)
+                    from = TOPO_CUDA_HIER_SHARED_MIN;
+                topo_fmt_size(from, min, sizeof(min));
                 fprintf(out,
-                        "; hierarchical from %s (SYMCOLL_HIER_MIN): reduce-scatter and "
+                        "; hierarchical from %s (SYMCOLL_HIER_MIN%s): reduce-scatter and "
                         "all-gather over each node's GPUs (CUDA pool mappings), only 1/%d "
                         "of the data staged and sent across nodes",
-                        min, s->ppn);
+                        min,
+                        s->gpus_shared ? "; GPUs shared by ranks: their waiting kernels "
+                                         "time-slice, so not below 16M"
+                                       : "",
+                        s->ppn);
             } else if (s->ppn > 1) {
                 fprintf(out, "; not hierarchical over the GPUs (%s): every rank stages all "
                              "of its data",

@@ -396,8 +396,9 @@ bool topo_cuda_net_hier(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
 {
     return shape->nnodes > 1 && shape->ppn > 1 && shape->uniform &&
            shape->ppn <= shape->cuda_max_local && shape->gpu_link != TOPO_LINK_NONE &&
-           (cfg->forced == TOPO_ALGO_AUTO || cfg->forced == TOPO_ALGO_HIER) &&
-           bytes >= cfg->hier_min;
+           (cfg->forced == TOPO_ALGO_HIER ||
+            (cfg->forced == TOPO_ALGO_AUTO && bytes >= cfg->hier_min &&
+             (!shape->gpus_shared || bytes >= TOPO_CUDA_HIER_SHARED_MIN)));
 }
 
 static void select_cuda_staged(const topo_select_cfg_t *cfg, const topo_shape_t *shape,

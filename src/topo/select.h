@@ -44,6 +44,10 @@ typedef struct topo_shape {
     bool cuda_across_nodes; /* a CUDA all-reduce across nodes exists */
     bool gpus;              /* every rank has a CUDA device */
     bool oversubscribed;    /* a node has more ranks than CPUs to run them */
+    bool gpus_shared;       /* some GPU serves two ranks (of any node): their kernels
+                               time-slice, so a kernel that waits for another rank's can
+                               hold the GPU until its slice ends (simulated nodes on one
+                               machine, more ranks than GPUs) */
 } topo_shape_t;
 
 /* Overrides and thresholds, from the SYMCOLL_* configuration. */
@@ -122,7 +126,12 @@ static inline size_t topo_cuda_net_chunk(size_t bytes, size_t chunk_max, int lan
  * of each node (reduce-scatter through the CUDA pool's peer mappings, the slice staged
  * across nodes, all-gather through the mappings): several ranks on every node, the same
  * number, each node's GPUs mapping each other, at most cuda_max_local of them, from
- * SYMCOLL_HIER_MIN on, unless SYMCOLL_ALGO forces another algorithm. */
+ * SYMCOLL_HIER_MIN on, unless SYMCOLL_ALGO forces another algorithm. Where GPUs are
+ * shared by ranks, only from TOPO_CUDA_HIER_SHARED_MIN on (unless SYMCOLL_ALGO=hier): the
+ * kernels wait for each other's ranks, and time-sliced that cost 2.2-2.8 ms a call on
+ * the H200 machine (2 nodes x 2 ranks on 2 GPUs), against 52-116 us flat up to 64K; the
+ * hierarchical algorithm won from 16M (bench/results/gpu-across-nodes.md, run 13). */
+#define TOPO_CUDA_HIER_SHARED_MIN ((size_t)16 << 20)
 bool topo_cuda_net_hier(const topo_select_cfg_t *cfg, const topo_shape_t *shape, size_t bytes);
 
 /* The choice for one message of bytes bytes. */

@@ -196,6 +196,14 @@ static void topo_update_shapes(topo_t *t)
     s.cuda_across_nodes = true; /* staged through pinned host memory (algo/cuda_net.c) */
 #endif
     s.gpus = gpus;
+    /* a GPU used by two ranks (unknown GPUs count as shared): their kernels time-slice */
+    for (int a = 0; a < t->nranks && gpus && !s.gpus_shared; a++) {
+        if (!t->info[a].gpu_uuid[0])
+            s.gpus_shared = true;
+        for (int b = a + 1; b < t->nranks && !s.gpus_shared; b++)
+            if (!strcmp(t->info[a].gpu_uuid, t->info[b].gpu_uuid))
+                s.gpus_shared = true;
+    }
     s.gpu_link = TOPO_LINK_NONE;
     t->shape[SYMCOLL_MEM_HOST] = s;
     s.gpu_link = worst;
