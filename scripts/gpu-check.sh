@@ -169,6 +169,10 @@ run() {
                     $P -b 1K -e ${HIERBENCH_MAX:-256M} -f 4
                 step hier_flat_2x2_$i 150 env SYMCOLL_HIER_MIN=1G $R -n 4 -t 140 sh -c "$W" \
                     $P -b 1K -e ${HIERBENCH_MAX:-256M} -f 4
+                # hierarchical at every size (by default not below 16M here, where ranks
+                # of the two simulated nodes share each GPU)
+                step hier_forced_2x2_$i 150 env SYMCOLL_ALGO=hier $R -n 4 -t 140 sh -c "$W" \
+                    $P -b 1K -e ${HIERBENCH_MAX:-256M} -f 4
             done
             ;;
         sanitize)
