@@ -233,7 +233,9 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_size(symcoll_comm_h comm, int *size
  * a node it is capturable into a CUDA graph once the pool is large enough, and buffers
  * allocated with symcoll_mem_alloc() are reduced without staging copies. Across nodes
  * the call returns once the operation is queued: the stream stages the data through
- * pinned host memory and progress threads (lanes) move it over the network; any other
+ * pinned host memory and progress threads (lanes) move it over the network (with
+ * several ranks a node whose GPUs map each other, only each rank's slice of the node's
+ * sum, reduced and gathered by kernels over the CUDA pool); any other
  * call on the communicator first waits for the queued operations, and a failed one
  * releases its stream and makes every later call return its error. Every rank gets
  * bitwise identical results.

@@ -284,7 +284,9 @@ static const config_row_t config_table[] = {
         parse_size_field, net_rd_max),
     ROW("SYMCOLL_HIER_MIN", "0",
         "Several ranks on each of several nodes: smallest message, "
-        "bytes, reduced hierarchically (below it: rd or ring over all ranks).",
+        "bytes, reduced hierarchically (below it: rd or ring over all ranks). CUDA "
+        "memory: hierarchical over each node's GPUs from this size of the message (not "
+        "below 16M where a GPU serves two ranks); host staging chunks compare too.",
         parse_size_field, hier_min),
     ROW("SYMCOLL_NET_CHUNK_SIZE", "1M", "Across nodes: pipeline chunk of the ring, bytes.",
         parse_size_field, net_chunk_size),
