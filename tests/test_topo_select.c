@@ -27,47 +27,47 @@ static const topo_select_cfg_t cfg_test = {
 
 /* nranks, nnodes, ppn, uniform, gpu_link, net_cuda, cuda_max_local, cuda_across_nodes,
  * gpus, oversubscribed, gpus_shared */
-static const topo_shape_t one_node_8_nvlink = {8,     1, 8,    true, TOPO_LINK_NVLINK,
-                                               false, 8, true, true, false, false};
-static const topo_shape_t one_node_4_pcie_nop2p = {4,     1, 4,    true, TOPO_LINK_NONE,
-                                                   false, 8, true, true, false, false};
-static const topo_shape_t one_node_4_pcie_p2p = {4,     1, 4,    true, TOPO_LINK_PCIE,
-                                                 false, 8, true, true, false, false};
-static const topo_shape_t two_nodes_4_nvlink = {8,    2, 4,    true, TOPO_LINK_NVLINK,
-                                                true, 8, true, true, false, false};
+static const topo_shape_t one_node_8_nvlink = {
+    8, 1, 8, true, TOPO_LINK_NVLINK, false, 8, true, true, false, false};
+static const topo_shape_t one_node_4_pcie_nop2p = {4, 1,    4,    true,  TOPO_LINK_NONE, false,
+                                                   8, true, true, false, false};
+static const topo_shape_t one_node_4_pcie_p2p = {4, 1,    4,    true,  TOPO_LINK_PCIE, false,
+                                                 8, true, true, false, false};
+static const topo_shape_t two_nodes_4_nvlink = {
+    8, 2, 4, true, TOPO_LINK_NVLINK, true, 8, true, true, false, false};
 /* 2 simulated nodes x 2 ranks on one machine's 2 GPUs: ranks of the two nodes share */
-static const topo_shape_t two_nodes_2_shared = {4,    2, 2,    true, TOPO_LINK_NVLINK,
-                                                false, 8, true, true, false, true};
-static const topo_shape_t two_nodes_4_nop2p = {8,     2, 4,    true, TOPO_LINK_NONE,
-                                               false, 8, true, true, false, false};
-static const topo_shape_t sixteen_nodes_1 = {16,    16, 1,    true, TOPO_LINK_NONE,
-                                             false, 8,  true, true, false, false};
-static const topo_shape_t host_1_node_4 = {4,     1, 4,    true,  TOPO_LINK_NONE,
-                                           false, 8, true, false, false, false};
+static const topo_shape_t two_nodes_2_shared = {
+    4, 2, 2, true, TOPO_LINK_NVLINK, false, 8, true, true, false, true};
+static const topo_shape_t two_nodes_4_nop2p = {8, 2,    4,    true,  TOPO_LINK_NONE, false,
+                                               8, true, true, false, false};
+static const topo_shape_t sixteen_nodes_1 = {16, 16,   1,    true,  TOPO_LINK_NONE, false,
+                                             8,  true, true, false, false};
+static const topo_shape_t host_1_node_4 = {4, 1,    4,     true,  TOPO_LINK_NONE, false,
+                                           8, true, false, false, false};
 /* 4 ranks on a node with fewer CPUs than ranks */
-static const topo_shape_t host_1_node_4_oversub = {4,     1, 4,    true,  TOPO_LINK_NONE,
-                                                   false, 8, true, false, true, false};
-static const topo_shape_t host_1_rank = {1,     1, 1,    true,  TOPO_LINK_NONE,
-                                         false, 8, true, false, false, false};
-static const topo_shape_t host_4_nodes_2 = {8,     4, 2,    true,  TOPO_LINK_NONE,
-                                            false, 8, true, false, false, false};
-static const topo_shape_t host_4_nodes_uneven = {7,     4, 2,    false, TOPO_LINK_NONE,
-                                                 false, 8, true, false, false, false};
-static const topo_shape_t one_node_2_nvlink = {2,     1, 2,     true, TOPO_LINK_NVLINK,
-                                               false, 8, false, true, false, false};
-static const topo_shape_t two_nodes_1 = {2,     2, 1,    true, TOPO_LINK_NONE,
-                                         false, 8, true, true, false, false};
-static const topo_shape_t one_gpu_rank = {1,     1, 1,     true, TOPO_LINK_NONE,
-                                          false, 8, false, true, false, false};
-static const topo_shape_t one_node_2_same_gpu = {2,     1, 2,    true, TOPO_LINK_SAME,
-                                                 false, 8, true, true, false, false};
+static const topo_shape_t host_1_node_4_oversub = {4, 1,    4,     true, TOPO_LINK_NONE, false,
+                                                   8, true, false, true, false};
+static const topo_shape_t host_1_rank = {1, 1,    1,     true,  TOPO_LINK_NONE, false,
+                                         8, true, false, false, false};
+static const topo_shape_t host_4_nodes_2 = {8, 4,    2,     true,  TOPO_LINK_NONE, false,
+                                            8, true, false, false, false};
+static const topo_shape_t host_4_nodes_uneven = {7, 4,    2,     false, TOPO_LINK_NONE, false,
+                                                 8, true, false, false, false};
+static const topo_shape_t one_node_2_nvlink = {
+    2, 1, 2, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false};
+static const topo_shape_t two_nodes_1 = {2, 2,    1,    true,  TOPO_LINK_NONE, false,
+                                         8, true, true, false, false};
+static const topo_shape_t one_gpu_rank = {1, 1,     1,    true,  TOPO_LINK_NONE, false,
+                                          8, false, true, false, false};
+static const topo_shape_t one_node_2_same_gpu = {2, 1,    2,    true,  TOPO_LINK_SAME, false,
+                                                 8, true, true, false, false};
 /* what a build lacks: no CUDA at all, no CUDA path across nodes, kernels for <= 8 ranks */
-static const topo_shape_t build_no_cuda = {4,     1, 4,     true, TOPO_LINK_NVLINK,
-                                           false, 0, false, true, false, false};
-static const topo_shape_t build_cuda_intra = {8,     2, 4,     true, TOPO_LINK_NVLINK,
-                                              false, 8, false, true, false, false};
-static const topo_shape_t one_node_16_nvlink = {16,    1, 16,    true, TOPO_LINK_NVLINK,
-                                                false, 8, false, true, false, false};
+static const topo_shape_t build_no_cuda = {4,     1,    4,     true, TOPO_LINK_NVLINK, false, 0,
+                                           false, true, false, false};
+static const topo_shape_t build_cuda_intra = {
+    8, 2, 4, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false};
+static const topo_shape_t one_node_16_nvlink = {
+    16, 1, 16, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false};
 
 enum { H = SYMCOLL_MEM_HOST, C = SYMCOLL_MEM_CUDA };
 
@@ -134,7 +134,8 @@ static const select_case_t cases[] = {
     {"4gpu pcie above", &one_node_4_pcie_p2p, 0, DFLT, C, 14564, TOPO_ALGO_TWOSHOT,
      "GPUs over PCIe"},
     /* 2 nodes x 4 GPUs */
-    {"2x4 cuda small", &two_nodes_4_nvlink, 0, DFLT, C, 8, TOPO_ALGO_HIER, "each node's 4 GPUs"},
+    {"2x4 cuda small", &two_nodes_4_nvlink, 0, DFLT, C, 8, TOPO_ALGO_HIER,
+     "each node's 4 GPUs"},
     {"2x4 cuda large", &two_nodes_4_nvlink, 0, DFLT, C, G, TOPO_ALGO_HIER, "256M slice"},
     {"2x4 hier_min small", &two_nodes_4_nvlink, 0, 64 * K, C, 8, TOPO_ALGO_RD,
      "not hierarchical"},
@@ -180,8 +181,8 @@ static const select_case_t cases[] = {
      "2 ranks"},
     {"2x2 shared gpus at", &two_nodes_2_shared, 0, DFLT, C, 16 * M, TOPO_ALGO_HIER,
      "CUDA hier"},
-    {"2x2 shared gpus forced", &two_nodes_2_shared, TOPO_ALGO_HIER, DFLT, C, 8,
-     TOPO_ALGO_HIER, "CUDA hier"},
+    {"2x2 shared gpus forced", &two_nodes_2_shared, TOPO_ALGO_HIER, DFLT, C, 8, TOPO_ALGO_HIER,
+     "CUDA hier"},
     /* UCX with CUDA on every rank: still staged (no direct path yet), and it says so */
     {"2x4 net cuda", &two_nodes_4_nvlink, 0, DFLT, C, 8, TOPO_ALGO_HIER,
      "UCX has CUDA, direct path not built"},

@@ -251,13 +251,13 @@ static void *lane_main(void *arg)
         for (size_t i = 0; i < count; i++)
             r->buf[i] = lane_value(r->rank, r->lane, round, i);
         if (r->group)
-            r->status = algo_net_group_allreduce_on(r->comm, r->ucx,
-                                                    r->comm->pools[SYMCOLL_MEM_HOST], r->buf,
-                                                    count, SYMCOLL_FLOAT32, SYMCOLL_SUM);
+            r->status =
+                algo_net_group_allreduce_on(r->comm, r->ucx, r->comm->pools[SYMCOLL_MEM_HOST],
+                                            r->buf, count, SYMCOLL_FLOAT32, SYMCOLL_SUM);
         else
             r->status =
-                algo_net_allreduce_on(r->comm, r->ucx, r->comm->pools[SYMCOLL_MEM_HOST],
-                                      r->buf, r->buf, count, SYMCOLL_FLOAT32, SYMCOLL_SUM);
+                algo_net_allreduce_on(r->comm, r->ucx, r->comm->pools[SYMCOLL_MEM_HOST], r->buf,
+                                      r->buf, count, SYMCOLL_FLOAT32, SYMCOLL_SUM);
         if (r->status != SYMCOLL_OK) {
             snprintf(r->why, sizeof(r->why), "lane %d round %d: %s", r->lane, round,
                      symcoll_status_string(r->status));

@@ -22,8 +22,8 @@ symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, const void *sen
  * kernels stop waiting once it is non-zero, and the next call fails with
  * SYMCOLL_ERR_PEER_FAILED. */
 bool algo_cuda_hier_ready(pool_t *pool, size_t bytes);
-symcoll_status_t algo_cuda_hier_rs(comm_t *comm, pool_t *pool, const void *sendbuf, size_t count,
-                                   symcoll_dtype_t dtype, symcoll_op_t op,
+symcoll_status_t algo_cuda_hier_rs(comm_t *comm, pool_t *pool, const void *sendbuf,
+                                   size_t count, symcoll_dtype_t dtype, symcoll_op_t op,
                                    const volatile uint32_t *node_word, void *stream,
                                    char **slice_p, size_t *slice_count_p);
 symcoll_status_t algo_cuda_hier_ag(comm_t *comm, pool_t *pool, void *recvbuf, size_t count,

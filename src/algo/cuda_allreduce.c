@@ -373,8 +373,8 @@ bool algo_cuda_hier_ready(pool_t *pool, size_t bytes)
     return st && stage_fits(pool_comm(pool), st, CUDA_AR_TWOSHOT, bytes);
 }
 
-symcoll_status_t algo_cuda_hier_rs(comm_t *comm, pool_t *pool, const void *sendbuf, size_t count,
-                                   symcoll_dtype_t dtype, symcoll_op_t op,
+symcoll_status_t algo_cuda_hier_rs(comm_t *comm, pool_t *pool, const void *sendbuf,
+                                   size_t count, symcoll_dtype_t dtype, symcoll_op_t op,
                                    const volatile uint32_t *node_word, void *stream,
                                    char **slice_p, size_t *slice_count_p)
 {

@@ -60,10 +60,10 @@
  * collective steps match lane by lane. Lane 0 takes every call's first chunk and keeps
  * polling for 20 ms when idle; the others sleep sooner, and a stream of one-chunk calls
  * neither wakes them nor waits for them (the queue, cnet_sched_t in cuda_net_plan.h,
- * counts an operation finished once the lanes with chunks in it finished it). Everything else that talks to the other
- * ranks (host all-reduces, pool allocation, trim, destroy) first drains this queue
- * (algo_cuda_net_drain), so the lanes and the caller never use the pool, the bootstrap
- * or the communicator's UCX worker at once.
+ * counts an operation finished once the lanes with chunks in it finished it). Everything else
+ * that talks to the other ranks (host all-reduces, pool allocation, trim, destroy) first drains
+ * this queue (algo_cuda_net_drain), so the lanes and the caller never use the pool, the
+ * bootstrap or the communicator's UCX worker at once.
  *
  * Failure: an operation that fails (peer gone, abort, timeout, CUDA error) still
  * releases its stream: each lane raises "done" for its remaining chunks, and tells its
@@ -972,7 +972,8 @@ static symcoll_status_t cnet_hier(cuda_net_t *cn, cudaStream_t s, pool_t *cuda_p
     if (slice_count > 0)
         status = cnet_enqueue(cn, s, slice, slice, slice_count, dtype, op, true);
     if (status == SYMCOLL_OK)
-        status = algo_cuda_hier_ag(comm, cuda_pool, recvbuf, count, dtype, cn->node_word_dev, s);
+        status =
+            algo_cuda_hier_ag(comm, cuda_pool, recvbuf, count, dtype, cn->node_word_dev, s);
     if (status != SYMCOLL_OK)
         return status;
     cn->hier_seq++;

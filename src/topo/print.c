@@ -154,8 +154,9 @@ static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
                                        : "",
                         s->ppn);
             } else if (s->ppn > 1) {
-                fprintf(out, "; not hierarchical over the GPUs (%s): every rank stages all "
-                             "of its data",
+                fprintf(out,
+                        "; not hierarchical over the GPUs (%s): every rank stages all "
+                        "of its data",
                         !s->uniform ? "nodes hold different numbers of ranks"
                         : s->gpu_link == TOPO_LINK_NONE ? "some GPUs of a node cannot map "
                                                           "each other"
