@@ -260,6 +260,22 @@ static symcoll_status_t check_gave_up(const cuda_algo_state_t *st)
     return status;
 }
 
+/* The state of the node's kernels on pool, unless too many ranks share the node or an
+ * earlier kernel gave up. */
+static symcoll_status_t state_usable(pool_t *pool, cuda_algo_state_t **st_p)
+{
+    symcoll_status_t status;
+
+    if (pool_local_size(pool) > CUDA_AR_MAX_RANKS) {
+        log_error("symcoll_allreduce: CUDA memory on more than %d GPUs of a node is not "
+                  "supported",
+                  CUDA_AR_MAX_RANKS);
+        return SYMCOLL_ERR_UNSUPPORTED;
+    }
+    status = state_get(pool, st_p);
+    return status == SYMCOLL_OK ? check_gave_up(*st_p) : status;
+}
+
 /* The kernel arguments of algo on the staging in place (stage_ensure done). */
 static void fill_args(const comm_t *comm, pool_t *pool, const cuda_algo_state_t *st, int algo,
                       const void *sendbuf, void *recvbuf, size_t count, symcoll_dtype_t dtype,
@@ -340,15 +356,11 @@ symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, const void *sen
         log_error("symcoll_allreduce: internal error: CUDA buffers but not the CUDA pool");
         return SYMCOLL_ERR_INTERNAL;
     }
-    if (pool_local_size(pool) != comm->nranks || comm->nranks > CUDA_AR_MAX_RANKS) {
-        log_error("symcoll_allreduce: CUDA memory on more than %d GPUs of a node is not "
-                  "supported",
-                  CUDA_AR_MAX_RANKS);
-        return SYMCOLL_ERR_UNSUPPORTED;
+    if (pool_local_size(pool) != comm->nranks) {
+        log_error("symcoll_allreduce: internal error: CUDA memory across nodes here");
+        return SYMCOLL_ERR_INTERNAL;
     }
-    status = state_get(pool, &st);
-    if (status == SYMCOLL_OK)
-        status = check_gave_up(st);
+    status = state_usable(pool, &st);
     if (status != SYMCOLL_OK)
         return status;
     algo = choose(comm, st, bytes);
@@ -386,15 +398,7 @@ symcoll_status_t algo_cuda_hier_rs(comm_t *comm, pool_t *pool, const void *sendb
     size_t nvec = count / v, lo, len;
     char *res;
 
-    if (pool_local_size(pool) > CUDA_AR_MAX_RANKS) {
-        log_error("symcoll_allreduce: CUDA memory on more than %d GPUs of a node is not "
-                  "supported",
-                  CUDA_AR_MAX_RANKS);
-        return SYMCOLL_ERR_UNSUPPORTED;
-    }
-    status = state_get(pool, &st);
-    if (status == SYMCOLL_OK)
-        status = check_gave_up(st);
+    status = state_usable(pool, &st);
     if (status == SYMCOLL_OK)
         status = stage_ensure(pool, st, CUDA_AR_TWOSHOT, bytes, stream);
     if (status != SYMCOLL_OK)

@@ -517,43 +517,70 @@ void algo_net_local_index_group(net_state_t *st, net_group_t *g)
     g->me = t->node;
 }
 
+/* The state of a UCX context for a call, unless an earlier call broke it. */
+static symcoll_status_t net_state_usable(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
+                                         net_state_t **st_p)
+{
+    symcoll_status_t status = algo_net_state_get_on(comm, ucx, pool, st_p);
+
+    if (status != SYMCOLL_OK)
+        return status;
+    if ((*st_p)->broken != SYMCOLL_OK) {
+        log_error("symcoll_allreduce: an earlier call failed (%s); the communicator can only "
+                  "be destroyed",
+                  symcoll_status_string((*st_p)->broken));
+        return (*st_p)->broken;
+    }
+    return SYMCOLL_OK;
+}
+
+/* rd or ring over group g (its receive areas reserved first), to completion. */
+static symcoll_status_t net_run_flat(net_state_t *st, const net_group_t *g, bool rd,
+                                     const void *sendbuf, void *recvbuf, size_t count,
+                                     symcoll_dtype_t dtype, symcoll_op_t op, deadline_t *dl)
+{
+    size_t esize = symcoll_dtype_size(dtype);
+    symcoll_status_t status;
+    net_call_t c;
+
+    status = algo_net_reserve(st, 0, 0,
+                              rd ? algo_net_rd_area(count, esize, g->n)
+                                 : algo_net_ring_area(count, esize, g->n));
+    if (status != SYMCOLL_OK)
+        return status;
+    algo_net_call_init(&c, st, g, sendbuf, recvbuf, count, dtype, op, dl);
+    status = rd ? algo_net_rd(&c) : algo_net_ring(&c);
+    if (status == SYMCOLL_OK)
+        status = ucx_wait_all(st->ucx, dl);
+    return status;
+}
+
+/* A failure that leaves the counters out of step breaks the state, and the peers hear. */
+static symcoll_status_t net_finish(net_state_t *st, symcoll_status_t status)
+{
+    if (status != SYMCOLL_OK && net_failure_is_sticky(status)) {
+        st->broken = status;
+        net_give_up(st);
+    }
+    return status;
+}
+
 symcoll_status_t algo_net_group_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
                                              void *buf, size_t count, symcoll_dtype_t dtype,
                                              symcoll_op_t op)
 {
     net_state_t *st;
     deadline_t dl = deadline_make(comm->timeout_sec, &comm->aborted);
-    size_t esize = symcoll_dtype_size(dtype), bytes = count * esize;
     symcoll_status_t status;
     net_group_t g;
-    net_call_t c;
     bool rd;
 
-    status = algo_net_state_get_on(comm, ucx, pool, &st);
+    status = net_state_usable(comm, ucx, pool, &st);
     if (status != SYMCOLL_OK)
         return status;
-    if (st->broken != SYMCOLL_OK) {
-        log_error("symcoll_allreduce: an earlier call failed (%s); the communicator can only "
-                  "be destroyed",
-                  symcoll_status_string(st->broken));
-        return st->broken;
-    }
     algo_net_local_index_group(st, &g);
-    rd = bytes <= topo_rd_max(&comm->topo->select_cfg, g.n);
-    status = algo_net_reserve(st, 0, 0,
-                              rd ? algo_net_rd_area(count, esize, g.n)
-                                 : algo_net_ring_area(count, esize, g.n));
-    if (status != SYMCOLL_OK)
-        return status;
-    algo_net_call_init(&c, st, &g, buf, buf, count, dtype, op, &dl);
-    status = rd ? algo_net_rd(&c) : algo_net_ring(&c);
-    if (status == SYMCOLL_OK)
-        status = ucx_wait_all(st->ucx, &dl);
-    if (status != SYMCOLL_OK && net_failure_is_sticky(status)) {
-        st->broken = status;
-        net_give_up(st);
-    }
-    return status;
+    rd = count * symcoll_dtype_size(dtype) <= topo_rd_max(&comm->topo->select_cfg, g.n);
+    return net_finish(st, net_run_flat(st, &g, rd, buf, buf, count, dtype, op, &dl));
 }
 
 symcoll_status_t algo_net_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
@@ -562,7 +589,6 @@ symcoll_status_t algo_net_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *poo
 {
     net_state_t *st;
     deadline_t dl = deadline_make(comm->timeout_sec, &comm->aborted);
-    size_t esize = symcoll_dtype_size(dtype);
     symcoll_status_t status;
     int algo;
 
@@ -570,39 +596,18 @@ symcoll_status_t algo_net_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *poo
         log_error("internal: inter-node all-reduce without a UCX context");
         return SYMCOLL_ERR_INTERNAL;
     }
-    status = algo_net_state_get_on(comm, ucx, pool, &st);
+    status = net_state_usable(comm, ucx, pool, &st);
     if (status != SYMCOLL_OK)
         return status;
-    if (st->broken != SYMCOLL_OK) {
-        log_error("symcoll_allreduce: an earlier call failed (%s); the communicator can only "
-                  "be destroyed",
-                  symcoll_status_string(st->broken));
-        return st->broken;
-    }
-    algo = net_choose(st, count * esize);
+    algo = net_choose(st, count * symcoll_dtype_size(dtype));
     if (algo < 0)
         return SYMCOLL_ERR_UNSUPPORTED;
     if (algo == TOPO_ALGO_HIER) {
         status = algo_net_hier(st, sendbuf, recvbuf, count, dtype, op, &dl);
     } else {
-        net_group_t g;
-        net_call_t c;
-        size_t area = algo == TOPO_ALGO_RD ? algo_net_rd_area(count, esize, comm->nranks)
-                                           : algo_net_ring_area(count, esize, comm->nranks);
-        status = algo_net_reserve(st, 0, 0, area);
-        if (status != SYMCOLL_OK)
-            return status;
-        g.ranks = st->all;
-        g.n = comm->nranks;
-        g.me = comm->rank;
-        algo_net_call_init(&c, st, &g, sendbuf, recvbuf, count, dtype, op, &dl);
-        status = algo == TOPO_ALGO_RD ? algo_net_rd(&c) : algo_net_ring(&c);
-        if (status == SYMCOLL_OK)
-            status = ucx_wait_all(st->ucx, &dl);
+        net_group_t g = {st->all, comm->nranks, comm->rank};
+        status =
+            net_run_flat(st, &g, algo == TOPO_ALGO_RD, sendbuf, recvbuf, count, dtype, op, &dl);
     }
-    if (status != SYMCOLL_OK && net_failure_is_sticky(status)) {
-        st->broken = status;
-        net_give_up(st);
-    }
-    return status;
+    return net_finish(st, status);
 }
