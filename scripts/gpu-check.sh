@@ -38,6 +38,16 @@ pack() {
     cp -L "$b/.libs/libsymcoll.so.0" "$d/lib/"
     if test -n "${UCX_CUDA_SLIM:-}"; then
         rm -rf "$d/ucx-cuda" && cp -a "$UCX_CUDA_SLIM" "$d/ucx-cuda"
+        # ucx_perftest for scripts/ucx-cuda-probe.sh, and libraries it needs that the GPU
+        # machine's image may lack
+        if test -f "$UCX_CUDA_SLIM/../install/bin/ucx_perftest"; then
+            cp "$UCX_CUDA_SLIM/../install/bin/ucx_perftest" "$d/ucx-cuda/bin/"
+            mkdir -p "$d/ucx-cuda/extra"
+            for l in libnuma.so.1 libgomp.so.1; do
+                f=`ldconfig -p | awk -v l=$l '$1 == l { print $NF; exit }'`
+                test -n "$f" && cp -L "$f" "$d/ucx-cuda/extra/"
+            done
+        fi
     fi
     # not installed on the GPU machine's image
     for l in libsubunit.so.0 libhwloc.so.15; do
