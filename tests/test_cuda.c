@@ -879,6 +879,8 @@ static void body_net_pool(int rank, int nranks, void *arg)
 }
 
 NET_TEST(t_net_pool_2x1, 2, 2, 600, body_net_pool)
+/* 2 x 2: the CUDA pool holds the hierarchical staging too, and grows under it */
+NET_TEST(t_net_hier_pool_2x2, 4, 2, 600, body_net_pool)
 
 /* 2 nodes x 2 ranks (GPU rank % ngpus): a few datatypes and operators, 16 MiB + 3 */
 static void body_net_hier(int rank, int nranks, void *arg)
@@ -1105,6 +1107,9 @@ static void body_net_abort(int rank, int nranks, void *arg)
 }
 
 NET_TEST(t_net_abort_2x1, 2, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_abort)
+/* 2 x 2, hierarchical: rank 3 aborts; its node peer (rank 2) waits on its kernels and
+ * hears through its lanes' partners and the node word */
+NET_TEST(t_net_hier_abort_2x2, 4, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_abort)
 
 /* The last rank aborts while its lanes are idle; the other's next call (8 chunks over
  * the lanes) must end soon after, not at its timeout: idle lanes tell their peers. */
@@ -1185,6 +1190,8 @@ static void body_net_timeout(int rank, int nranks, void *arg)
 }
 
 NET_TEST(t_net_timeout_2x1, 2, 2, NET_SHORT_TIMEOUT * 6 + 60, body_net_timeout)
+/* 2 x 2, hierarchical: only rank 0 calls; its kernels and lanes give up by the deadline */
+NET_TEST(t_net_hier_timeout_2x2, 4, 2, NET_SHORT_TIMEOUT * 6 + 60, body_net_timeout)
 
 /* Calls under stream capture (each capture mode; 4099 elements and 16 MiB; with an eager
  * call still in flight on the same stream) are refused with SYMCOLL_ERR_UNSUPPORTED and
@@ -1375,6 +1382,9 @@ static Suite *cuda_suite(void)
         {"net_hier_flat", t_net_hier_flat_2x2, 1, "net"},
         {"net_hier_plain", t_net_hier_plain_2x2, 1, "net"},
         {"net_hier_kill", t_net_hier_kill_2x2, 1, "net"},
+        {"net_hier_abort", t_net_hier_abort_2x2, 1, "net"},
+        {"net_hier_timeout", t_net_hier_timeout_2x2, 1, "net"},
+        {"net_hier_pool", t_net_hier_pool_2x2, 1, "net"},
         {"net_types_plain", t_net_types_plain, 1, "net"},
         {"net_types_lanes3", t_net_types_lanes3, 1, "net"},
     };
