@@ -160,7 +160,9 @@ struct cuda_net {
      * waits for the one before it (other streams: they share the CUDA pool's staging) */
     uint64_t hier_seq;
 
-    bool has_stage; /* allocated and pinned */
+    bool has_stage;  /* allocated and pinned */
+    bool we_pinned;  /* pinned by us (else by UCX: a UCX built with CUDA pins the host
+                        pool's segments when it registers them) */
     size_t stage_off, slot_bytes;
     char *stage;
     char *stage_dev; /* the GPU's view of it (mapped); NULL: no small-call kernel */
@@ -588,9 +590,22 @@ static void cnet_stage_release(cuda_net_t *cn)
         cn->has_stage = false;
         return;
     }
-    cudaHostUnregister(cn->stage);
+    if (cn->we_pinned)
+        cudaHostUnregister(cn->stage);
     pool_free(cn->host_pool, cn->stage_off);
     cn->has_stage = false;
+}
+
+/* p is page-locked host memory CUDA knows (registered or allocated by CUDA). */
+static bool cnet_pinned(const void *p)
+{
+    struct cudaPointerAttributes a;
+
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    return a.type == cudaMemoryTypeHost;
 }
 
 static symcoll_status_t cnet_stage_ensure(cuda_net_t *cn)
@@ -614,6 +629,17 @@ static symcoll_status_t cnet_stage_ensure(cuda_net_t *cn)
     /* pinned, or nothing: a copy from pageable memory to the GPU reads its source when it
      * is queued, long before the lane has reduced the chunk */
     err = cudaHostRegister(cn->stage, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
+    cn->we_pinned = err == cudaSuccess;
+    if (err == cudaErrorHostMemoryAlreadyRegistered) {
+        /* UCX with CUDA support (cuda_copy) pinned the pool's segments when it registered
+         * them (portable): fine, if both ends of the staging are pinned host memory */
+        (void)cudaGetLastError();
+        err = cnet_pinned(cn->stage) && cnet_pinned(cn->stage + bytes - 1)
+                  ? cudaSuccess
+                  : cudaErrorHostMemoryAlreadyRegistered;
+        if (err == cudaSuccess)
+            log_debug("CUDA across nodes: the host staging was pinned already (by UCX)");
+    }
     if (err != cudaSuccess) {
         (void)cudaGetLastError();
         pool_free(cn->host_pool, cn->stage_off);
