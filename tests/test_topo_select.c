@@ -165,12 +165,12 @@ static const select_case_t cases[] = {
     {"2x4 cuda gpu hier rd", &two_nodes_4_nvlink, 0, DFLT, C, 4 * K, TOPO_ALGO_HIER,
      "1K chunks on 4 lanes: 2 nodes, 2 ranks: 1K <= 1M"},
     {"2x4 cuda gpu hier large", &two_nodes_4_nvlink, 0, DFLT, C, 64 * M, TOPO_ALGO_HIER,
-     "16M slice staged (UCX has CUDA, direct path not built), 4M chunks on 4 lanes: 2 "
+     "16M slice staged (UCX has CUDA, no direct path), 4M chunks on 4 lanes: 2 "
      "nodes, 2 ranks: 4M > 1M"},
     {"2x4 cuda forced hier", &two_nodes_4_nvlink, TOPO_ALGO_HIER, DFLT, C, 8, TOPO_ALGO_HIER,
      "CUDA hier"},
     {"2x4 cuda below hier_min", &two_nodes_4_nvlink, 0, 1 * M, C, 512 * K, TOPO_ALGO_RING,
-     "CUDA staged via pinned host memory (UCX has CUDA, direct path not built), 128K "
+     "CUDA staged via pinned host memory (UCX has CUDA, no direct path), 128K "
      "chunks on 4 lanes: 2 nodes, 8 ranks (not hierarchical)"},
     {"2x4 cuda at hier_min", &two_nodes_4_nvlink, 0, 1 * M, C, 1 * M, TOPO_ALGO_HIER,
      "CUDA hier"},
@@ -185,7 +185,7 @@ static const select_case_t cases[] = {
      "CUDA hier"},
     /* UCX with CUDA on every rank: still staged (no direct path yet), and it says so */
     {"2x4 net cuda", &two_nodes_4_nvlink, 0, DFLT, C, 8, TOPO_ALGO_HIER,
-     "UCX has CUDA, direct path not built"},
+     "UCX has CUDA, no direct path"},
     /* 16 nodes x 1 rank */
     {"16x1 8B", &sixteen_nodes_1, 0, DFLT, H, 8, TOPO_ALGO_RD, "16 nodes"},
     {"16x1 at rd max", &sixteen_nodes_1, 0, DFLT, C, 64 * K, TOPO_ALGO_RD,

@@ -3,9 +3,12 @@
  * nodes with the host algorithms over UCX, and back, in order with the caller's stream. */
 /*
  * Why staged: the UCX of Debian and Ubuntu is built without CUDA, so it cannot read or
- * write GPU memory. (When every rank's UCX reports CUDA memory, the CUDA pool's segments
- * are registered with it, but the direct data path is not written yet: the staged path
- * serves that case too, and symcoll_info says so.)
+ * write GPU memory. A UCX 1.13 built with CUDA (scripts/ucx-cuda-build.sh) reports CUDA
+ * memory, but on TCP, the only network here, a put into GPU memory crashes it and a put
+ * into host memory is emulated at 86 MB/s, and it cannot register the CUDA pool's VMM
+ * segments (bench/results/ucx-cuda-probe.md): there is no direct path (puts into the
+ * CUDA pool with rkeys), the staged path serves that case too, and symcoll_info says so.
+ * A direct path needs RMA into GPU memory (InfiniBand or RoCE with GPUDirect RDMA).
  *
  * The message moves in chunks of SYMCOLL_CUDA_NET_CHUNK bytes through S = 2 x lanes + 1
  * chunk-sized slots of host staging (pool memory, pinned with cudaHostRegister). Three
@@ -438,9 +441,14 @@ static void *cnet_lane_main(void *arg)
         pthread_mutex_lock(&cn->mu);
         while (!(have = cnet_sched_next(&cn->sched, ln->index, &opi)) && !cn->stop &&
                !cnet_must_tell(ln)) {
-            cn->lane0_asleep = ln->index == 0;
+            /* only lane 0 says whether it sleeps: another lane going to sleep or waking
+             * must not clear it (a one-chunk call would then not wake lane 0, which has
+             * its only chunk: seen on the H200s as a lane that never came) */
+            if (ln->index == 0)
+                cn->lane0_asleep = true;
             pthread_cond_wait(&cn->work, &cn->mu);
-            cn->lane0_asleep = false;
+            if (ln->index == 0)
+                cn->lane0_asleep = false;
         }
         if (cnet_must_tell(ln)) {
             /* aborted while idle: peers whose lanes wait on this one hear it now */
@@ -720,7 +728,7 @@ static symcoll_status_t cnet_create(comm_t *comm, pool_t *host_pool, cuda_net_t 
     cn->words_dev = (CUdeviceptr)(uintptr_t)dev;
     log_info("CUDA memory across nodes: staged through pinned host memory (%s), %d lanes",
              comm->topo->shape[SYMCOLL_MEM_CUDA].net_cuda
-                 ? "UCX reports CUDA memory, but the direct path is not built"
+                 ? "UCX reports CUDA memory, but there is no direct path"
                  : "UCX of some rank has no CUDA memory support",
              cn->nlanes);
     *cn_p = cn;

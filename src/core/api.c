@@ -67,9 +67,11 @@ static symcoll_status_t core_pool_get(comm_t *comm, symcoll_mem_type_t mem_type,
                       mem_type == SYMCOLL_MEM_CUDA ? "CUDA" : "this");
             return SYMCOLL_ERR_UNSUPPORTED;
         }
-        /* CUDA segments are registered only with a UCX that can reach CUDA memory */
-        if (comm->ucx &&
-            (mem_type == SYMCOLL_MEM_HOST || comm->topo->shape[mem_type].net_cuda)) {
+        /* only host segments are registered with UCX: CUDA memory crosses nodes staged
+         * through the host pool (no direct path), and a UCX 1.13 built with CUDA fails
+         * to register the CUDA pool's VMM segments (ucp_mem_map: invalid parameter,
+         * bench/results/ucx-cuda-probe.md) */
+        if (comm->ucx && mem_type == SYMCOLL_MEM_HOST) {
             ucx_pool_listener(comm->ucx, mem_type, &listener);
             params.listener = &listener;
         }

@@ -128,8 +128,8 @@ static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
                 : !s->gpus ? "not available: some rank has no CUDA device"
                 : s->net_cuda
                     ? "staged through pinned host memory of the pool: UCX reaches CUDA memory "
-                      "on every rank, but the direct path (rkeys of GPU segments) is not built "
-                      "yet"
+                      "on every rank, but there is no direct path (puts into GPU segments with "
+                      "rkeys: UCX 1.13 over TCP crashes on them, bench/results/ucx-cuda-probe.md)"
                     : "staged through pinned host memory of the pool: the UCX of some rank has "
                       "no CUDA memory support (see ucx-mem), so it cannot put into GPU memory");
         if (s->cuda_across_nodes && s->cuda_max_local > 0 && s->gpus) {
