@@ -83,6 +83,7 @@
  */
 #include "algo/cuda_algo.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,8 @@
  * that a wake-up does not show: they poll briefly, not to keep cores busy (and a stream
  * of one-chunk calls neither wakes them nor waits for them: cnet_sched_t) */
 #define CNET_IDLE_SPIN_OTHER_SEC 0.0005
+/* how often an idle lane 0 looks for its peers' failure notices (cnet_listens) */
+#define CNET_LISTEN_SEC 0.05
 
 typedef struct cnet_op {
     size_t count;
@@ -418,6 +421,46 @@ static bool cnet_nothing_new(const cnet_lane_t *ln)
     return (ln->index == 0 ? cnet_sched_end(s) : cnet_sched_multi_end(s)) <= pos;
 }
 
+/* Whether this lane, idle, keeps listening for its peers' failure notices: lane 0 (it has
+ * a chunk in every operation, so its peers' lane 0 tell it whenever they fail) with its
+ * own worker (only its thread may progress it), until it has given up itself. Else a
+ * rank whose last operation finished here but failed elsewhere hears nothing until its
+ * next call, while its node's hierarchical kernels may wait for a rank that died (seen
+ * on the H200s: 20 s, the timeout, for the node peer of a killed rank). */
+static bool cnet_listens(const cnet_lane_t *ln)
+{
+    return ln->index == 0 && ln->own_ucx && !ln->told_peers;
+}
+
+/* pthread_cond_timedwait on the work condition for sec; true if it timed out. */
+static bool cnet_timed_wait(cuda_net_t *cn, double sec)
+{
+    struct timespec ts;
+    long ns;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ns = ts.tv_nsec + (long)(sec * 1e9);
+    ts.tv_sec += ns / 1000000000L;
+    ts.tv_nsec = ns % 1000000000L;
+    return pthread_cond_timedwait(&cn->work, &cn->mu, &ts) == ETIMEDOUT;
+}
+
+/* An idle lane heard that a peer failed or gave up: the communicator is broken, the
+ * node's kernels stop waiting for this rank, and this lane's peers hear it too. */
+static void cnet_lane_idle_failure(cnet_lane_t *ln, symcoll_status_t status)
+{
+    cuda_net_t *cn = ln->cn;
+    int ok = SYMCOLL_OK;
+
+    if (atomic_compare_exchange_strong(&cn->broken, &ok, (int)status)) {
+        log_error("CUDA all-reduce across nodes: %s while no operation was queued; later "
+                  "calls on this communicator fail",
+                  symcoll_status_string(status));
+        cnet_tell_node(cn);
+    }
+    cnet_lane_tell(ln);
+}
+
 static void *cnet_lane_main(void *arg)
 {
     cnet_lane_t *ln = arg;
@@ -425,7 +468,7 @@ static void *cnet_lane_main(void *arg)
     cnet_op_t op;
     symcoll_status_t status;
     uint64_t k, opi, finished;
-    bool have;
+    bool have, listen;
     double t0;
 
     log_set_rank(cn->comm->rank);
@@ -439,16 +482,28 @@ static void *cnet_lane_main(void *arg)
                !__atomic_load_n(&cn->stop, __ATOMIC_ACQUIRE) && !cnet_must_tell(ln))
             core_spin_pause(&iter);
         pthread_mutex_lock(&cn->mu);
+        listen = false;
         while (!(have = cnet_sched_next(&cn->sched, ln->index, &opi)) && !cn->stop &&
-               !cnet_must_tell(ln)) {
+               !cnet_must_tell(ln) && !listen) {
             /* only lane 0 says whether it sleeps: another lane going to sleep or waking
              * must not clear it (a one-chunk call would then not wake lane 0, which has
              * its only chunk: seen on the H200s as a lane that never came) */
             if (ln->index == 0)
                 cn->lane0_asleep = true;
-            pthread_cond_wait(&cn->work, &cn->mu);
+            if (cnet_listens(ln))
+                listen = cnet_timed_wait(cn, CNET_LISTEN_SEC);
+            else
+                pthread_cond_wait(&cn->work, &cn->mu);
             if (ln->index == 0)
                 cn->lane0_asleep = false;
+        }
+        if (listen && !have) {
+            /* idle lane 0 looks for failure notices of its peers (see cnet_listens) */
+            pthread_mutex_unlock(&cn->mu);
+            status = ucx_progress(ln->ucx);
+            if (status != SYMCOLL_OK)
+                cnet_lane_idle_failure(ln, status);
+            continue;
         }
         if (cnet_must_tell(ln)) {
             /* aborted while idle: peers whose lanes wait on this one hear it now */
