@@ -44,7 +44,8 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
  * then the CUDA pool must exist before algo_cuda_net_allreduce. */
 bool algo_cuda_net_uses_pool(const comm_t *comm, size_t bytes);
 
-/* Waits until every queued operation finished (bounded by the communicator's timeout);
+/* Waits until every queued operation finished, the hierarchical ones' kernels included
+ * (bounded by the communicator's timeout);
  * returns the status of the first that failed, if any. Every entry point that reaches
  * the other ranks by another way calls it first, so that only one thread talks to them. */
 symcoll_status_t algo_cuda_net_drain(comm_t *comm);

@@ -836,6 +836,9 @@ symcoll_status_t algo_cuda_net_drain(comm_t *comm)
     if (!cn)
         return SYMCOLL_OK;
     status = cnet_wait_queued(cn, 0);
+    /* and the hierarchical calls' all-gather kernels: a trim may free their staging */
+    if (status == SYMCOLL_OK)
+        status = cnet_wait_hier(cn);
     if (status == SYMCOLL_OK)
         status = (symcoll_status_t)atomic_load(&cn->broken);
     return status;
@@ -1043,8 +1046,6 @@ static symcoll_status_t cnet_hier(cuda_net_t *cn, cudaStream_t s, pool_t *cuda_p
         /* the CUDA staging is set up or grows (collective pool calls): nothing queued may
          * still use the pool or the staging */
         status = algo_cuda_net_drain(comm);
-        if (status == SYMCOLL_OK)
-            status = cnet_wait_hier(cn);
         if (status != SYMCOLL_OK)
             return status;
     }
