@@ -912,6 +912,21 @@ static void body_net_hier(int rank, int nranks, void *arg)
             nranks, ++salt, "2x2 pool to plain");
     CK_CUDA(cudaStreamSynchronize(r.s));
     CK_SC(symcoll_mem_free(r.comm, pa));
+    /* both pools trimmed right behind a queued call (16M + 6 bytes: hierarchical over the
+     * GPUs here), the stream not synchronised: the trims wait for it, the staging goes,
+     * and the next call sets it up again */
+    {
+        net_bufs_t b = {r.d[0], r.d[1], r.d[2]};
+        const size_t count = NET_BIG / 2 + 3;
+        net_enqueue(r.comm, &b, count, SYMCOLL_BFLOAT16, SYMCOLL_SUM, rank, ++salt, r.host,
+                    r.s);
+        CK_SC(symcoll_pool_trim(r.comm, SYMCOLL_MEM_CUDA));
+        CK_SC(symcoll_pool_trim(r.comm, SYMCOLL_MEM_HOST));
+        net_check(&b, count, SYMCOLL_BFLOAT16, SYMCOLL_SUM, nranks, salt, r.host, r.s,
+                  "2x2 call before the trims");
+        net_run(&r, r.d[0], r.d[1], r.d[2], count, SYMCOLL_BFLOAT16, SYMCOLL_SUM, rank, nranks,
+                ++salt, "2x2 call after the trims");
+    }
     net_teardown(&r, 1);
     (void)arg;
 }
