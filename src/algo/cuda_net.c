@@ -166,9 +166,9 @@ struct cuda_net {
      * waits for the one before it (other streams: they share the CUDA pool's staging) */
     uint64_t hier_seq;
 
-    bool has_stage;  /* allocated and pinned */
-    bool we_pinned;  /* pinned by us (else by UCX: a UCX built with CUDA pins the host
-                        pool's segments when it registers them) */
+    bool has_stage; /* allocated and pinned */
+    bool we_pinned; /* pinned by us (else by UCX: a UCX built with CUDA pins the host
+                       pool's segments when it registers them) */
     size_t stage_off, slot_bytes;
     char *stage;
     char *stage_dev; /* the GPU's view of it (mapped); NULL: no small-call kernel */
@@ -379,21 +379,29 @@ static void cnet_tell_node(cuda_net_t *cn)
                          1u, __ATOMIC_RELEASE);
 }
 
+/* This lane saw a failure (when: where, for the log): the communicator is broken for
+ * good, the node's kernels stop waiting for this rank, and this lane's peers hear it. */
+static void cnet_lane_break(cnet_lane_t *ln, symcoll_status_t status, const char *when)
+{
+    int ok = SYMCOLL_OK;
+
+    if (atomic_compare_exchange_strong(&ln->cn->broken, &ok, (int)status)) {
+        log_error("CUDA all-reduce across nodes failed%s (%s); its streams are released and "
+                  "later calls on this communicator fail",
+                  when, symcoll_status_string(status));
+        cnet_tell_node(ln->cn);
+    }
+    cnet_lane_tell(ln);
+}
+
 /* The operation failed for this lane (its own failure, another lane's, the caller's):
  * make it sticky, tell this lane's peers once, release the lane's remaining chunks. */
 static void cnet_lane_fail(cnet_lane_t *ln, const cnet_op_t *op, uint64_t k,
                            symcoll_status_t status)
 {
     cuda_net_t *cn = ln->cn;
-    int ok = SYMCOLL_OK;
 
-    if (atomic_compare_exchange_strong(&cn->broken, &ok, (int)status)) {
-        log_error("CUDA all-reduce across nodes failed (%s); the stream is released and "
-                  "later calls on this communicator fail",
-                  symcoll_status_string(status));
-        cnet_tell_node(cn);
-    }
-    cnet_lane_tell(ln);
+    cnet_lane_break(ln, status, "");
     /* release the stream: every chunk of this lane not done yet is "done" (its result is
      * undefined); a slot's next copy in still waits for its copy out */
     for (k = cnet_lane_chunk(ln, k); k < op->nchunks; k += (uint64_t)cn->nlanes)
@@ -445,22 +453,6 @@ static bool cnet_timed_wait(cuda_net_t *cn, double sec)
     return pthread_cond_timedwait(&cn->work, &cn->mu, &ts) == ETIMEDOUT;
 }
 
-/* An idle lane heard that a peer failed or gave up: the communicator is broken, the
- * node's kernels stop waiting for this rank, and this lane's peers hear it too. */
-static void cnet_lane_idle_failure(cnet_lane_t *ln, symcoll_status_t status)
-{
-    cuda_net_t *cn = ln->cn;
-    int ok = SYMCOLL_OK;
-
-    if (atomic_compare_exchange_strong(&cn->broken, &ok, (int)status)) {
-        log_error("CUDA all-reduce across nodes: %s while no operation was queued; later "
-                  "calls on this communicator fail",
-                  symcoll_status_string(status));
-        cnet_tell_node(cn);
-    }
-    cnet_lane_tell(ln);
-}
-
 static void *cnet_lane_main(void *arg)
 {
     cnet_lane_t *ln = arg;
@@ -502,7 +494,7 @@ static void *cnet_lane_main(void *arg)
             pthread_mutex_unlock(&cn->mu);
             status = ucx_progress(ln->ucx);
             if (status != SYMCOLL_OK)
-                cnet_lane_idle_failure(ln, status);
+                cnet_lane_break(ln, status, " while no operation was queued");
             continue;
         }
         if (cnet_must_tell(ln)) {

@@ -122,16 +122,17 @@ static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
     if (mem == SYMCOLL_MEM_CUDA && s->nnodes > 1) {
         char chunk[32];
         topo_fmt_size(t->select_cfg.cuda_net_chunk, chunk, sizeof(chunk));
-        fprintf(out, "# CUDA memory across nodes: %s",
-                !s->cuda_across_nodes || s->cuda_max_local <= 0
-                    ? "not available in this build (no CUDA)"
-                : !s->gpus ? "not available: some rank has no CUDA device"
-                : s->net_cuda
-                    ? "staged through pinned host memory of the pool: UCX reaches CUDA memory "
-                      "on every rank, but there is no direct path (puts into GPU segments with "
-                      "rkeys: UCX 1.13 over TCP crashes on them, bench/results/ucx-cuda-probe.md)"
-                    : "staged through pinned host memory of the pool: the UCX of some rank has "
-                      "no CUDA memory support (see ucx-mem), so it cannot put into GPU memory");
+        fprintf(
+            out, "# CUDA memory across nodes: %s",
+            !s->cuda_across_nodes || s->cuda_max_local <= 0
+                ? "not available in this build (no CUDA)"
+            : !s->gpus ? "not available: some rank has no CUDA device"
+            : s->net_cuda
+                ? "staged through pinned host memory of the pool: UCX reaches CUDA memory "
+                  "on every rank, but there is no direct path (puts into GPU segments with "
+                  "rkeys: UCX 1.13 over TCP crashes on them, bench/results/ucx-cuda-probe.md)"
+                : "staged through pinned host memory of the pool: the UCX of some rank has "
+                  "no CUDA memory support (see ucx-mem), so it cannot put into GPU memory");
         if (s->cuda_across_nodes && s->cuda_max_local > 0 && s->gpus) {
             fprintf(out,
                     "; %d lane(s) (SYMCOLL_CUDA_NET_LANES), chunks of 64K to %s "

@@ -437,13 +437,13 @@ static void select_cuda_staged(const topo_select_cfg_t *cfg, const topo_shape_t 
                      "CUDA hier: RS/AG over each node's %d GPUs (%s), each rank's %s "
                      "slice staged (%s), %s chunks on %d lane%s: ",
                      shape->ppn, topo_link_name(shape->gpu_link), msz,
-                     shape->net_cuda ? "UCX has CUDA, no direct path" : "UCX lacks CUDA",
-                     sz, cfg->cuda_net_lanes, cfg->cuda_net_lanes == 1 ? "" : "s");
+                     shape->net_cuda ? "UCX has CUDA, no direct path" : "UCX lacks CUDA", sz,
+                     cfg->cuda_net_lanes, cfg->cuda_net_lanes == 1 ? "" : "s");
     else
         n = snprintf(d->reason, sizeof(d->reason),
                      "CUDA staged via pinned host memory (%s), %s chunks on %d lane%s: ",
-                     shape->net_cuda ? "UCX has CUDA, no direct path" : "UCX lacks CUDA",
-                     sz, cfg->cuda_net_lanes, cfg->cuda_net_lanes == 1 ? "" : "s");
+                     shape->net_cuda ? "UCX has CUDA, no direct path" : "UCX lacks CUDA", sz,
+                     cfg->cuda_net_lanes, cfg->cuda_net_lanes == 1 ? "" : "s");
     if (n > 0 && (size_t)n < sizeof(d->reason)) {
         /* as much of the inner reason as fits */
         size_t room = sizeof(d->reason) - (size_t)n - 1, len = strnlen(inner, sizeof(inner));
