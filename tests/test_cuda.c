@@ -941,6 +941,16 @@ NET_TEST(t_net_hier_2x2, 4, 2, 900, body_net_hier)
  * small-call kernel (every slice through the stream commands) */
 NET_TEST(t_net_hier_types_2x2, 4, 2, 900, body_net_types)
 
+/* hierarchical and flat calls mixed on the same lanes, the flat chunks by rd and ring
+ * below SYMCOLL_HIER_MIN: ranks of different local indices make different numbers of
+ * slice calls, and the flat calls' receive areas must still agree */
+START_TEST(t_net_hier_mixed_2x2)
+{
+    setenv("SYMCOLL_HIER_MIN", "64K", 1);
+    ck_assert_int_eq(harness_run(4, 2, 900, body_net_types, NULL), 0);
+}
+END_TEST
+
 START_TEST(t_net_hier_flat_2x2)
 {
     setenv("SYMCOLL_HIER_MIN", "1G", 1);
@@ -1395,6 +1405,7 @@ static Suite *cuda_suite(void)
         {"net_hier", t_net_hier_2x2, 1, "net"},
         {"net_hier_types", t_net_hier_types_2x2, 1, "net"},
         {"net_hier_flat", t_net_hier_flat_2x2, 1, "net"},
+        {"net_hier_mixed", t_net_hier_mixed_2x2, 1, "net"},
         {"net_hier_plain", t_net_hier_plain_2x2, 1, "net"},
         {"net_hier_kill", t_net_hier_kill_2x2, 1, "net"},
         {"net_hier_abort", t_net_hier_abort_2x2, 1, "net"},

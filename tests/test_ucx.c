@@ -241,7 +241,9 @@ static void *lane_main(void *arg)
         const topo_t *t = r->comm->topo;
         size_t count = counts[(round + r->lane) % 7];
         int me = t->rank_local_rank[r->rank];
-        if (r->group) {
+        /* LANES_MIX: every other round a flat call over all ranks on the same lane */
+        bool group = r->group && !(getenv("LANES_MIX") && round % 2);
+        if (group) {
             /* as the slices of the hierarchical algorithm on CUDA memory: sizes differ by
              * local index, and some are empty (those groups make no call at all) */
             count = me == 0 && round % 3 == 0 ? 0 : count - (count > 1 ? (size_t)me : 0);
@@ -250,7 +252,7 @@ static void *lane_main(void *arg)
         }
         for (size_t i = 0; i < count; i++)
             r->buf[i] = lane_value(r->rank, r->lane, round, i);
-        if (r->group)
+        if (group)
             r->status =
                 algo_net_group_allreduce_on(r->comm, r->ucx, r->comm->pools[SYMCOLL_MEM_HOST],
                                             r->buf, count, SYMCOLL_FLOAT32, SYMCOLL_SUM);
@@ -266,7 +268,7 @@ static void *lane_main(void *arg)
         for (size_t i = 0; i < count; i++) {
             float want = 0;
             for (int k = 0; k < r->nranks; k++)
-                if (!r->group || t->rank_local_rank[k] == me)
+                if (!group || t->rank_local_rank[k] == me)
                     want += lane_value(k, r->lane, round, i);
             if (r->buf[i] != want) {
                 snprintf(r->why, sizeof(r->why),
@@ -380,6 +382,18 @@ START_TEST(test_lanes_group_2x2)
 }
 END_TEST
 
+/* group and flat calls on the same lanes, the flat ones by rd and ring (not hier, whose
+ * areas only ranks of one local index share): the ranks make different numbers of group
+ * calls, and the flat calls' receive areas must still agree */
+START_TEST(test_lanes_group_mixed_2x2)
+{
+    setenv("LANES_GROUP", "1", 1);
+    setenv("LANES_MIX", "1", 1);
+    setenv("SYMCOLL_HIER_MIN", "1G", 1);
+    ck_assert_int_eq(harness_run(4, 2, RUN_TIMEOUT, body_lanes, NULL), 0);
+}
+END_TEST
+
 START_TEST(test_lanes_group_3x2)
 {
     setenv("LANES_GROUP", "1", 1);
@@ -477,6 +491,7 @@ int main(void)
     tcase_add_test(tc, test_lanes_2x2);
     tcase_add_test(tc, test_lanes_2x2_hier_min);
     tcase_add_test(tc, test_lanes_group_2x2);
+    tcase_add_test(tc, test_lanes_group_mixed_2x2);
     tcase_add_test(tc, test_lanes_group_3x2);
     tcase_add_test(tc, test_lanes_dead_peer);
     suite_add_tcase(s, tc);

@@ -151,6 +151,9 @@ struct cuda_net {
     cnet_op_t q[CNET_QUEUE];
     cnet_sched_t sched; /* which lane takes which operation, what finished (under mu) */
     bool lane0_asleep;  /* lane 0 waits on work (under mu) */
+    /* drained: the caller may change what UCX reads (the registered regions, at pool
+     * growth), so idle lane 0 does not listen (under mu; cleared by the next operation) */
+    bool quiet;
     bool stop;
     _Atomic int broken;  /* symcoll_status_t of the first failure; sticky */
     _Atomic int aborted; /* symcoll_comm_abort: every lane tells its peers, idle or not */
@@ -245,6 +248,13 @@ static symcoll_status_t cnet_wait_quiet(cuda_net_t *cn)
 
 /* ---- the lanes ----------------------------------------------------------------------- */
 
+/* A rank of this node (this one included) raised the node word: it gave up. */
+static bool cnet_node_failed(const cuda_net_t *cn)
+{
+    return cn->has_stage &&
+           __atomic_load_n((const uint32_t *)(cn->stage + cn->node_off), __ATOMIC_ACQUIRE) != 0;
+}
+
 /* Waits until the GPU copied chunk g into its slot, keeping UCX progressing (peers may
  * be sending to us meanwhile). */
 static symcoll_status_t cnet_wait_ready(cnet_lane_t *ln, uint64_t g, const deadline_t *dl)
@@ -258,6 +268,8 @@ static symcoll_status_t cnet_wait_ready(cnet_lane_t *ln, uint64_t g, const deadl
         /* another lane failed, or the caller could not queue the whole pipeline: this
          * chunk may never come */
         status = (symcoll_status_t)atomic_load_explicit(&cn->broken, memory_order_relaxed);
+        if (status == SYMCOLL_OK && cnet_node_failed(cn))
+            status = SYMCOLL_ERR_PEER_FAILED; /* a rank of the node gave up */
         if (status != SYMCOLL_OK)
             return status;
         status = ucx_progress(ln->ucx);
@@ -385,12 +397,11 @@ static void cnet_lane_break(cnet_lane_t *ln, symcoll_status_t status, const char
 {
     int ok = SYMCOLL_OK;
 
-    if (atomic_compare_exchange_strong(&ln->cn->broken, &ok, (int)status)) {
+    if (atomic_compare_exchange_strong(&ln->cn->broken, &ok, (int)status))
         log_error("CUDA all-reduce across nodes failed%s (%s); its streams are released and "
                   "later calls on this communicator fail",
                   when, symcoll_status_string(status));
-        cnet_tell_node(ln->cn);
-    }
+    cnet_tell_node(ln->cn); /* idempotent; a lane runs only while the staging exists */
     cnet_lane_tell(ln);
 }
 
@@ -408,14 +419,15 @@ static void cnet_lane_fail(cnet_lane_t *ln, const cnet_op_t *op, uint64_t k,
         cnet_give_up_chunk(ln, op->first + k);
 }
 
-/* The communicator was aborted and this lane, idle, has not told its peers yet. Only a
- * lane with its own worker: a single lane uses the communicator's, which an idle lane
- * must leave to the caller (whose own calls tell the peers when they fail, and whose
- * destroy does). */
+/* The communicator was aborted or broke (the caller's failure, another lane's) and this
+ * lane, idle, has not told its peers yet. Only a lane with its own worker: a single lane
+ * uses the communicator's, which an idle lane must leave to the caller (whose own calls
+ * tell the peers when they fail, and whose destroy does). */
 static bool cnet_must_tell(const cnet_lane_t *ln)
 {
-    return ln->own_ucx && atomic_load_explicit(&ln->cn->aborted, memory_order_acquire) &&
-           !ln->told_peers;
+    return ln->own_ucx && !ln->told_peers &&
+           (atomic_load_explicit(&ln->cn->aborted, memory_order_acquire) ||
+            atomic_load_explicit(&ln->cn->broken, memory_order_relaxed) != SYMCOLL_OK);
 }
 
 /* No work has been queued for this lane since it last looked (it may still have some
@@ -437,7 +449,7 @@ static bool cnet_nothing_new(const cnet_lane_t *ln)
  * on the H200s: 20 s, the timeout, for the node peer of a killed rank). */
 static bool cnet_listens(const cnet_lane_t *ln)
 {
-    return ln->index == 0 && ln->own_ucx && !ln->told_peers;
+    return ln->index == 0 && ln->own_ucx && !ln->told_peers && !ln->cn->quiet;
 }
 
 /* pthread_cond_timedwait on the work condition for sec; true if it timed out. */
@@ -460,15 +472,19 @@ static void *cnet_lane_main(void *arg)
     cnet_op_t op;
     symcoll_status_t status;
     uint64_t k, opi, finished;
-    bool have, listen;
+    bool have, listen, quick_sleep = false;
     double t0;
 
     log_set_rank(cn->comm->rank);
     for (;;) {
-        double idle_until =
-            time_now() + (ln->index == 0 ? CNET_IDLE_SPIN_SEC : CNET_IDLE_SPIN_OTHER_SEC);
+        /* after a listening turn, back to sleep at once (no polling: an idle
+         * communicator should not cost a core) */
+        double idle_until = time_now() + (quick_sleep      ? 0
+                                          : ln->index == 0 ? CNET_IDLE_SPIN_SEC
+                                                           : CNET_IDLE_SPIN_OTHER_SEC);
         unsigned iter = 0;
 
+        quick_sleep = false;
         /* poll first: a loop of calls should not pay a wake-up each */
         while (cnet_nothing_new(ln) && time_now() < idle_until &&
                !__atomic_load_n(&cn->stop, __ATOMIC_ACQUIRE) && !cnet_must_tell(ln))
@@ -490,17 +506,21 @@ static void *cnet_lane_main(void *arg)
                 cn->lane0_asleep = false;
         }
         if (listen && !have) {
-            /* idle lane 0 looks for failure notices of its peers (see cnet_listens) */
+            /* idle lane 0 looks for failure notices of its peers (see cnet_listens), under
+             * the mutex: the caller sets quiet under it before it changes the regions UCX
+             * reads (pool growth) */
+            status = cn->quiet ? SYMCOLL_OK : ucx_progress(ln->ucx);
             pthread_mutex_unlock(&cn->mu);
-            status = ucx_progress(ln->ucx);
             if (status != SYMCOLL_OK)
                 cnet_lane_break(ln, status, " while no operation was queued");
+            quick_sleep = true;
             continue;
         }
         if (cnet_must_tell(ln)) {
-            /* aborted while idle: peers whose lanes wait on this one hear it now */
+            /* aborted or broken while idle: peers whose lanes wait on this one, and the
+             * node's kernels, hear it now */
             pthread_mutex_unlock(&cn->mu);
-            cnet_lane_tell(ln);
+            cnet_lane_break(ln, SYMCOLL_ERR_ABORTED, " (aborted)");
             continue;
         }
         if (!have) {
@@ -828,6 +848,9 @@ symcoll_status_t algo_cuda_net_drain(comm_t *comm)
     if (!cn)
         return SYMCOLL_OK;
     status = cnet_wait_queued(cn, 0);
+    pthread_mutex_lock(&cn->mu);
+    cn->quiet = true;
+    pthread_mutex_unlock(&cn->mu);
     /* and the hierarchical calls' all-gather kernels: a trim may free their staging */
     if (status == SYMCOLL_OK)
         status = cnet_wait_hier(cn);
@@ -996,6 +1019,7 @@ static symcoll_status_t cnet_enqueue(cuda_net_t *cn, cudaStream_t s, const void 
      * in it need to hear of it: lane 0 (if it sleeps) for a one-chunk call, every lane
      * for more */
     pthread_mutex_lock(&cn->mu);
+    cn->quiet = false;
     cn->q[cn->sched.end % CNET_QUEUE] = o;
     (void)cnet_sched_push(&cn->sched, o.nchunks);
     if (o.nchunks > 1 || cn->lane0_asleep)
@@ -1058,9 +1082,11 @@ static symcoll_status_t cnet_hier(cuda_net_t *cn, cudaStream_t s, pool_t *cuda_p
             algo_cuda_hier_ag(comm, cuda_pool, recvbuf, count, dtype, cn->node_word_dev, s);
     if (status != SYMCOLL_OK)
         return status;
-    cn->hier_seq++;
-    res = cn->drv->stream_write_value32(s, hw, (uint32_t)cn->hier_seq, 0);
-    return res == CUDA_SUCCESS ? SYMCOLL_OK : cuda_drv_error(res, "cuStreamWriteValue32");
+    res = cn->drv->stream_write_value32(s, hw, (uint32_t)(cn->hier_seq + 1), 0);
+    if (res != CUDA_SUCCESS)
+        return cuda_drv_error(res, "cuStreamWriteValue32");
+    cn->hier_seq++; /* waited for only once its write is queued */
+    return SYMCOLL_OK;
 }
 
 symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const void *sendbuf,
@@ -1103,11 +1129,18 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
         /* symcoll_comm_abort may read it from another thread */
         __atomic_store_n(&comm->cuda_net, cn, __ATOMIC_RELEASE);
     }
+    if (cnet_node_failed(cn)) {
+        /* a rank of this node gave up: its kernels will not come */
+        int ok = SYMCOLL_OK;
+        if (atomic_compare_exchange_strong(&cn->broken, &ok, (int)SYMCOLL_ERR_PEER_FAILED))
+            log_error("symcoll_allreduce: a rank of this node gave up on the communicator");
+    }
     status = (symcoll_status_t)atomic_load(&cn->broken);
     if (status != SYMCOLL_OK) {
         log_error("symcoll_allreduce: an earlier CUDA all-reduce across nodes failed (%s); "
                   "the communicator can only be destroyed",
                   symcoll_status_string(status));
+        cnet_tell_node(cn); /* idempotent: the node's kernels must not wait for ours */
         return status;
     }
 
@@ -1127,6 +1160,10 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
         int ok = SYMCOLL_OK;
         if (atomic_compare_exchange_strong(&cn->broken, &ok, (int)status))
             cnet_tell_node(cn);
+        /* idle lanes wake and tell their peers (cnet_must_tell) */
+        pthread_mutex_lock(&cn->mu);
+        pthread_cond_broadcast(&cn->work);
+        pthread_mutex_unlock(&cn->mu);
     }
     return status;
 }

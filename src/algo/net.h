@@ -36,9 +36,15 @@ typedef struct net_state {
     uint64_t *recvd;    /* messages consumed from each rank */
     uint64_t bar;       /* intra-node barriers passed */
     uint64_t calls;     /* calls made: parity of the receive areas */
+    /* calls among the ranks of one local index (algo_net_group_allreduce_on): a pair of
+     * receive areas of their own, since ranks of other local indices make other numbers
+     * of them, and the parity of the flat calls must agree on every rank */
+    uint64_t group_calls;
+    int nareas; /* receive areas: 2, or 4 where group calls can happen (several a node) */
     size_t chunk_bytes; /* ring pipeline chunk (SYMCOLL_NET_CHUNK_SIZE) */
     bool has_scratch;
-    size_t scratch_off; /* [hier in | hier acc | area parity 0 | area parity 1] */
+    size_t scratch_off; /* [hier in | hier acc | area parity 0 | area parity 1 |
+                           group area parity 0 | group area parity 1] */
     size_t in_bytes, acc_bytes, area_bytes;
     ucx_req_t *reqs; /* per chunk of a ring call */
     size_t nreqs_cap;

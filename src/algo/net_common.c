@@ -94,6 +94,8 @@ symcoll_status_t algo_net_state_get_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *poo
         st->all[r] = r;
     st->last_algo = -1;
     st->chunk_bytes = net_round(comm->config.net_chunk_size);
+    /* the same on every rank (the scratch size must match): shape, not this node */
+    st->nareas = comm->topo->shape[SYMCOLL_MEM_HOST].ppn > 1 ? 4 : 2;
     /* same call sequence on every rank: same offset everywhere */
     status =
         pool_alloc(pool, (size_t)(n + 1) * NET_FLAG_STRIDE, POOL_ALLOC_STAGING, &st->flags_off);
@@ -130,9 +132,10 @@ symcoll_status_t algo_net_reserve(net_state_t *st, size_t in, size_t acc, size_t
         return SYMCOLL_OK;
     if (st->fixed) {
         /* a lane's thread must not touch the pool (algo_net_reserve_upto sized it) */
-        log_error("internal: all-reduce needs %zu + %zu + 2 x %zu bytes of scratch, but this "
-                  "lane reserved %zu + %zu + 2 x %zu",
-                  in, acc, area, st->in_bytes, st->acc_bytes, st->area_bytes);
+        log_error("internal: all-reduce needs %zu + %zu + %d x %zu bytes of scratch, but this "
+                  "lane reserved %zu + %zu + %d x %zu",
+                  in, acc, st->nareas, area, st->in_bytes, st->acc_bytes, st->nareas,
+                  st->area_bytes);
         return SYMCOLL_ERR_INTERNAL;
     }
     if (st->has_scratch) {
@@ -145,7 +148,8 @@ symcoll_status_t algo_net_reserve(net_state_t *st, size_t in, size_t acc, size_t
     }
     /* pool_alloc exchanges with every rank: once it returns nobody still reads the old
      * scratch, and nobody writes the new one before it is ours */
-    status = pool_alloc(st->pool, in + acc + 2 * area, POOL_ALLOC_STAGING, &off);
+    status =
+        pool_alloc(st->pool, in + acc + (size_t)st->nareas * area, POOL_ALLOC_STAGING, &off);
     if (status != SYMCOLL_OK)
         return status;
     st->scratch_off = off;
@@ -213,8 +217,8 @@ symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes, bool f
     status = algo_net_reserve(st, in, acc, area);
     st->fixed = fix && status == SYMCOLL_OK;
     if (status == SYMCOLL_OK)
-        log_debug("lane scratch for all-reduces up to %zu bytes: %zu + %zu + 2 x %zu bytes",
-                  max_bytes, st->in_bytes, st->acc_bytes, st->area_bytes);
+        log_debug("lane scratch for all-reduces up to %zu bytes: %zu + %zu + %d x %zu bytes",
+                  max_bytes, st->in_bytes, st->acc_bytes, st->nareas, st->area_bytes);
     return status;
 }
 
@@ -438,9 +442,10 @@ symcoll_status_t algo_net_local_barrier(net_state_t *st, deadline_t *dl)
     return SYMCOLL_OK;
 }
 
-void algo_net_call_init(net_call_t *c, net_state_t *st, const net_group_t *g,
-                        const void *sendbuf, void *recvbuf, size_t count, symcoll_dtype_t dtype,
-                        symcoll_op_t op, deadline_t *dl)
+/* algo_net_call_init in receive area area (0 .. nareas - 1). */
+static void net_call_init_in(net_call_t *c, net_state_t *st, const net_group_t *g,
+                             const void *sendbuf, void *recvbuf, size_t count,
+                             symcoll_dtype_t dtype, symcoll_op_t op, deadline_t *dl, int area)
 {
     memset(c, 0, sizeof(*c));
     c->st = st;
@@ -453,9 +458,16 @@ void algo_net_call_init(net_call_t *c, net_state_t *st, const net_group_t *g,
     c->op = op;
     c->avg_div = op == SYMCOLL_AVG ? st->n : 0;
     c->area_off =
-        st->scratch_off + st->in_bytes + st->acc_bytes + (st->calls & 1) * st->area_bytes;
+        st->scratch_off + st->in_bytes + st->acc_bytes + (size_t)area * st->area_bytes;
     c->dl = dl;
     c->next_alive = time_now() + NET_ALIVE_PERIOD;
+}
+
+void algo_net_call_init(net_call_t *c, net_state_t *st, const net_group_t *g,
+                        const void *sendbuf, void *recvbuf, size_t count, symcoll_dtype_t dtype,
+                        symcoll_op_t op, deadline_t *dl)
+{
+    net_call_init_in(c, st, g, sendbuf, recvbuf, count, dtype, op, dl, (int)(st->calls & 1));
     st->calls++;
 }
 
@@ -535,7 +547,7 @@ static symcoll_status_t net_state_usable(comm_t *comm, ucx_ctx_t *ucx, pool_t *p
 }
 
 /* rd or ring over group g (its receive areas reserved first), to completion. */
-static symcoll_status_t net_run_flat(net_state_t *st, const net_group_t *g, bool rd,
+static symcoll_status_t net_run_flat(net_state_t *st, const net_group_t *g, bool rd, bool group,
                                      const void *sendbuf, void *recvbuf, size_t count,
                                      symcoll_dtype_t dtype, symcoll_op_t op, deadline_t *dl)
 {
@@ -548,7 +560,17 @@ static symcoll_status_t net_run_flat(net_state_t *st, const net_group_t *g, bool
                                  : algo_net_ring_area(count, esize, g->n));
     if (status != SYMCOLL_OK)
         return status;
-    algo_net_call_init(&c, st, g, sendbuf, recvbuf, count, dtype, op, dl);
+    if (group) {
+        if (st->nareas < 4) {
+            log_error("internal: all-reduce among one rank a node with one rank a node");
+            return SYMCOLL_ERR_INTERNAL;
+        }
+        net_call_init_in(&c, st, g, sendbuf, recvbuf, count, dtype, op, dl,
+                         2 + (int)(st->group_calls & 1));
+        st->group_calls++;
+    } else {
+        algo_net_call_init(&c, st, g, sendbuf, recvbuf, count, dtype, op, dl);
+    }
     status = rd ? algo_net_rd(&c) : algo_net_ring(&c);
     if (status == SYMCOLL_OK)
         status = ucx_wait_all(st->ucx, dl);
@@ -580,7 +602,7 @@ symcoll_status_t algo_net_group_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_
         return status;
     algo_net_local_index_group(st, &g);
     rd = count * symcoll_dtype_size(dtype) <= topo_rd_max(&comm->topo->select_cfg, g.n);
-    return net_finish(st, net_run_flat(st, &g, rd, buf, buf, count, dtype, op, &dl));
+    return net_finish(st, net_run_flat(st, &g, rd, true, buf, buf, count, dtype, op, &dl));
 }
 
 symcoll_status_t algo_net_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
@@ -606,8 +628,8 @@ symcoll_status_t algo_net_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *poo
         status = algo_net_hier(st, sendbuf, recvbuf, count, dtype, op, &dl);
     } else {
         net_group_t g = {st->all, comm->nranks, comm->rank};
-        status =
-            net_run_flat(st, &g, algo == TOPO_ALGO_RD, sendbuf, recvbuf, count, dtype, op, &dl);
+        status = net_run_flat(st, &g, algo == TOPO_ALGO_RD, false, sendbuf, recvbuf, count,
+                              dtype, op, &dl);
     }
     return net_finish(st, status);
 }

@@ -157,6 +157,31 @@ static int32_t topo_affinity_cpus(void)
 }
 
 /* O(ranks x ranks per node): every rank's row of its node's link matrix. */
+
+static int topo_cmp_uuid(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Some GPU serves two ranks, or some rank's GPU is not known (sorted: n log n). */
+static bool topo_gpus_shared(const topo_t *t)
+{
+    const char **u = malloc((size_t)t->nranks * sizeof(*u));
+    bool shared = false;
+
+    if (!u)
+        return true; /* the careful answer */
+    for (int r = 0; r < t->nranks; r++) {
+        u[r] = t->info[r].gpu_uuid;
+        shared |= !u[r][0];
+    }
+    qsort(u, (size_t)t->nranks, sizeof(*u), topo_cmp_uuid);
+    for (int r = 1; r < t->nranks && !shared; r++)
+        shared = !strcmp(u[r - 1], u[r]);
+    free(u);
+    return shared;
+}
+
 static void topo_update_shapes(topo_t *t)
 {
     topo_shape_t s;
@@ -197,13 +222,8 @@ static void topo_update_shapes(topo_t *t)
 #endif
     s.gpus = gpus;
     /* a GPU used by two ranks (unknown GPUs count as shared): their kernels time-slice */
-    for (int a = 0; a < t->nranks && gpus && !s.gpus_shared; a++) {
-        if (!t->info[a].gpu_uuid[0])
-            s.gpus_shared = true;
-        for (int b = a + 1; b < t->nranks && !s.gpus_shared; b++)
-            if (!strcmp(t->info[a].gpu_uuid, t->info[b].gpu_uuid))
-                s.gpus_shared = true;
-    }
+    if (gpus)
+        s.gpus_shared = topo_gpus_shared(t);
     s.gpu_link = TOPO_LINK_NONE;
     t->shape[SYMCOLL_MEM_HOST] = s;
     s.gpu_link = worst;
