@@ -151,24 +151,18 @@ static void body_roundtrip(int rank, int nranks, void *arg)
     free(src);
 }
 
-START_TEST(test_roundtrip_2x1)
-{
-    ck_assert_int_eq(harness_run(2, 2, RUN_TIMEOUT, body_roundtrip, NULL), 0);
-}
-END_TEST
+/* A case that runs body on nranks ranks over nnodes simulated nodes. */
+#define RUN_CASE(name, nranks, nnodes, body, arg)                                              \
+    START_TEST(name)                                                                           \
+    {                                                                                          \
+        ck_assert_int_eq(harness_run(nranks, nnodes, RUN_TIMEOUT, body, arg), 0);              \
+    }                                                                                          \
+    END_TEST
 
+RUN_CASE(test_roundtrip_2x1, 2, 2, body_roundtrip, NULL)
 /* put / fence / flag put, which UCX emulates on TCP: still correct while nobody dies */
-START_TEST(test_roundtrip_2x1_put)
-{
-    ck_assert_int_eq(harness_run(2, 2, RUN_TIMEOUT, body_roundtrip, "put"), 0);
-}
-END_TEST
-
-START_TEST(test_roundtrip_3x2)
-{
-    ck_assert_int_eq(harness_run(6, 3, RUN_TIMEOUT, body_roundtrip, NULL), 0);
-}
-END_TEST
+RUN_CASE(test_roundtrip_2x1_put, 2, 2, body_roundtrip, "put")
+RUN_CASE(test_roundtrip_3x2, 6, 3, body_roundtrip, NULL)
 
 /* ---- a dead peer ends a wait with an error ------------------------------------------ */
 
@@ -202,11 +196,7 @@ static void body_dead_peer(int rank, int nranks, void *arg)
     _exit(0); /* the bootstrap lost a rank: destroy is not the subject here */
 }
 
-START_TEST(test_dead_peer)
-{
-    ck_assert_int_eq(harness_run(2, 2, RUN_TIMEOUT, body_dead_peer, NULL), 0);
-}
-END_TEST
+RUN_CASE(test_dead_peer, 2, 2, body_dead_peer, NULL)
 
 /* ---- lanes: concurrent all-reduces, one thread per lane --------------------------------
  * Each lane's thread runs all-reduces of its own, in place on host pool buffers (as the
@@ -217,12 +207,19 @@ END_TEST
 #define LANE_MAX_BYTES (1024 * 1024)
 #define LANE_ROUNDS 12
 
+/* What body_lanes runs (its harness argument; NULL: flat calls, protocol auto). */
+typedef struct lanes_opts {
+    const char *protocol; /* SYMCOLL_NET_PROTOCOL; NULL: auto */
+    bool group;           /* algo_net_group_allreduce_on: among the ranks of a local index */
+    bool mix;             /* group: every other round a flat call on the same lane */
+} lanes_opts_t;
+
 typedef struct lane_run {
     comm_t *comm;
     ucx_ctx_t *ucx;
     float *buf;
     int lane, rank, nranks;
-    bool group; /* algo_net_group_allreduce_on: among the ranks of this local index */
+    bool group, mix; /* lanes_opts_t */
     symcoll_status_t status;
     char why[160];
 } lane_run_t;
@@ -241,8 +238,7 @@ static void *lane_main(void *arg)
         const topo_t *t = r->comm->topo;
         size_t count = counts[(round + r->lane) % 7];
         int me = t->rank_local_rank[r->rank];
-        /* LANES_MIX: every other round a flat call over all ranks on the same lane */
-        bool group = r->group && !(getenv("LANES_MIX") && round % 2);
+        bool group = r->group && !(r->mix && round % 2);
         if (group) {
             /* as the slices of the hierarchical algorithm on CUDA memory: sizes differ by
              * local index, and some are empty (those groups make no call at all) */
@@ -315,14 +311,17 @@ static void body_lanes(int rank, int nranks, void *arg)
     void *bufs[LANES];
     pool_t *pool;
 
+    const lanes_opts_t *o = arg;
+
     ucx_test_env();
-    setenv("SYMCOLL_NET_PROTOCOL", arg ? (const char *)arg : "auto", 1);
+    setenv("SYMCOLL_NET_PROTOCOL", o && o->protocol ? o->protocol : "auto", 1);
     /* small ring chunks: several chunks per lane call even at 1 MiB */
     setenv("SYMCOLL_NET_CHUNK_SIZE", "64K", 1);
     comm = harness_comm_create();
     pool = lanes_setup(comm, runs, bufs, rank, nranks);
     for (int l = 0; l < LANES; l++) {
-        runs[l].group = getenv("LANES_GROUP") != NULL;
+        runs[l].group = o && o->group;
+        runs[l].mix = o && o->mix;
         ck_assert_int_eq(pthread_create(&th[l], NULL, lane_main, &runs[l]), 0);
     }
     for (int l = 0; l < LANES; l++)
@@ -354,50 +353,28 @@ static void body_lanes(int rank, int nranks, void *arg)
     ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
 }
 
-START_TEST(test_lanes_2x1)
-{
-    ck_assert_int_eq(harness_run(2, 2, RUN_TIMEOUT, body_lanes, NULL), 0);
-}
-END_TEST
+static const lanes_opts_t lanes_put = {"put", false, false};
+static const lanes_opts_t lanes_group = {NULL, true, false};
+static const lanes_opts_t lanes_group_put = {"put", true, false};
+static const lanes_opts_t lanes_group_mixed = {NULL, true, true};
 
-START_TEST(test_lanes_3x1_put)
-{
-    ck_assert_int_eq(harness_run(3, 3, RUN_TIMEOUT, body_lanes, "put"), 0);
-}
-END_TEST
-
-START_TEST(test_lanes_2x2)
-{
-    ck_assert_int_eq(harness_run(4, 2, RUN_TIMEOUT, body_lanes, NULL), 0);
-}
-END_TEST
+RUN_CASE(test_lanes_2x1, 2, 2, body_lanes, NULL)
+RUN_CASE(test_lanes_3x1_put, 3, 3, body_lanes, (void *)&lanes_put)
+RUN_CASE(test_lanes_2x2, 4, 2, body_lanes, NULL)
 
 /* all-reduces among the ranks of one local index, one a node (the step across nodes of
  * the hierarchical algorithm on CUDA memory), of different sizes per local index and
  * empty for some, on 2 x 2 (rd and ring between 2 nodes) and 3 x 2 (3 nodes) */
-START_TEST(test_lanes_group_2x2)
-{
-    setenv("LANES_GROUP", "1", 1);
-    ck_assert_int_eq(harness_run(4, 2, RUN_TIMEOUT, body_lanes, NULL), 0);
-}
-END_TEST
+RUN_CASE(test_lanes_group_2x2, 4, 2, body_lanes, (void *)&lanes_group)
+RUN_CASE(test_lanes_group_3x2, 6, 3, body_lanes, (void *)&lanes_group_put)
 
 /* group and flat calls on the same lanes, the flat ones by rd and ring (not hier, whose
  * areas only ranks of one local index share): the ranks make different numbers of group
  * calls, and the flat calls' receive areas must still agree */
 START_TEST(test_lanes_group_mixed_2x2)
 {
-    setenv("LANES_GROUP", "1", 1);
-    setenv("LANES_MIX", "1", 1);
     setenv("SYMCOLL_HIER_MIN", "1G", 1);
-    ck_assert_int_eq(harness_run(4, 2, RUN_TIMEOUT, body_lanes, NULL), 0);
-}
-END_TEST
-
-START_TEST(test_lanes_group_3x2)
-{
-    setenv("LANES_GROUP", "1", 1);
-    ck_assert_int_eq(harness_run(6, 3, RUN_TIMEOUT, body_lanes, "put"), 0);
+    ck_assert_int_eq(harness_run(4, 2, RUN_TIMEOUT, body_lanes, (void *)&lanes_group_mixed), 0);
 }
 END_TEST
 
@@ -456,11 +433,7 @@ static void body_lanes_dead_peer(int rank, int nranks, void *arg)
     _exit(0); /* the bootstrap lost a rank: destroy is not the subject here */
 }
 
-START_TEST(test_lanes_dead_peer)
-{
-    ck_assert_int_eq(harness_run(2, 2, RUN_TIMEOUT, body_lanes_dead_peer, NULL), 0);
-}
-END_TEST
+RUN_CASE(test_lanes_dead_peer, 2, 2, body_lanes_dead_peer, NULL)
 
 /* flat algorithms below SYMCOLL_HIER_MIN, hier above: the reserved scratch covers both */
 START_TEST(test_lanes_2x2_hier_min)

@@ -29,9 +29,9 @@
  *            all-reduce the slot in place across the ranks (the host algorithm the
  *            selector picks for the chunk: rd, ring or hier), raise "done".
  * A message spreads over the lanes in chunks of 64K up to SYMCOLL_CUDA_NET_CHUNK
- * (topo_cuda_net_chunk). A one-chunk call (up to SYMCOLL_CUDA_NET_KERNEL_MAX bytes,
- * when no other local rank shares the GPU) queues one kernel instead of the six stream
- * commands, which does the same: measured 24.6 instead of 41-75 us at 1 KB.
+ * (topo_cuda_net_chunk). A one-chunk call (up to SYMCOLL_CUDA_NET_KERNEL_MAX bytes, when
+ * no GPU serves two ranks of the communicator) queues one kernel instead of the six
+ * stream commands, which does the same: measured 24.6 instead of 41-75 us at 1 KB.
  * So the lanes move chunks across the nodes at the same time while the copies of the
  * next ones run. Why lanes: one thread that sends, receives and reduces is the limit over
  * TCP (measured on the H200 machine: two pairs of ranks over loopback reach 2.2 times
@@ -180,11 +180,6 @@ struct cuda_net {
      * hierarchical kernels stop waiting then), and its device view */
     size_t node_off;
     const volatile uint32_t *node_word_dev;
-    /* some GPU serves two ranks (topology: simulated nodes on one machine, say): no
-     * small-call kernel, whose spin on the GPU until the lane is done held the other
-     * process's work back (2 ranks a GPU on the H200 machine: 2.3-3.7 ms instead of
-     * 0.3 ms a small call) */
-    bool gpu_shared;
     uint64_t nops;   /* operations finished */
     double t_wait_in, t_net, t_busy; /* the lanes' sums, as they stop */
 };
@@ -200,6 +195,33 @@ static CUdeviceptr cnet_word_dev(cuda_net_t *cn, int which, int slot)
                                CNET_WORD_STRIDE * sizeof(uint32_t);
 }
 
+/* pthread_cond_timedwait for at most sec (mu held); true if it timed out. */
+static bool cnet_timed_wait(pthread_cond_t *cond, pthread_mutex_t *mu, double sec)
+{
+    struct timespec ts;
+    long ns;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ns = ts.tv_nsec + (long)(sec * 1e9);
+    ts.tv_sec += ns / 1000000000L;
+    ts.tv_nsec = ns % 1000000000L;
+    return pthread_cond_timedwait(cond, mu, &ts) == ETIMEDOUT;
+}
+
+/* Polls a host-mapped word until it reaches value (wrap-safe) or dl passes. */
+static symcoll_status_t cnet_poll_word(volatile uint32_t *w, uint32_t value,
+                                       const deadline_t *dl)
+{
+    unsigned iter = 0;
+
+    while (!cnet_reached(__atomic_load_n(w, __ATOMIC_ACQUIRE), value)) {
+        if (deadline_check(dl) != SYMCOLL_OK)
+            return SYMCOLL_ERR_TIMED_OUT;
+        core_spin_pause(&iter);
+    }
+    return SYMCOLL_OK;
+}
+
 /* the hier word: the line after the slots' */
 #define CNET_HIER_LINE(cn) ((size_t)CNET_NWORDS * (size_t)(cn)->nslots * CNET_WORD_STRIDE)
 
@@ -208,20 +230,13 @@ static CUdeviceptr cnet_word_dev(cuda_net_t *cn, int which, int slot)
 static symcoll_status_t cnet_wait_hier(cuda_net_t *cn)
 {
     deadline_t dl = deadline_make(cn->comm->timeout_sec, NULL);
-    volatile uint32_t *w = cn->words + CNET_HIER_LINE(cn);
-    unsigned iter = 0;
 
-    while (cn->hier_seq &&
-           !cnet_reached(__atomic_load_n(w, __ATOMIC_ACQUIRE), (uint32_t)cn->hier_seq)) {
-        if (deadline_check(&dl) != SYMCOLL_OK) {
-            log_error("CUDA across nodes: the GPU did not finish the hierarchical call %llu in "
-                      "%.0f s",
-                      (unsigned long long)cn->hier_seq, cn->comm->timeout_sec);
-            return SYMCOLL_ERR_TIMED_OUT;
-        }
-        core_spin_pause(&iter);
-    }
-    return SYMCOLL_OK;
+    if (!cn->hier_seq || cnet_poll_word(cn->words + CNET_HIER_LINE(cn), (uint32_t)cn->hier_seq,
+                                        &dl) == SYMCOLL_OK)
+        return SYMCOLL_OK;
+    log_error("CUDA across nodes: the GPU did not finish the hierarchical call %llu in %.0f s",
+              (unsigned long long)cn->hier_seq, cn->comm->timeout_sec);
+    return SYMCOLL_ERR_TIMED_OUT;
 }
 
 /* Waits (caller's thread) until every copy out queued so far has run: then no queued
@@ -230,19 +245,12 @@ static symcoll_status_t cnet_wait_hier(cuda_net_t *cn)
 static symcoll_status_t cnet_wait_quiet(cuda_net_t *cn)
 {
     deadline_t dl = deadline_make(cn->comm->timeout_sec, NULL);
-    unsigned iter = 0;
 
-    for (int slot = 0; slot < cn->nslots; slot++) {
-        volatile uint32_t *w = cnet_word(cn, CNET_FREED, slot);
-        if (!cn->last_freed[slot])
-            continue;
-        while (!cnet_reached(__atomic_load_n(w, __ATOMIC_ACQUIRE),
-                             (uint32_t)cn->last_freed[slot])) {
-            if (deadline_check(&dl) != SYMCOLL_OK)
-                return SYMCOLL_ERR_TIMED_OUT;
-            core_spin_pause(&iter);
-        }
-    }
+    for (int slot = 0; slot < cn->nslots; slot++)
+        if (cn->last_freed[slot] &&
+            cnet_poll_word(cnet_word(cn, CNET_FREED, slot), (uint32_t)cn->last_freed[slot],
+                           &dl) != SYMCOLL_OK)
+            return SYMCOLL_ERR_TIMED_OUT;
     return cnet_wait_hier(cn);
 }
 
@@ -452,19 +460,6 @@ static bool cnet_listens(const cnet_lane_t *ln)
     return ln->index == 0 && ln->own_ucx && !ln->told_peers && !ln->cn->quiet;
 }
 
-/* pthread_cond_timedwait on the work condition for sec; true if it timed out. */
-static bool cnet_timed_wait(cuda_net_t *cn, double sec)
-{
-    struct timespec ts;
-    long ns;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ns = ts.tv_nsec + (long)(sec * 1e9);
-    ts.tv_sec += ns / 1000000000L;
-    ts.tv_nsec = ns % 1000000000L;
-    return pthread_cond_timedwait(&cn->work, &cn->mu, &ts) == ETIMEDOUT;
-}
-
 static void *cnet_lane_main(void *arg)
 {
     cnet_lane_t *ln = arg;
@@ -499,7 +494,7 @@ static void *cnet_lane_main(void *arg)
             if (ln->index == 0)
                 cn->lane0_asleep = true;
             if (cnet_listens(ln))
-                listen = cnet_timed_wait(cn, CNET_LISTEN_SEC);
+                listen = cnet_timed_wait(&cn->work, &cn->mu, CNET_LISTEN_SEC);
             else
                 pthread_cond_wait(&cn->work, &cn->mu);
             if (ln->index == 0)
@@ -772,7 +767,6 @@ static symcoll_status_t cnet_create(comm_t *comm, pool_t *host_pool, cuda_net_t 
     cn->comm = comm;
     cn->host_pool = host_pool;
     cn->nlanes = (int)comm->config.cuda_net_lanes; /* 1 .. 15: checked by the config */
-    cn->gpu_shared = comm->topo->shape[SYMCOLL_MEM_CUDA].gpus_shared;
     cn->nslots = cnet_nslots(cn->nlanes);
     cnet_sched_init(&cn->sched, cn->nlanes);
     words_bytes = (CNET_HIER_LINE(cn) + CNET_WORD_STRIDE) * sizeof(uint32_t);
@@ -818,14 +812,7 @@ static symcoll_status_t cnet_wait_queued(cuda_net_t *cn, uint64_t max)
     pthread_mutex_lock(&cn->mu);
     seen = cn->sched.head;
     while (cnet_sched_queued(&cn->sched) > max) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 10000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&cn->idle, &cn->mu, &ts);
+        (void)cnet_timed_wait(&cn->idle, &cn->mu, 0.01);
         if (cn->sched.head != seen) {
             seen = cn->sched.head;
             dl = deadline_make(comm->timeout_sec, NULL);
@@ -1028,7 +1015,10 @@ static symcoll_status_t cnet_enqueue(cuda_net_t *cn, cudaStream_t s, const void 
 
     /* the pipeline on the caller's stream */
     if (o.nchunks == 1 && count * esize <= cn->comm->config.cuda_net_kernel_max &&
-        cn->stage_dev && !cn->gpu_shared) {
+        cn->stage_dev && !cn->comm->topo->shape[SYMCOLL_MEM_CUDA].gpus_shared) {
+        /* (not where a GPU serves two ranks: the kernel spins on the GPU until its lane
+         * is done, which held the other process's work back, 2.3-3.7 ms instead of
+         * 0.3 ms a small call with 2 ranks a GPU on the H200 machine) */
         return cnet_queue_small(cn, s, &o, sendbuf, recvbuf);
     } else {
         cnet_queue_t q = {cn, s, &o, sendbuf, recvbuf};
