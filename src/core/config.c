@@ -304,7 +304,7 @@ static const config_row_t config_table[] = {
     ROW("SYMCOLL_CUDA_NET_KERNEL_MAX", "64K",
         "CUDA memory across nodes: largest message, bytes, whose staging copies and "
         "hand-offs run as one kernel (fewer stream commands, lower latency) instead of "
-        "copies and stream memory operations; never where another rank uses the same GPU; "
+        "copies and stream memory operations; never where a GPU serves two ranks of the communicator; "
         "0: never.",
         parse_size_field, cuda_net_kernel_max),
     ROW("SYMCOLL_CUDA_NET_LANES", "8",
