@@ -20,12 +20,13 @@ AM_TESTS_ENVIRONMENT = \
 # package.
 TOOLS_TESTS = \
 	tests/test_exports.sh \
+	tests/test_layers.sh \
 	tests/test_config_vars.sh \
 	tests/test_tools_run.sh \
 	tests/test_tools_info.sh \
 	tests/test_install.sh
 TESTS += $(TOOLS_TESTS)
-EXTRA_DIST += $(TOOLS_TESTS) tests/testlib.sh tests/installed_hello.c
+EXTRA_DIST += $(TOOLS_TESTS) tests/testlib.sh tests/installed_hello.c scripts/layers.sh src/LAYERS
 
 # `make check` refuses to pass if no test passed: a suite that ran nothing (every test
 # skipped, TESTS emptied, a fragment dropped) proves nothing. Runs after the tests.

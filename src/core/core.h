@@ -74,10 +74,6 @@ static inline symcoll_status_t deadline_check(const deadline_t *d)
 /* Polite spin: a few hundred pause instructions, then sched_yield. */
 void core_spin_pause(unsigned *iter);
 
-/* Registry of live communicators: a destroyed or bogus handle is rejected without
- * touching freed memory. */
-bool core_comm_is_valid(const comm_t *comm);
-
 #define SC_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define SC_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SC_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

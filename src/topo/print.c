@@ -215,19 +215,3 @@ void topo_print_decisions(const topo_t *t, FILE *out)
         }
     }
 }
-
-SYMCOLL_EXPORT symcoll_status_t symcoll_comm_print_topology(symcoll_comm_h comm, FILE *stream)
-{
-    if (!core_comm_is_valid(comm) || !stream)
-        return SYMCOLL_ERR_INVALID_PARAM;
-    topo_print(comm->topo, stream);
-    return SYMCOLL_OK;
-}
-
-SYMCOLL_EXPORT symcoll_status_t symcoll_comm_print_decisions(symcoll_comm_h comm, FILE *stream)
-{
-    if (!core_comm_is_valid(comm) || !stream)
-        return SYMCOLL_ERR_INVALID_PARAM;
-    topo_print_decisions(comm->topo, stream);
-    return SYMCOLL_OK;
-}

@@ -2,7 +2,7 @@
  * pool and the algorithms. Every collective entry holds comm->lock, so two threads
  * sharing one communicator cannot interleave collectives; pool statistics are read
  * without it. */
-#include "core/core.h"
+#include "api/api.h"
 
 #include <stdint.h>
 
@@ -11,17 +11,13 @@
 #include "topo/topo.h"
 #include "ucx/ucx.h"
 
-symcoll_status_t core_check_allreduce_args(const void *sendbuf, void *recvbuf, size_t count,
-                                           symcoll_dtype_t dtype, symcoll_op_t op,
-                                           symcoll_comm_h comm);
-
-symcoll_status_t core_check_allreduce_args(const void *sendbuf, void *recvbuf, size_t count,
+symcoll_status_t api_check_allreduce_args(const void *sendbuf, void *recvbuf, size_t count,
                                            symcoll_dtype_t dtype, symcoll_op_t op,
                                            symcoll_comm_h comm)
 {
     size_t esize;
 
-    if (!core_comm_is_valid(comm)) {
+    if (!api_comm_valid(comm)) {
         log_error("symcoll_allreduce: NULL or destroyed communicator");
         return SYMCOLL_ERR_INVALID_PARAM;
     }
@@ -91,7 +87,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *rec
                                                   void *stream)
 {
     symcoll_status_t status =
-        core_check_allreduce_args(sendbuf, recvbuf, count, dtype, op, comm);
+        api_check_allreduce_args(sendbuf, recvbuf, count, dtype, op, comm);
     symcoll_mem_type_t mem_type;
     pool_t *pool = NULL;
 
@@ -143,7 +139,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_mem_alloc(symcoll_comm_h comm, size_t si
     pool_t *pool;
     size_t off;
 
-    if (!core_comm_is_valid(comm) || !ptr_p) {
+    if (!api_comm_valid(comm) || !ptr_p) {
         log_error("symcoll_mem_alloc: NULL or destroyed communicator, or NULL ptr_p");
         return SYMCOLL_ERR_INVALID_PARAM;
     }
@@ -180,7 +176,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_mem_free(symcoll_comm_h comm, void *ptr)
     symcoll_status_t status = SYMCOLL_ERR_INVALID_PARAM;
     size_t off;
 
-    if (!core_comm_is_valid(comm)) {
+    if (!api_comm_valid(comm)) {
         log_error("symcoll_mem_free: NULL or destroyed communicator");
         return SYMCOLL_ERR_INVALID_PARAM;
     }
@@ -214,7 +210,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_pool_query(symcoll_comm_h comm,
     symcoll_pool_attr_t attr;
     pool_t *pool;
 
-    if (!core_comm_is_valid(comm) || !attr_p) {
+    if (!api_comm_valid(comm) || !attr_p) {
         log_error("symcoll_pool_query: NULL or destroyed communicator, or NULL attr_p");
         return SYMCOLL_ERR_INVALID_PARAM;
     }
@@ -241,7 +237,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_pool_trim(symcoll_comm_h comm,
     symcoll_status_t status;
     pool_t *pool;
 
-    if (!core_comm_is_valid(comm)) {
+    if (!api_comm_valid(comm)) {
         log_error("symcoll_pool_trim: NULL or destroyed communicator");
         return SYMCOLL_ERR_INVALID_PARAM;
     }
@@ -260,12 +256,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_pool_trim(symcoll_comm_h comm,
     return status;
 }
 
-/* Layers created with the communicator. Pools are created lazily, on the first call
- * that needs one, so a communicator that never reduces maps nothing. */
-symcoll_status_t comm_init_layers(comm_t *comm);
-void comm_release_layers(comm_t *comm);
-
-symcoll_status_t comm_init_layers(comm_t *comm)
+symcoll_status_t api_init_layers(comm_t *comm)
 {
     if (comm->topo->nnodes > 1)
         return ucx_create(comm, &comm->ucx);
@@ -274,7 +265,7 @@ symcoll_status_t comm_init_layers(comm_t *comm)
 
 /* Pools go first: their listener (UCX registration) must release before the UCX
  * context does. */
-void comm_release_layers(comm_t *comm)
+void api_release_layers(comm_t *comm)
 {
     algo_comm_release(comm); /* queued work first: it uses the pools and UCX */
     ucx_close(comm->ucx);    /* flush, rkeys, endpoints; registrations go with the pools */

@@ -1,7 +1,6 @@
 /* Communicator lifecycle: configuration, bootstrap, topology probe, teardown, abort. */
-#include "core/core.h"
+#include "api/api.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,7 +49,7 @@ static void registry_remove(comm_t *comm)
     pthread_mutex_unlock(&registry_lock);
 }
 
-bool core_comm_is_valid(const comm_t *comm)
+bool api_comm_valid(const comm_t *comm)
 {
     bool found = false;
     if (!comm)
@@ -64,19 +63,6 @@ bool core_comm_is_valid(const comm_t *comm)
     }
     pthread_mutex_unlock(&registry_lock);
     return found;
-}
-
-void core_spin_pause(unsigned *iter)
-{
-    if (++*iter < 256) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#elif defined(__aarch64__)
-        __asm__ __volatile__("yield");
-#endif
-    } else {
-        sched_yield();
-    }
 }
 
 /* ---- rank and size from the environment --------------------------------- */
@@ -122,10 +108,6 @@ static symcoll_status_t comm_env_rank_size(const config_t *cfg, int *rank, int *
     (SYMCOLL_COMM_PARAM_FIELD_RANK | SYMCOLL_COMM_PARAM_FIELD_NRANKS |                         \
      SYMCOLL_COMM_PARAM_FIELD_ALLGATHER | SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE |               \
      SYMCOLL_COMM_PARAM_FIELD_TIMEOUT)
-
-/* Teardown of layers above the bootstrap; defined by the layers that own them. */
-void comm_release_layers(comm_t *comm);
-symcoll_status_t comm_init_layers(comm_t *comm);
 
 SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create(const symcoll_comm_params_t *params,
                                                     symcoll_comm_h *comm_p)
@@ -233,7 +215,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create(const symcoll_comm_params_t 
             goto err_topo;
     }
 
-    status = comm_init_layers(comm);
+    status = api_init_layers(comm);
     if (status != SYMCOLL_OK)
         goto err_topo;
 
@@ -249,7 +231,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create(const symcoll_comm_params_t 
 
 err_layers:
     comm->magic = 0;
-    comm_release_layers(comm);
+    api_release_layers(comm);
 err_topo:
     topo_destroy(comm->topo);
 err_bootstrap:
@@ -263,12 +245,12 @@ err_free:
 
 SYMCOLL_EXPORT symcoll_status_t symcoll_comm_destroy(symcoll_comm_h comm)
 {
-    if (!core_comm_is_valid(comm))
+    if (!api_comm_valid(comm))
         return SYMCOLL_ERR_INVALID_PARAM;
     registry_remove(comm);
     pthread_mutex_lock(&comm->lock);
     comm->magic = 0;
-    comm_release_layers(comm);
+    api_release_layers(comm);
     topo_destroy(comm->topo);
     bootstrap_destroy(comm->bootstrap);
     pthread_mutex_unlock(&comm->lock);
@@ -279,7 +261,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_destroy(symcoll_comm_h comm)
 
 SYMCOLL_EXPORT symcoll_status_t symcoll_comm_abort(symcoll_comm_h comm)
 {
-    if (!core_comm_is_valid(comm))
+    if (!api_comm_valid(comm))
         return SYMCOLL_ERR_INVALID_PARAM;
     atomic_store(&comm->aborted, 1);
 #ifdef HAVE_CUDA
@@ -292,7 +274,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_abort(symcoll_comm_h comm)
 
 SYMCOLL_EXPORT symcoll_status_t symcoll_comm_rank(symcoll_comm_h comm, int *rank_p)
 {
-    if (!core_comm_is_valid(comm) || !rank_p)
+    if (!api_comm_valid(comm) || !rank_p)
         return SYMCOLL_ERR_INVALID_PARAM;
     *rank_p = comm->rank;
     return SYMCOLL_OK;
@@ -300,8 +282,24 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_rank(symcoll_comm_h comm, int *rank
 
 SYMCOLL_EXPORT symcoll_status_t symcoll_comm_size(symcoll_comm_h comm, int *size_p)
 {
-    if (!core_comm_is_valid(comm) || !size_p)
+    if (!api_comm_valid(comm) || !size_p)
         return SYMCOLL_ERR_INVALID_PARAM;
     *size_p = comm->nranks;
+    return SYMCOLL_OK;
+}
+
+SYMCOLL_EXPORT symcoll_status_t symcoll_comm_print_topology(symcoll_comm_h comm, FILE *stream)
+{
+    if (!api_comm_valid(comm) || !stream)
+        return SYMCOLL_ERR_INVALID_PARAM;
+    topo_print(comm->topo, stream);
+    return SYMCOLL_OK;
+}
+
+SYMCOLL_EXPORT symcoll_status_t symcoll_comm_print_decisions(symcoll_comm_h comm, FILE *stream)
+{
+    if (!api_comm_valid(comm) || !stream)
+        return SYMCOLL_ERR_INVALID_PARAM;
+    topo_print_decisions(comm->topo, stream);
     return SYMCOLL_OK;
 }

@@ -1,0 +1,52 @@
+#!/bin/sh
+# Prints every symbol reference of the built objects that goes up or sideways in the
+# layer order of src/LAYERS (one line per layer, ground first; folders on one line are
+# siblings). It reads defined and undefined symbols with nm, so it sees calls and data
+# references, not only includes.
+#   scripts/layers.sh BUILD_DIR [LAYERS_FILE]
+# Exit status: 0 when every reference goes down, 1 when one does not, 2 on usage errors.
+set -u
+LC_ALL=C
+export LC_ALL
+NM=${NM:-nm}
+build=${1:?usage: scripts/layers.sh BUILD_DIR [LAYERS_FILE]}
+layers=${2:-$(dirname "$0")/../src/LAYERS}
+[ -d "$build/src" ] || { echo "layers.sh: $build/src does not exist: build first" >&2; exit 2; }
+[ -f "$layers" ] || { echo "layers.sh: no $layers" >&2; exit 2; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/symcoll-layers.XXXXXX") || exit 2
+trap 'rm -rf "$work"' EXIT
+
+# folder -> rank (line number among non-comment lines)
+grep -v '^[[:space:]]*#' "$layers" | awk 'NF { n++; for (i = 1; i <= NF; i++) print $i, n }' \
+    >"$work/rank"
+
+# libtool's PIC objects when there are any, else plain objects
+objs=$(find "$build/src" -path '*/.libs/*.o' | sort)
+[ -n "$objs" ] || objs=$(find "$build/src" -name '*.o' | sort)
+[ -n "$objs" ] || { echo "layers.sh: no objects under $build/src" >&2; exit 2; }
+: >"$work/defs"
+: >"$work/uses"
+for o in $objs; do
+    folder=${o#"$build/src/"}
+    folder=${folder%%/*}
+    "$NM" -g --defined-only "$o" | awk -v f="$folder" 'NF == 3 { print $3, f }' >>"$work/defs"
+    "$NM" -u "$o" | awk -v f="$folder" -v o="$o" '{ print $NF, f, o }' >>"$work/uses"
+done
+sort -u "$work/defs" -o "$work/defs"
+sort -u "$work/uses" -o "$work/uses"
+
+# symbol user_folder object def_folder
+join "$work/uses" "$work/defs" | awk -v rankfile="$work/rank" '
+    BEGIN { while ((getline line < rankfile) > 0) { split(line, a, " "); rank[a[1]] = a[2] } }
+    $2 == $4 { next }
+    !($2 in rank) || !($4 in rank) {
+        printf "%s: %s uses %s of %s: folder missing from src/LAYERS\n", $3, $2, $1, $4
+        bad = 1; next
+    }
+    rank[$4] >= rank[$2] {
+        how = (rank[$4] > rank[$2]) ? "up" : "sideways"
+        printf "%s: %s uses %s of %s (%s)\n", $3, $2, $1, $4, how
+        bad = 1
+    }
+    END { exit bad ? 1 : 0 }'
