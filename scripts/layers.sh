@@ -30,8 +30,8 @@ objs=$(find "$build/src" -path '*/.libs/*.o' | sort)
 for o in $objs; do
     folder=${o#"$build/src/"}
     folder=${folder%%/*}
-    "$NM" -g --defined-only "$o" | awk -v f="$folder" 'NF == 3 { print $3, f }' >>"$work/defs"
-    "$NM" -u "$o" | awk -v f="$folder" -v o="$o" '{ print $NF, f, o }' >>"$work/uses"
+    $NM -g --defined-only "$o" | awk -v f="$folder" 'NF == 3 { print $3, f }' >>"$work/defs"
+    $NM -u "$o" | awk -v f="$folder" -v o="$o" '{ print $NF, f, o }' >>"$work/uses"
 done
 sort -u "$work/defs" -o "$work/defs"
 sort -u "$work/uses" -o "$work/uses"

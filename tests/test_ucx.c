@@ -205,6 +205,13 @@ RUN_CASE(test_dead_peer, 2, 2, body_dead_peer, NULL)
 
 #define LANES 3
 #define LANE_MAX_BYTES (1024 * 1024)
+
+/* The selector's algorithm for a lane's host all-reduce of bytes (as the CUDA lanes ask). */
+static topo_algo_t lane_algo(comm_t *comm, size_t bytes)
+{
+    return topo_select_algo(&comm->topo->select_cfg, &comm->topo->shape[SYMCOLL_MEM_HOST],
+                            SYMCOLL_MEM_HOST, bytes);
+}
 #define LANE_ROUNDS 12
 
 /* What body_lanes runs (its harness argument; NULL: flat calls, protocol auto). */
@@ -254,8 +261,9 @@ static void *lane_main(void *arg)
                                             r->buf, count, SYMCOLL_FLOAT32, SYMCOLL_SUM);
         else
             r->status =
-                algo_net_allreduce_on(r->comm, r->ucx, r->comm->pools[SYMCOLL_MEM_HOST], r->buf,
-                                      r->buf, count, SYMCOLL_FLOAT32, SYMCOLL_SUM);
+                algo_net_allreduce_on(r->comm, r->ucx, r->comm->pools[SYMCOLL_MEM_HOST],
+                                      lane_algo(r->comm, count * 4), r->buf, r->buf, count,
+                                      SYMCOLL_FLOAT32, SYMCOLL_SUM);
         if (r->status != SYMCOLL_OK) {
             snprintf(r->why, sizeof(r->why), "lane %d round %d: %s", r->lane, round,
                      symcoll_status_string(r->status));
@@ -387,8 +395,9 @@ static void *lane_dead_main(void *arg)
 
     for (int round = 0; round < 100000 && r->status == SYMCOLL_OK; round++)
         r->status =
-            algo_net_allreduce_on(r->comm, r->ucx, r->comm->pools[SYMCOLL_MEM_HOST], r->buf,
-                                  r->buf, LANE_MAX_BYTES / 4, SYMCOLL_FLOAT32, SYMCOLL_SUM);
+            algo_net_allreduce_on(r->comm, r->ucx, r->comm->pools[SYMCOLL_MEM_HOST],
+                                  lane_algo(r->comm, LANE_MAX_BYTES), r->buf, r->buf,
+                                  LANE_MAX_BYTES / 4, SYMCOLL_FLOAT32, SYMCOLL_SUM);
     snprintf(r->why, sizeof(r->why), "lane %d: %s after %.1f s", r->lane,
              symcoll_status_string(r->status), time_now() - t0);
     return NULL;

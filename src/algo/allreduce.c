@@ -1,14 +1,17 @@
-/* All-reduce dispatch: memory type of the buffers, the selector's algorithm for this
- * communicator and size, then the algorithm. The one place where the intra-node,
- * inter-node and hierarchical algorithms (and the CUDA path) plug in. */
+/* The algorithm layer's entry: the communicator's algorithm context, the checks that
+ * depend on the memory type, and the one table from a plan's family to the function that
+ * runs it. */
 #include "algo/algo.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "algo/ctx.h"
 #include "algo/host.h"
 #include "algo/net.h"
 #ifdef HAVE_CUDA
 #include "algo/cuda_algo.h"
+#include "cuda/cuda.h"
 #endif
 #include "topo/topo.h"
 
@@ -34,49 +37,101 @@ symcoll_status_t algo_mem_type(const void *sendbuf, const void *recvbuf,
     return SYMCOLL_OK;
 }
 
-/* Remember the last decision so that a loop of equal calls asks the selector once (the
- * reason string is formatted only when it is logged). */
-static topo_algo_t allreduce_choose(comm_t *comm, algo_host_state_t *st, symcoll_mem_type_t mem,
-                                    size_t bytes)
+symcoll_status_t algo_check_call(const comm_t *comm, const topo_plan_t *plan,
+                                 const void *sendbuf, const void *recvbuf,
+                                 symcoll_dtype_t dtype, void *stream, bool pools_missing)
 {
-    topo_decision_t d;
-    if (st && st->last_algo >= 0 && st->last_bytes == bytes)
-        return (topo_algo_t)st->last_algo;
-    d.algo = topo_choose_algo(comm->topo, mem, bytes);
-    /* the reason only when it is printed */
-    if (d.algo == TOPO_ALGO_NONE || log_level_current >= LOG_LEVEL_DEBUG)
-        topo_choose(comm->topo, mem, bytes, &d);
-    if (d.algo == TOPO_ALGO_NONE)
-        log_error("symcoll_allreduce: no algorithm for %zu bytes of %s memory: %s", bytes,
-                  mem == SYMCOLL_MEM_HOST ? "host" : "CUDA", d.reason);
-    else
-        log_debug("all-reduce of %zu bytes: %s (%s)", bytes, topo_algo_name(d.algo), d.reason);
-    if (st) {
-        st->last_bytes = bytes;
-        st->last_algo = (int)d.algo;
+    (void)comm;
+    if (plan->mem != SYMCOLL_MEM_CUDA)
+        return SYMCOLL_OK;
+#ifdef HAVE_CUDA
+    size_t esize = symcoll_dtype_size(dtype);
+    symcoll_status_t status;
+    bool capturing = false;
+
+    if (((uintptr_t)sendbuf | (uintptr_t)recvbuf) % esize) {
+        log_error("symcoll_allreduce: CUDA buffers must be aligned to the element size (%zu)",
+                  esize);
+        return SYMCOLL_ERR_INVALID_PARAM;
     }
-    return d.algo;
+    if (plan->family == TOPO_FAMILY_NET_CUDA || plan->family == TOPO_FAMILY_NET_CUDA_HIER) {
+        status = cuda_stream_capturing(stream, &capturing);
+        if (status != SYMCOLL_OK)
+            return status;
+        if (capturing) {
+            log_error("symcoll_allreduce: CUDA memory across nodes cannot be captured in a "
+                      "CUDA graph (a host thread moves the data over the network on every "
+                      "call); call it outside the capture");
+            return SYMCOLL_ERR_UNSUPPORTED;
+        }
+    }
+    if (pools_missing)
+        return cuda_check_not_capturing(stream, "symcoll_allreduce");
+    return SYMCOLL_OK;
+#else
+    (void)sendbuf;
+    (void)recvbuf;
+    (void)dtype;
+    (void)stream;
+    (void)pools_missing;
+    log_error("symcoll_allreduce: CUDA memory is not supported by this build");
+    return SYMCOLL_ERR_UNSUPPORTED;
+#endif
 }
 
-static symcoll_status_t allreduce_host(comm_t *comm, pool_t *pool, const void *sendbuf,
-                                       void *recvbuf, size_t count, symcoll_dtype_t dtype,
-                                       symcoll_op_t op)
+symcoll_status_t algo_check_usable(const comm_t *comm)
 {
+    symcoll_status_t broken = algo_broken(comm);
+
+    if (broken != SYMCOLL_OK)
+        log_error("symcoll_allreduce: an earlier call failed (%s); the communicator can only "
+                  "be destroyed",
+                  symcoll_status_string(broken));
+    return broken;
+}
+
+/* ---- the families ------------------------------------------------------------------ */
+
+typedef symcoll_status_t (*algo_family_fn_t)(comm_t *comm, const topo_plan_t *plan,
+                                             pool_t *const pools[SYMCOLL_MEM_LAST],
+                                             const void *sendbuf, void *recvbuf, size_t count,
+                                             symcoll_dtype_t dtype, symcoll_op_t op,
+                                             void *stream);
+
+static symcoll_status_t run_self(comm_t *comm, const topo_plan_t *plan,
+                                 pool_t *const pools[SYMCOLL_MEM_LAST], const void *sendbuf,
+                                 void *recvbuf, size_t count, symcoll_dtype_t dtype,
+                                 symcoll_op_t op, void *stream)
+{
+    (void)comm;
+    (void)pools;
+    (void)op;
+#ifdef HAVE_CUDA
+    if (plan->mem == SYMCOLL_MEM_CUDA)
+        return algo_cuda_copy(sendbuf, recvbuf, count * symcoll_dtype_size(dtype), stream);
+#else
+    (void)plan;
+    (void)stream;
+#endif
+    if (sendbuf != recvbuf)
+        memmove(recvbuf, sendbuf, count * symcoll_dtype_size(dtype));
+    return SYMCOLL_OK;
+}
+
+static symcoll_status_t run_host(comm_t *comm, const topo_plan_t *plan,
+                                 pool_t *const pools[SYMCOLL_MEM_LAST], const void *sendbuf,
+                                 void *recvbuf, size_t count, symcoll_dtype_t dtype,
+                                 symcoll_op_t op, void *stream)
+{
+    pool_t *pool = pools[SYMCOLL_MEM_HOST];
     algo_host_state_t *st;
     host_call_t c;
     symcoll_status_t status;
-    topo_algo_t algo;
 
-    status = algo_host_state_get(pool, &st);
+    (void)stream; /* host memory is synchronous */
+    status = algo_host_state_get(comm, pool, &st);
     if (status != SYMCOLL_OK)
         return status;
-    if (st->broken != SYMCOLL_OK) {
-        log_error("symcoll_allreduce: an earlier call failed (%s); the communicator can only "
-                  "be destroyed",
-                  symcoll_status_string(st->broken));
-        return st->broken;
-    }
-
     memset(&c, 0, sizeof(c));
     c.comm = comm;
     c.pool = pool;
@@ -89,19 +144,154 @@ static symcoll_status_t allreduce_host(comm_t *comm, pool_t *pool, const void *s
     c.dtype = dtype;
     c.op = op;
     c.esize = symcoll_dtype_size(dtype);
-
-    algo = allreduce_choose(comm, st, SYMCOLL_MEM_HOST, count * c.esize);
-    switch (algo) {
+    switch (plan->algo) {
     case TOPO_ALGO_ONESHOT:
         return algo_host_done(&c, algo_host_oneshot(&c));
     case TOPO_ALGO_TWOSHOT:
         return algo_host_done(&c, algo_host_twoshot(&c));
-    case TOPO_ALGO_NONE:
-        return SYMCOLL_ERR_UNSUPPORTED;
     default:
-        log_error("symcoll_allreduce: algorithm %s is not implemented for host memory yet",
-                  topo_algo_name(algo));
+        log_error("symcoll_allreduce: algorithm %s is not implemented for host memory "
+                  "inside a node",
+                  topo_algo_name(plan->algo));
         return SYMCOLL_ERR_UNSUPPORTED;
+    }
+}
+
+static symcoll_status_t run_net_host(comm_t *comm, const topo_plan_t *plan,
+                                     pool_t *const pools[SYMCOLL_MEM_LAST],
+                                     const void *sendbuf, void *recvbuf, size_t count,
+                                     symcoll_dtype_t dtype, symcoll_op_t op, void *stream)
+{
+    (void)stream;
+    return algo_net_allreduce(comm, pools[SYMCOLL_MEM_HOST], plan->algo, sendbuf, recvbuf,
+                              count, dtype, op);
+}
+
+#ifdef HAVE_CUDA
+static symcoll_status_t run_cuda(comm_t *comm, const topo_plan_t *plan,
+                                 pool_t *const pools[SYMCOLL_MEM_LAST], const void *sendbuf,
+                                 void *recvbuf, size_t count, symcoll_dtype_t dtype,
+                                 symcoll_op_t op, void *stream)
+{
+    return algo_cuda_allreduce(comm, pools[SYMCOLL_MEM_CUDA], plan->algo, sendbuf, recvbuf,
+                               count, dtype, op, stream);
+}
+
+static symcoll_status_t run_net_cuda(comm_t *comm, const topo_plan_t *plan,
+                                     pool_t *const pools[SYMCOLL_MEM_LAST],
+                                     const void *sendbuf, void *recvbuf, size_t count,
+                                     symcoll_dtype_t dtype, symcoll_op_t op, void *stream)
+{
+    return algo_cuda_net_allreduce(comm, plan, pools[SYMCOLL_MEM_HOST],
+                                   pools[SYMCOLL_MEM_CUDA], sendbuf, recvbuf, count, dtype, op,
+                                   stream);
+}
+#endif
+
+#define POOL_BIT(mem) (1u << (mem))
+
+/* The one table from a plan's family to what runs it and the pools it needs. */
+static const struct {
+    algo_family_fn_t run;
+    unsigned pools;
+    bool queued; /* runs behind the queued CUDA calls across nodes instead of after them */
+} families[TOPO_FAMILY_LAST] = {
+    [TOPO_FAMILY_SELF] = {run_self, 0, false},
+    [TOPO_FAMILY_HOST] = {run_host, POOL_BIT(SYMCOLL_MEM_HOST), false},
+    [TOPO_FAMILY_NET_HOST] = {run_net_host, POOL_BIT(SYMCOLL_MEM_HOST), false},
+#ifdef HAVE_CUDA
+    [TOPO_FAMILY_CUDA] = {run_cuda, POOL_BIT(SYMCOLL_MEM_CUDA), false},
+    /* staged through the host pool */
+    [TOPO_FAMILY_NET_CUDA] = {run_net_cuda, POOL_BIT(SYMCOLL_MEM_HOST), true},
+    /* the node's part over the CUDA pool's peer mappings, staged through the host pool */
+    [TOPO_FAMILY_NET_CUDA_HIER] = {run_net_cuda,
+                                   POOL_BIT(SYMCOLL_MEM_HOST) | POOL_BIT(SYMCOLL_MEM_CUDA),
+                                   true},
+#endif
+};
+
+unsigned algo_family_pools(topo_family_t family)
+{
+    return (unsigned)family < TOPO_FAMILY_LAST ? families[family].pools : 0;
+}
+
+bool algo_family_queued(topo_family_t family)
+{
+    return (unsigned)family < TOPO_FAMILY_LAST && families[family].queued;
+}
+
+symcoll_status_t algo_allreduce(comm_t *comm, const topo_plan_t *plan,
+                                pool_t *const pools[SYMCOLL_MEM_LAST], const void *sendbuf,
+                                void *recvbuf, size_t count, symcoll_dtype_t dtype,
+                                symcoll_op_t op, void *stream)
+{
+    symcoll_status_t status;
+
+    if ((unsigned)plan->family >= TOPO_FAMILY_LAST || !families[plan->family].run) {
+        topo_plan_t p;
+        topo_decision_t d;
+        topo_plan_explain(comm->topo, plan->mem, count * symcoll_dtype_size(dtype), &p, &d);
+        log_error("symcoll_allreduce: no algorithm for %zu bytes of %s memory: %s",
+                  count * symcoll_dtype_size(dtype),
+                  plan->mem == SYMCOLL_MEM_HOST ? "host" : "CUDA", d.reason);
+        return SYMCOLL_ERR_UNSUPPORTED;
+    }
+    if (log_level_current >= LOG_LEVEL_DEBUG) {
+        topo_plan_t p;
+        topo_decision_t d;
+        topo_plan_explain(comm->topo, plan->mem, count * symcoll_dtype_size(dtype), &p, &d);
+        log_debug("all-reduce of %zu bytes: %s/%s (%s)", count * symcoll_dtype_size(dtype),
+                  topo_family_name(plan->family), topo_algo_name(plan->algo), d.reason);
+    }
+    if (plan->family != TOPO_FAMILY_SELF) {
+        status = algo_check_usable(comm);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    return families[plan->family].run(comm, plan, pools, sendbuf, recvbuf, count, dtype, op,
+                                      stream);
+}
+
+/* ---- the context ------------------------------------------------------------------ */
+
+symcoll_status_t algo_comm_init(comm_t *comm)
+{
+    comm->algo = calloc(1, sizeof(*comm->algo));
+    if (!comm->algo) {
+        log_error("out of memory for the algorithms' context");
+        return SYMCOLL_ERR_NO_MEMORY;
+    }
+    atomic_init(&comm->algo->broken, SYMCOLL_OK);
+    return SYMCOLL_OK;
+}
+
+void algo_comm_release(comm_t *comm)
+{
+    algo_ctx_t *ctx = comm->algo;
+
+    if (!ctx)
+        return;
+#ifdef HAVE_CUDA
+    algo_cuda_net_destroy(comm); /* queued work first: it uses the pools and UCX */
+    algo_cuda_free(comm);
+#endif
+    algo_net_free(comm);
+    algo_host_free(comm);
+    free(ctx);
+    comm->algo = NULL;
+}
+
+symcoll_status_t algo_pool_attach(comm_t *comm, pool_t *pool)
+{
+    switch (pool_backend(pool)->mem_type) {
+    case SYMCOLL_MEM_HOST:
+        return comm->topo->nnodes > 1 ? algo_net_attach(comm, pool) : SYMCOLL_OK;
+#ifdef HAVE_CUDA
+    case SYMCOLL_MEM_CUDA:
+        return algo_cuda_attach(comm, pool);
+#endif
+    default:
+        return SYMCOLL_OK;
     }
 }
 
@@ -115,29 +305,29 @@ symcoll_status_t algo_quiesce(comm_t *comm)
 #endif
 }
 
-void algo_comm_release(comm_t *comm)
+void algo_comm_abort(comm_t *comm)
 {
 #ifdef HAVE_CUDA
-    algo_cuda_net_destroy(comm);
+    algo_cuda_net_abort(comm); /* lanes tell their peers, also when idle */
 #else
     (void)comm;
 #endif
 }
 
 /* What the algorithms keep per pool depends on its memory type. */
-void algo_pool_release(pool_t *pool)
+void algo_pool_release(comm_t *comm, pool_t *pool)
 {
     switch (pool_backend(pool)->mem_type) {
     case SYMCOLL_MEM_HOST:
 #ifdef HAVE_CUDA
-        algo_cuda_net_release(pool_comm(pool)); /* its staging lives in the host pool */
+        algo_cuda_net_release(comm); /* its staging lives in the host pool */
 #endif
-        algo_host_release(pool);
-        algo_net_pool_release(pool);
+        algo_host_release(comm, pool);
+        algo_net_pool_release(comm, pool);
         break;
 #ifdef HAVE_CUDA
     case SYMCOLL_MEM_CUDA:
-        algo_cuda_release(pool);
+        algo_cuda_release(comm, pool);
         break;
 #endif
     default:
@@ -145,51 +335,10 @@ void algo_pool_release(pool_t *pool)
     }
 }
 
-bool algo_cuda_across_uses_pool(const comm_t *comm, size_t bytes)
+void algo_pool_abort(comm_t *comm, pool_t *pool)
 {
-#ifdef HAVE_CUDA
-    return algo_cuda_net_uses_pool(comm, bytes);
-#else
-    (void)comm;
-    (void)bytes;
-    return false;
-#endif
-}
-
-void algo_pool_abort(pool_t *pool)
-{
+    algo_break(comm, SYMCOLL_ERR_ABORTED);
     if (pool_backend(pool)->mem_type == SYMCOLL_MEM_HOST)
-        algo_host_abort(pool);
-    algo_net_pool_abort(pool);
-}
-
-symcoll_status_t algo_allreduce(comm_t *comm, pool_t *pool, symcoll_mem_type_t mem_type,
-                                const void *sendbuf, void *recvbuf, size_t count,
-                                symcoll_dtype_t dtype, symcoll_op_t op, void *stream)
-{
-    (void)stream; /* host memory is synchronous; CUDA calls are ordered on it */
-
-    if (comm->nranks == 1) {
-        /* sum, prod, min, max and avg of one value are the value */
-        if (mem_type == SYMCOLL_MEM_HOST) {
-            if (sendbuf != recvbuf)
-                memmove(recvbuf, sendbuf, count * symcoll_dtype_size(dtype));
-            return SYMCOLL_OK;
-        }
-    }
-    if (mem_type != SYMCOLL_MEM_HOST) {
-#ifdef HAVE_CUDA
-        if (comm->topo->nnodes > 1) /* pool: the host pool, staging goes there */
-            return algo_cuda_net_allreduce(comm, pool, sendbuf, recvbuf, count, dtype, op,
-                                           stream);
-        return algo_cuda_allreduce(comm, pool, sendbuf, recvbuf, count, dtype, op, stream);
-#else
-        log_error("symcoll_allreduce: CUDA memory is not supported by this build");
-        return SYMCOLL_ERR_UNSUPPORTED;
-#endif
-    }
-    if (comm->topo->nnodes > 1) {
-        return algo_net_allreduce(comm, pool, sendbuf, recvbuf, count, dtype, op);
-    }
-    return allreduce_host(comm, pool, sendbuf, recvbuf, count, dtype, op);
+        algo_host_abort(comm, pool);
+    algo_net_pool_abort(comm, pool);
 }

@@ -5,12 +5,21 @@
 
 #include "core/core.h"
 #include "pool/pool.h"
+#include "topo/select.h"
 
-/* All-reduce of CUDA memory (count > 0, arguments checked). pool is the CUDA pool, NULL
- * for a single-rank communicator. Called with comm->lock held. */
-symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, const void *sendbuf,
-                                     void *recvbuf, size_t count, symcoll_dtype_t dtype,
-                                     symcoll_op_t op, void *stream);
+/* Sets up the kernels' state when the CUDA pool is created (collective: the ranks
+ * agree on the grid from the node's smallest SM count). */
+symcoll_status_t algo_cuda_attach(comm_t *comm, pool_t *pool);
+void algo_cuda_free(comm_t *comm);
+
+/* All-reduce of CUDA memory inside a node by algo (one-shot or two-shot: the plan's;
+ * count > 0, arguments checked). pool is the CUDA pool. Called with comm->lock held. */
+symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, topo_algo_t algo,
+                                     const void *sendbuf, void *recvbuf, size_t count,
+                                     symcoll_dtype_t dtype, symcoll_op_t op, void *stream);
+
+/* One rank's all-reduce: the input copied to the result on stream (none in place). */
+symcoll_status_t algo_cuda_copy(const void *sendbuf, void *recvbuf, size_t bytes, void *stream);
 
 /* Hierarchical all-reduce of CUDA memory across nodes, the node's part over the CUDA
  * pool (the two halves of two-shot around the step across nodes, algo/cuda_net.c):
@@ -31,18 +40,15 @@ symcoll_status_t algo_cuda_hier_ag(comm_t *comm, pool_t *pool, void *recvbuf, si
                                    void *stream);
 
 /* Frees the staging space (after the device finished with it), for pool_trim. */
-void algo_cuda_release(pool_t *pool);
+void algo_cuda_release(comm_t *comm, pool_t *pool);
 
 /* ---- CUDA memory across nodes (cuda_net.c) --------------------------------------------
  * Staged through pinned host memory of host_pool by lanes of progress threads, ordered
  * on stream; returns once the operation is queued. Called with comm->lock held. */
-symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const void *sendbuf,
-                                         void *recvbuf, size_t count, symcoll_dtype_t dtype,
-                                         symcoll_op_t op, void *stream);
-
-/* Whether a call of bytes goes hierarchically over the CUDA pool (topo_cuda_net_hier):
- * then the CUDA pool must exist before algo_cuda_net_allreduce. */
-bool algo_cuda_net_uses_pool(const comm_t *comm, size_t bytes);
+symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, const topo_plan_t *plan,
+                                         pool_t *host_pool, pool_t *cuda_pool,
+                                         const void *sendbuf, void *recvbuf, size_t count,
+                                         symcoll_dtype_t dtype, symcoll_op_t op, void *stream);
 
 /* Waits until every queued operation finished, the hierarchical ones' kernels included
  * (bounded by the communicator's timeout);

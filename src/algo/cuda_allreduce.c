@@ -23,9 +23,10 @@
 /* pool_cuda.c; named here so that static links of the library always carry it */
 extern const pool_backend_t pool_cuda_backend;
 #include "bootstrap/bootstrap.h"
+#include "algo/ctx.h"
 #include "topo/topo.h"
 
-typedef struct cuda_algo_state {
+struct cuda_algo_state {
     cuda_words_t words;
     int me, n;
     int device;
@@ -33,39 +34,39 @@ typedef struct cuda_algo_state {
     bool has_stage[CUDA_AR_NALGOS];
     size_t stage_off[CUDA_AR_NALGOS];
     size_t stage_slot[CUDA_AR_NALGOS];
-    size_t stage_out;  /* two-shot: offset of the results area */
-    size_t last_bytes; /* selector cache */
-    int last_algo;
-} cuda_algo_state_t;
+    size_t stage_out; /* two-shot: offset of the results area */
+};
+typedef struct cuda_algo_state cuda_algo_state_t;
 
-static void state_free(void *p)
+static void state_free(cuda_algo_state_t *st)
 {
-    cuda_algo_state_t *st = p;
     if (!st)
         return;
     cuda_words_destroy(NULL, &st->words);
     free(st);
 }
 
-static symcoll_status_t state_get(pool_t *pool, cuda_algo_state_t **st_p)
+void algo_cuda_free(comm_t *comm)
 {
-    void **slot = pool_algo_state(pool);
-    cuda_algo_state_t *st = *slot;
-    comm_t *comm = pool_comm(pool);
+    state_free(comm->algo->cuda);
+    comm->algo->cuda = NULL;
+}
+
+symcoll_status_t algo_cuda_attach(comm_t *comm, pool_t *pool)
+{
+    cuda_algo_state_t *st;
     symcoll_status_t status;
     int sms = 0;
     cudaError_t err;
 
-    if (st) {
-        *st_p = st;
+    /* more GPUs than the kernels serve: every call says so (algo_cuda_allreduce) */
+    if (comm->algo->cuda || pool_local_size(pool) > CUDA_AR_MAX_RANKS)
         return SYMCOLL_OK;
-    }
     st = calloc(1, sizeof(*st));
     if (!st)
         return SYMCOLL_ERR_NO_MEMORY;
     st->me = pool_local_rank(pool);
     st->n = pool_local_size(pool);
-    st->last_algo = -1;
     status = cuda_comm_device(comm, &st->device);
     if (status != SYMCOLL_OK)
         goto err_free;
@@ -107,9 +108,7 @@ static symcoll_status_t state_get(pool_t *pool, cuda_algo_state_t **st_p)
     status = cuda_words_create(comm, &st->words);
     if (status != SYMCOLL_OK)
         goto err_free;
-    *slot = st;
-    pool_set_algo_state_free(pool, state_free);
-    *st_p = st;
+    comm->algo->cuda = st;
     return SYMCOLL_OK;
 
 err_free:
@@ -203,9 +202,9 @@ static symcoll_status_t stage_ensure(pool_t *pool, cuda_algo_state_t *st, int al
     return SYMCOLL_OK;
 }
 
-void algo_cuda_release(pool_t *pool)
+void algo_cuda_release(comm_t *comm, pool_t *pool)
 {
-    cuda_algo_state_t *st = *pool_algo_state(pool);
+    cuda_algo_state_t *st = comm->algo->cuda;
     if (!st)
         return;
     cudaDeviceSynchronize();
@@ -216,36 +215,8 @@ void algo_cuda_release(pool_t *pool)
     }
 }
 
-static int choose(comm_t *comm, cuda_algo_state_t *st, size_t bytes)
-{
-    topo_decision_t d;
-    if (st->last_algo >= 0 && st->last_bytes == bytes)
-        return st->last_algo;
-    d.algo = topo_choose_algo(comm->topo, SYMCOLL_MEM_CUDA, bytes);
-    /* the reason only when it is printed */
-    if ((d.algo != TOPO_ALGO_ONESHOT && d.algo != TOPO_ALGO_TWOSHOT) ||
-        log_level_current >= LOG_LEVEL_DEBUG)
-        topo_choose(comm->topo, SYMCOLL_MEM_CUDA, bytes, &d);
-    st->last_bytes = bytes;
-    switch (d.algo) {
-    case TOPO_ALGO_ONESHOT:
-        st->last_algo = CUDA_AR_ONESHOT;
-        break;
-    case TOPO_ALGO_TWOSHOT:
-        st->last_algo = CUDA_AR_TWOSHOT;
-        break;
-    default:
-        log_error("symcoll_allreduce: no CUDA algorithm for %zu bytes: %s (%s)", bytes,
-                  topo_algo_name(d.algo), d.reason);
-        st->last_algo = -1;
-        return -1;
-    }
-    log_debug("CUDA all-reduce of %zu bytes: %s (%s)", bytes, topo_algo_name(d.algo), d.reason);
-    return st->last_algo;
-}
-
 /* A kernel of an earlier call gave up: the communicator is broken. */
-static symcoll_status_t check_gave_up(const cuda_algo_state_t *st)
+static symcoll_status_t check_gave_up(comm_t *comm, const cuda_algo_state_t *st)
 {
     symcoll_status_t status;
 
@@ -257,23 +228,26 @@ static symcoll_status_t check_gave_up(const cuda_algo_state_t *st)
     log_error("symcoll_allreduce: an earlier CUDA all-reduce gave up (%s); the "
               "communicator can only be destroyed",
               symcoll_status_string(status));
-    return status;
+    return algo_break(comm, status);
 }
 
 /* The state of the node's kernels on pool, unless too many ranks share the node or an
  * earlier kernel gave up. */
-static symcoll_status_t state_usable(pool_t *pool, cuda_algo_state_t **st_p)
+static symcoll_status_t state_usable(comm_t *comm, pool_t *pool, cuda_algo_state_t **st_p)
 {
-    symcoll_status_t status;
-
     if (pool_local_size(pool) > CUDA_AR_MAX_RANKS) {
         log_error("symcoll_allreduce: CUDA memory on more than %d GPUs of a node is not "
                   "supported",
                   CUDA_AR_MAX_RANKS);
         return SYMCOLL_ERR_UNSUPPORTED;
     }
-    status = state_get(pool, st_p);
-    return status == SYMCOLL_OK ? check_gave_up(*st_p) : status;
+    *st_p = comm->algo->cuda;
+    if (!*st_p) {
+        log_error("symcoll_allreduce: the CUDA kernels' state could not be set up when the "
+                  "CUDA pool was created");
+        return SYMCOLL_ERR_INTERNAL;
+    }
+    return check_gave_up(comm, *st_p);
 }
 
 /* The kernel arguments of algo on the staging in place (stage_ensure done). */
@@ -328,30 +302,27 @@ static symcoll_status_t launch(const cuda_algo_state_t *st, const cuda_ar_args_t
     return SYMCOLL_OK;
 }
 
-symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, const void *sendbuf,
-                                     void *recvbuf, size_t count, symcoll_dtype_t dtype,
-                                     symcoll_op_t op, void *stream)
+symcoll_status_t algo_cuda_copy(const void *sendbuf, void *recvbuf, size_t bytes, void *stream)
+{
+    cudaError_t err;
+
+    if (sendbuf == recvbuf)
+        return SYMCOLL_OK;
+    err = cudaMemcpyAsync(recvbuf, sendbuf, bytes, cudaMemcpyDeviceToDevice,
+                          (cudaStream_t)stream);
+    return err == cudaSuccess ? SYMCOLL_OK : cuda_rt_error(err, "cudaMemcpyAsync");
+}
+
+symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, topo_algo_t talgo,
+                                     const void *sendbuf, void *recvbuf, size_t count,
+                                     symcoll_dtype_t dtype, symcoll_op_t op, void *stream)
 {
     const size_t esize = symcoll_dtype_size(dtype), bytes = count * esize;
     cuda_algo_state_t *st = NULL;
     cuda_ar_args_t a;
     symcoll_status_t status;
     int algo;
-    cudaError_t err;
 
-    if (((uintptr_t)sendbuf | (uintptr_t)recvbuf) % esize) {
-        log_error("symcoll_allreduce: CUDA buffers must be aligned to the element size (%zu)",
-                  esize);
-        return SYMCOLL_ERR_INVALID_PARAM;
-    }
-    if (!pool) {
-        /* one rank: the result is the input */
-        if (sendbuf == recvbuf)
-            return SYMCOLL_OK;
-        err = cudaMemcpyAsync(recvbuf, sendbuf, bytes, cudaMemcpyDeviceToDevice,
-                              (cudaStream_t)stream);
-        return err == cudaSuccess ? SYMCOLL_OK : cuda_rt_error(err, "cudaMemcpyAsync");
-    }
     if (pool_backend(pool) != &pool_cuda_backend) {
         log_error("symcoll_allreduce: internal error: CUDA buffers but not the CUDA pool");
         return SYMCOLL_ERR_INTERNAL;
@@ -360,12 +331,21 @@ symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, const void *sen
         log_error("symcoll_allreduce: internal error: CUDA memory across nodes here");
         return SYMCOLL_ERR_INTERNAL;
     }
-    status = state_usable(pool, &st);
+    status = state_usable(comm, pool, &st);
     if (status != SYMCOLL_OK)
         return status;
-    algo = choose(comm, st, bytes);
-    if (algo < 0)
+    switch (talgo) {
+    case TOPO_ALGO_ONESHOT:
+        algo = CUDA_AR_ONESHOT;
+        break;
+    case TOPO_ALGO_TWOSHOT:
+        algo = CUDA_AR_TWOSHOT;
+        break;
+    default:
+        log_error("symcoll_allreduce: %s is not a CUDA algorithm inside a node",
+                  topo_algo_name(talgo));
         return SYMCOLL_ERR_UNSUPPORTED;
+    }
     /* small one-shot messages in whole 4-byte words: flags inside the data, no barrier */
     if (algo == CUDA_AR_ONESHOT && bytes <= comm->config.cuda_ll_max && bytes % 4 == 0 &&
         ((uintptr_t)sendbuf | (uintptr_t)recvbuf) % 4 == 0)
@@ -381,7 +361,7 @@ symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, const void *sen
 
 bool algo_cuda_hier_ready(pool_t *pool, size_t bytes)
 {
-    const cuda_algo_state_t *st = *pool_algo_state(pool);
+    const cuda_algo_state_t *st = pool_comm(pool)->algo->cuda;
     return st && stage_fits(pool_comm(pool), st, CUDA_AR_TWOSHOT, bytes);
 }
 
@@ -398,7 +378,7 @@ symcoll_status_t algo_cuda_hier_rs(comm_t *comm, pool_t *pool, const void *sendb
     size_t nvec = count / v, lo, len;
     char *res;
 
-    status = state_usable(pool, &st);
+    status = state_usable(comm, pool, &st);
     if (status == SYMCOLL_OK)
         status = stage_ensure(pool, st, CUDA_AR_TWOSHOT, bytes, stream);
     if (status != SYMCOLL_OK)
@@ -422,7 +402,7 @@ symcoll_status_t algo_cuda_hier_ag(comm_t *comm, pool_t *pool, void *recvbuf, si
                                    symcoll_dtype_t dtype, const volatile uint32_t *node_word,
                                    void *stream)
 {
-    cuda_algo_state_t *st = *pool_algo_state(pool);
+    cuda_algo_state_t *st = comm->algo->cuda;
     cuda_ar_args_t a;
 
     fill_args(comm, pool, st, CUDA_AR_TWOSHOT, NULL, recvbuf, count, dtype, SYMCOLL_SUM, &a);

@@ -82,6 +82,7 @@
  * and changes nothing.
  */
 #include "algo/cuda_algo.h"
+#include "algo/ctx.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -155,7 +156,6 @@ struct cuda_net {
      * growth), so idle lane 0 does not listen (under mu; cleared by the next operation) */
     bool quiet;
     bool stop;
-    _Atomic int broken;  /* symcoll_status_t of the first failure; sticky */
     _Atomic int aborted; /* symcoll_comm_abort: every lane tells its peers, idle or not */
     uint64_t next_chunk; /* number of the next chunk queued (caller's thread) */
     /* per slot: the last chunk whose "freed" the caller queued + 1 (0: none); once the
@@ -275,7 +275,7 @@ static symcoll_status_t cnet_wait_ready(cnet_lane_t *ln, uint64_t g, const deadl
     while (!cnet_reached(__atomic_load_n(w, __ATOMIC_ACQUIRE), (uint32_t)(g + 1))) {
         /* another lane failed, or the caller could not queue the whole pipeline: this
          * chunk may never come */
-        status = (symcoll_status_t)atomic_load_explicit(&cn->broken, memory_order_relaxed);
+        status = (symcoll_status_t)atomic_load_explicit(&cn->comm->algo->broken, memory_order_relaxed);
         if (status == SYMCOLL_OK && cnet_node_failed(cn))
             status = SYMCOLL_ERR_PEER_FAILED; /* a rank of the node gave up */
         if (status != SYMCOLL_OK)
@@ -333,8 +333,12 @@ static symcoll_status_t cnet_run(cnet_lane_t *ln, const cnet_op_t *op, uint64_t 
             status = algo_net_group_allreduce_on(cn->comm, ln->ucx, cn->host_pool, slot, n,
                                                  op->dtype, op->op);
         else if (status == SYMCOLL_OK)
-            status = algo_net_allreduce_on(cn->comm, ln->ucx, cn->host_pool, slot, slot, n,
-                                           op->dtype, op->op);
+            status = algo_net_allreduce_on(
+                cn->comm, ln->ucx, cn->host_pool,
+                topo_select_algo(&cn->comm->topo->select_cfg,
+                                 &cn->comm->topo->shape[SYMCOLL_MEM_HOST], SYMCOLL_MEM_HOST,
+                                 n * symcoll_dtype_size(op->dtype)),
+                slot, slot, n, op->dtype, op->op);
         ln->t_net += time_now() - t;
         if (status != SYMCOLL_OK)
             return status;
@@ -353,7 +357,7 @@ static void cnet_lane_tell(cnet_lane_t *ln)
     if (ln->own_ucx)
         algo_net_lane_abort(ln->ucx, ln->cn->host_pool);
     else
-        algo_net_pool_abort(ln->cn->host_pool);
+        algo_net_pool_abort(ln->cn->comm, ln->cn->host_pool);
 }
 
 /* Raises "done" for chunk g that this lane gives up on. Not before the slot's previous
@@ -405,7 +409,7 @@ static void cnet_lane_break(cnet_lane_t *ln, symcoll_status_t status, const char
 {
     int ok = SYMCOLL_OK;
 
-    if (atomic_compare_exchange_strong(&ln->cn->broken, &ok, (int)status))
+    if (atomic_compare_exchange_strong(&ln->cn->comm->algo->broken, &ok, (int)status))
         log_error("CUDA all-reduce across nodes failed%s (%s); its streams are released and "
                   "later calls on this communicator fail",
                   when, symcoll_status_string(status));
@@ -435,7 +439,7 @@ static bool cnet_must_tell(const cnet_lane_t *ln)
 {
     return ln->own_ucx && !ln->told_peers &&
            (atomic_load_explicit(&ln->cn->aborted, memory_order_acquire) ||
-            atomic_load_explicit(&ln->cn->broken, memory_order_relaxed) != SYMCOLL_OK);
+            atomic_load_explicit(&ln->cn->comm->algo->broken, memory_order_relaxed) != SYMCOLL_OK);
 }
 
 /* No work has been queued for this lane since it last looked (it may still have some
@@ -525,7 +529,7 @@ static void *cnet_lane_main(void *arg)
         op = cn->q[opi % CNET_QUEUE];
         pthread_mutex_unlock(&cn->mu);
 
-        status = (symcoll_status_t)atomic_load(&cn->broken);
+        status = (symcoll_status_t)atomic_load(&cn->comm->algo->broken);
         t0 = time_now();
         k = 0;
         if (status == SYMCOLL_OK)
@@ -829,7 +833,7 @@ static symcoll_status_t cnet_wait_queued(cuda_net_t *cn, uint64_t max)
 
 symcoll_status_t algo_cuda_net_drain(comm_t *comm)
 {
-    cuda_net_t *cn = comm->cuda_net;
+    cuda_net_t *cn = comm->algo->cuda_net;
     symcoll_status_t status;
 
     if (!cn)
@@ -842,18 +846,18 @@ symcoll_status_t algo_cuda_net_drain(comm_t *comm)
     if (status == SYMCOLL_OK)
         status = cnet_wait_hier(cn);
     if (status == SYMCOLL_OK)
-        status = (symcoll_status_t)atomic_load(&cn->broken);
+        status = (symcoll_status_t)atomic_load(&cn->comm->algo->broken);
     return status;
 }
 
 void algo_cuda_net_abort(comm_t *comm)
 {
-    cuda_net_t *cn = __atomic_load_n(&comm->cuda_net, __ATOMIC_ACQUIRE);
+    cuda_net_t *cn = __atomic_load_n(&comm->algo->cuda_net, __ATOMIC_ACQUIRE);
     int ok = SYMCOLL_OK;
 
     if (!cn)
         return;
-    atomic_compare_exchange_strong(&cn->broken, &ok, (int)SYMCOLL_ERR_ABORTED);
+    atomic_compare_exchange_strong(&cn->comm->algo->broken, &ok, (int)SYMCOLL_ERR_ABORTED);
     atomic_store_explicit(&cn->aborted, 1, memory_order_release);
     pthread_mutex_lock(&cn->mu);
     pthread_cond_broadcast(&cn->work);
@@ -862,7 +866,7 @@ void algo_cuda_net_abort(comm_t *comm)
 
 void algo_cuda_net_release(comm_t *comm)
 {
-    cuda_net_t *cn = comm->cuda_net;
+    cuda_net_t *cn = comm->algo->cuda_net;
 
     if (!cn || algo_cuda_net_drain(comm) == SYMCOLL_ERR_TIMED_OUT)
         return;
@@ -871,14 +875,14 @@ void algo_cuda_net_release(comm_t *comm)
 
 void algo_cuda_net_destroy(comm_t *comm)
 {
-    cuda_net_t *cn = comm->cuda_net;
+    cuda_net_t *cn = comm->algo->cuda_net;
 
     if (!cn)
         return;
     if (algo_cuda_net_drain(comm) == SYMCOLL_ERR_TIMED_OUT) {
         /* make the lanes fail what is left (and release those streams) */
         int ok = SYMCOLL_OK;
-        atomic_compare_exchange_strong(&cn->broken, &ok, (int)SYMCOLL_ERR_TIMED_OUT);
+        atomic_compare_exchange_strong(&cn->comm->algo->broken, &ok, (int)SYMCOLL_ERR_TIMED_OUT);
     }
     cnet_stage_release(cn); /* stops the lanes once the queue is empty */
     if (cn->nops)
@@ -887,7 +891,7 @@ void algo_cuda_net_destroy(comm_t *comm)
                  "in the host all-reduces + the rest",
                  (unsigned long long)cn->nops, cn->nlanes, 1e6 * cn->t_busy / (double)cn->nops,
                  1e6 * cn->t_wait_in / (double)cn->nops, 1e6 * cn->t_net / (double)cn->nops);
-    comm->cuda_net = NULL;
+    comm->algo->cuda_net = NULL;
     /* the words too: a stream may still be on its way to its last copy out */
     if (cnet_wait_quiet(cn) != SYMCOLL_OK) {
         log_error("CUDA across nodes: the GPU did not finish its queued copies; leaving the "
@@ -1026,12 +1030,6 @@ static symcoll_status_t cnet_enqueue(cuda_net_t *cn, cudaStream_t s, const void 
     }
 }
 
-bool algo_cuda_net_uses_pool(const comm_t *comm, size_t bytes)
-{
-    return topo_cuda_net_hier(&comm->topo->select_cfg, &comm->topo->shape[SYMCOLL_MEM_CUDA],
-                              bytes);
-}
-
 /* Hierarchical: reduce-scatter over the GPUs of the node (a kernel over the CUDA pool's
  * peer mappings), this rank's slice of the node's sum staged across the nodes among
  * the ranks of its local index (the lanes, as any staged call), all-gather over the
@@ -1079,53 +1077,40 @@ static symcoll_status_t cnet_hier(cuda_net_t *cn, cudaStream_t s, pool_t *cuda_p
     return SYMCOLL_OK;
 }
 
-symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const void *sendbuf,
-                                         void *recvbuf, size_t count, symcoll_dtype_t dtype,
-                                         symcoll_op_t op, void *stream)
+symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, const topo_plan_t *plan,
+                                         pool_t *host_pool, pool_t *plan_cuda_pool,
+                                         const void *sendbuf, void *recvbuf, size_t count,
+                                         symcoll_dtype_t dtype, symcoll_op_t op, void *stream)
 {
     const size_t esize = symcoll_dtype_size(dtype);
     cudaStream_t s = (cudaStream_t)stream;
-    cuda_net_t *cn = comm->cuda_net;
+    cuda_net_t *cn = comm->algo->cuda_net;
     pool_t *cuda_pool = NULL;
     symcoll_status_t status;
-    bool capturing = false;
 
-    if (((uintptr_t)sendbuf | (uintptr_t)recvbuf) % esize) {
-        log_error("symcoll_allreduce: CUDA buffers must be aligned to the element size (%zu)",
-                  esize);
-        return SYMCOLL_ERR_INVALID_PARAM;
-    }
-    if (algo_cuda_net_uses_pool(comm, count * esize)) {
-        cuda_pool = comm->pools[SYMCOLL_MEM_CUDA];
+    (void)esize; /* alignment and capture: checked by algo_check_call */
+    if (plan->family == TOPO_FAMILY_NET_CUDA_HIER) {
+        cuda_pool = plan_cuda_pool;
         if (!cuda_pool) {
             log_error("symcoll_allreduce: internal error: no CUDA pool for the hierarchical "
                       "algorithm");
             return SYMCOLL_ERR_INTERNAL;
         }
     }
-    status = cuda_stream_capturing(stream, &capturing);
-    if (status != SYMCOLL_OK)
-        return status;
-    if (capturing) {
-        log_error("symcoll_allreduce: CUDA memory across nodes cannot be captured in a CUDA "
-                  "graph (a host thread moves the data over the network on every call); call "
-                  "it outside the capture");
-        return SYMCOLL_ERR_UNSUPPORTED;
-    }
     if (!cn) {
         status = cnet_create(comm, host_pool, &cn);
         if (status != SYMCOLL_OK)
             return status;
         /* symcoll_comm_abort may read it from another thread */
-        __atomic_store_n(&comm->cuda_net, cn, __ATOMIC_RELEASE);
+        __atomic_store_n(&comm->algo->cuda_net, cn, __ATOMIC_RELEASE);
     }
     if (cnet_node_failed(cn)) {
         /* a rank of this node gave up: its kernels will not come */
         int ok = SYMCOLL_OK;
-        if (atomic_compare_exchange_strong(&cn->broken, &ok, (int)SYMCOLL_ERR_PEER_FAILED))
+        if (atomic_compare_exchange_strong(&cn->comm->algo->broken, &ok, (int)SYMCOLL_ERR_PEER_FAILED))
             log_error("symcoll_allreduce: a rank of this node gave up on the communicator");
     }
-    status = (symcoll_status_t)atomic_load(&cn->broken);
+    status = (symcoll_status_t)atomic_load(&cn->comm->algo->broken);
     if (status != SYMCOLL_OK) {
         log_error("symcoll_allreduce: an earlier CUDA all-reduce across nodes failed (%s); "
                   "the communicator can only be destroyed",
@@ -1148,7 +1133,7 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, pool_t *host_pool, const 
          * lanes stop waiting for this call's chunks and release them (and every later
          * call fails), and the node's kernels stop waiting for ours */
         int ok = SYMCOLL_OK;
-        if (atomic_compare_exchange_strong(&cn->broken, &ok, (int)status))
+        if (atomic_compare_exchange_strong(&cn->comm->algo->broken, &ok, (int)status))
             cnet_tell_node(cn);
         /* idle lanes wake and tell their peers (cnet_must_tell) */
         pthread_mutex_lock(&cn->mu);

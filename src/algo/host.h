@@ -41,7 +41,7 @@ typedef struct algo_host_sig {
 
 #define HOST_SIG_FREE_OFF 4096
 
-typedef struct algo_host_state {
+struct algo_host_state {
     int me, n;
     algo_host_sig_t **sig; /* every local rank's pad */
     int *pids;             /* of every local rank */
@@ -53,13 +53,10 @@ typedef struct algo_host_state {
     unsigned spin_max;     /* pause rounds before a wait starts yielding */
     bool has_staging;
     size_t staging_off; /* HOST_STAGING_SLOTS slots of chunk_bytes, same offset on every rank */
-    symcoll_status_t broken; /* a failed wait leaves the epochs out of step: sticky */
     const void **srcs;       /* n source pointers for the reduction */
     uint64_t *peer_flags, *peer_in, *peer_out; /* descriptors read from the peers */
-    /* last selector decision (the selector formats a reason: keep it off the fast path) */
-    size_t last_bytes;
-    int last_algo;
-} algo_host_state_t;
+};
+typedef struct algo_host_state algo_host_state_t;
 
 /* One call in flight. */
 typedef struct host_call {
@@ -84,13 +81,15 @@ enum { HOST_ALGO_ONESHOT = 1, HOST_ALGO_TWOSHOT = 2 };
  * pipelined two-shot reads a slot up to two barriers after it was filled). */
 #define HOST_STAGING_SLOTS 3
 
-/* State of the host algorithms for pool (created on first use; staging is allocated
- * collectively here when missing). */
-symcoll_status_t algo_host_state_get(pool_t *pool, algo_host_state_t **st_p);
+/* State of the host algorithms on the host pool (comm->algo->host, made on the first
+ * call; its staging is allocated collectively here when missing: pool growth). */
+symcoll_status_t algo_host_state_get(comm_t *comm, pool_t *pool, algo_host_state_t **st_p);
 
-/* Host parts of algo_pool_release / algo_pool_abort (see algo.h). */
-void algo_host_release(pool_t *pool);
-void algo_host_abort(pool_t *pool);
+/* Host parts of algo_pool_release / algo_pool_abort (see algo.h), and of the context's
+ * release. */
+void algo_host_release(comm_t *comm, pool_t *pool);
+void algo_host_abort(comm_t *comm, pool_t *pool);
+void algo_host_free(comm_t *comm);
 
 /* Signals this rank's next epoch and waits for every peer to reach it. */
 symcoll_status_t algo_host_barrier(host_call_t *c);
@@ -112,7 +111,8 @@ char *algo_host_staging(const host_call_t *c, int r, unsigned slot);
  * changing a buffer we read in place. */
 symcoll_status_t algo_host_done(host_call_t *c, symcoll_status_t status);
 
-/* Records a failure that leaves the peers' epochs out of step. */
+/* Records a failure that leaves the peers' epochs out of step (the context's sticky
+ * status) and tells the peers. */
 symcoll_status_t algo_host_fail(host_call_t *c, symcoll_status_t status);
 
 symcoll_status_t algo_host_oneshot(host_call_t *c);

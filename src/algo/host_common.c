@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "algo/ctx.h"
 #include "topo/topo.h"
 
 /* How often a waiting rank looks at /proc for its peers: cheap enough not to matter,
@@ -61,9 +62,8 @@ static void host_signal(algo_host_sig_t *me, uint64_t e)
         syscall(SYS_futex, host_futex_word(&me->progress), FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-static void host_state_free(void *p)
+static void host_state_free(algo_host_state_t *st)
 {
-    algo_host_state_t *st = p;
     if (!st)
         return;
     free(st->sig);
@@ -76,11 +76,15 @@ static void host_state_free(void *p)
     free(st);
 }
 
-symcoll_status_t algo_host_state_get(pool_t *pool, algo_host_state_t **st_p)
+void algo_host_free(comm_t *comm)
 {
-    void **slot = pool_algo_state(pool);
-    algo_host_state_t *st = *slot;
-    comm_t *comm = pool_comm(pool);
+    host_state_free(comm->algo->host);
+    comm->algo->host = NULL;
+}
+
+symcoll_status_t algo_host_state_get(comm_t *comm, pool_t *pool, algo_host_state_t **st_p)
+{
+    algo_host_state_t *st = comm->algo->host;
     symcoll_status_t status;
 
     if (!st) {
@@ -112,14 +116,12 @@ symcoll_status_t algo_host_state_get(pool_t *pool, algo_host_state_t **st_p)
         st->chunk_bytes = comm->config.host_chunk_size / POOL_ALIGN * POOL_ALIGN;
         /* the pad words start at 0 everywhere and never go back: resume from them */
         st->epoch = atomic_load(&st->sig[st->me]->progress);
-        st->last_algo = -1;
         /* more ranks than cores: a peer we wait for is likely waiting for our core */
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         st->spin_max = ncpu > 0 && n > ncpu ? 8 : HOST_SPIN_MAX;
-        *slot = st;
-        pool_set_algo_state_free(pool, host_state_free);
+        comm->algo->host = st;
     }
-    if (!st->has_staging && st->broken == SYMCOLL_OK) {
+    if (!st->has_staging) {
         /* same call sequence on every rank, so same decision and same offset */
         status = pool_alloc(pool, HOST_STAGING_SLOTS * st->chunk_bytes, POOL_ALLOC_STAGING,
                             &st->staging_off);
@@ -135,20 +137,18 @@ err_nomem:
     return SYMCOLL_ERR_NO_MEMORY;
 }
 
-void algo_host_release(pool_t *pool)
+void algo_host_release(comm_t *comm, pool_t *pool)
 {
-    algo_host_state_t *st = *pool_algo_state(pool);
+    algo_host_state_t *st = comm->algo->host;
     if (!st || !st->has_staging)
         return;
     pool_free(pool, st->staging_off);
     st->has_staging = false;
 }
 
-void algo_host_abort(pool_t *pool)
+void algo_host_abort(comm_t *comm, pool_t *pool)
 {
-    algo_host_state_t *st = *pool_algo_state(pool);
-    if (st)
-        st->broken = SYMCOLL_ERR_ABORTED;
+    algo_host_state_t *st = comm->algo->host;
     /* between calls: every epoch so far completed (the pad exists from pool creation
      * on, state or not) */
     atomic_store_explicit(
@@ -160,7 +160,7 @@ symcoll_status_t algo_host_fail(host_call_t *c, symcoll_status_t status)
 {
     if (status == SYMCOLL_ERR_TIMED_OUT || status == SYMCOLL_ERR_PEER_FAILED ||
         status == SYMCOLL_ERR_ABORTED) {
-        c->st->broken = status;
+        algo_break(c->comm, status);
         /* peers still waiting for us learn it at once instead of at their deadline;
          * the epoch we did not complete tells them whether this touches their call */
         atomic_store_explicit(&c->st->sig[c->me]->aborted, c->st->epoch + !c->epoch_open,

@@ -11,6 +11,7 @@
 
 #include "core/core.h"
 #include "pool/pool.h"
+#include "topo/select.h"
 #include "ucx/ucx.h"
 
 /* Bytes between two flag words, so that writers of different flags do not share a line. */
@@ -26,7 +27,7 @@
  * Line 0 holds this rank's barrier epoch among the ranks of its node (hierarchical),
  * the count of local peers asleep on it, and a word set once this rank gave up.
  */
-typedef struct net_state {
+struct net_state {
     comm_t *comm;
     pool_t *pool;
     ucx_ctx_t *ucx;
@@ -51,11 +52,9 @@ typedef struct net_state {
     const void **srcs;       /* local_size sources of a hierarchical reduction */
     int *group;              /* ranks of one hierarchical group (one per node) */
     int *all;                /* 0 .. n-1: the group of a flat call */
-    symcoll_status_t broken; /* a failed call leaves the counters out of step: sticky */
     bool fixed;              /* a lane's: the scratch may not grow (no pool calls) */
-    size_t last_bytes;       /* last selector decision (it formats a reason: keep it off */
-    int last_algo;           /* the fast path); -1: none yet */
-} net_state_t;
+};
+typedef struct net_state net_state_t;
 
 /* Ranks an inter-node all-reduce runs over; group[me] is this rank. */
 typedef struct net_group {
@@ -79,11 +78,14 @@ typedef struct net_call {
     double next_alive;
 } net_call_t;
 
-/* State for the communicator of pool (created on first use; collective then). */
-symcoll_status_t algo_net_state_get(comm_t *comm, pool_t *pool, net_state_t **st_p);
+/* Creates the state on the communicator's own worker when its host pool is created
+ * (collective, like pool_create: allocates and zeroes the flags, then a barrier). */
+symcoll_status_t algo_net_attach(comm_t *comm, pool_t *pool);
 
-/* The same for a UCX lane of the communicator (ucx_lane_create): its own flags, scratch
- * and counters, so that lanes run all-reduces at the same time, one thread each. */
+/* The state of the communicator's own worker (comm->ucx), made by algo_net_attach; or of a
+ * UCX lane of the communicator (ucx_lane_create), made on the lane's first call (by the
+ * lane's owner, collective): its own flags, scratch and counters, so that lanes run
+ * all-reduces at the same time, one thread each. */
 symcoll_status_t algo_net_state_get_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
                                        net_state_t **st_p);
 
@@ -150,15 +152,15 @@ symcoll_status_t algo_net_hier(net_state_t *st, const void *sendbuf, void *recvb
                                deadline_t *dl);
 
 /* All-reduce on a communicator spanning several nodes (count > 0, arguments checked,
- * comm->lock held): the selector's algorithm among rd, ring and hier. */
-symcoll_status_t algo_net_allreduce(comm_t *comm, pool_t *pool, const void *sendbuf,
-                                    void *recvbuf, size_t count, symcoll_dtype_t dtype,
-                                    symcoll_op_t op);
+ * comm->lock held) by algo (rd, ring or hier: the plan's). */
+symcoll_status_t algo_net_allreduce(comm_t *comm, pool_t *pool, topo_algo_t algo,
+                                    const void *sendbuf, void *recvbuf, size_t count,
+                                    symcoll_dtype_t dtype, symcoll_op_t op);
 
 /* The same over a UCX lane (from the lane's thread). */
 symcoll_status_t algo_net_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
-                                       const void *sendbuf, void *recvbuf, size_t count,
-                                       symcoll_dtype_t dtype, symcoll_op_t op);
+                                       topo_algo_t algo, const void *sendbuf, void *recvbuf,
+                                       size_t count, symcoll_dtype_t dtype, symcoll_op_t op);
 
 /* In-place all-reduce of buf among the ranks of this rank's local index, one a node
  * (rd or ring by size), over a UCX lane: the step across nodes of the hierarchical
@@ -172,10 +174,13 @@ symcoll_status_t algo_net_group_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_
 void algo_net_local_index_group(net_state_t *st, net_group_t *g);
 
 /* The communicator was aborted: tell the peers (their calls end now, not at their
- * deadline) and refuse further calls. */
-void algo_net_pool_abort(pool_t *pool);
+ * deadline). */
+void algo_net_pool_abort(comm_t *comm, pool_t *pool);
 
 /* Releases the scratch so that pool_trim can unmap it (collective, like the trim). */
-void algo_net_pool_release(pool_t *pool);
+void algo_net_pool_release(comm_t *comm, pool_t *pool);
+
+/* Frees the states of the communicator (after its lanes were destroyed). */
+void algo_net_free(comm_t *comm);
 
 #endif

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "algo/ctx.h"
 #include "algo/reduce.h"
 #include "bootstrap/bootstrap.h"
 #include "topo/select.h"
@@ -27,9 +28,8 @@ static size_t net_round(size_t bytes)
     return (bytes + POOL_ALIGN - 1) / POOL_ALIGN * POOL_ALIGN;
 }
 
-static void net_state_free(void *p)
+static void net_state_free(net_state_t *st)
 {
-    net_state_t *st = p;
     if (!st)
         return;
     free(st->sent);
@@ -58,22 +58,15 @@ static uint64_t *net_flag(const net_state_t *st, int owner, int word)
                                                 : net_peer_addr(st, owner, off));
 }
 
-symcoll_status_t algo_net_state_get(comm_t *comm, pool_t *pool, net_state_t **st_p)
+/* A new state on worker ucx: its flags allocated and zeroed, then a barrier, so that
+ * nobody raises a flag of ours before we zeroed them (collective). */
+static symcoll_status_t net_state_create(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
+                                         net_state_t **st_p)
 {
-    return algo_net_state_get_on(comm, comm->ucx, pool, st_p);
-}
-
-symcoll_status_t algo_net_state_get_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
-                                       net_state_t **st_p)
-{
-    net_state_t *st = ucx_algo_state(ucx, pool_backend(pool)->mem_type);
     int n = comm->nranks, ls = comm->topo->local_size;
     symcoll_status_t status;
+    net_state_t *st;
 
-    if (st) {
-        *st_p = st;
-        return SYMCOLL_OK;
-    }
     st = calloc(1, sizeof(*st));
     if (!st)
         goto err_nomem;
@@ -92,7 +85,6 @@ symcoll_status_t algo_net_state_get_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *poo
     }
     for (int r = 0; r < n; r++)
         st->all[r] = r;
-    st->last_algo = -1;
     st->chunk_bytes = net_round(comm->config.net_chunk_size);
     /* the same on every rank (the scratch size must match): shape, not this node */
     st->nareas = comm->topo->shape[SYMCOLL_MEM_HOST].ppn > 1 ? 4 : 2;
@@ -104,20 +96,77 @@ symcoll_status_t algo_net_state_get_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *poo
         return status;
     }
     memset(algo_net_addr(st, st->flags_off), 0, (size_t)(n + 1) * NET_FLAG_STRIDE);
-    /* nobody raises a flag of ours before we zeroed them */
     status = bootstrap_barrier(comm->bootstrap);
     if (status != SYMCOLL_OK) {
         pool_free(pool, st->flags_off);
         net_state_free(st);
         return status;
     }
-    ucx_set_algo_state(ucx, pool_backend(pool)->mem_type, st, net_state_free);
     *st_p = st;
     return SYMCOLL_OK;
 
 err_nomem:
     log_error("all-reduce: out of memory for the inter-node algorithm state");
     return SYMCOLL_ERR_NO_MEMORY;
+}
+
+symcoll_status_t algo_net_attach(comm_t *comm, pool_t *pool)
+{
+    if (comm->algo->net || !comm->ucx)
+        return SYMCOLL_OK;
+    return net_state_create(comm, comm->ucx, pool, &comm->algo->net);
+}
+
+/* The slot of worker ucx's state in the context; NULL when the lanes are all taken. */
+static net_state_t **net_slot(comm_t *comm, const ucx_ctx_t *ucx, bool add)
+{
+    algo_ctx_t *ctx = comm->algo;
+
+    if (ucx == comm->ucx)
+        return &ctx->net;
+    for (int i = 0; i < UCX_LANES_MAX; i++)
+        if (ctx->lanes[i].ucx == ucx)
+            return &ctx->lanes[i].st;
+    for (int i = 0; add && i < UCX_LANES_MAX; i++) {
+        if (!ctx->lanes[i].ucx) {
+            ctx->lanes[i].ucx = (ucx_ctx_t *)ucx;
+            ctx->lanes[i].st = NULL;
+            return &ctx->lanes[i].st;
+        }
+    }
+    return NULL;
+}
+
+symcoll_status_t algo_net_state_get_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
+                                       net_state_t **st_p)
+{
+    net_state_t **slot = net_slot(comm, ucx, true);
+    symcoll_status_t status;
+
+    if (!slot) {
+        log_error("internal: more than %d UCX lanes", UCX_LANES_MAX);
+        return SYMCOLL_ERR_INTERNAL;
+    }
+    if (!*slot) {
+        status = net_state_create(comm, ucx, pool, slot);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    *st_p = *slot;
+    return SYMCOLL_OK;
+}
+
+void algo_net_free(comm_t *comm)
+{
+    algo_ctx_t *ctx = comm->algo;
+
+    net_state_free(ctx->net);
+    ctx->net = NULL;
+    for (int i = 0; i < UCX_LANES_MAX; i++) {
+        net_state_free(ctx->lanes[i].st);
+        ctx->lanes[i].ucx = NULL;
+        ctx->lanes[i].st = NULL;
+    }
 }
 
 symcoll_status_t algo_net_reserve(net_state_t *st, size_t in, size_t acc, size_t area)
@@ -224,11 +273,17 @@ symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes, bool f
 
 void algo_net_lane_destroy(ucx_ctx_t *lane, pool_t *pool)
 {
-    net_state_t *st = ucx_algo_state(lane, pool_backend(pool)->mem_type);
+    comm_t *comm = pool_comm(pool);
+    net_state_t **slot = net_slot(comm, lane, false), *st = slot ? *slot : NULL;
 
     /* the lane's connections go first: after its close nothing a peer sent can still land
      * in the flags or scratch, which then go back to the pool */
-    ucx_set_algo_state(lane, pool_backend(pool)->mem_type, NULL, NULL);
+    for (int i = 0; i < UCX_LANES_MAX; i++) {
+        if (comm->algo->lanes[i].ucx == lane) {
+            comm->algo->lanes[i].ucx = NULL;
+            comm->algo->lanes[i].st = NULL;
+        }
+    }
     ucx_destroy(lane);
     if (!st)
         return;
@@ -240,42 +295,34 @@ void algo_net_lane_destroy(ucx_ctx_t *lane, pool_t *pool)
 
 void algo_net_lane_abort(ucx_ctx_t *ucx, pool_t *pool)
 {
-    net_state_t *st = ucx_algo_state(ucx, pool_backend(pool)->mem_type);
+    comm_t *comm = pool_comm(pool);
+    net_state_t **slot = net_slot(comm, ucx, false);
 
-    if (!st) {
+    algo_break(comm, SYMCOLL_ERR_ABORTED);
+    if (!slot || !*slot) {
         ucx_notify_abort(ucx);
         return;
     }
-    if (st->broken == SYMCOLL_OK)
-        st->broken = SYMCOLL_ERR_ABORTED;
-    net_give_up(st);
+    net_give_up(*slot);
 }
 
-void algo_net_pool_abort(pool_t *pool)
+void algo_net_pool_abort(comm_t *comm, pool_t *pool)
 {
-    comm_t *comm = pool_comm(pool);
-    net_state_t *st;
-
-    if (!comm->ucx)
+    if (!comm->ucx || pool_backend(pool)->mem_type != SYMCOLL_MEM_HOST)
         return;
-    st = ucx_algo_state(comm->ucx, pool_backend(pool)->mem_type);
-    if (!st) {
+    if (!comm->algo->net) {
         ucx_notify_abort(comm->ucx);
         return;
     }
-    if (st->broken == SYMCOLL_OK)
-        st->broken = SYMCOLL_ERR_ABORTED;
-    net_give_up(st);
+    net_give_up(comm->algo->net);
 }
 
-void algo_net_pool_release(pool_t *pool)
+void algo_net_pool_release(comm_t *comm, pool_t *pool)
 {
-    comm_t *comm = pool_comm(pool);
-    net_state_t *st;
+    net_state_t *st = comm->algo->net;
 
-    if (!comm->ucx)
+    if (!comm->ucx || pool_backend(pool)->mem_type != SYMCOLL_MEM_HOST)
         return;
-    st = ucx_algo_state(comm->ucx, pool_backend(pool)->mem_type);
     if (st && st->has_scratch) {
         pool_free(pool, st->scratch_off);
         st->has_scratch = false;
@@ -479,35 +526,12 @@ static bool net_failure_is_sticky(symcoll_status_t s)
            s == SYMCOLL_ERR_ABORTED || s == SYMCOLL_ERR_UCX || s == SYMCOLL_ERR_INTERNAL;
 }
 
-static int net_choose(net_state_t *st, size_t bytes)
+symcoll_status_t algo_net_allreduce(comm_t *comm, pool_t *pool, topo_algo_t algo,
+                                    const void *sendbuf, void *recvbuf, size_t count,
+                                    symcoll_dtype_t dtype, symcoll_op_t op)
 {
-    topo_decision_t d;
-
-    if (st->last_algo >= 0 && st->last_bytes == bytes)
-        return st->last_algo;
-    d.algo = topo_choose_algo(st->comm->topo, pool_backend(st->pool)->mem_type, bytes);
-    /* the reason only when it is printed */
-    if ((d.algo != TOPO_ALGO_RD && d.algo != TOPO_ALGO_RING && d.algo != TOPO_ALGO_HIER) ||
-        log_level_current >= LOG_LEVEL_DEBUG)
-        topo_choose(st->comm->topo, pool_backend(st->pool)->mem_type, bytes, &d);
-    else
-        d.reason[0] = 0;
-    log_debug("all-reduce of %zu bytes: %s (%s)", bytes, topo_algo_name(d.algo), d.reason);
-    if (d.algo != TOPO_ALGO_RD && d.algo != TOPO_ALGO_RING && d.algo != TOPO_ALGO_HIER) {
-        log_error("symcoll_allreduce: no inter-node algorithm for %zu bytes (%s: %s)", bytes,
-                  topo_algo_name(d.algo), d.reason);
-        return -1;
-    }
-    st->last_bytes = bytes;
-    st->last_algo = (int)d.algo;
-    return (int)d.algo;
-}
-
-symcoll_status_t algo_net_allreduce(comm_t *comm, pool_t *pool, const void *sendbuf,
-                                    void *recvbuf, size_t count, symcoll_dtype_t dtype,
-                                    symcoll_op_t op)
-{
-    return algo_net_allreduce_on(comm, comm->ucx, pool, sendbuf, recvbuf, count, dtype, op);
+    return algo_net_allreduce_on(comm, comm->ucx, pool, algo, sendbuf, recvbuf, count, dtype,
+                                 op);
 }
 
 /* The ranks of this rank's local index, one a node, in node order. */
@@ -537,13 +561,7 @@ static symcoll_status_t net_state_usable(comm_t *comm, ucx_ctx_t *ucx, pool_t *p
 
     if (status != SYMCOLL_OK)
         return status;
-    if ((*st_p)->broken != SYMCOLL_OK) {
-        log_error("symcoll_allreduce: an earlier call failed (%s); the communicator can only "
-                  "be destroyed",
-                  symcoll_status_string((*st_p)->broken));
-        return (*st_p)->broken;
-    }
-    return SYMCOLL_OK;
+    return algo_check_usable(comm);
 }
 
 /* rd or ring over group g (its receive areas reserved first), to completion. */
@@ -581,7 +599,7 @@ static symcoll_status_t net_run_flat(net_state_t *st, const net_group_t *g, bool
 static symcoll_status_t net_finish(net_state_t *st, symcoll_status_t status)
 {
     if (status != SYMCOLL_OK && net_failure_is_sticky(status)) {
-        st->broken = status;
+        algo_break(st->comm, status);
         net_give_up(st);
     }
     return status;
@@ -606,13 +624,12 @@ symcoll_status_t algo_net_group_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_
 }
 
 symcoll_status_t algo_net_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
-                                       const void *sendbuf, void *recvbuf, size_t count,
-                                       symcoll_dtype_t dtype, symcoll_op_t op)
+                                       topo_algo_t algo, const void *sendbuf, void *recvbuf,
+                                       size_t count, symcoll_dtype_t dtype, symcoll_op_t op)
 {
     net_state_t *st;
     deadline_t dl = deadline_make(comm->timeout_sec, &comm->aborted);
     symcoll_status_t status;
-    int algo;
 
     if (!ucx) {
         log_error("internal: inter-node all-reduce without a UCX context");
@@ -621,9 +638,11 @@ symcoll_status_t algo_net_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *poo
     status = net_state_usable(comm, ucx, pool, &st);
     if (status != SYMCOLL_OK)
         return status;
-    algo = net_choose(st, count * symcoll_dtype_size(dtype));
-    if (algo < 0)
+    if (algo != TOPO_ALGO_RD && algo != TOPO_ALGO_RING && algo != TOPO_ALGO_HIER) {
+        log_error("symcoll_allreduce: %s is not an algorithm across nodes",
+                  topo_algo_name(algo));
         return SYMCOLL_ERR_UNSUPPORTED;
+    }
     if (algo == TOPO_ALGO_HIER) {
         status = algo_net_hier(st, sendbuf, recvbuf, count, dtype, op, &dl);
     } else {

@@ -38,7 +38,7 @@ symcoll_status_t api_check_allreduce_args(const void *sendbuf, void *recvbuf, si
     return SYMCOLL_OK;
 }
 
-static symcoll_status_t core_check_mem_type(const char *fn, symcoll_mem_type_t mem_type)
+static symcoll_status_t api_check_mem_type(const char *fn, symcoll_mem_type_t mem_type)
 {
     if ((unsigned)mem_type >= SYMCOLL_MEM_LAST) {
         log_error("%s: invalid memory type %d", fn, (int)mem_type);
@@ -48,9 +48,10 @@ static symcoll_status_t core_check_mem_type(const char *fn, symcoll_mem_type_t m
 }
 
 /* The pool of mem_type, created on first use (collective: every rank's first use of a
- * memory type is the same call). Called with comm->lock held. */
-static symcoll_status_t core_pool_get(comm_t *comm, symcoll_mem_type_t mem_type,
-                                      pool_t **pool_p)
+ * memory type is the same call), with the algorithms' state on it. The one way to a
+ * pool. Called with comm->lock held. */
+static symcoll_status_t api_pool_get(comm_t *comm, symcoll_mem_type_t mem_type,
+                                     pool_t **pool_p)
 {
     pool_params_t params = {.mem_type = mem_type, .listener = NULL};
     pool_listener_t listener;
@@ -63,10 +64,14 @@ static symcoll_status_t core_pool_get(comm_t *comm, symcoll_mem_type_t mem_type,
                       mem_type == SYMCOLL_MEM_CUDA ? "CUDA" : "this");
             return SYMCOLL_ERR_UNSUPPORTED;
         }
+        /* queued CUDA all-reduces across nodes use the pools: creating one is a
+         * rendezvous they must not interleave with */
+        status = algo_quiesce(comm);
+        if (status != SYMCOLL_OK)
+            return status;
         /* only host segments are registered with UCX: CUDA memory crosses nodes staged
-         * through the host pool (no direct path), and a UCX 1.13 built with CUDA fails
-         * to register the CUDA pool's VMM segments (ucp_mem_map: invalid parameter,
-         * bench/results/ucx-cuda-probe.md) */
+         * through the host pool, and the UCX this builds with may not register VMM
+         * memory (bench/results/ucx-cuda-probe.md) */
         if (comm->ucx && mem_type == SYMCOLL_MEM_HOST) {
             ucx_pool_listener(comm->ucx, mem_type, &listener);
             params.listener = &listener;
@@ -76,11 +81,39 @@ static symcoll_status_t core_pool_get(comm_t *comm, symcoll_mem_type_t mem_type,
             return status;
         /* published for symcoll_pool_query, which does not take the lock */
         __atomic_store_n(&comm->pools[mem_type], pool, __ATOMIC_RELEASE);
+        status = algo_pool_attach(comm, pool);
+        if (status != SYMCOLL_OK)
+            return status;
     }
     *pool_p = pool;
     return SYMCOLL_OK;
 }
 
+/* The pools a family needs, created where missing. */
+static symcoll_status_t api_pools_get(comm_t *comm, unsigned mask,
+                                      pool_t *pools[SYMCOLL_MEM_LAST])
+{
+    for (int mt = 0; mt < SYMCOLL_MEM_LAST; mt++) {
+        pools[mt] = NULL;
+        if (mask & (1u << mt)) {
+            symcoll_status_t status = api_pool_get(comm, (symcoll_mem_type_t)mt, &pools[mt]);
+            if (status != SYMCOLL_OK)
+                return status;
+        }
+    }
+    return SYMCOLL_OK;
+}
+
+static bool api_pools_missing(const comm_t *comm, unsigned mask)
+{
+    for (int mt = 0; mt < SYMCOLL_MEM_LAST; mt++)
+        if ((mask & (1u << mt)) && !comm->pools[mt])
+            return true;
+    return false;
+}
+
+/* Every check first (no side effect on a rejected call), then the selector's plan (one
+ * question), the pools it needs, and the one table from plan to algorithm. */
 SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *recvbuf,
                                                   size_t count, symcoll_dtype_t dtype,
                                                   symcoll_op_t op, symcoll_comm_h comm,
@@ -88,8 +121,10 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *rec
 {
     symcoll_status_t status =
         api_check_allreduce_args(sendbuf, recvbuf, count, dtype, op, comm);
+    pool_t *pools[SYMCOLL_MEM_LAST];
     symcoll_mem_type_t mem_type;
-    pool_t *pool = NULL;
+    const topo_plan_t *plan;
+    unsigned need;
 
     if (status != SYMCOLL_OK)
         return status;
@@ -97,36 +132,28 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *rec
     if (status != SYMCOLL_OK || count == 0)
         return status;
     pthread_mutex_lock(&comm->lock);
+    plan = topo_plan(comm->topo, mem_type, count * symcoll_dtype_size(dtype));
+    need = algo_family_pools(plan->family);
+    status = algo_check_call(comm, plan, sendbuf, recvbuf, dtype, stream,
+                             api_pools_missing(comm, need));
+    if (status != SYMCOLL_OK)
+        goto out;
     if (atomic_load_explicit(&comm->aborted, memory_order_relaxed)) {
         log_error("symcoll_allreduce: communicator aborted");
         /* the staging thread tells the peers itself; it must be done with UCX first */
         (void)algo_quiesce(comm);
         if (comm->pools[mem_type])
-            algo_pool_abort(comm->pools[mem_type]);
+            algo_pool_abort(comm, comm->pools[mem_type]);
         status = SYMCOLL_ERR_ABORTED;
         goto out;
     }
-    if (mem_type == SYMCOLL_MEM_CUDA && comm->topo->nnodes > 1) {
-        /* staged through the host pool; the hierarchical algorithm also uses the CUDA
-         * pool (created first if need be: collective, so queued operations go first) */
-        status = core_pool_get(comm, SYMCOLL_MEM_HOST, &pool);
-        if (status == SYMCOLL_OK &&
-            algo_cuda_across_uses_pool(comm, count * symcoll_dtype_size(dtype))) {
-            pool_t *cuda_pool;
-            if (!comm->pools[SYMCOLL_MEM_CUDA])
-                status = algo_quiesce(comm);
-            if (status == SYMCOLL_OK)
-                status = core_pool_get(comm, SYMCOLL_MEM_CUDA, &cuda_pool);
-        }
-    } else {
-        /* CUDA all-reduces across nodes queued before this call go first */
+    /* calls of another family go after the queued CUDA all-reduces across nodes */
+    if (!algo_family_queued(plan->family))
         status = algo_quiesce(comm);
-        if (status == SYMCOLL_OK && comm->nranks > 1)
-            status = core_pool_get(comm, mem_type, &pool);
-    }
-    if (status != SYMCOLL_OK)
-        goto out;
-    status = algo_allreduce(comm, pool, mem_type, sendbuf, recvbuf, count, dtype, op, stream);
+    if (status == SYMCOLL_OK)
+        status = api_pools_get(comm, need, pools);
+    if (status == SYMCOLL_OK)
+        status = algo_allreduce(comm, plan, pools, sendbuf, recvbuf, count, dtype, op, stream);
 out:
     pthread_mutex_unlock(&comm->lock);
     return status;
@@ -143,7 +170,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_mem_alloc(symcoll_comm_h comm, size_t si
         log_error("symcoll_mem_alloc: NULL or destroyed communicator, or NULL ptr_p");
         return SYMCOLL_ERR_INVALID_PARAM;
     }
-    status = core_check_mem_type("symcoll_mem_alloc", mem_type);
+    status = api_check_mem_type("symcoll_mem_alloc", mem_type);
     if (status != SYMCOLL_OK)
         return status;
     if (size == 0) {
@@ -159,7 +186,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_mem_alloc(symcoll_comm_h comm, size_t si
     status = algo_quiesce(comm);
     if (status != SYMCOLL_OK)
         goto out;
-    status = core_pool_get(comm, mem_type, &pool);
+    status = api_pool_get(comm, mem_type, &pool);
     if (status != SYMCOLL_OK)
         goto out;
     status = pool_alloc(pool, size, POOL_ALLOC_USER, &off);
@@ -214,7 +241,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_pool_query(symcoll_comm_h comm,
         log_error("symcoll_pool_query: NULL or destroyed communicator, or NULL attr_p");
         return SYMCOLL_ERR_INVALID_PARAM;
     }
-    if (core_check_mem_type("symcoll_pool_query", mem_type) != SYMCOLL_OK)
+    if (api_check_mem_type("symcoll_pool_query", mem_type) != SYMCOLL_OK)
         return SYMCOLL_ERR_INVALID_PARAM;
     if (attr_p->field_mask & ~known) {
         log_error("symcoll_pool_query: unknown field_mask bits 0x%llx",
@@ -241,7 +268,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_pool_trim(symcoll_comm_h comm,
         log_error("symcoll_pool_trim: NULL or destroyed communicator");
         return SYMCOLL_ERR_INVALID_PARAM;
     }
-    status = core_check_mem_type("symcoll_pool_trim", mem_type);
+    status = api_check_mem_type("symcoll_pool_trim", mem_type);
     if (status != SYMCOLL_OK)
         return status;
     pthread_mutex_lock(&comm->lock);
@@ -249,7 +276,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_pool_trim(symcoll_comm_h comm,
     status = algo_quiesce(comm);
     if (pool && status == SYMCOLL_OK) {
         /* the algorithms' staging comes back on the next all-reduce */
-        algo_pool_release(pool);
+        algo_pool_release(comm, pool);
         status = pool_trim(pool);
     }
     pthread_mutex_unlock(&comm->lock);
@@ -258,17 +285,22 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_pool_trim(symcoll_comm_h comm,
 
 symcoll_status_t api_init_layers(comm_t *comm)
 {
-    if (comm->topo->nnodes > 1)
-        return ucx_create(comm, &comm->ucx);
-    return SYMCOLL_OK;
+    symcoll_status_t status;
+
+    if (comm->topo->nnodes > 1) {
+        status = ucx_create(comm, &comm->ucx);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    return algo_comm_init(comm);
 }
 
-/* Pools go first: their listener (UCX registration) must release before the UCX
- * context does. */
+/* The algorithms first (queued work uses the pools and UCX), then UCX's endpoints, the
+ * pools (their listener releases the UCX registrations), and UCX itself. */
 void api_release_layers(comm_t *comm)
 {
-    algo_comm_release(comm); /* queued work first: it uses the pools and UCX */
-    ucx_close(comm->ucx);    /* flush, rkeys, endpoints; registrations go with the pools */
+    algo_comm_release(comm);
+    ucx_close(comm->ucx); /* flush, rkeys, endpoints; registrations go with the pools */
     for (int mt = 0; mt < SYMCOLL_MEM_LAST; mt++) {
         pool_destroy(comm->pools[mt]);
         comm->pools[mt] = NULL;

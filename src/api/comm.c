@@ -6,8 +6,8 @@
 
 #include "bootstrap/bootstrap.h"
 #include "topo/topo.h"
+#include "algo/algo.h"
 #ifdef HAVE_CUDA
-#include "algo/cuda_algo.h"
 #include "cuda/cuda.h"
 #endif
 
@@ -265,9 +265,9 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_abort(symcoll_comm_h comm)
         return SYMCOLL_ERR_INVALID_PARAM;
     atomic_store(&comm->aborted, 1);
 #ifdef HAVE_CUDA
-    cuda_abort_notify(comm);   /* kernels poll a host-mapped word, not comm->aborted */
-    algo_cuda_net_abort(comm); /* lanes tell their peers, also when idle */
+    cuda_abort_notify(comm); /* kernels poll a host-mapped word, not comm->aborted */
 #endif
+    algo_comm_abort(comm); /* what runs in the background tells the peers */
     log_warn("communicator aborted");
     return SYMCOLL_OK;
 }

@@ -17,8 +17,7 @@ struct bootstrap;
 struct topo;
 struct pool;
 struct ucx_ctx;
-struct cuda_net;
-typedef struct cuda_net cuda_net_t;
+struct algo_ctx;
 
 #define COMM_MAGIC 0x53594d43434f4d4dULL /* "SYMCCOMM" */
 
@@ -36,7 +35,7 @@ struct symcoll_comm {
     struct pool *pools[SYMCOLL_MEM_LAST]; /* created lazily on first use */
     struct ucx_ctx *ucx;                  /* NULL on a single-node communicator */
     uint64_t coll_seq;                    /* collective sequence number */
-    cuda_net_t *cuda_net; /* CUDA memory across nodes: queue and lanes of progress threads */
+    struct algo_ctx *algo;                /* every algorithm's state (src/algo/ctx.h) */
 };
 
 typedef struct symcoll_comm comm_t;

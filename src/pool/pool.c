@@ -103,9 +103,6 @@ struct pool {
 
     _Atomic size_t st_reserved, st_mapped, st_in_use, st_peak;
     _Atomic uint64_t st_growths, st_segments;
-
-    void *algo_state;
-    void (*algo_state_free)(void *);
 };
 
 static inline size_t round_up(size_t v, size_t a)
@@ -800,8 +797,6 @@ void pool_destroy(pool_t *pool)
 {
     if (!pool)
         return;
-    if (pool->algo_state && pool->algo_state_free)
-        pool->algo_state_free(pool->algo_state);
     while (pool->nsegs > 0) {
         pool_seg_t *s = &pool->segs[--pool->nsegs];
         pool_remove_segment(pool, pool->bases, pool->nsegs, s->off, s->size, s->handles);
@@ -872,12 +867,3 @@ comm_t *pool_comm(const pool_t *pool)
     return pool->comm;
 }
 
-void **pool_algo_state(pool_t *pool)
-{
-    return &pool->algo_state;
-}
-
-void pool_set_algo_state_free(pool_t *pool, void (*fn)(void *))
-{
-    pool->algo_state_free = fn;
-}

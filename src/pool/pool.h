@@ -167,9 +167,5 @@ const pool_backend_t *pool_backend(const pool_t *pool);
 void *pool_backend_ctx(const pool_t *pool);
 comm_t *pool_comm(const pool_t *pool);
 
-/* Per-pool scratch state of the algorithms (epochs, staging offsets); the pool only
- * stores it and frees it on destroy. */
-void **pool_algo_state(pool_t *pool);
-void pool_set_algo_state_free(pool_t *pool, void (*fn)(void *));
 
 #endif

@@ -204,14 +204,18 @@ void topo_print_decisions(const topo_t *t, FILE *out)
         if (mem == SYMCOLL_MEM_CUDA && !t->have_gpus)
             fprintf(out, "#   (no rank has a CUDA device: the CUDA rows show what the "
                          "selector would pick)\n");
-        fprintf(out, "# %-4s %12s %6s  %-8s  %s\n", "mem", "bytes", "", "algo", "reason");
+        fprintf(out, "# %-4s %12s %6s  %-8s  %-13s  %s\n", "mem", "bytes", "", "algo",
+                "family", "reason");
         for (size_t bytes = 8; bytes <= ((size_t)1 << 30); bytes *= 2) {
             topo_decision_t d;
+            topo_plan_t plan;
             char sz[16];
-            topo_choose(t, (symcoll_mem_type_t)mem, bytes, &d);
+            /* the plan the data path gets for this size (topo_plan) */
+            topo_plan_explain(t, (symcoll_mem_type_t)mem, bytes, &plan, &d);
             topo_fmt_size(bytes, sz, sizeof(sz));
-            fprintf(out, "  %-4s %12zu %6s  %-8s  %s\n", mem_name((symcoll_mem_type_t)mem),
-                    bytes, sz, topo_algo_name(d.algo), d.reason);
+            fprintf(out, "  %-4s %12zu %6s  %-8s  %-13s  %s\n",
+                    mem_name((symcoll_mem_type_t)mem), bytes, sz, topo_algo_name(plan.algo),
+                    topo_family_name(plan.family), d.reason);
         }
     }
 }

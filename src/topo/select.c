@@ -500,3 +500,50 @@ topo_algo_t topo_select_algo(const topo_select_cfg_t *cfg, const topo_shape_t *s
     select_impl(cfg, shape, mem, bytes, &d);
     return d.algo;
 }
+
+const char *topo_family_name(topo_family_t family)
+{
+    static const char *const names[TOPO_FAMILY_LAST] = {
+        [TOPO_FAMILY_NONE] = "none",         [TOPO_FAMILY_SELF] = "self",
+        [TOPO_FAMILY_HOST] = "host",         [TOPO_FAMILY_CUDA] = "cuda",
+        [TOPO_FAMILY_NET_HOST] = "net-host", [TOPO_FAMILY_NET_CUDA] = "net-cuda",
+        [TOPO_FAMILY_NET_CUDA_HIER] = "net-cuda-hier",
+    };
+    return (unsigned)family < TOPO_FAMILY_LAST ? names[family] : "?";
+}
+
+void topo_select_plan(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                      symcoll_mem_type_t mem, size_t bytes, topo_plan_t *plan,
+                      topo_decision_t *d)
+{
+    topo_decision_t quiet;
+
+    plan->mem = mem;
+    if (shape->nranks == 1) {
+        /* sum, prod, min, max and avg of one value are the value */
+        plan->family = TOPO_FAMILY_SELF;
+        plan->algo = TOPO_ALGO_NONE;
+        if (d) {
+            d->quiet = false;
+            decide(d, TOPO_ALGO_NONE, "1 rank: the result is the input");
+        }
+        return;
+    }
+    if (!d) {
+        quiet.quiet = true;
+        d = &quiet;
+    } else {
+        d->quiet = false;
+    }
+    select_impl(cfg, shape, mem, bytes, d);
+    plan->algo = d->algo;
+    if (d->algo == TOPO_ALGO_NONE)
+        plan->family = TOPO_FAMILY_NONE;
+    else if (shape->nnodes <= 1)
+        plan->family = mem == SYMCOLL_MEM_CUDA ? TOPO_FAMILY_CUDA : TOPO_FAMILY_HOST;
+    else if (mem == SYMCOLL_MEM_HOST)
+        plan->family = TOPO_FAMILY_NET_HOST;
+    else
+        plan->family =
+            d->algo == TOPO_ALGO_HIER ? TOPO_FAMILY_NET_CUDA_HIER : TOPO_FAMILY_NET_CUDA;
+}

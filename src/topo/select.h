@@ -71,6 +71,30 @@ typedef struct topo_decision {
     bool quiet; /* set by topo_select_algo: no reason is written */
 } topo_decision_t;
 
+/* Which engine runs a call: the plan's first half. The algorithm is the second. */
+typedef enum {
+    TOPO_FAMILY_NONE = 0,     /* nothing serves the call (the decision says why) */
+    TOPO_FAMILY_SELF,         /* one rank: the result is the input */
+    TOPO_FAMILY_HOST,         /* host memory inside a node, over the memfd pool */
+    TOPO_FAMILY_CUDA,         /* CUDA memory inside a node, kernels over the VMM pool */
+    TOPO_FAMILY_NET_HOST,     /* host memory across nodes over UCX */
+    TOPO_FAMILY_NET_CUDA,     /* CUDA memory across nodes, staged through pinned host
+                                 memory by the lanes */
+    TOPO_FAMILY_NET_CUDA_HIER, /* CUDA memory across nodes: reduce-scatter over each
+                                  node's GPUs, the slice staged across nodes, all-gather */
+    TOPO_FAMILY_LAST
+} topo_family_t;
+
+/* What one call runs: the selector's whole answer. */
+typedef struct topo_plan {
+    symcoll_mem_type_t mem;
+    topo_family_t family;
+    topo_algo_t algo; /* of the family; for the staged CUDA families the algorithm of the
+                         chunks (each chunk's host all-reduce is chosen for its size) */
+} topo_plan_t;
+
+const char *topo_family_name(topo_family_t family);
+
 /* Name used by SYMCOLL_ALGO and in reports ("oneshot", ...); "?" if out of range. */
 const char *topo_algo_name(topo_algo_t algo);
 /* Inverse of topo_algo_name (case-insensitive); -1 if unknown. */
@@ -133,6 +157,12 @@ static inline size_t topo_cuda_net_chunk(size_t bytes, size_t chunk_max, int lan
  * hierarchical algorithm won from 16M (bench/results/gpu-across-nodes.md, run 13). */
 #define TOPO_CUDA_HIER_SHARED_MIN ((size_t)16 << 20)
 bool topo_cuda_net_hier(const topo_select_cfg_t *cfg, const topo_shape_t *shape, size_t bytes);
+
+/* The plan for one all-reduce of bytes bytes of mem memory on shape: the family that
+ * runs it and its algorithm (the decision's algo); with d non-NULL, also the reason. */
+void topo_select_plan(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                      symcoll_mem_type_t mem, size_t bytes, topo_plan_t *plan,
+                      topo_decision_t *d);
 
 /* The choice for one message of bytes bytes. */
 void topo_select(const topo_select_cfg_t *cfg, const topo_shape_t *shape,

@@ -332,8 +332,26 @@ void topo_set_net_caps(topo_t *t, int rank, uint32_t mem_types, const char *tls)
     i->net_mem_types = mem_types;
     snprintf(i->net_tls, sizeof(i->net_tls), "%s", tls ? tls : "");
     net_cuda = t->net_cuda_ranks == t->nranks;
-    for (int mem = 0; mem < SYMCOLL_MEM_LAST; mem++)
+    for (int mem = 0; mem < SYMCOLL_MEM_LAST; mem++) {
         t->shape[mem].net_cuda = net_cuda;
+        t->memo[mem].valid = false;
+    }
+}
+
+const topo_plan_t *topo_plan(topo_t *t, symcoll_mem_type_t mem, size_t bytes)
+{
+    if (!t->memo[mem].valid || t->memo[mem].bytes != bytes) {
+        topo_select_plan(&t->select_cfg, &t->shape[mem], mem, bytes, &t->memo[mem].plan, NULL);
+        t->memo[mem].bytes = bytes;
+        t->memo[mem].valid = true;
+    }
+    return &t->memo[mem].plan;
+}
+
+void topo_plan_explain(const topo_t *t, symcoll_mem_type_t mem, size_t bytes,
+                       topo_plan_t *plan, topo_decision_t *d)
+{
+    topo_select_plan(&t->select_cfg, &t->shape[mem], mem, bytes, plan, d);
 }
 
 void topo_choose(const topo_t *t, symcoll_mem_type_t mem, size_t bytes, topo_decision_t *d)

@@ -71,6 +71,13 @@ typedef struct topo {
     int net_cuda_ranks;                   /* ranks whose UCX reaches CUDA memory */
     topo_select_cfg_t select_cfg;         /* SYMCOLL_ALGO and thresholds */
     topo_shape_t shape[SYMCOLL_MEM_LAST]; /* what the selector sees, per memory type */
+    /* the last plan per memory type (topo_plan): a loop of equal calls asks the selector
+     * once; used under the communicator's lock only */
+    struct {
+        size_t bytes;
+        topo_plan_t plan;
+        bool valid;
+    } memo[SYMCOLL_MEM_LAST];
 } topo_t;
 
 /* Collective: gathers every rank's facts (and, with GPUs, every rank's row of its node's
@@ -94,6 +101,16 @@ const topo_link_info_t *topo_link(const topo_t *t, int a, int b);
 /* Called by the UCX layer once it knows every rank's capabilities (memory types UCX
  * reaches directly, TOPO_NET_MEM_*, and transport names); updates the shapes. */
 void topo_set_net_caps(topo_t *t, int rank, uint32_t mem_types, const char *tls);
+
+/* The plan of one all-reduce of bytes bytes of mem memory on this communicator: the
+ * family and algorithm that run it. The data path's one question to the selector: it
+ * remembers the last answer per memory type (call with the communicator's lock held). */
+const topo_plan_t *topo_plan(topo_t *t, symcoll_mem_type_t mem, size_t bytes);
+
+/* The same plan with its reason (formatting it costs about half a microsecond), for
+ * logs and reports; touches no memo. */
+void topo_plan_explain(const topo_t *t, symcoll_mem_type_t mem, size_t bytes,
+                       topo_plan_t *plan, topo_decision_t *d);
 
 /* The selector's choice for one all-reduce of bytes bytes of mem memory, with the
  * reason (formatting it costs about half a microsecond). */

@@ -1,0 +1,52 @@
+/* The algorithm layer's state of one communicator: every algorithm's state and the one
+ * sticky failure status. Owned by src/algo (created with the communicator, released with
+ * it); the lower layers keep no slot for it. */
+#ifndef SYMCOLL_ALGO_CTX_H
+#define SYMCOLL_ALGO_CTX_H
+
+#include <stdatomic.h>
+
+#include "core/core.h"
+#include "ucx/ucx.h"
+
+struct algo_host_state;
+struct net_state;
+struct cuda_algo_state;
+struct cuda_net;
+typedef struct cuda_net cuda_net_t;
+
+typedef struct algo_ctx {
+    /* SYMCOLL_OK, or the status of the first failure that left the ranks out of step
+     * (timeout, dead peer, abort, UCX error): sticky, every later call returns it. Set
+     * with algo_break from any thread (the lanes of CUDA memory across nodes). */
+    _Atomic int broken;
+    struct algo_host_state *host;  /* intra-node host algorithms (host pool) */
+    struct net_state *net;         /* across nodes on the communicator's own worker */
+    struct cuda_algo_state *cuda;  /* intra-node CUDA kernels (CUDA pool) */
+    struct cuda_net *cuda_net;     /* CUDA memory across nodes: call queue and lanes */
+    /* across nodes on each lane's worker: one state per lane, made by the lane's owner */
+    struct {
+        ucx_ctx_t *ucx;
+        struct net_state *st;
+    } lanes[UCX_LANES_MAX];
+} algo_ctx_t;
+
+/* Records status as the communicator's failure unless one is recorded already; returns
+ * the recorded one. */
+static inline symcoll_status_t algo_break(comm_t *comm, symcoll_status_t status)
+{
+    int ok = SYMCOLL_OK;
+    if (atomic_compare_exchange_strong(&comm->algo->broken, &ok, (int)status))
+        return status;
+    return (symcoll_status_t)ok;
+}
+
+static inline symcoll_status_t algo_broken(const comm_t *comm)
+{
+    return (symcoll_status_t)atomic_load_explicit(&comm->algo->broken, memory_order_relaxed);
+}
+
+/* The failure of an earlier call, logged, or SYMCOLL_OK. */
+symcoll_status_t algo_check_usable(const comm_t *comm);
+
+#endif
