@@ -1,6 +1,7 @@
-/* UCX layer: one UCP context and worker per communicator, endpoints to the ranks of the
- * other nodes, registered memory regions whose packed rkeys are exchanged and unpacked
- * lazily, and the put / fence / flag primitives the inter-node algorithms are built on. */
+/* UCX layer: one UCP context per communicator with its workers (the communicator's own and
+ * its lanes), endpoints to the ranks of the other nodes, registered memory regions whose
+ * packed rkeys are exchanged and unpacked lazily, and the put / fence / flag primitives the
+ * inter-node algorithms are built on. A ucx_ctx_t is one worker; the context is shared. */
 #ifndef SYMCOLL_UCX_H
 #define SYMCOLL_UCX_H
 
@@ -40,8 +41,9 @@ symcoll_status_t ucx_lane_create(ucx_ctx_t *owner, ucx_ctx_t **lane_p);
  * stay registered until ucx_region_release or ucx_destroy. Idempotent. */
 void ucx_close(ucx_ctx_t *ucx);
 
-/* Second half: ucx_close if not done, deregister remaining regions, destroy the worker
- * and the context. NULL is ignored. */
+/* Second half: ucx_close if not done, then destroy the worker. The communicator's own
+ * ucx_ctx_t also deregisters the remaining regions and destroys the shared context (its
+ * lanes must be gone); a lane leaves both to it. NULL is ignored. */
 void ucx_destroy(ucx_ctx_t *ucx);
 
 /* A slot for the inter-node algorithms' state of one memory type; ucx_destroy frees it
@@ -84,7 +86,8 @@ symcoll_status_t ucx_region_create(ucx_ctx_t *ucx, void *addr, size_t size,
                                    ucx_region_t **reg_p);
 
 /* Fills a pool listener that registers every segment of the mem_type pool and exchanges
- * its rkeys during the pool's growth exchange; trim and destroy release them. */
+ * its rkeys during the pool's growth exchange; trim and destroy release them. ucx is the
+ * communicator's own; its lanes reach the segments through the shared context. */
 void ucx_pool_listener(ucx_ctx_t *ucx, symcoll_mem_type_t mem_type,
                        struct pool_listener *listener);
 

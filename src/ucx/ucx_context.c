@@ -1,0 +1,317 @@
+/* UCX layer: the shared UCP context and the workers on it (the communicator's own and
+ * its lanes): creation, teardown and accessors. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ucx/ucx_int.h"
+
+bool ucx_is_remote(const ucx_ctx_t *ucx, int rank)
+{
+    return rank >= 0 && rank < ucx->nranks && ucx->peers[rank].ep != NULL;
+}
+
+const char *ucx_transports(const ucx_ctx_t *ucx)
+{
+    return ucx->shared->transports;
+}
+
+void *ucx_algo_state(const ucx_ctx_t *ucx, symcoll_mem_type_t mem_type)
+{
+    return ucx->algo_state[mem_type];
+}
+
+void ucx_set_algo_state(ucx_ctx_t *ucx, symcoll_mem_type_t mem_type, void *state,
+                        void (*free_fn)(void *))
+{
+    ucx->algo_state[mem_type] = state;
+    ucx->algo_state_free[mem_type] = free_fn;
+}
+
+static symcoll_status_t ucx_init_worker(ucx_ctx_t *ucx)
+{
+    ucp_worker_params_t wparams;
+    ucs_status_t s;
+
+    memset(&wparams, 0, sizeof(wparams));
+    /* one thread at a time uses a worker: the communicator's lock serialises the calls
+     * on the owner's, and a lane belongs to one progress thread */
+    wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+    s = ucp_worker_create(ucx->shared->context, &wparams, &ucx->worker);
+    if (s != UCS_OK) {
+        log_error("ucp_worker_create: %s", ucs_status_string(s));
+        return SYMCOLL_ERR_UCX;
+    }
+    if (ucp_worker_get_efd(ucx->worker, &ucx->efd) != UCS_OK) {
+        log_debug("UCX worker has no event fd: long waits yield instead of sleeping");
+        ucx->efd = -1;
+    }
+    return SYMCOLL_OK;
+}
+
+static symcoll_status_t ucx_init_context(ucx_ctx_t *ucx)
+{
+    ucp_config_t *config;
+    ucp_params_t params;
+    ucs_status_t s;
+
+    s = ucp_config_read(NULL, NULL, &config);
+    if (s != UCS_OK) {
+        log_error("ucp_config_read: %s (check the UCX_* environment)", ucs_status_string(s));
+        return SYMCOLL_ERR_UCX;
+    }
+    ucx->shared->am_piece = SIZE_MAX;
+    if (ucx->comm->config.net_tcp_seg_size) {
+        /* TCP moves an active message of one segment without reassembly: with large
+         * segments a ring chunk is a few messages, each copied once into place */
+        char v[32];
+        size_t seg = ucx->comm->config.net_tcp_seg_size;
+        snprintf(v, sizeof(v), "%zu", seg);
+        if (ucp_config_modify(config, "TX_SEG_SIZE", v) == UCS_OK &&
+            ucp_config_modify(config, "RX_SEG_SIZE", v) == UCS_OK)
+            ucx->shared->am_piece = (seg - UCX_AM_HDR_ROOM) / 64 * 64;
+        else
+            log_warn("UCX does not take TCP_TX/RX_SEG_SIZE; keeping its own segment size");
+    }
+    memset(&params, 0, sizeof(params));
+    params.field_mask =
+        UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+    /* lanes (ucx_lane_create) are workers of this context used by other threads at the
+     * same time: what the workers share (memory registration and its cache, used by
+     * every zero-copy send) must be thread-safe. Without it, two lanes crashed UCX in
+     * its registration cache on the H200 machine. */
+    params.mt_workers_shared = 1;
+    /* WAKEUP: a wait that lasts sleeps on the worker's event fd instead of spinning */
+    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+    params.name = "symcoll";
+    s = ucp_init(&params, config, &ucx->shared->context);
+    ucp_config_release(config);
+    if (s != UCS_OK) {
+        log_error("ucp_init: %s", ucs_status_string(s));
+        return SYMCOLL_ERR_UCX;
+    }
+    if (ucx_init_worker(ucx) != SYMCOLL_OK) {
+        ucp_cleanup(ucx->shared->context);
+        ucx->shared->context = NULL;
+        return SYMCOLL_ERR_UCX;
+    }
+    return SYMCOLL_OK;
+}
+
+/* Size of a packed rkey of this context, measured on one page, to size the exchange. */
+static symcoll_status_t ucx_measure_rkey(ucx_ctx_t *ucx)
+{
+    static char probe[4096] __attribute__((aligned(4096)));
+    ucp_mem_map_params_t mp;
+    ucp_mem_h memh;
+    void *buf;
+    size_t len;
+    ucs_status_t s;
+
+    memset(&mp, 0, sizeof(mp));
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    mp.address = probe;
+    mp.length = sizeof(probe);
+    s = ucp_mem_map(ucx->shared->context, &mp, &memh);
+    if (s != UCS_OK) {
+        log_error("ucp_mem_map: %s", ucs_status_string(s));
+        return SYMCOLL_ERR_UCX;
+    }
+    s = ucp_rkey_pack(ucx->shared->context, memh, &buf, &len);
+    if (s == UCS_OK)
+        ucp_rkey_buffer_release(buf);
+    ucp_mem_unmap(ucx->shared->context, memh);
+    if (s != UCS_OK) {
+        log_error("ucp_rkey_pack: %s", ucs_status_string(s));
+        return SYMCOLL_ERR_UCX;
+    }
+    /* room for memory types whose rkeys carry more transports than host memory */
+    ucx->shared->blob_max = sizeof(ucx_blob_hdr_t) + 2 * len + 256;
+    return SYMCOLL_OK;
+}
+
+/* A worker's state on the shared context, before its UCP worker exists. */
+static ucx_ctx_t *ucx_alloc(comm_t *comm, ucx_shared_t *shared, int index)
+{
+    ucx_ctx_t *ucx = calloc(1, sizeof(*ucx));
+
+    if (!ucx)
+        return NULL;
+    ucx->comm = comm;
+    ucx->rank = comm->rank;
+    ucx->nranks = comm->nranks;
+    ucx->shared = shared;
+    ucx->index = index;
+    ucx->efd = -1;
+    ucx->peers = calloc((size_t)comm->nranks, sizeof(*ucx->peers));
+    if (!ucx->peers) {
+        free(ucx);
+        return NULL;
+    }
+    for (int r = 0; r < comm->nranks; r++) {
+        ucx->peers[r].ucx = ucx;
+        ucx->peers[r].rank = r;
+    }
+    return ucx;
+}
+
+/* Frees what the owner's shared context holds besides the UCP context. */
+static void ucx_shared_free(ucx_shared_t *shared)
+{
+    for (int m = 0; m < SYMCOLL_MEM_LAST; m++)
+        free(shared->segtab[m].segs);
+    free(shared->regions);
+    free(shared);
+}
+
+symcoll_status_t ucx_lane_create(ucx_ctx_t *owner, ucx_ctx_t **lane_p)
+{
+    ucx_ctx_t *lane;
+    symcoll_status_t status;
+    int index = 1;
+
+    if (owner->index != 0) {
+        log_error("internal: a lane of a lane");
+        return SYMCOLL_ERR_INTERNAL;
+    }
+    while (index <= UCX_LANES_MAX && (owner->shared->lanes_used & (1u << index)))
+        index++;
+    if (index > UCX_LANES_MAX) {
+        log_error("internal: more than %d UCX lanes", UCX_LANES_MAX);
+        return SYMCOLL_ERR_INTERNAL;
+    }
+    /* a worker on the owner's context: its regions, protocol and transports (every
+     * rank decided the protocol alike for the owner) are the lane's too */
+    lane = ucx_alloc(owner->comm, owner->shared, index);
+    if (!lane)
+        return SYMCOLL_ERR_NO_MEMORY;
+    /* without a worker it still takes part in the exchange, so that all ranks fail */
+    status = ucx_init_worker(lane);
+    {
+        symcoll_status_t cs = ucx_connect_eps(lane, owner->comm->topo);
+        if (status == SYMCOLL_OK)
+            status = cs;
+    }
+    if (status != SYMCOLL_OK) {
+        ucx_destroy(lane);
+        return status;
+    }
+    owner->shared->lanes_used |= 1u << index;
+    log_debug("UCX lane %d: worker and %d endpoints", index, lane->nremote);
+    *lane_p = lane;
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t ucx_create(comm_t *comm, ucx_ctx_t **ucx_p)
+{
+    ucx_shared_t *shared;
+    ucx_ctx_t *ucx;
+    symcoll_status_t status;
+
+    shared = calloc(1, sizeof(*shared));
+    if (!shared)
+        return SYMCOLL_ERR_NO_MEMORY;
+    ucx = ucx_alloc(comm, shared, 0);
+    if (!ucx) {
+        free(shared);
+        return SYMCOLL_ERR_NO_MEMORY;
+    }
+    for (int m = 0; m < SYMCOLL_MEM_LAST; m++) {
+        shared->segtab[m].ucx = ucx;
+        shared->segtab[m].mem_type = (symcoll_mem_type_t)m;
+    }
+
+    status = ucx_init_context(ucx);
+    if (status != SYMCOLL_OK)
+        goto err_free;
+    status = ucx_measure_rkey(ucx);
+    if (status != SYMCOLL_OK)
+        goto err_destroy;
+    status = ucx_connect_all(ucx, comm->topo);
+    if (status != SYMCOLL_OK)
+        goto err_destroy;
+    *ucx_p = ucx;
+    return SYMCOLL_OK;
+
+err_destroy:
+    ucx_destroy(ucx);
+    return status;
+err_free:
+    ucx_shared_free(shared);
+    free(ucx->peers);
+    free(ucx);
+    return status;
+}
+
+void ucx_close(ucx_ctx_t *ucx)
+{
+    deadline_t dl;
+
+    if (!ucx || ucx->closed)
+        return;
+    dl = deadline_make(ucx->comm->timeout_sec, NULL);
+    /* an aborted rank that made no call since: peers still waiting on it stop now */
+    if (atomic_load(&ucx->comm->aborted))
+        ucx_notify_abort(ucx);
+    if (!atomic_load(&ucx->failed)) {
+        (void)ucx_wait_all(ucx, &dl);
+        (void)ucx_flush(ucx, &dl);
+    }
+    /* On TCP our flush completes only while the peers progress, and theirs while we do:
+     * nobody leaves before everybody has flushed. Afterwards nothing is in flight, so a
+     * forced close loses nothing and needs no help from the peers. */
+    ucx->closing = true;
+    if (ucx->worker_ready && ucx_exchange_hello(ucx, 2, &dl) != SYMCOLL_OK)
+        log_warn("UCX close: not every peer confirmed; closing the endpoints anyway");
+    for (size_t i = 0; i < ucx->shared->nregions; i++)
+        ucx_region_drop_rkeys(ucx->shared->regions[i], ucx->nranks, ucx->index);
+    for (int r = 0; r < ucx->nranks; r++) {
+        ucp_request_param_t param = {0};
+        ucs_status_ptr_t req;
+        unsigned iter = 0;
+        if (!ucx->peers[r].ep)
+            continue;
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+        req = ucp_ep_close_nbx(ucx->peers[r].ep, &param);
+        ucx->peers[r].ep = NULL;
+        /* a forced close completes locally */
+        while (UCS_PTR_IS_PTR(req) && ucp_request_check_status(req) == UCS_INPROGRESS &&
+               deadline_check(&dl) == SYMCOLL_OK) {
+            ucp_worker_progress(ucx->worker);
+            core_spin_pause(&iter);
+        }
+        if (UCS_PTR_IS_PTR(req))
+            ucp_request_free(req);
+    }
+    ucx->closed = true;
+}
+
+void ucx_destroy(ucx_ctx_t *ucx)
+{
+    ucx_shared_t *shared;
+
+    if (!ucx)
+        return;
+    shared = ucx->shared;
+    if (ucx->worker) {
+        ucx_close(ucx);
+        /* the regions are the owner's: a lane leaves them registered */
+        while (ucx->index == 0 && shared->nregions > 0)
+            ucx_region_release(ucx, shared->regions[shared->nregions - 1]);
+        ucp_worker_destroy(ucx->worker);
+    }
+    if (ucx->index != 0)
+        shared->lanes_used &= ~(1u << ucx->index);
+    else if (shared->context)
+        ucp_cleanup(shared->context);
+    for (int m = 0; m < SYMCOLL_MEM_LAST; m++) {
+        if (ucx->algo_state[m] && ucx->algo_state_free[m])
+            ucx->algo_state_free[m](ucx->algo_state[m]);
+    }
+    if (ucx->index == 0)
+        ucx_shared_free(shared);
+    free(ucx->peers);
+    free(ucx);
+}

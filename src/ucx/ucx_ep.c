@@ -1,0 +1,316 @@
+/* UCX layer: endpoints of a worker: worker address exchange, connection to the ranks of
+ * the other nodes, check messages, and the transports and protocol they settle on. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bootstrap/bootstrap.h"
+#include "ucx/ucx_int.h"
+
+/* What every rank tells the others at creation (besides its worker address). */
+typedef struct ucx_caps {
+    uint32_t mem_types;
+    char tls[TOPO_TLS_MAX];
+} ucx_caps_t;
+
+static void ucx_err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    ucx_peer_t *peer = arg;
+    if (peer->ucx->closing) {
+        /* expected once peers close; the closing handshake skips it */
+        atomic_store(&peer->failed, 1);
+        log_debug("UCX endpoint to rank %d closed: %s", peer->rank, ucs_status_string(status));
+        return;
+    }
+    if (!atomic_exchange(&peer->failed, 1))
+        log_error("UCX endpoint to rank %d failed: %s", peer->rank, ucs_status_string(status));
+    atomic_store(&peer->ucx->failed, 1);
+}
+
+static ucs_status_t ucx_hello_cb(void *arg, const void *header, size_t header_length,
+                                 void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+    ucx_ctx_t *ucx = arg;
+    int32_t r;
+
+    if (header_length == sizeof(r)) {
+        memcpy(&r, header, sizeof(r));
+        if (r >= 0 && r < ucx->nranks)
+            ucx->peers[r].hello++;
+    }
+    return UCS_OK;
+}
+
+/* Names of the transports of one endpoint's lanes, from ucp_ep_print_info. */
+static void ucx_describe_ep(ucx_ctx_t *ucx, ucp_ep_h ep, bool *native_rma)
+{
+    char *text = NULL, *line, *save = NULL;
+    size_t text_len = 0, used = 0;
+    FILE *f = open_memstream(&text, &text_len);
+
+    if (!f)
+        return;
+    ucp_ep_print_info(ep, f);
+    fclose(f);
+    for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *lane = strstr(line, "lane[");
+        char name[64];
+        if (strstr(line, "rma_bw") || strstr(line, "amo"))
+            log_info("UCX %s", line + strspn(line, "# "));
+        /* "rma_bw: #1 ..." lists lanes doing RMA in the transport; "rma_bw: mds ..."
+         * has none: UCX would emulate RMA with messages */
+        if (strstr(line, "rma_bw:") && strchr(strstr(line, "rma_bw:"), '#'))
+            *native_rma = true;
+        if (!lane)
+            continue;
+        log_info("UCX %s", lane);
+        lane = strchr(lane, ':');
+        if (!lane)
+            continue;
+        /* "  1:tcp/lo.0 md[1] ..." -> "tcp/lo.0" */
+        if (sscanf(lane + 1, " %*d:%63s", name) != 1)
+            continue;
+        if (!strstr(ucx->shared->transports, name)) {
+            int n =
+                snprintf(ucx->shared->transports + used, sizeof(ucx->shared->transports) - used,
+                         "%s%s", used ? "," : "", name);
+            if (n > 0 && (size_t)n < sizeof(ucx->shared->transports) - used)
+                used += (size_t)n;
+        }
+    }
+    free(text);
+}
+
+/* Sends one message to every remote rank that did not fail and waits, progressing, for
+ * one from each: the count-th such exchange. At creation (count 1) it shows broken
+ * connectivity early and saves the first all-reduce the wireup; at close (count 2) it
+ * keeps every rank progressing until all have flushed. */
+symcoll_status_t ucx_exchange_hello(ucx_ctx_t *ucx, int count, deadline_t *dl)
+{
+    symcoll_status_t status;
+    unsigned iter = 0;
+
+    ucx->hello_rank = ucx->rank;
+    for (int r = 0; r < ucx->nranks; r++) {
+        ucp_request_param_t param = {0};
+        ucx_op_t *op;
+        if (!ucx_is_remote(ucx, r) || atomic_load(&ucx->peers[r].failed))
+            continue;
+        status = ucx_op_new(ucx, &op);
+        if (status == SYMCOLL_OK)
+            status =
+                ucx_op_track(ucx, op,
+                             ucp_am_send_nbx(ucx->peers[r].ep, UCX_AM_HELLO, &ucx->hello_rank,
+                                             sizeof(ucx->hello_rank), NULL, 0, &param),
+                             "UCX check message", r);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    for (int r = 0; r < ucx->nranks; r++) {
+        while (ucx_is_remote(ucx, r) && ucx->peers[r].hello < count &&
+               !atomic_load(&ucx->peers[r].failed)) {
+            if (ucp_worker_progress(ucx->worker))
+                iter = 0;
+            else
+                core_spin_pause(&iter);
+            if (!ucx->closing && atomic_load(&ucx->failed))
+                return SYMCOLL_ERR_PEER_FAILED;
+            status = deadline_check(dl);
+            if (status != SYMCOLL_OK) {
+                log_error("UCX: no message from rank %d (%s)", r,
+                          symcoll_status_string(status));
+                return status;
+            }
+        }
+    }
+    return ucx_wait_all(ucx, dl);
+}
+
+static symcoll_status_t ucx_check_connections(ucx_ctx_t *ucx)
+{
+    deadline_t dl = deadline_make(ucx->comm->timeout_sec, &ucx->comm->aborted);
+    ucp_am_handler_param_t hp;
+    ucs_status_t s;
+
+    memset(&hp, 0, sizeof(hp));
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                    UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    hp.id = UCX_AM_HELLO;
+    hp.cb = ucx_hello_cb;
+    hp.arg = ucx;
+    s = ucp_worker_set_am_recv_handler(ucx->worker, &hp);
+    if (s == UCS_OK) {
+        hp.id = UCX_AM_ABORT;
+        hp.cb = ucx_abort_cb;
+        s = ucp_worker_set_am_recv_handler(ucx->worker, &hp);
+    }
+    if (s == UCS_OK) {
+        hp.field_mask |= UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+        hp.id = UCX_AM_WRITE;
+        hp.cb = ucx_write_cb;
+        hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+        s = ucp_worker_set_am_recv_handler(ucx->worker, &hp);
+    }
+    if (s != UCS_OK) {
+        log_error("ucp_worker_set_am_recv_handler: %s", ucs_status_string(s));
+        return SYMCOLL_ERR_UCX;
+    }
+    return ucx_exchange_hello(ucx, 1, &dl);
+}
+
+/* Exchanges worker addresses (collective), creates an endpoint to every rank of another
+ * node and checks each with one message each way. A rank without a worker (its
+ * creation failed) still takes part, with an empty address, so that every rank fails
+ * alike instead of waiting for it; so does a rank that could not create an endpoint. */
+symcoll_status_t ucx_connect_eps(ucx_ctx_t *ucx, const topo_t *topo)
+{
+    ucp_address_t *addr = NULL;
+    size_t addr_len = 0, max_len = 0;
+    uint64_t mylen, *lens = NULL;
+    char *addrs = NULL, *slot = NULL;
+    ucs_status_t s;
+    symcoll_status_t status;
+    size_t n = (size_t)ucx->nranks;
+    int32_t ok, *oks = NULL;
+
+    if (ucx->worker) {
+        s = ucp_worker_get_address(ucx->worker, &addr, &addr_len);
+        if (s != UCS_OK) {
+            log_error("ucp_worker_get_address: %s", ucs_status_string(s));
+            addr = NULL;
+            addr_len = 0;
+        }
+    }
+    mylen = addr_len;
+    lens = calloc(n, sizeof(*lens));
+    oks = calloc(n, sizeof(*oks));
+    if (!lens || !oks) {
+        status = SYMCOLL_ERR_NO_MEMORY;
+        goto out;
+    }
+    status = bootstrap_allgather(ucx->comm->bootstrap, &mylen, lens, sizeof(mylen));
+    if (status != SYMCOLL_OK)
+        goto out;
+    for (size_t r = 0; r < n; r++) {
+        if (lens[r] == 0) {
+            log_error("UCX: rank %zu has no worker to connect to", r);
+            status = SYMCOLL_ERR_UCX;
+            goto out;
+        }
+        if (lens[r] > max_len)
+            max_len = lens[r];
+    }
+    if (max_len == 0 || max_len > (1u << 20)) {
+        log_error("implausible UCX worker address length %zu", max_len);
+        status = SYMCOLL_ERR_BOOTSTRAP;
+        goto out;
+    }
+    slot = calloc(1, max_len);
+    addrs = calloc(n, max_len);
+    if (!slot || !addrs) {
+        status = SYMCOLL_ERR_NO_MEMORY;
+        goto out;
+    }
+    memcpy(slot, addr, addr_len);
+    status = bootstrap_allgather(ucx->comm->bootstrap, slot, addrs, max_len);
+    if (status != SYMCOLL_OK)
+        goto out;
+
+    for (int r = 0; r < ucx->nranks; r++) {
+        ucp_ep_params_t ep;
+        if (topo->rank_node[r] == topo->node)
+            continue;
+        memset(&ep, 0, sizeof(ep));
+        ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        ep.address = (const ucp_address_t *)(addrs + (size_t)r * max_len);
+        ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+        ep.err_handler.cb = ucx_err_cb;
+        ep.err_handler.arg = &ucx->peers[r];
+        s = ucp_ep_create(ucx->worker, &ep, &ucx->peers[r].ep);
+        if (s != UCS_OK) {
+            log_error("ucp_ep_create to rank %d: %s", r, ucs_status_string(s));
+            ucx->peers[r].ep = NULL;
+            status = SYMCOLL_ERR_UCX;
+            break;
+        }
+        ucx->nremote++;
+    }
+    /* every rank has its endpoints, or all give up together */
+    ok = status == SYMCOLL_OK;
+    if (bootstrap_allgather(ucx->comm->bootstrap, &ok, oks, sizeof(ok)) != SYMCOLL_OK)
+        status = SYMCOLL_ERR_BOOTSTRAP;
+    for (size_t r = 0; r < n && status == SYMCOLL_OK; r++) {
+        if (!oks[r]) {
+            log_error("UCX: rank %zu could not create its endpoints", r);
+            status = SYMCOLL_ERR_UCX;
+        }
+    }
+    if (status != SYMCOLL_OK)
+        goto out;
+    status = ucx_check_connections(ucx);
+    if (status == SYMCOLL_OK)
+        ucx->worker_ready = true;
+out:
+    if (addr)
+        ucp_worker_release_address(ucx->worker, addr);
+    free(lens);
+    free(oks);
+    free(slot);
+    free(addrs);
+    return status;
+}
+
+symcoll_status_t ucx_connect_all(ucx_ctx_t *ucx, const topo_t *topo)
+{
+    ucx_caps_t mine, *caps = NULL;
+    ucp_context_attr_t cattr;
+    symcoll_status_t status;
+    size_t n = (size_t)ucx->nranks;
+
+    status = ucx_connect_eps(ucx, topo);
+    if (status != SYMCOLL_OK)
+        return status;
+    memset(&mine, 0, sizeof(mine));
+    memset(&cattr, 0, sizeof(cattr));
+    cattr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    if (ucp_context_query(ucx->shared->context, &cattr) == UCS_OK) {
+        if (cattr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_HOST))
+            mine.mem_types |= TOPO_NET_MEM_HOST;
+        if (cattr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA))
+            mine.mem_types |= TOPO_NET_MEM_CUDA;
+    }
+    caps = calloc(n, sizeof(*caps));
+    if (!caps)
+        return SYMCOLL_ERR_NO_MEMORY;
+    ucx->shared->native_rma = true;
+    for (int r = 0; r < ucx->nranks; r++) {
+        bool native = false;
+        if (!ucx_is_remote(ucx, r))
+            continue;
+        ucx_describe_ep(ucx, ucx->peers[r].ep, &native);
+        ucx->shared->native_rma = ucx->shared->native_rma && native;
+    }
+    if (!strcmp(ucx->comm->config.net_protocol, "put"))
+        ucx->shared->native_rma = true;
+    else if (!strcmp(ucx->comm->config.net_protocol, "am"))
+        ucx->shared->native_rma = false;
+    log_info("UCX transports to other nodes: %s; transfers: %s",
+             ucx->shared->transports[0] ? ucx->shared->transports : "?",
+             ucx->shared->native_rma ? "put, fence, flag put"
+                                     : "active messages (RMA is emulated)");
+
+    /* tell the topology what every rank's UCX reaches and uses */
+    snprintf(mine.tls, sizeof(mine.tls), "%.*s", (int)sizeof(mine.tls) - 1,
+             ucx->shared->transports);
+    status = bootstrap_allgather(ucx->comm->bootstrap, &mine, caps, sizeof(mine));
+    if (status != SYMCOLL_OK)
+        goto out;
+    for (int r = 0; r < ucx->nranks; r++) {
+        caps[r].tls[TOPO_TLS_MAX - 1] = 0;
+        topo_set_net_caps(ucx->comm->topo, r, caps[r].mem_types, caps[r].tls);
+    }
+out:
+    free(caps);
+    return status;
+}

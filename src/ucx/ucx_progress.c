@@ -1,0 +1,215 @@
+/* UCX layer: progress and waits (back-off, flags, requests, flush), and the table of
+ * operations in flight every transfer of a worker goes through. */
+#include <poll.h>
+#include <sched.h>
+
+#include "ucx/ucx_int.h"
+
+symcoll_status_t ucx_status_of(const ucx_ctx_t *ucx, ucs_status_t s)
+{
+    switch (s) {
+    case UCS_OK:
+        return SYMCOLL_OK;
+    case UCS_ERR_NO_MEMORY:
+        return SYMCOLL_ERR_NO_MEMORY;
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_ENDPOINT_TIMEOUT:
+    case UCS_ERR_UNREACHABLE:
+    case UCS_ERR_REJECTED:
+    case UCS_ERR_NOT_CONNECTED:
+        return SYMCOLL_ERR_PEER_FAILED;
+    case UCS_ERR_CANCELED:
+        /* requests of a failed endpoint are cancelled */
+        return atomic_load(&ucx->failed) ? SYMCOLL_ERR_PEER_FAILED : SYMCOLL_ERR_UCX;
+    default:
+        return SYMCOLL_ERR_UCX;
+    }
+}
+
+/* What ends every wait besides its own deadline: a failed peer, an aborted one. */
+static symcoll_status_t ucx_peer_status(const ucx_ctx_t *ucx)
+{
+    if (atomic_load_explicit(&ucx->failed, memory_order_relaxed))
+        return SYMCOLL_ERR_PEER_FAILED;
+    if (atomic_load_explicit(&ucx->remote_abort, memory_order_relaxed))
+        return SYMCOLL_ERR_ABORTED;
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t ucx_progress(ucx_ctx_t *ucx)
+{
+    ucp_worker_progress(ucx->worker);
+    return ucx_peer_status(ucx);
+}
+
+/* Idle turns of a wait before it sleeps in the kernel (each turn is a progress call, a
+ * system call on TCP, so this is a few milliseconds), and how long one sleep lasts at
+ * most (transports that write memory without an event, and peers of the node, are
+ * seen at the latest then). */
+#define UCX_SPIN_TURNS 256
+#define UCX_SLEEP_AFTER 2048
+#define UCX_SLEEP_MS 1
+
+void ucx_idle(ucx_ctx_t *ucx, unsigned *iter)
+{
+    struct pollfd p;
+
+    if (++*iter < UCX_SPIN_TURNS) {
+        core_spin_pause(&(unsigned){0});
+        return;
+    }
+    if (*iter < UCX_SLEEP_AFTER || ucx->efd < 0) {
+        sched_yield();
+        return;
+    }
+    /* armed: the fd fires on the next event; busy: events are pending, progress now */
+    if (ucp_worker_arm(ucx->worker) != UCS_OK)
+        return;
+    p.fd = ucx->efd;
+    p.events = POLLIN;
+    p.revents = 0;
+    (void)poll(&p, 1, UCX_SLEEP_MS);
+}
+
+/* One turn of a wait loop: progress, then back off when nothing happened. */
+static symcoll_status_t ucx_wait_turn(ucx_ctx_t *ucx, const deadline_t *dl, unsigned *iter)
+{
+    symcoll_status_t status;
+
+    if (ucp_worker_progress(ucx->worker))
+        *iter = 0;
+    else
+        ucx_idle(ucx, iter);
+    status = ucx_peer_status(ucx);
+    if (status != SYMCOLL_OK)
+        return status;
+    status = deadline_check(dl);
+    if (status != SYMCOLL_OK)
+        log_error("UCX wait: %s", symcoll_status_string(status));
+    return status;
+}
+
+symcoll_status_t ucx_wait_flag(ucx_ctx_t *ucx, const uint64_t *flag, uint64_t value,
+                               const deadline_t *dl)
+{
+    const _Atomic uint64_t *f = (const _Atomic uint64_t *)flag;
+    unsigned iter = 0;
+
+    while (atomic_load_explicit(f, memory_order_acquire) < value) {
+        symcoll_status_t status = ucx_wait_turn(ucx, dl, &iter);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    return SYMCOLL_OK;
+}
+
+/* Progress until op completes; frees its request. */
+symcoll_status_t ucx_op_finish(ucx_ctx_t *ucx, ucx_op_t *op, const deadline_t *dl)
+{
+    unsigned iter = 0;
+
+    while (op->req) {
+        ucs_status_t s = ucp_request_check_status(op->req);
+        symcoll_status_t status;
+        if (s != UCS_INPROGRESS) {
+            ucp_request_free(op->req);
+            op->req = NULL;
+            if (s != UCS_OK) {
+                log_error("UCX operation failed: %s", ucs_status_string(s));
+                return ucx_status_of(ucx, s);
+            }
+            return SYMCOLL_OK;
+        }
+        /* on failure the request stays with UCX; the worker's destruction reclaims it */
+        status = ucx_wait_turn(ucx, dl, &iter);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    return SYMCOLL_OK;
+}
+
+/* The next operation slot, once its previous operation completed. */
+symcoll_status_t ucx_op_new(ucx_ctx_t *ucx, ucx_op_t **op_p)
+{
+    ucx_op_t *op = &ucx->ops[ucx->op_next % UCX_OPS];
+
+    if (op->req) {
+        deadline_t dl = deadline_make(ucx->comm->timeout_sec, &ucx->comm->aborted);
+        symcoll_status_t status = ucx_op_finish(ucx, op, &dl);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    op->gen++;
+    ucx->op_next++;
+    *op_p = op;
+    return SYMCOLL_OK;
+}
+
+/* Records what a UCX call returned for op. */
+symcoll_status_t ucx_op_track(ucx_ctx_t *ucx, ucx_op_t *op, ucs_status_ptr_t req,
+                              const char *what, int peer)
+{
+    if (UCS_PTR_IS_ERR(req)) {
+        log_error("%s to rank %d: %s", what, peer, ucs_status_string(UCS_PTR_STATUS(req)));
+        return ucx_status_of(ucx, UCS_PTR_STATUS(req));
+    }
+    op->req = req;
+    return SYMCOLL_OK;
+}
+
+ucx_req_t ucx_op_handle(const ucx_ctx_t *ucx, const ucx_op_t *op)
+{
+    uint64_t idx = (uint64_t)(op - ucx->ops);
+    return (ucx_req_t)(uintptr_t)(((uint64_t)op->gen << 32) | (idx + 1));
+}
+
+bool ucx_req_done(const ucx_ctx_t *ucx, ucx_req_t req)
+{
+    uint64_t h = (uint64_t)(uintptr_t)req;
+    const ucx_op_t *op;
+
+    if (!req)
+        return true;
+    op = &ucx->ops[(h & 0xffffffffu) - 1];
+    return op->gen != (uint32_t)(h >> 32) || !op->req ||
+           ucp_request_check_status(op->req) != UCS_INPROGRESS;
+}
+
+symcoll_status_t ucx_req_wait(ucx_ctx_t *ucx, ucx_req_t req, const deadline_t *dl)
+{
+    uint64_t h = (uint64_t)(uintptr_t)req;
+    ucx_op_t *op;
+
+    if (!req)
+        return SYMCOLL_OK;
+    op = &ucx->ops[(h & 0xffffffffu) - 1];
+    if (op->gen != (uint32_t)(h >> 32))
+        return SYMCOLL_OK; /* the slot was reused, so that operation completed */
+    return ucx_op_finish(ucx, op, dl);
+}
+
+symcoll_status_t ucx_wait_all(ucx_ctx_t *ucx, const deadline_t *dl)
+{
+    /* only the slots used since the last complete wait can be busy */
+    unsigned n = ucx->op_next - ucx->op_waited;
+
+    if (n > UCX_OPS)
+        n = UCX_OPS;
+    for (unsigned k = 0; k < n; k++) {
+        symcoll_status_t status =
+            ucx_op_finish(ucx, &ucx->ops[(ucx->op_next - n + k) % UCX_OPS], dl);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    ucx->op_waited = ucx->op_next;
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t ucx_flush(ucx_ctx_t *ucx, const deadline_t *dl)
+{
+    ucp_request_param_t param = {0};
+    ucx_op_t op = {0};
+    symcoll_status_t status = ucx_op_track(ucx, &op, ucp_worker_flush_nbx(ucx->worker, &param),
+                                           "ucp_worker_flush_nbx", ucx->rank);
+    return status == SYMCOLL_OK ? ucx_op_finish(ucx, &op, dl) : status;
+}

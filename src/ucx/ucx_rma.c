@@ -1,0 +1,265 @@
+/* UCX layer: the data path: put, put_signal and flag puts (RMA, or active messages the
+ * receiver copies), fence, the receive hook and the abort notice. */
+#include <string.h>
+
+#include "ucx/ucx_int.h"
+
+/* Where sym (this rank's address of a region byte) lies at peer, and how many of len bytes
+ * from there stay inside that region. rkey_p NULL: no rkey needed (active messages). */
+static symcoll_status_t ucx_target(ucx_ctx_t *ucx, int peer, const char *sym, size_t len,
+                                   uint64_t *raddr_p, ucp_rkey_h *rkey_p, size_t *piece_p)
+{
+    ucx_region_t *reg = ucx_region_find(ucx, sym, 1);
+    ucx_remote_t *rm;
+    size_t off;
+
+    if (!reg || !reg->connected) {
+        log_error("internal: remote target %p lies in no registered region", (const void *)sym);
+        return SYMCOLL_ERR_INTERNAL;
+    }
+    rm = &reg->remote[peer];
+    off = (size_t)(sym - reg->addr);
+    if (rkey_p && !rm->rkey[ucx->index]) {
+        ucs_status_t s =
+            ucp_ep_rkey_unpack(ucx->peers[peer].ep, rm->rkey_buf, &rm->rkey[ucx->index]);
+        if (s != UCS_OK) {
+            log_error("ucp_ep_rkey_unpack (rank %d): %s", peer, ucs_status_string(s));
+            return ucx_status_of(ucx, s);
+        }
+    }
+    *raddr_p = rm->addr + off;
+    if (rkey_p)
+        *rkey_p = rm->rkey[ucx->index];
+    *piece_p = len < reg->size - off ? len : reg->size - off;
+    return SYMCOLL_OK;
+}
+
+/* One transfer inside one region of the peer: data (len may be 0), then the flag if
+ * flag_raddr is not 0. *op_p: the operation that releases src. */
+static symcoll_status_t ucx_emit(ucx_ctx_t *ucx, int peer, const void *src, size_t len,
+                                 uint64_t raddr, ucp_rkey_h rkey, uint64_t flag_raddr,
+                                 ucp_rkey_h flag_rkey, uint64_t flag_value, uint64_t seq,
+                                 ucx_op_t **op_p)
+{
+    ucp_ep_h ep = ucx->peers[peer].ep;
+    ucp_request_param_t param = {0};
+    ucx_op_t *op = NULL, *fop;
+    symcoll_status_t status;
+
+    if (!ucx->shared->native_rma) {
+        /* one message: the receiver copies the payload, then raises the flag */
+        status = ucx_op_new(ucx, &op);
+        if (status != SYMCOLL_OK)
+            return status;
+        op->hdr.addr = len ? raddr : 0;
+        op->hdr.flag_addr = flag_raddr;
+        op->hdr.flag_value = flag_value;
+        op->hdr.seq = seq;
+        op->hdr.sender = ucx->rank;
+        /* eager only: the rendezvous would need replies from a peer that may be gone */
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags = UCP_AM_SEND_FLAG_EAGER;
+        status = ucx_op_track(
+            ucx, op,
+            ucp_am_send_nbx(ep, UCX_AM_WRITE, &op->hdr, sizeof(op->hdr), src, len, &param),
+            "ucp_am_send_nbx", peer);
+        *op_p = op;
+        return status;
+    }
+    if (len) {
+        status = ucx_op_new(ucx, &op);
+        if (status != SYMCOLL_OK)
+            return status;
+        status = ucx_op_track(ucx, op, ucp_put_nbx(ep, src, len, raddr, rkey, &param),
+                              "ucp_put_nbx", peer);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    if (flag_raddr) {
+        if (len) {
+            status = ucx_fence(ucx);
+            if (status != SYMCOLL_OK)
+                return status;
+        }
+        status = ucx_op_new(ucx, &fop);
+        if (status != SYMCOLL_OK)
+            return status;
+        fop->value = flag_value;
+        status = ucx_op_track(
+            ucx, fop,
+            ucp_put_nbx(ep, &fop->value, sizeof(fop->value), flag_raddr, flag_rkey, &param),
+            "ucp_put_nbx (flag)", peer);
+        if (status != SYMCOLL_OK)
+            return status;
+        if (!op)
+            op = fop;
+    }
+    *op_p = op;
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t ucx_put_signal(ucx_ctx_t *ucx, int peer, const void *src, size_t len,
+                                void *sym_dst, uint64_t *sym_flag, uint64_t flag_value,
+                                ucx_req_t *req_p)
+{
+    const char *s = src, *d = sym_dst;
+    uint64_t fraddr = 0;
+    ucp_rkey_h frkey = NULL;
+    bool rkeys = ucx->shared->native_rma;
+    symcoll_status_t status;
+
+    *req_p = NULL;
+    if (!ucx_is_remote(ucx, peer)) {
+        log_error("internal: transfer to rank %d, which has no endpoint", peer);
+        return SYMCOLL_ERR_INTERNAL;
+    }
+    if (atomic_load_explicit(&ucx->peers[peer].failed, memory_order_relaxed))
+        return SYMCOLL_ERR_PEER_FAILED;
+    if (sym_flag) {
+        size_t piece;
+        status = ucx_target(ucx, peer, (const char *)sym_flag, sizeof(uint64_t), &fraddr,
+                            rkeys ? &frkey : NULL, &piece);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    do {
+        uint64_t raddr = 0;
+        ucp_rkey_h rkey = NULL;
+        size_t piece = 0;
+        ucx_op_t *op;
+        bool last;
+
+        bool boundary;
+        if (len) {
+            status = ucx_target(ucx, peer, d, len, &raddr, rkeys ? &rkey : NULL, &piece);
+            if (status != SYMCOLL_OK)
+                return status;
+        }
+        boundary = piece < len;
+        if (!rkeys && piece > ucx->shared->am_piece)
+            piece = ucx->shared->am_piece;
+        last = piece == len;
+        status = ucx_emit(ucx, peer, s, piece, raddr, rkey, last ? fraddr : 0, frkey,
+                          flag_value, flag_value, &op);
+        if (status != SYMCOLL_OK)
+            return status;
+        if (!last && boundary) {
+            /* the caller tracks one operation: finish the pieces before a region
+             * boundary (rare: once per pool growth). Pieces of one region need not
+             * wait: an endpoint sends its messages in order, so the last completing
+             * means all did. */
+            deadline_t dl = deadline_make(ucx->comm->timeout_sec, &ucx->comm->aborted);
+            status = ucx_op_finish(ucx, op, &dl);
+            if (status != SYMCOLL_OK)
+                return status;
+        } else if (op) {
+            *req_p = ucx_op_handle(ucx, op);
+        }
+        s += piece;
+        d += piece;
+        len -= piece;
+    } while (len > 0);
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t ucx_put(ucx_ctx_t *ucx, int peer, const void *src, size_t len, void *sym_dst,
+                         ucx_req_t *req_p)
+{
+    *req_p = NULL;
+    if (len == 0)
+        return SYMCOLL_OK;
+    return ucx_put_signal(ucx, peer, src, len, sym_dst, NULL, 0, req_p);
+}
+
+symcoll_status_t ucx_put_flag(ucx_ctx_t *ucx, int peer, uint64_t value, uint64_t *sym_flag)
+{
+    ucx_req_t req;
+    return ucx_put_signal(ucx, peer, NULL, 0, NULL, sym_flag, value, &req);
+}
+
+symcoll_status_t ucx_fence(ucx_ctx_t *ucx)
+{
+    ucs_status_t s = ucp_worker_fence(ucx->worker);
+    if (s != UCS_OK) {
+        log_error("ucp_worker_fence: %s", ucs_status_string(s));
+        return ucx_status_of(ucx, s);
+    }
+    return SYMCOLL_OK;
+}
+
+void ucx_set_recv_hook(ucx_ctx_t *ucx, ucx_recv_hook_t hook, void *arg)
+{
+    ucx->hook = hook;
+    ucx->hook_arg = arg;
+}
+
+/* Receiver side of a write carried by an active message (see ucx_emit). The addresses
+ * come from a peer of this job; they are still checked against our regions. */
+ucs_status_t ucx_write_cb(void *arg, const void *header, size_t header_length, void *data,
+                          size_t length, const ucp_am_recv_param_t *param)
+{
+    ucx_ctx_t *ucx = arg;
+    ucx_am_hdr_t h;
+
+    if (header_length != sizeof(h) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+        log_error("UCX: malformed write message (header %zu bytes, attr 0x%llx)", header_length,
+                  (unsigned long long)param->recv_attr);
+        return UCS_OK;
+    }
+    memcpy(&h, header, sizeof(h));
+    if (length) {
+        if (!ucx_region_find(ucx, (const char *)(uintptr_t)h.addr, length)) {
+            log_error("UCX: write of %zu bytes to 0x%llx outside every region", length,
+                      (unsigned long long)h.addr);
+            return UCS_OK;
+        }
+        if (!ucx->hook || !ucx->hook(ucx->hook_arg, (int)h.sender, h.seq,
+                                     (void *)(uintptr_t)h.addr, data, length))
+            memcpy((void *)(uintptr_t)h.addr, data, length);
+    }
+    if (h.flag_addr) {
+        if (!ucx_region_find(ucx, (const char *)(uintptr_t)h.flag_addr, sizeof(uint64_t))) {
+            log_error("UCX: flag 0x%llx outside every region", (unsigned long long)h.flag_addr);
+            return UCS_OK;
+        }
+        atomic_store_explicit((_Atomic uint64_t *)(uintptr_t)h.flag_addr, h.flag_value,
+                              memory_order_release);
+    }
+    return UCS_OK;
+}
+
+ucs_status_t ucx_abort_cb(void *arg, const void *header, size_t header_length, void *data,
+                          size_t length, const ucp_am_recv_param_t *param)
+{
+    ucx_ctx_t *ucx = arg;
+    int32_t r = -1;
+
+    if (header_length == sizeof(r))
+        memcpy(&r, header, sizeof(r));
+    if (!atomic_exchange(&ucx->remote_abort, 1))
+        log_error("rank %d aborted the communicator", (int)r);
+    return UCS_OK;
+}
+
+void ucx_notify_abort(ucx_ctx_t *ucx)
+{
+    ucx_op_t *op;
+
+    if (!ucx || ucx->abort_sent || ucx->closing)
+        return;
+    ucx->abort_sent = true;
+    ucx->hello_rank = ucx->rank;
+    for (int r = 0; r < ucx->nranks; r++) {
+        ucp_request_param_t param = {0};
+        if (!ucx_is_remote(ucx, r) || atomic_load(&ucx->peers[r].failed))
+            continue;
+        /* best effort: peers that miss it still end at their deadline */
+        if (ucx_op_new(ucx, &op) == SYMCOLL_OK)
+            (void)ucx_op_track(ucx, op,
+                               ucp_am_send_nbx(ucx->peers[r].ep, UCX_AM_ABORT, &ucx->hello_rank,
+                                               sizeof(ucx->hello_rank), NULL, 0, &param),
+                               "abort notice", r);
+    }
+    for (int i = 0; i < 64; i++)
+        ucp_worker_progress(ucx->worker);
+}
