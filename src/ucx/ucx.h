@@ -28,7 +28,7 @@ symcoll_status_t ucx_create(comm_t *comm, ucx_ctx_t **ucx_p);
 /* Lanes: more workers of the same context, each with its own endpoints (so its own
  * connections) to the same ranks, for threads that move data in parallel (the staging
  * threads of CUDA memory across nodes). A lane uses its owner's registered regions and
- * has its own rkeys, operations, receive hook and algorithm state slots; every data-path
+ * has its own rkeys, operations, and receive hook; every data-path
  * call below works on a lane as on its owner. One thread at a time may use a lane, and
  * nobody may use it while the owner registers or releases regions (pool growth, trim).
  * Collective over all ranks, like ucx_create; destroy lanes (ucx_destroy, collective
@@ -45,12 +45,6 @@ void ucx_close(ucx_ctx_t *ucx);
  * ucx_ctx_t also deregisters the remaining regions and destroys the shared context (its
  * lanes must be gone); a lane leaves both to it. NULL is ignored. */
 void ucx_destroy(ucx_ctx_t *ucx);
-
-/* A slot for the inter-node algorithms' state of one memory type; ucx_destroy frees it
- * with free_fn. */
-void *ucx_algo_state(const ucx_ctx_t *ucx, symcoll_mem_type_t mem_type);
-void ucx_set_algo_state(ucx_ctx_t *ucx, symcoll_mem_type_t mem_type, void *state,
-                        void (*free_fn)(void *));
 
 /* Transports UCX chose for the inter-node endpoints ("tcp/lo", ...), for reports. */
 const char *ucx_transports(const ucx_ctx_t *ucx);

@@ -16,17 +16,6 @@ const char *ucx_transports(const ucx_ctx_t *ucx)
     return ucx->shared->transports;
 }
 
-void *ucx_algo_state(const ucx_ctx_t *ucx, symcoll_mem_type_t mem_type)
-{
-    return ucx->algo_state[mem_type];
-}
-
-void ucx_set_algo_state(ucx_ctx_t *ucx, symcoll_mem_type_t mem_type, void *state,
-                        void (*free_fn)(void *))
-{
-    ucx->algo_state[mem_type] = state;
-    ucx->algo_state_free[mem_type] = free_fn;
-}
 
 static symcoll_status_t ucx_init_worker(ucx_ctx_t *ucx)
 {
@@ -306,10 +295,6 @@ void ucx_destroy(ucx_ctx_t *ucx)
         shared->lanes_used &= ~(1u << ucx->index);
     else if (shared->context)
         ucp_cleanup(shared->context);
-    for (int m = 0; m < SYMCOLL_MEM_LAST; m++) {
-        if (ucx->algo_state[m] && ucx->algo_state_free[m])
-            ucx->algo_state_free[m](ucx->algo_state[m]);
-    }
     if (ucx->index == 0)
         ucx_shared_free(shared);
     free(ucx->peers);

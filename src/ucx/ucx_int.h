@@ -119,9 +119,6 @@ struct ucx_ctx {
     unsigned op_waited;   /* op_next when ucx_wait_all last completed everything */
     ucx_recv_hook_t hook; /* consumer of incoming payloads, if any */
     void *hook_arg;
-
-    void *algo_state[SYMCOLL_MEM_LAST];
-    void (*algo_state_free[SYMCOLL_MEM_LAST])(void *);
 };
 
 /* Header of a region blob; the packed rkey follows. */
