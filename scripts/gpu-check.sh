@@ -103,8 +103,8 @@ run() {
             ;;
         nettests)
             # GPU memory across 2 simulated nodes (UCX over TCP on loopback), one case a
-            # step. Measured (run 10, 10 cases): timeout 22 s, each types case 11-12 s,
-            # the others 1-4 s: about 75 s in all (net_abort_idle is new: not run yet).
+            # step. The timeout cases take 22-23 s, each types case 10-12 s, the others
+            # 1-4 s (bench/results/gpu-across-nodes-raw/run14.txt, run16.txt, run21.txt).
             # The limits add up to far more; they only bound a case that hangs.
             for c in ${NETCASES:-net_capture net_mixed net_kill net_abort net_abort_idle net_timeout net_pool net_types net_hier net_types_plain net_types_lanes3 net_hier_types net_hier_mixed net_hier_flat net_hier_plain net_hier_kill net_hier_abort net_hier_timeout net_hier_pool}; do
                 case $c in net_types*|net_hier_types) l=240 ;; net_hier*) l=180 ;; net_pool) l=120 ;; *) l=100 ;; esac
@@ -113,8 +113,8 @@ run() {
             ;;
         ucxcuda)
             # UCX built with CUDA (packed into $dir/ucx-cuda): does UCX see CUDA memory, does
-            # symcoll say so (the CUDA pool is registered; data still staged), and do the
-            # cross-node cases pass with it
+            # symcoll say so (the data is still staged), and do the cross-node cases pass
+            # with it
             u=$dir/ucx-cuda
             if ! test -d "$u/lib"; then
                 echo "ucxcuda: no $u (pack with UCX_CUDA_SLIM=...)" | tee -a "$out/summary"
@@ -123,8 +123,9 @@ run() {
             step ucx_info 60 env LD_LIBRARY_PATH=$u/lib:$LD_LIBRARY_PATH sh -c \
                 "$u/bin/ucx_info -v; $u/bin/ucx_info -d | grep -iE 'transport|device|memory' | grep -iE 'cuda|tcp' "
             # with UCX_TLS=tcp,self UCX does not report CUDA memory (staged, as with the
-            # distributions' UCX); with cuda_copy it does, and the CUDA pool's segments
-            # are registered with it (the data is still staged: ucx-cuda-probe.md)
+            # distributions' UCX); with cuda_copy it does, and pins the host pool's
+            # segments itself (the data is still staged, and the CUDA pool is not
+            # registered with UCX: bench/results/ucx-cuda-probe.md)
             for tls in tcp,self tcp,self,cuda_copy; do
                 v=`echo $tls | tr -c 'a-z0-9\n' _`
                 step ucxcuda_info_$v 60 env LD_LIBRARY_PATH=$u/lib:$LD_LIBRARY_PATH \

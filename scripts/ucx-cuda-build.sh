@@ -1,10 +1,10 @@
 #!/bin/sh
 # Builds a CUDA-enabled UCX from Debian 12's own ucx source package (1.13.1) against the
-# CUDA toolkit, for trying the direct-rkey path of CUDA memory across nodes on the GPU
-# machine (Debian's and Ubuntu's UCX are built without CUDA). Not part of the build or
-# of CI. Needs root: it adds two apt sources (deb-src of main; non-free, only to fetch
-# NVML's header and link library, which UCX 1.13's configure insists on, unpacked with
-# dpkg -x into DEST, never installed).
+# CUDA toolkit, for the ucxcuda step of scripts/gpu-check.sh and scripts/ucx-cuda-probe.sh
+# on the GPU machine (Debian's and Ubuntu's UCX are built without CUDA). Not part of the
+# build or of CI. Needs root: it adds two apt sources (deb-src of main; non-free, only to
+# fetch NVML's header and link library, which UCX 1.13's configure insists on, unpacked
+# with dpkg -x into DEST, never installed).
 #
 #   scripts/ucx-cuda-build.sh [DEST]     (default /tmp/ucx-cuda; takes ~5 min on 2 cores)
 #

@@ -276,7 +276,7 @@ static const char *oneshot_threshold(const topo_select_cfg_t *cfg, const topo_sh
     /* Host ranks outnumbering the CPUs: each barrier is a context switch, and two-shot has
      * twice one-shot's barriers, so one-shot pays further: measured on 2 cores, 4 ranks
      * cross over at 8-16 KiB, not at 32K/(n-1)^2 = 3.6 KiB
-     * (bench/results/selector-auto-2core.md). */
+     * (bench/results/selector.md). */
     if (mem == SYMCOLL_MEM_HOST && s->oversubscribed && s->nranks > 2)
         *max_p = (size_t)((double)*max2_p / (double)(s->nranks - 1));
     return var;

@@ -152,9 +152,9 @@ static inline size_t topo_cuda_net_chunk(size_t bytes, size_t chunk_max, int lan
  * number, each node's GPUs mapping each other, at most cuda_max_local of them, from
  * SYMCOLL_HIER_MIN on, unless SYMCOLL_ALGO forces another algorithm. Where GPUs are
  * shared by ranks, only from TOPO_CUDA_HIER_SHARED_MIN on (unless SYMCOLL_ALGO=hier): the
- * kernels wait for each other's ranks, and time-sliced that cost 2.2-2.8 ms a call on
- * the H200 machine (2 nodes x 2 ranks on 2 GPUs), against 52-116 us flat up to 64K; the
- * hierarchical algorithm won from 16M (bench/results/gpu-across-nodes.md, run 13). */
+ * kernels wait for each other's ranks, and time-sliced that costs 2.2-2.8 ms a call (2
+ * nodes x 2 ranks on 2 GPUs), against 48-107 us flat at 4-64K; the hierarchical
+ * algorithm is ahead from 16M (bench/results/gpu-across-nodes.md, "Hierarchical"). */
 #define TOPO_CUDA_HIER_SHARED_MIN ((size_t)16 << 20)
 bool topo_cuda_net_hier(const topo_select_cfg_t *cfg, const topo_shape_t *shape, size_t bytes);
 
