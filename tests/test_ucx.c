@@ -260,10 +260,9 @@ static void *lane_main(void *arg)
                 algo_net_group_allreduce_on(r->comm, r->ucx, r->comm->pools[SYMCOLL_MEM_HOST],
                                             r->buf, count, SYMCOLL_FLOAT32, SYMCOLL_SUM);
         else
-            r->status =
-                algo_net_allreduce_on(r->comm, r->ucx, r->comm->pools[SYMCOLL_MEM_HOST],
-                                      lane_algo(r->comm, count * 4), r->buf, r->buf, count,
-                                      SYMCOLL_FLOAT32, SYMCOLL_SUM);
+            r->status = algo_net_allreduce_on(r->comm, r->ucx, r->comm->pools[SYMCOLL_MEM_HOST],
+                                              lane_algo(r->comm, count * 4), r->buf, r->buf,
+                                              count, SYMCOLL_FLOAT32, SYMCOLL_SUM);
         if (r->status != SYMCOLL_OK) {
             snprintf(r->why, sizeof(r->why), "lane %d round %d: %s", r->lane, round,
                      symcoll_status_string(r->status));
@@ -394,10 +393,9 @@ static void *lane_dead_main(void *arg)
     double t0 = time_now();
 
     for (int round = 0; round < 100000 && r->status == SYMCOLL_OK; round++)
-        r->status =
-            algo_net_allreduce_on(r->comm, r->ucx, r->comm->pools[SYMCOLL_MEM_HOST],
-                                  lane_algo(r->comm, LANE_MAX_BYTES), r->buf, r->buf,
-                                  LANE_MAX_BYTES / 4, SYMCOLL_FLOAT32, SYMCOLL_SUM);
+        r->status = algo_net_allreduce_on(r->comm, r->ucx, r->comm->pools[SYMCOLL_MEM_HOST],
+                                          lane_algo(r->comm, LANE_MAX_BYTES), r->buf, r->buf,
+                                          LANE_MAX_BYTES / 4, SYMCOLL_FLOAT32, SYMCOLL_SUM);
     snprintf(r->why, sizeof(r->why), "lane %d: %s after %.1f s", r->lane,
              symcoll_status_string(r->status), time_now() - t0);
     return NULL;

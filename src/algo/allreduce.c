@@ -158,9 +158,9 @@ static symcoll_status_t run_host(comm_t *comm, const topo_plan_t *plan,
 }
 
 static symcoll_status_t run_net_host(comm_t *comm, const topo_plan_t *plan,
-                                     pool_t *const pools[SYMCOLL_MEM_LAST],
-                                     const void *sendbuf, void *recvbuf, size_t count,
-                                     symcoll_dtype_t dtype, symcoll_op_t op, void *stream)
+                                     pool_t *const pools[SYMCOLL_MEM_LAST], const void *sendbuf,
+                                     void *recvbuf, size_t count, symcoll_dtype_t dtype,
+                                     symcoll_op_t op, void *stream)
 {
     (void)stream;
     return algo_net_allreduce(comm, pools[SYMCOLL_MEM_HOST], plan->algo, sendbuf, recvbuf,
@@ -178,13 +178,12 @@ static symcoll_status_t run_cuda(comm_t *comm, const topo_plan_t *plan,
 }
 
 static symcoll_status_t run_net_cuda(comm_t *comm, const topo_plan_t *plan,
-                                     pool_t *const pools[SYMCOLL_MEM_LAST],
-                                     const void *sendbuf, void *recvbuf, size_t count,
-                                     symcoll_dtype_t dtype, symcoll_op_t op, void *stream)
+                                     pool_t *const pools[SYMCOLL_MEM_LAST], const void *sendbuf,
+                                     void *recvbuf, size_t count, symcoll_dtype_t dtype,
+                                     symcoll_op_t op, void *stream)
 {
-    return algo_cuda_net_allreduce(comm, plan, pools[SYMCOLL_MEM_HOST],
-                                   pools[SYMCOLL_MEM_CUDA], sendbuf, recvbuf, count, dtype, op,
-                                   stream);
+    return algo_cuda_net_allreduce(comm, plan, pools[SYMCOLL_MEM_HOST], pools[SYMCOLL_MEM_CUDA],
+                                   sendbuf, recvbuf, count, dtype, op, stream);
 }
 #endif
 
@@ -243,7 +242,8 @@ symcoll_status_t algo_allreduce(comm_t *comm, const topo_plan_t *plan,
         log_debug("all-reduce of %zu bytes: %s/%s (%s)", count * symcoll_dtype_size(dtype),
                   topo_family_name(plan->family), topo_algo_name(plan->algo), d.reason);
     }
-    if (plan->family != TOPO_FAMILY_SELF) {
+    /* the queued families check it themselves, and tell the node's kernels */
+    if (plan->family != TOPO_FAMILY_SELF && !families[plan->family].queued) {
         status = algo_check_usable(comm);
         if (status != SYMCOLL_OK)
             return status;

@@ -20,10 +20,10 @@ typedef struct algo_ctx {
      * (timeout, dead peer, abort, UCX error): sticky, every later call returns it. Set
      * with algo_break from any thread (the lanes of CUDA memory across nodes). */
     _Atomic int broken;
-    struct algo_host_state *host;  /* intra-node host algorithms (host pool) */
-    struct net_state *net;         /* across nodes on the communicator's own worker */
-    struct cuda_algo_state *cuda;  /* intra-node CUDA kernels (CUDA pool) */
-    struct cuda_net *cuda_net;     /* CUDA memory across nodes: call queue and lanes */
+    struct algo_host_state *host; /* intra-node host algorithms (host pool) */
+    struct net_state *net;        /* across nodes on the communicator's own worker */
+    struct cuda_algo_state *cuda; /* intra-node CUDA kernels (CUDA pool) */
+    struct cuda_net *cuda_net;    /* CUDA memory across nodes: call queue and lanes */
     /* across nodes on each lane's worker: one state per lane, made by the lane's owner */
     struct {
         ucx_ctx_t *ucx;

@@ -1,4 +1,4 @@
-/* The staging pipeline of CUDA memory across nodes (algo/cuda_net.c) without CUDA, so
+/* The staging pipeline of CUDA memory across nodes (algo/cuda_net_int.h) without CUDA, so
  * that tests can run it without a GPU: which stream commands a call queues (a pure
  * function), and the lanes' queue of operations. */
 #ifndef SYMCOLL_ALGO_CUDA_NET_PLAN_H

@@ -53,7 +53,7 @@ struct algo_host_state {
     unsigned spin_max;     /* pause rounds before a wait starts yielding */
     bool has_staging;
     size_t staging_off; /* HOST_STAGING_SLOTS slots of chunk_bytes, same offset on every rank */
-    const void **srcs;       /* n source pointers for the reduction */
+    const void **srcs;  /* n source pointers for the reduction */
     uint64_t *peer_flags, *peer_in, *peer_out; /* descriptors read from the peers */
 };
 typedef struct algo_host_state algo_host_state_t;

@@ -10,7 +10,7 @@ noinst_HEADERS += \
 	src/algo/algo.h \
 	src/algo/host.h \
 	src/algo/reduce.h
-# inter-node algorithms over UCX (issue 5)
+# inter-node algorithms over UCX
 libsymcoll_core_la_SOURCES += \
 	src/algo/hier.c \
 	src/algo/net_common.c \
@@ -18,3 +18,18 @@ libsymcoll_core_la_SOURCES += \
 	src/algo/net_ring.c
 noinst_HEADERS += \
 	src/algo/net.h
+# CUDA memory, built when configure finds CUDA: the all-reduce over the CUDA pool and CUDA
+# memory across nodes (cuda_net*.c, described in cuda_net_int.h). The staging plan,
+# cuda_net_plan.c above, needs no CUDA: its test runs everywhere.
+noinst_HEADERS += \
+	src/algo/cuda_algo.h \
+	src/algo/cuda_net_int.h \
+	src/algo/cuda_net_plan.h
+if HAVE_CUDA
+libsymcoll_core_la_SOURCES += \
+	src/algo/cuda_allreduce.c \
+	src/algo/cuda_net.c \
+	src/algo/cuda_net_lane.c \
+	src/algo/cuda_net_queue.c \
+	src/algo/cuda_net_stage.c
+endif

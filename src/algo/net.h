@@ -31,12 +31,12 @@ struct net_state {
     comm_t *comm;
     pool_t *pool;
     ucx_ctx_t *ucx;
-    int n;              /* ranks of the communicator */
-    size_t flags_off;   /* (n + 1) * NET_FLAG_STRIDE bytes */
-    uint64_t *sent;     /* messages sent to each rank */
-    uint64_t *recvd;    /* messages consumed from each rank */
-    uint64_t bar;       /* intra-node barriers passed */
-    uint64_t calls;     /* calls made: parity of the receive areas */
+    int n;            /* ranks of the communicator */
+    size_t flags_off; /* (n + 1) * NET_FLAG_STRIDE bytes */
+    uint64_t *sent;   /* messages sent to each rank */
+    uint64_t *recvd;  /* messages consumed from each rank */
+    uint64_t bar;     /* intra-node barriers passed */
+    uint64_t calls;   /* calls made: parity of the receive areas */
     /* calls among the ranks of one local index (algo_net_group_allreduce_on): a pair of
      * receive areas of their own, since ranks of other local indices make other numbers
      * of them, and the parity of the flat calls must agree on every rank */
@@ -49,10 +49,10 @@ struct net_state {
     size_t in_bytes, acc_bytes, area_bytes;
     ucx_req_t *reqs; /* per chunk of a ring call */
     size_t nreqs_cap;
-    const void **srcs;       /* local_size sources of a hierarchical reduction */
-    int *group;              /* ranks of one hierarchical group (one per node) */
-    int *all;                /* 0 .. n-1: the group of a flat call */
-    bool fixed;              /* a lane's: the scratch may not grow (no pool calls) */
+    const void **srcs; /* local_size sources of a hierarchical reduction */
+    int *group;        /* ranks of one hierarchical group (one per node) */
+    int *all;          /* 0 .. n-1: the group of a flat call */
+    bool fixed;        /* a lane's: the scratch may not grow (no pool calls) */
 };
 typedef struct net_state net_state_t;
 

@@ -12,8 +12,8 @@
 #include "ucx/ucx.h"
 
 symcoll_status_t api_check_allreduce_args(const void *sendbuf, void *recvbuf, size_t count,
-                                           symcoll_dtype_t dtype, symcoll_op_t op,
-                                           symcoll_comm_h comm)
+                                          symcoll_dtype_t dtype, symcoll_op_t op,
+                                          symcoll_comm_h comm)
 {
     size_t esize;
 
@@ -50,8 +50,7 @@ static symcoll_status_t api_check_mem_type(const char *fn, symcoll_mem_type_t me
 /* The pool of mem_type, created on first use (collective: every rank's first use of a
  * memory type is the same call), with the algorithms' state on it. The one way to a
  * pool. Called with comm->lock held. */
-static symcoll_status_t api_pool_get(comm_t *comm, symcoll_mem_type_t mem_type,
-                                     pool_t **pool_p)
+static symcoll_status_t api_pool_get(comm_t *comm, symcoll_mem_type_t mem_type, pool_t **pool_p)
 {
     pool_params_t params = {.mem_type = mem_type, .listener = NULL};
     pool_listener_t listener;

@@ -1,15 +1,11 @@
 # cuda: CUDA glue and kernels (built with nvcc when configure finds CUDA). libtool does
 # not know nvcc: scripts/nvcc-lt.sh compiles each .cu into the PIC and non-PIC objects
 # and writes the .lo file that libtool links like any other object.
-noinst_HEADERS += src/cuda/cuda.h src/cuda/kernels.h src/algo/cuda_algo.h src/algo/cuda_net_plan.h
+noinst_HEADERS += src/cuda/cuda.h src/cuda/kernels.h
 EXTRA_DIST += src/cuda/allreduce.cu scripts/nvcc-lt.sh
 
 if HAVE_CUDA
-libsymcoll_core_la_SOURCES += \
-	src/cuda/cuda.c \
-	src/pool/pool_cuda.c \
-	src/algo/cuda_allreduce.c \
-	src/algo/cuda_net.c
+libsymcoll_core_la_SOURCES += src/cuda/cuda.c
 CUDA_KERNEL_LOS = src/cuda/allreduce.lo
 libsymcoll_core_la_LIBADD += $(CUDA_KERNEL_LOS)
 EXTRA_libsymcoll_core_la_DEPENDENCIES = $(CUDA_KERNEL_LOS)

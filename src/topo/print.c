@@ -204,8 +204,8 @@ void topo_print_decisions(const topo_t *t, FILE *out)
         if (mem == SYMCOLL_MEM_CUDA && !t->have_gpus)
             fprintf(out, "#   (no rank has a CUDA device: the CUDA rows show what the "
                          "selector would pick)\n");
-        fprintf(out, "# %-4s %12s %6s  %-8s  %-13s  %s\n", "mem", "bytes", "", "algo",
-                "family", "reason");
+        fprintf(out, "# %-4s %12s %6s  %-8s  %-13s  %s\n", "mem", "bytes", "", "algo", "family",
+                "reason");
         for (size_t bytes = 8; bytes <= ((size_t)1 << 30); bytes *= 2) {
             topo_decision_t d;
             topo_plan_t plan;

@@ -504,9 +504,12 @@ topo_algo_t topo_select_algo(const topo_select_cfg_t *cfg, const topo_shape_t *s
 const char *topo_family_name(topo_family_t family)
 {
     static const char *const names[TOPO_FAMILY_LAST] = {
-        [TOPO_FAMILY_NONE] = "none",         [TOPO_FAMILY_SELF] = "self",
-        [TOPO_FAMILY_HOST] = "host",         [TOPO_FAMILY_CUDA] = "cuda",
-        [TOPO_FAMILY_NET_HOST] = "net-host", [TOPO_FAMILY_NET_CUDA] = "net-cuda",
+        [TOPO_FAMILY_NONE] = "none",
+        [TOPO_FAMILY_SELF] = "self",
+        [TOPO_FAMILY_HOST] = "host",
+        [TOPO_FAMILY_CUDA] = "cuda",
+        [TOPO_FAMILY_NET_HOST] = "net-host",
+        [TOPO_FAMILY_NET_CUDA] = "net-cuda",
         [TOPO_FAMILY_NET_CUDA_HIER] = "net-cuda-hier",
     };
     return (unsigned)family < TOPO_FAMILY_LAST ? names[family] : "?";

@@ -348,8 +348,8 @@ const topo_plan_t *topo_plan(topo_t *t, symcoll_mem_type_t mem, size_t bytes)
     return &t->memo[mem].plan;
 }
 
-void topo_plan_explain(const topo_t *t, symcoll_mem_type_t mem, size_t bytes,
-                       topo_plan_t *plan, topo_decision_t *d)
+void topo_plan_explain(const topo_t *t, symcoll_mem_type_t mem, size_t bytes, topo_plan_t *plan,
+                       topo_decision_t *d)
 {
     topo_select_plan(&t->select_cfg, &t->shape[mem], mem, bytes, plan, d);
 }

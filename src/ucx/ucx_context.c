@@ -16,7 +16,6 @@ const char *ucx_transports(const ucx_ctx_t *ucx)
     return ucx->shared->transports;
 }
 
-
 static symcoll_status_t ucx_init_worker(ucx_ctx_t *ucx)
 {
     ucp_worker_params_t wparams;

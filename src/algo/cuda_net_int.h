@@ -1,0 +1,283 @@
+/* Internals of CUDA memory across nodes: the engine's state and the calls between its
+ * files. The engine and how a call flows through it (queue, lanes, peers): below. */
+/*
+ * CUDA memory across nodes, staged through pinned host memory of the pool: lanes of
+ * progress threads per communicator move each queued all-reduce off the GPU, across the
+ * nodes with the host algorithms over UCX, and back, in order with the caller's stream.
+ *
+ * Files:
+ *   cuda_net.c        the entry points of cuda_algo.h: the call's checks, creation,
+ *                     drain, abort, release and destroy;
+ *   cuda_net_queue.c  the call queued: its operation for the lanes and its pipeline on
+ *                     the caller's stream (stream commands or the small-call kernel),
+ *                     and the hierarchical variant around it;
+ *   cuda_net_lane.c   the lanes: their threads, the chunks they move, their failure
+ *                     handling, start and stop;
+ *   cuda_net_stage.c  the host staging (slots and node word in the pinned host pool):
+ *                     setting it up, waiting until the GPU is done with it, releasing it;
+ *   cuda_net_plan.c   the stream commands of a call and the lanes' queue, without CUDA
+ *                     (tests/test_cuda_net_plan runs them without a GPU).
+ *
+ * Why staged: the UCX of Debian and Ubuntu is built without CUDA, so it cannot read or
+ * write GPU memory. A UCX 1.13 built with CUDA (scripts/ucx-cuda-build.sh) reports CUDA
+ * memory, but on TCP a put into GPU memory crashes it and a put into host memory is
+ * emulated at 86 MB/s, and it cannot register the CUDA pool's VMM segments
+ * (bench/results/ucx-cuda-probe.md): there is no direct path (puts into the CUDA pool with
+ * rkeys), the staged path serves that case too, and symcoll_info says so. A direct path
+ * needs RMA into GPU memory (InfiniBand or RoCE with GPUDirect RDMA).
+ *
+ * The message moves in chunks of SYMCOLL_CUDA_NET_CHUNK bytes through S = 2 x lanes + 1
+ * chunk-sized slots of host staging (pool memory, pinned with cudaHostRegister). Three
+ * host-mapped words per slot hand a chunk back and forth: "ready" (the GPU copied chunk
+ * g into the slot), "done" (a lane reduced it across the nodes), "freed" (the GPU copied
+ * the result out). Each holds the low 32 bits of g + 1 for the last chunk g that passed;
+ * chunks are numbered across calls in 64 bits (the slot is g mod S: a 32-bit count would
+ * jump slots where it wraps), so the words only grow, compared as int32 differences
+ * like CU_STREAM_WAIT_VALUE_GEQ does.
+ *
+ * The call (caller's thread, comm->lock held) never waits for the GPU. It queues the
+ * whole pipeline on the caller's stream and the operation for the lanes, and returns:
+ *   stream:  copy chunks 0 .. S-1 to their slots, raising "ready" after each; then for
+ *            each chunk k: wait for "done", copy the result back, raise "freed", copy
+ *            chunk k + S in (a slot is refilled only after its "freed": calls on other
+ *            streams share the slots);
+ *   lane i:  for each chunk k of the call with k mod lanes == i: wait for "ready",
+ *            all-reduce the slot in place across the ranks (the host algorithm the
+ *            selector picks for the chunk: rd, ring or hier), raise "done".
+ * A message spreads over the lanes in chunks of 64K up to SYMCOLL_CUDA_NET_CHUNK
+ * (topo_cuda_net_chunk). A one-chunk call (up to SYMCOLL_CUDA_NET_KERNEL_MAX bytes, when
+ * no GPU serves two ranks of the communicator) queues one kernel instead of the six stream
+ * commands, which does the same in less time (24.6 instead of 41-75 us at 1 KB,
+ * bench/results/gpu-across-nodes.md). So the lanes move chunks across the nodes at the
+ * same time while the copies of the next ones run. Why lanes: one thread that sends,
+ * receives and reduces is the limit over TCP (two pairs of ranks over loopback reach 2.2
+ * times the bandwidth of one, bench/results/gpu-across-nodes.md); each lane has its own
+ * UCX worker and connections (a UCX lane of the communicator's context, ucx_lane_create),
+ * its own flags and scratch, so lanes share nothing but the registered pool. With one
+ * lane, it is the communicator's own UCX context.
+ *
+ * The lanes only read and write host memory: they never call CUDA, so nothing the caller's
+ * thread does inside the driver (a synchronous copy from pageable memory on the legacy
+ * stream, say) can block a thread that stream waits for: a lane that issued copies or
+ * queried events would wait inside the driver for the caller's thread, which waits for the
+ * lane, a deadlock. Nor do several lanes touch the pool: their scratch is reserved for the
+ * chunk size when the staging is set up (algo_net_reserve_upto). (A single lane uses the
+ * communicator's own state, reserved the same way; it may still grow it for a flat chunk,
+ * as the caller would: nobody else uses the pool while operations are queued.)
+ *
+ * Hierarchical (several ranks on every node, whose GPUs map each other:
+ * topo_cuda_net_hier): the call queues the two-shot kernel's reduce-scatter half over the
+ * CUDA pool (algo_cuda_hier_rs: local rank l ends with slice l of the node's sum in its
+ * staging), then this staged pipeline on that slice, whose lanes all-reduce it among
+ * the ranks of local index l, one a node (algo_net_group_allreduce_on), then the
+ * all-gather half (every slice from the peers' staging into the result). So each rank
+ * copies, sends and reduces on the host only 1/L of the message. The hier word orders
+ * these calls across streams (they share the CUDA pool's staging), and the node word
+ * (after the slots) lets a rank that gives up stop its node's waiting kernels.
+ *
+ * Every rank's lane i runs the same chunks in the same order, so the host algorithms'
+ * collective steps match lane by lane. Lane 0 takes every call's first chunk and keeps
+ * polling for 20 ms when idle (then sleeps; with a UCX lane of its own, it wakes every
+ * 50 ms for its peers' failure notices: cnet_listens); the others sleep sooner, and a
+ * stream of one-chunk calls neither wakes them nor waits for them (the queue, cnet_sched_t
+ * in cuda_net_plan.h, counts an operation finished once the lanes with chunks in it
+ * finished it). Everything else that talks to the other ranks (host all-reduces, pool
+ * allocation, trim, destroy) first drains this queue (algo_cuda_net_drain), so the lanes
+ * and the caller never use the pool, the bootstrap or the communicator's UCX worker at
+ * once.
+ *
+ * Failure: an operation that fails (peer gone, abort, timeout, CUDA error) still
+ * releases its stream: each lane raises "done" for its remaining chunks, and tells its
+ * peers' lanes that it gave up. The status sticks: every later call on the communicator
+ * returns it. The result buffer of a failed operation is undefined.
+ *
+ * Streams: operations run in call order and share the slots, so calls on different
+ * streams are serialised: one that waits behind long work on its stream holds up the
+ * ones queued after it (as with NCCL, collectives on a communicator are ordered).
+ *
+ * CUDA graphs: the work is done by host threads per call, so a capture would record
+ * only the stream waits; a call on a capturing stream fails with SYMCOLL_ERR_UNSUPPORTED
+ * and changes nothing.
+ */
+#ifndef SYMCOLL_ALGO_CUDA_NET_INT_H
+#define SYMCOLL_ALGO_CUDA_NET_INT_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <cuda_runtime_api.h>
+
+#include "algo/ctx.h"
+#include "algo/cuda_algo.h"
+#include "algo/cuda_net_plan.h"
+#include "cuda/cuda.h"
+#include "ucx/ucx.h"
+
+typedef struct cnet_op {
+    size_t count;
+    size_t chunk; /* elements a chunk (topo_cuda_net_chunk) */
+    symcoll_dtype_t dtype;
+    symcoll_op_t op;
+    uint64_t first; /* number of its first chunk */
+    uint64_t nchunks;
+    bool group; /* hierarchical: a slice, among the ranks of this local index */
+} cnet_op_t;
+
+#define CNET_WORD_STRIDE 16 /* uint32 per line: one cache line per word */
+
+/* One lane: a thread that moves chunks k with k mod lanes == index of each call across
+ * the nodes, on its own UCX worker and connections (with one lane: the communicator's
+ * own). */
+typedef struct cnet_lane {
+    cuda_net_t *cn;
+    int index;
+    ucx_ctx_t *ucx;
+    bool own_ucx; /* a UCX lane of this staging (destroyed with it) */
+    pthread_t thread;
+    bool started;
+    bool told_peers; /* this lane told its peers it gave up */
+    /* where the time goes (logged at destroy, info level): seconds summed over ops */
+    double t_wait_in; /* from taking an op to its first chunk on the host */
+    double t_net;     /* in the host all-reduces */
+    double t_busy;    /* from taking an op to releasing it */
+} cnet_lane_t;
+
+/* The engine of one communicator (comm->algo->cuda_net): made by its first call of CUDA memory
+ * across nodes, freed by its destroy. */
+struct cuda_net {
+    comm_t *comm;
+    pool_t *host_pool;
+    const cuda_driver_t *drv;
+    int nlanes, nslots;
+    cnet_lane_t lanes[CNET_LANES_MAX];
+    bool running; /* the lanes (threads, UCX lanes) exist: while there is staging */
+
+    pthread_mutex_t mu;
+    pthread_cond_t work; /* work for a lane that sleeps, or stop */
+    pthread_cond_t idle; /* an operation finished */
+    cnet_op_t q[CNET_QUEUE];
+    cnet_sched_t sched; /* which lane takes which operation, what finished (under mu) */
+    bool lane0_asleep;  /* lane 0 waits on work (under mu) */
+    /* drained: the caller may change what UCX reads (the registered regions, at pool
+     * growth), so idle lane 0 does not listen (under mu; cleared by the next operation) */
+    bool quiet;
+    bool stop;
+    _Atomic int aborted; /* symcoll_comm_abort: every lane tells its peers, idle or not */
+    uint64_t next_chunk; /* number of the next chunk queued (caller's thread) */
+    /* per slot: the last chunk whose "freed" the caller queued + 1 (0: none); once the
+     * word shows it, no queued copy touches the slot any more */
+    uint64_t last_freed[CNET_SLOTS_MAX];
+
+    volatile uint32_t *words; /* host-mapped, CNET_NWORDS x nslots lines + the hier line */
+    CUdeviceptr words_dev;
+    /* hierarchical calls queued; the hier word (after the slots' words) holds the low 32
+     * bits of the number of the last whose all-gather ran. A hierarchical call's stream
+     * waits for the one before it (other streams: they share the CUDA pool's staging) */
+    uint64_t hier_seq;
+
+    bool has_stage; /* allocated and pinned */
+    bool we_pinned; /* pinned by us (else by UCX: a UCX built with CUDA pins the host
+                       pool's segments when it registers them) */
+    size_t stage_off, slot_bytes;
+    char *stage;
+    char *stage_dev; /* the GPU's view of it (mapped); NULL: no small-call kernel */
+    /* after the slots, in the same pinned host pool memory: the node word (non-zero: a
+     * rank of this node gave up, raised by that rank through the pool mapping; the
+     * hierarchical kernels stop waiting then), and its device view */
+    size_t node_off;
+    const volatile uint32_t *node_word_dev;
+    uint64_t nops;                   /* operations finished */
+    double t_wait_in, t_net, t_busy; /* the lanes' sums, as they stop */
+};
+
+static inline volatile uint32_t *cnet_word(cuda_net_t *cn, int which, int slot)
+{
+    return cn->words + ((size_t)which * (size_t)cn->nslots + (size_t)slot) * CNET_WORD_STRIDE;
+}
+
+static inline CUdeviceptr cnet_word_dev(cuda_net_t *cn, int which, int slot)
+{
+    return cn->words_dev + ((size_t)which * (size_t)cn->nslots + (size_t)slot) *
+                               CNET_WORD_STRIDE * sizeof(uint32_t);
+}
+
+/* pthread_cond_timedwait for at most sec (mu held); true if it timed out. */
+static inline bool cnet_timed_wait(pthread_cond_t *cond, pthread_mutex_t *mu, double sec)
+{
+    struct timespec ts;
+    long ns;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ns = ts.tv_nsec + (long)(sec * 1e9);
+    ts.tv_sec += ns / 1000000000L;
+    ts.tv_nsec = ns % 1000000000L;
+    return pthread_cond_timedwait(cond, mu, &ts) == ETIMEDOUT;
+}
+
+/* Polls a host-mapped word until it reaches value (wrap-safe) or dl passes. */
+static inline symcoll_status_t cnet_poll_word(volatile uint32_t *w, uint32_t value,
+                                              const deadline_t *dl)
+{
+    unsigned iter = 0;
+
+    while (!cnet_reached(__atomic_load_n(w, __ATOMIC_ACQUIRE), value)) {
+        if (deadline_check(dl) != SYMCOLL_OK)
+            return SYMCOLL_ERR_TIMED_OUT;
+        core_spin_pause(&iter);
+    }
+    return SYMCOLL_OK;
+}
+
+/* the hier word: the line after the slots' */
+#define CNET_HIER_LINE(cn) ((size_t)CNET_NWORDS * (size_t)(cn)->nslots * CNET_WORD_STRIDE)
+
+/* ---- the lanes (cuda_net_lane.c) ----------------------------------------------------- */
+
+/* Starts the lanes (queue empty: caller's thread; collective). */
+symcoll_status_t cnet_lanes_start(cuda_net_t *cn);
+
+/* Stops the lanes (queue drained: caller's thread; collective). */
+void cnet_lanes_stop(cuda_net_t *cn);
+
+/* ---- the staging (cuda_net_stage.c) -------------------------------------------------- */
+
+/* Sets up the host staging and starts the lanes, if not done yet (caller's thread, no
+ * operation queued; collective). */
+symcoll_status_t cnet_stage_ensure(cuda_net_t *cn);
+
+/* Stops the lanes and frees the host staging once no queued stream work uses it. */
+void cnet_stage_release(cuda_net_t *cn);
+
+/* Waits (caller's thread) until the all-gather of every queued hierarchical call ran. */
+symcoll_status_t cnet_wait_hier(cuda_net_t *cn);
+
+/* Waits (caller's thread) until no queued stream work reads or writes the slots or the
+ * words any more. */
+symcoll_status_t cnet_wait_quiet(cuda_net_t *cn);
+
+/* A rank of this node (this one included) raised the node word: it gave up. */
+bool cnet_node_failed(const cuda_net_t *cn);
+
+/* Raises the node word of every rank of the node: this rank gave up. */
+void cnet_tell_node(cuda_net_t *cn);
+
+/* ---- the queue (cuda_net_queue.c) ---------------------------------------------------- */
+
+/* Waits until at most max operations are queued. */
+symcoll_status_t cnet_wait_queued(cuda_net_t *cn, uint64_t max);
+
+/* Queues one operation for the lanes and its pipeline on the stream (the staging is in
+ * place); group: a hierarchical call's slice. */
+symcoll_status_t cnet_enqueue(cuda_net_t *cn, cudaStream_t s, const void *sendbuf,
+                              void *recvbuf, size_t count, symcoll_dtype_t dtype,
+                              symcoll_op_t op, bool group);
+
+/* A hierarchical call (the plan's TOPO_FAMILY_NET_CUDA_HIER) over cuda_pool, queued on s. */
+symcoll_status_t cnet_hier(cuda_net_t *cn, cudaStream_t s, pool_t *cuda_pool,
+                           const void *sendbuf, void *recvbuf, size_t count,
+                           symcoll_dtype_t dtype, symcoll_op_t op);
+
+#endif

@@ -1,0 +1,390 @@
+/* The lanes of CUDA memory across nodes: progress threads that move the chunks of the
+ * queued operations across the nodes over UCX, their failure handling, start and stop. */
+#include "algo/cuda_net_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/net.h"
+#include "bootstrap/bootstrap.h"
+#include "topo/topo.h"
+
+/* how long an idle lane polls the queue before it sleeps (the next call of a loop
+ * usually comes within microseconds) */
+#define CNET_IDLE_SPIN_SEC 0.02
+/* lanes other than 0 only get chunks of calls of several chunks, which last long enough
+ * that a wake-up does not show: they poll briefly, not to keep cores busy (and a stream
+ * of one-chunk calls neither wakes them nor waits for them: cnet_sched_t) */
+#define CNET_IDLE_SPIN_OTHER_SEC 0.0005
+/* how often an idle lane 0 looks for its peers' failure notices (cnet_listens) */
+#define CNET_LISTEN_SEC 0.05
+
+/* Waits until the GPU copied chunk g into its slot, keeping UCX progressing (peers may
+ * be sending to us meanwhile). */
+static symcoll_status_t cnet_wait_ready(cnet_lane_t *ln, uint64_t g, const deadline_t *dl)
+{
+    cuda_net_t *cn = ln->cn;
+    volatile uint32_t *w = cnet_word(cn, CNET_READY, cnet_slot(g, cn->nslots));
+    unsigned iter = 0;
+    symcoll_status_t status;
+
+    while (!cnet_reached(__atomic_load_n(w, __ATOMIC_ACQUIRE), (uint32_t)(g + 1))) {
+        /* another lane failed, or the caller could not queue the whole pipeline: this
+         * chunk may never come */
+        status = (symcoll_status_t)atomic_load_explicit(&cn->comm->algo->broken,
+                                                        memory_order_relaxed);
+        if (status == SYMCOLL_OK && cnet_node_failed(cn))
+            status = SYMCOLL_ERR_PEER_FAILED; /* a rank of the node gave up */
+        if (status != SYMCOLL_OK)
+            return status;
+        status = ucx_progress(ln->ucx);
+        if (status == SYMCOLL_OK)
+            status = deadline_check(dl);
+        if (status != SYMCOLL_OK) {
+            log_error("CUDA all-reduce across nodes: gave up waiting for the GPU's copy of "
+                      "chunk %llu (%s)",
+                      (unsigned long long)g, symcoll_status_string(status));
+            return status;
+        }
+        core_spin_pause(&iter);
+    }
+    return SYMCOLL_OK;
+}
+
+static void cnet_raise_done(cuda_net_t *cn, uint64_t g)
+{
+    __atomic_store_n(cnet_word(cn, CNET_DONE, cnet_slot(g, cn->nslots)), (uint32_t)(g + 1),
+                     __ATOMIC_RELEASE);
+}
+
+/* The lane's first chunk at or after chunk k of a call: chunk k goes to lane k mod
+ * lanes, so a one-chunk call always goes to lane 0, which stays hot while the others may
+ * sleep. */
+static uint64_t cnet_lane_chunk(const cnet_lane_t *ln, uint64_t k)
+{
+    uint64_t L = (uint64_t)ln->cn->nlanes;
+    return k + ((uint64_t)ln->index + L - k % L) % L;
+}
+
+static symcoll_status_t cnet_run(cnet_lane_t *ln, const cnet_op_t *op, uint64_t *k_p)
+{
+    cuda_net_t *cn = ln->cn;
+    size_t chunk = op->chunk;
+    symcoll_status_t status = SYMCOLL_OK;
+    double t0 = time_now(), t;
+    bool first = true;
+
+    for (*k_p = cnet_lane_chunk(ln, 0); *k_p < op->nchunks; *k_p += (uint64_t)cn->nlanes) {
+        uint64_t k = *k_p, g = op->first + k;
+        /* per chunk: the timeout bounds a wait, not a whole (possibly huge) message */
+        deadline_t dl = deadline_make(cn->comm->timeout_sec, &cn->comm->aborted);
+        size_t off = (size_t)k * chunk, n = op->count - off < chunk ? op->count - off : chunk;
+        char *slot = cn->stage + (size_t)cnet_slot(g, cn->nslots) * cn->slot_bytes;
+
+        status = cnet_wait_ready(ln, g, &dl);
+        t = time_now();
+        if (first)
+            ln->t_wait_in += t - t0;
+        first = false;
+        if (status == SYMCOLL_OK && op->group)
+            status = algo_net_group_allreduce_on(cn->comm, ln->ucx, cn->host_pool, slot, n,
+                                                 op->dtype, op->op);
+        else if (status == SYMCOLL_OK)
+            status = algo_net_allreduce_on(
+                cn->comm, ln->ucx, cn->host_pool,
+                topo_select_algo(&cn->comm->topo->select_cfg,
+                                 &cn->comm->topo->shape[SYMCOLL_MEM_HOST], SYMCOLL_MEM_HOST,
+                                 n * symcoll_dtype_size(op->dtype)),
+                slot, slot, n, op->dtype, op->op);
+        ln->t_net += time_now() - t;
+        if (status != SYMCOLL_OK)
+            return status;
+        cnet_raise_done(cn, g);
+    }
+    return SYMCOLL_OK;
+}
+
+/* Tells this lane's peers once that it gave up: their waits on it end now rather than at
+ * their deadline (each lane tells its own peers: only its thread uses its worker). */
+static void cnet_lane_tell(cnet_lane_t *ln)
+{
+    if (ln->told_peers)
+        return;
+    ln->told_peers = true;
+    if (ln->own_ucx)
+        algo_net_lane_abort(ln->ucx, ln->cn->host_pool);
+    else
+        algo_net_pool_abort(ln->cn->comm, ln->cn->host_pool);
+}
+
+/* Raises "done" for chunk g that this lane gives up on. Not before the slot's previous
+ * chunk g - S is done: the stream's wait for that one is "at least", so raising ours
+ * first would let the stream take the previous chunk out of the slot while its own lane
+ * still reduces it, corrupting a call that may have succeeded. The previous chunk's lane
+ * gets there: either it finishes or, seeing the failure, gives its chunks up the same
+ * way (only ever waiting for lower chunk numbers). */
+static void cnet_give_up_chunk(cnet_lane_t *ln, uint64_t g)
+{
+    cuda_net_t *cn = ln->cn;
+    uint64_t ns = (uint64_t)cn->nslots;
+
+    if (g >= ns) {
+        volatile uint32_t *w = cnet_word(cn, CNET_DONE, cnet_slot(g, cn->nslots));
+        deadline_t dl = deadline_make(cn->comm->timeout_sec, NULL);
+        unsigned iter = 0;
+        while (!cnet_reached(__atomic_load_n(w, __ATOMIC_ACQUIRE), (uint32_t)(g - ns + 1))) {
+            (void)ucx_progress(ln->ucx);
+            if (deadline_check(&dl) != SYMCOLL_OK) {
+                log_error("CUDA across nodes: chunk %llu of the same slot was not released in "
+                          "%.0f s; releasing chunk %llu anyway",
+                          (unsigned long long)(g - ns), cn->comm->timeout_sec,
+                          (unsigned long long)g);
+                break;
+            }
+            core_spin_pause(&iter);
+        }
+    }
+    cnet_raise_done(cn, g);
+}
+
+/* This lane saw a failure (when: where, for the log): the communicator is broken for
+ * good, the node's kernels stop waiting for this rank, and this lane's peers hear it. */
+static void cnet_lane_break(cnet_lane_t *ln, symcoll_status_t status, const char *when)
+{
+    int ok = SYMCOLL_OK;
+
+    if (atomic_compare_exchange_strong(&ln->cn->comm->algo->broken, &ok, (int)status))
+        log_error("CUDA all-reduce across nodes failed%s (%s); its streams are released and "
+                  "later calls on this communicator fail",
+                  when, symcoll_status_string(status));
+    cnet_tell_node(ln->cn); /* idempotent; a lane runs only while the staging exists */
+    cnet_lane_tell(ln);
+}
+
+/* The operation failed for this lane (its own failure, another lane's, the caller's):
+ * make it sticky, tell this lane's peers once, release the lane's remaining chunks. */
+static void cnet_lane_fail(cnet_lane_t *ln, const cnet_op_t *op, uint64_t k,
+                           symcoll_status_t status)
+{
+    cuda_net_t *cn = ln->cn;
+
+    cnet_lane_break(ln, status, "");
+    /* release the stream: every chunk of this lane not done yet is "done" (its result is
+     * undefined); a slot's next copy in still waits for its copy out */
+    for (k = cnet_lane_chunk(ln, k); k < op->nchunks; k += (uint64_t)cn->nlanes)
+        cnet_give_up_chunk(ln, op->first + k);
+}
+
+/* The communicator was aborted or broke (the caller's failure, another lane's) and this
+ * lane, idle, has not told its peers yet. Only a lane with its own worker: a single lane
+ * uses the communicator's, which an idle lane must leave to the caller (whose own calls
+ * tell the peers when they fail, and whose destroy does). */
+static bool cnet_must_tell(const cnet_lane_t *ln)
+{
+    return ln->own_ucx && !ln->told_peers &&
+           (atomic_load_explicit(&ln->cn->aborted, memory_order_acquire) ||
+            atomic_load_explicit(&ln->cn->comm->algo->broken, memory_order_relaxed) !=
+                SYMCOLL_OK);
+}
+
+/* No work has been queued for this lane since it last looked (it may still have some
+ * that it skipped past: cnet_sched_next decides; this only saves it the mutex while it
+ * polls). Lane 0 has chunks in every call; the others only in calls of several chunks. */
+static bool cnet_nothing_new(const cnet_lane_t *ln)
+{
+    const cnet_sched_t *s = &ln->cn->sched;
+    uint64_t pos = __atomic_load_n(&s->pos[ln->index], __ATOMIC_RELAXED);
+
+    return (ln->index == 0 ? cnet_sched_end(s) : cnet_sched_multi_end(s)) <= pos;
+}
+
+/* Whether this lane, idle, keeps listening for its peers' failure notices: lane 0 (it has
+ * a chunk in every operation, so its peers' lane 0 tell it whenever they fail) with its
+ * own worker (only its thread may progress it), until it has given up itself. Else a
+ * rank whose last operation finished here but failed elsewhere hears nothing until its
+ * next call, while its node's hierarchical kernels may wait for a rank that died until
+ * their timeout. */
+static bool cnet_listens(const cnet_lane_t *ln)
+{
+    return ln->index == 0 && ln->own_ucx && !ln->told_peers && !ln->cn->quiet;
+}
+
+static void *cnet_lane_main(void *arg)
+{
+    cnet_lane_t *ln = arg;
+    cuda_net_t *cn = ln->cn;
+    cnet_op_t op;
+    symcoll_status_t status;
+    uint64_t k, opi, finished;
+    bool have, listen, quick_sleep = false;
+    double t0;
+
+    log_set_rank(cn->comm->rank);
+    for (;;) {
+        /* after a listening turn, back to sleep at once (no polling: an idle
+         * communicator should not cost a core) */
+        double idle_until = time_now() + (quick_sleep      ? 0
+                                          : ln->index == 0 ? CNET_IDLE_SPIN_SEC
+                                                           : CNET_IDLE_SPIN_OTHER_SEC);
+        unsigned iter = 0;
+
+        quick_sleep = false;
+        /* poll first: a loop of calls should not pay a wake-up each */
+        while (cnet_nothing_new(ln) && time_now() < idle_until &&
+               !__atomic_load_n(&cn->stop, __ATOMIC_ACQUIRE) && !cnet_must_tell(ln))
+            core_spin_pause(&iter);
+        pthread_mutex_lock(&cn->mu);
+        listen = false;
+        while (!(have = cnet_sched_next(&cn->sched, ln->index, &opi)) && !cn->stop &&
+               !cnet_must_tell(ln) && !listen) {
+            /* only lane 0 says whether it sleeps: another lane going to sleep or waking
+             * must not clear it (a one-chunk call would then not wake lane 0, which has
+             * its only chunk, and the peers' lanes would wait for it in vain) */
+            if (ln->index == 0)
+                cn->lane0_asleep = true;
+            if (cnet_listens(ln))
+                listen = cnet_timed_wait(&cn->work, &cn->mu, CNET_LISTEN_SEC);
+            else
+                pthread_cond_wait(&cn->work, &cn->mu);
+            if (ln->index == 0)
+                cn->lane0_asleep = false;
+        }
+        if (listen && !have) {
+            /* idle lane 0 looks for failure notices of its peers (see cnet_listens), under
+             * the mutex: the caller sets quiet under it before it changes the regions UCX
+             * reads (pool growth) */
+            status = cn->quiet ? SYMCOLL_OK : ucx_progress(ln->ucx);
+            pthread_mutex_unlock(&cn->mu);
+            if (status != SYMCOLL_OK)
+                cnet_lane_break(ln, status, " while no operation was queued");
+            quick_sleep = true;
+            continue;
+        }
+        if (cnet_must_tell(ln)) {
+            /* aborted or broken while idle: peers whose lanes wait on this one, and the
+             * node's kernels, hear it now */
+            pthread_mutex_unlock(&cn->mu);
+            cnet_lane_break(ln, SYMCOLL_ERR_ABORTED, " (aborted)");
+            continue;
+        }
+        if (!have) {
+            pthread_mutex_unlock(&cn->mu);
+            break; /* stop, nothing left */
+        }
+        op = cn->q[opi % CNET_QUEUE];
+        pthread_mutex_unlock(&cn->mu);
+
+        status = (symcoll_status_t)atomic_load(&cn->comm->algo->broken);
+        t0 = time_now();
+        k = 0;
+        if (status == SYMCOLL_OK)
+            status = cnet_run(ln, &op, &k);
+        if (status != SYMCOLL_OK)
+            cnet_lane_fail(ln, &op, k, status);
+        ln->t_busy += time_now() - t0;
+
+        pthread_mutex_lock(&cn->mu);
+        finished = cnet_sched_finish(&cn->sched, ln->index);
+        if (finished) {
+            cn->nops += finished;
+            pthread_cond_broadcast(&cn->idle);
+        }
+        pthread_mutex_unlock(&cn->mu);
+    }
+    return NULL;
+}
+
+/* Stops the lanes (queue drained: caller's thread) and destroys their UCX lanes
+ * (collective, like their creation). */
+void cnet_lanes_stop(cuda_net_t *cn)
+{
+    if (!cn->running)
+        return;
+    pthread_mutex_lock(&cn->mu);
+    cn->stop = true;
+    pthread_cond_broadcast(&cn->work);
+    pthread_mutex_unlock(&cn->mu);
+    for (int i = 0; i < cn->nlanes; i++) {
+        cnet_lane_t *ln = &cn->lanes[i];
+        if (ln->started)
+            pthread_join(ln->thread, NULL);
+        ln->started = false;
+        cn->t_wait_in += ln->t_wait_in;
+        cn->t_net += ln->t_net;
+        cn->t_busy += ln->t_busy;
+        ln->t_wait_in = ln->t_net = ln->t_busy = 0;
+    }
+    for (int i = 0; i < cn->nlanes; i++) {
+        cnet_lane_t *ln = &cn->lanes[i];
+        if (ln->own_ucx && ln->ucx)
+            algo_net_lane_destroy(ln->ucx, cn->host_pool);
+        ln->ucx = NULL;
+        ln->own_ucx = false;
+    }
+    cn->stop = false;
+    cn->running = false;
+}
+
+/* Starts the lanes (queue empty: caller's thread; collective). With one lane, it uses
+ * the communicator's own UCX context; with more, each its own UCX lane, whose
+ * algorithm scratch is reserved here for the chunk size: lane threads never grow the
+ * pool, since several run at once. */
+symcoll_status_t cnet_lanes_start(cuda_net_t *cn)
+{
+    symcoll_status_t status = SYMCOLL_OK;
+
+    cn->running = true;
+    for (int i = 0; i < cn->nlanes && status == SYMCOLL_OK; i++) {
+        cnet_lane_t *ln = &cn->lanes[i];
+        net_state_t *st;
+        memset(ln, 0, sizeof(*ln));
+        ln->cn = cn;
+        ln->index = i;
+        if (cn->nlanes == 1) {
+            /* the communicator's own context and state: its scratch is reserved too (not
+             * fixed), since the hierarchical algorithm's steps among one rank a node do
+             * not run on every rank (a slice may be empty) and could not grow it
+             * collectively */
+            ln->ucx = cn->comm->ucx;
+        } else {
+            status = ucx_lane_create(cn->comm->ucx, &ln->ucx);
+            if (status != SYMCOLL_OK)
+                break;
+            ln->own_ucx = true;
+        }
+        status = algo_net_state_get_on(cn->comm, ln->ucx, cn->host_pool, &st);
+        if (status == SYMCOLL_OK)
+            status = algo_net_reserve_upto(st, cn->slot_bytes, cn->nlanes > 1);
+    }
+    cnet_sched_restart_lanes(&cn->sched); /* the queue is empty: they start at its end */
+    for (int i = 0; i < cn->nlanes && status == SYMCOLL_OK; i++) {
+        cnet_lane_t *ln = &cn->lanes[i];
+        if (pthread_create(&ln->thread, NULL, cnet_lane_main, ln)) {
+            log_error("CUDA all-reduce across nodes: cannot start lane thread %d", i);
+            status = SYMCOLL_ERR_SYSTEM;
+            break;
+        }
+        ln->started = true;
+    }
+    /* every rank started its lanes, or all stop them together (stopping is collective);
+     * the steps above that talk to the others fail on every rank alike */
+    {
+        int32_t ok = status == SYMCOLL_OK,
+                *oks = calloc((size_t)cn->comm->nranks, sizeof(*oks));
+        symcoll_status_t bs =
+            oks ? bootstrap_allgather(cn->comm->bootstrap, &ok, oks, sizeof(ok))
+                : SYMCOLL_ERR_NO_MEMORY;
+        if (bs != SYMCOLL_OK && status == SYMCOLL_OK)
+            status = bs;
+        for (int r = 0; oks && r < cn->comm->nranks && status == SYMCOLL_OK; r++) {
+            if (!oks[r]) {
+                log_error("CUDA all-reduce across nodes: rank %d could not start its lanes", r);
+                status = SYMCOLL_ERR_SYSTEM;
+            }
+        }
+        free(oks);
+    }
+    if (status != SYMCOLL_OK)
+        cnet_lanes_stop(cn);
+    return status;
+}

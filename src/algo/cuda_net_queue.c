@@ -1,0 +1,210 @@
+/* A call of CUDA memory across nodes queued: its operation for the lanes and its pipeline
+ * on the caller's stream (stream commands or the small-call kernel), flat or hierarchical. */
+#include "algo/cuda_net_int.h"
+
+#include <string.h>
+
+#include "cuda/kernels.h"
+#include "topo/select.h"
+#include "topo/topo.h"
+
+/* Waits until at most max operations are queued. The timeout counts from the last one
+ * that finished: queued operations wait for their streams, which may hold long work. */
+symcoll_status_t cnet_wait_queued(cuda_net_t *cn, uint64_t max)
+{
+    comm_t *comm = cn->comm;
+    deadline_t dl = deadline_make(comm->timeout_sec, NULL);
+    uint64_t seen;
+    symcoll_status_t status = SYMCOLL_OK;
+
+    pthread_mutex_lock(&cn->mu);
+    seen = cn->sched.head;
+    while (cnet_sched_queued(&cn->sched) > max) {
+        (void)cnet_timed_wait(&cn->idle, &cn->mu, 0.01);
+        if (cn->sched.head != seen) {
+            seen = cn->sched.head;
+            dl = deadline_make(comm->timeout_sec, NULL);
+        } else if (deadline_check(&dl) != SYMCOLL_OK) {
+            log_error("CUDA all-reduce across nodes: no queued operation finished in %.0f s",
+                      comm->timeout_sec);
+            status = SYMCOLL_ERR_TIMED_OUT;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&cn->mu);
+    return status;
+}
+
+/* Queues one command of the plan (algo/cuda_net_plan.c) on the caller's stream. */
+typedef struct cnet_queue {
+    cuda_net_t *cn;
+    cudaStream_t s;
+    const cnet_op_t *o;
+    const char *send;
+    char *recv;
+} cnet_queue_t;
+
+static symcoll_status_t cnet_queue_cmd(void *arg, const cnet_cmd_t *c)
+{
+    cnet_queue_t *q = arg;
+    cuda_net_t *cn = q->cn;
+    size_t esize = symcoll_dtype_size(q->o->dtype), chunk = q->o->chunk;
+    size_t first = (size_t)c->k * chunk;
+    size_t n = q->o->count - first < chunk ? q->o->count - first : chunk;
+    char *slot = cn->stage + (size_t)c->slot * cn->slot_bytes;
+    CUresult res;
+    cudaError_t err;
+
+    switch (c->kind) {
+    case CNET_CMD_WAIT:
+        res = cn->drv->stream_wait_value32(q->s, cnet_word_dev(cn, c->word, c->slot), c->value,
+                                           CU_STREAM_WAIT_VALUE_GEQ);
+        return res == CUDA_SUCCESS ? SYMCOLL_OK : cuda_drv_error(res, "cuStreamWaitValue32");
+    case CNET_CMD_WRITE:
+        res = cn->drv->stream_write_value32(q->s, cnet_word_dev(cn, c->word, c->slot), c->value,
+                                            0);
+        if (res != CUDA_SUCCESS)
+            return cuda_drv_error(res, "cuStreamWriteValue32");
+        if (c->word == CNET_FREED)
+            cn->last_freed[c->slot] = q->o->first + c->k + 1;
+        return SYMCOLL_OK;
+    case CNET_CMD_COPY_IN:
+        err = cudaMemcpyAsync(slot, q->send + first * esize, n * esize, cudaMemcpyDeviceToHost,
+                              q->s);
+        return err == cudaSuccess ? SYMCOLL_OK
+                                  : cuda_rt_error(err, "CUDA across nodes: copy to the host");
+    case CNET_CMD_COPY_OUT:
+        err = cudaMemcpyAsync(q->recv + first * esize, slot, n * esize, cudaMemcpyHostToDevice,
+                              q->s);
+        return err == cudaSuccess ? SYMCOLL_OK
+                                  : cuda_rt_error(err, "CUDA across nodes: copy from the host");
+    }
+    return SYMCOLL_ERR_INTERNAL;
+}
+
+/* A one-chunk call as one kernel: the same commands as cnet_plan queues for it (wait for
+ * the slot's "freed", copy in, "ready", wait for "done", copy out, "freed"), run by the
+ * GPU in one launch; measured faster than six stream commands for small messages. */
+static symcoll_status_t cnet_queue_small(cuda_net_t *cn, cudaStream_t s, const cnet_op_t *o,
+                                         const void *sendbuf, void *recvbuf)
+{
+    uint64_t g = o->first, ns = (uint64_t)cn->nslots;
+    int slot = cnet_slot(g, cn->nslots);
+    cuda_net_small_args_t a;
+    cudaError_t err;
+
+    memset(&a, 0, sizeof(a));
+    a.send = sendbuf;
+    a.recv = recvbuf;
+    a.bytes = o->count * symcoll_dtype_size(o->dtype);
+    a.slot = cn->stage_dev + (size_t)slot * cn->slot_bytes;
+    a.ready = (uint32_t *)(uintptr_t)cnet_word_dev(cn, CNET_READY, slot);
+    a.done = (uint32_t *)(uintptr_t)cnet_word_dev(cn, CNET_DONE, slot);
+    a.freed = (uint32_t *)(uintptr_t)cnet_word_dev(cn, CNET_FREED, slot);
+    a.value = (uint32_t)(g + 1);
+    a.has_wait = g >= ns;
+    a.wait_freed = (uint32_t)(g - ns + 1);
+    err = (cudaError_t)cuda_net_small_launch(&a, s);
+    if (err != cudaSuccess)
+        return cuda_rt_error(err, "CUDA across nodes: staging kernel");
+    cn->last_freed[slot] = g + 1;
+    return SYMCOLL_OK;
+}
+
+/* Queues one operation for the lanes and its pipeline on the stream (the staging is in
+ * place). On failure the communicator is broken: the lanes stop waiting for its chunks. */
+symcoll_status_t cnet_enqueue(cuda_net_t *cn, cudaStream_t s, const void *sendbuf,
+                              void *recvbuf, size_t count, symcoll_dtype_t dtype,
+                              symcoll_op_t op, bool group)
+{
+    const size_t esize = symcoll_dtype_size(dtype);
+    symcoll_status_t status;
+    cnet_op_t o;
+    size_t chunk;
+
+    /* a free queue entry: the lanes free one per operation */
+    status = cnet_wait_queued(cn, CNET_QUEUE - 1);
+    if (status != SYMCOLL_OK)
+        return status;
+    chunk = topo_cuda_net_chunk(count * esize, cn->slot_bytes, cn->nlanes) / esize;
+    if (chunk == 0)
+        chunk = 1; /* count 0 never comes here; keep the division below defined anyway */
+    o.chunk = chunk;
+    o.count = count;
+    o.dtype = dtype;
+    o.op = op;
+    o.group = group;
+    o.first = cn->next_chunk;
+    o.nchunks = (count + chunk - 1) / chunk;
+    cn->next_chunk += o.nchunks;
+
+    /* the lanes first: they wait for each chunk's "ready" anyway. Only lanes with chunks
+     * in it need to hear of it: lane 0 (if it sleeps) for a one-chunk call, every lane
+     * for more */
+    pthread_mutex_lock(&cn->mu);
+    cn->quiet = false;
+    cn->q[cn->sched.end % CNET_QUEUE] = o;
+    (void)cnet_sched_push(&cn->sched, o.nchunks);
+    if (o.nchunks > 1 || cn->lane0_asleep)
+        pthread_cond_broadcast(&cn->work);
+    pthread_mutex_unlock(&cn->mu);
+
+    /* the pipeline on the caller's stream */
+    if (o.nchunks == 1 && count * esize <= cn->comm->config.cuda_net_kernel_max &&
+        cn->stage_dev && !cn->comm->topo->shape[SYMCOLL_MEM_CUDA].gpus_shared) {
+        /* (not where a GPU serves two ranks: the kernel spins on the GPU until its lane
+         * is done, which holds the other process's work on that GPU back, for
+         * milliseconds a small call: bench/results/gpu-across-nodes.md) */
+        return cnet_queue_small(cn, s, &o, sendbuf, recvbuf);
+    } else {
+        cnet_queue_t q = {cn, s, &o, sendbuf, recvbuf};
+        return cnet_plan(o.first, o.nchunks, cn->nslots, cnet_queue_cmd, &q);
+    }
+}
+
+/* Hierarchical: reduce-scatter over the GPUs of the node (a kernel over the CUDA pool's
+ * peer mappings), this rank's slice of the node's sum staged across the nodes among
+ * the ranks of its local index (the lanes, as any staged call), all-gather over the
+ * GPUs; all on the stream. Each rank sends only 1/L of the message across nodes, and the
+ * host reduces only 1/L of it. */
+symcoll_status_t cnet_hier(cuda_net_t *cn, cudaStream_t s, pool_t *cuda_pool,
+                           const void *sendbuf, void *recvbuf, size_t count,
+                           symcoll_dtype_t dtype, symcoll_op_t op)
+{
+    comm_t *comm = cn->comm;
+    CUdeviceptr hw = cn->words_dev + CNET_HIER_LINE(cn) * sizeof(uint32_t);
+    symcoll_status_t status = SYMCOLL_OK;
+    char *slice = NULL;
+    size_t slice_count = 0;
+    CUresult res;
+
+    if (!algo_cuda_hier_ready(cuda_pool, count * symcoll_dtype_size(dtype))) {
+        /* the CUDA staging is set up or grows (collective pool calls): nothing queued may
+         * still use the pool or the staging */
+        status = algo_cuda_net_drain(comm);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    if (cn->hier_seq) {
+        res = cn->drv->stream_wait_value32(s, hw, (uint32_t)cn->hier_seq,
+                                           CU_STREAM_WAIT_VALUE_GEQ);
+        if (res != CUDA_SUCCESS)
+            return cuda_drv_error(res, "cuStreamWaitValue32");
+    }
+    status = algo_cuda_hier_rs(comm, cuda_pool, sendbuf, count, dtype, op, cn->node_word_dev, s,
+                               &slice, &slice_count);
+    if (status != SYMCOLL_OK)
+        return status;
+    if (slice_count > 0)
+        status = cnet_enqueue(cn, s, slice, slice, slice_count, dtype, op, true);
+    if (status == SYMCOLL_OK)
+        status =
+            algo_cuda_hier_ag(comm, cuda_pool, recvbuf, count, dtype, cn->node_word_dev, s);
+    if (status != SYMCOLL_OK)
+        return status;
+    res = cn->drv->stream_write_value32(s, hw, (uint32_t)(cn->hier_seq + 1), 0);
+    if (res != CUDA_SUCCESS)
+        return cuda_drv_error(res, "cuStreamWriteValue32");
+    cn->hier_seq++; /* waited for only once its write is queued */
+    return SYMCOLL_OK;
+}
