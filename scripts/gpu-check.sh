@@ -9,16 +9,16 @@
 #                                              into DEST/ucx-cuda for the ucxcuda step)
 #   scripts/gpu-check.sh run DIR OUT [STEPS]   (on the GPU machine) DIR is a packed tree or
 #                                              a build tree; logs go to OUT. STEPS: any of
-#                                              env tests sanitize bench nccl (default all),
-#                                              nettests netbench netsanitize (GPU memory
+#                                              env tests nettests sanitize bench nccl
+#                                              (default all), netbench netsanitize (GPU memory
 #                                              across 2 simulated nodes), hierbench (2 x 2:
 #                                              hierarchical over the GPUs vs flat), ucxcuda (the same
 #                                              with the packed CUDA-enabled UCX), variants
 #                                              confirm nccl_quick
 #
-# nettests runs test_cuda's cross-node cases one per step (NETCASES to choose some);
-# tests runs the others. netbench: symcoll vs NCCL on its socket transport, 2 x 1 and
-# 2 x 2 simulated nodes (NETBENCH_MAX, REPEATS).
+# tests runs test_cuda (one node); nettests runs test_cuda_net (across simulated nodes)
+# one case per step (NETCASES to choose some). netbench: symcoll vs NCCL on its socket
+# transport, 2 x 1 and 2 x 2 simulated nodes (NETBENCH_MAX, REPEATS).
 #
 # NVLink multicast stays off (it can take the host's GPUs out of service): the variables
 # below are exported for every program this script starts.
@@ -31,8 +31,8 @@ export SYMCOLL_TIMEOUT=${SYMCOLL_TIMEOUT:-60}
 pack() {
     b=$1; d=$2
     mkdir -p "$d/bin" "$d/lib"
-    for p in tests/.libs/test_cuda tools/.libs/symcoll_perf tools/symcoll_run \
-             tools/.libs/symcoll_info bench/nccl_allreduce_peer; do
+    for p in tests/.libs/test_cuda tests/.libs/test_cuda_net tools/.libs/symcoll_perf \
+             tools/symcoll_run tools/.libs/symcoll_info bench/nccl_allreduce_peer; do
         test -f "$b/$p" && cp "$b/$p" "$d/bin/"
     done
     cp -L "$b/.libs/libsymcoll.so.0" "$d/lib/"
@@ -79,7 +79,7 @@ collect() {
 }
 
 run() {
-    dir=$1; out=$2; steps=${3:-"env tests sanitize bench nccl"}
+    dir=$1; out=$2; steps=${3:-"env tests nettests sanitize bench nccl"}
     mkdir -p "$out"
     : >"$out/summary"
     : >"$out/all.txt"
@@ -94,12 +94,12 @@ run() {
         case $s in
         env)
             { date; uname -a; nvidia-smi; nvidia-smi topo -m; nvidia-smi -q | grep -iE "driver|cuda version|product name|bus id" ;
-              ls -l "$bin"; ldd "$bin"/test_cuda; echo "nccl: $nccl_lib"; ls "$nccl_lib" 2>/dev/null;
+              ls -l "$bin"; ldd "$bin"/test_cuda "$bin"/test_cuda_net; echo "nccl: $nccl_lib"; ls "$nccl_lib" 2>/dev/null;
               which compute-sanitizer; } >"$out/env.log" 2>&1
             ;;
         tests)
-            # the cross-node cases (tag net) run in the nettests step
-            step tests ${TEST_TIMEOUT:-900} env CK_EXCLUDE_TAGS=net "$bin"/test_cuda
+            # one node; the cross-node cases (test_cuda_net) run in the nettests step
+            step tests ${TEST_TIMEOUT:-900} "$bin"/test_cuda
             ;;
         nettests)
             # GPU memory across 2 simulated nodes (UCX over TCP on loopback), one case a
@@ -108,7 +108,7 @@ run() {
             # The limits add up to far more; they only bound a case that hangs.
             for c in ${NETCASES:-net_capture net_mixed net_kill net_abort net_abort_idle net_timeout net_pool net_types net_hier net_types_plain net_types_lanes3 net_hier_types net_hier_mixed net_hier_flat net_hier_plain net_hier_kill net_hier_abort net_hier_timeout net_hier_pool}; do
                 case $c in net_types*|net_hier_types) l=240 ;; net_hier*) l=180 ;; net_pool) l=120 ;; *) l=100 ;; esac
-                step "$c" $l env CK_RUN_CASE=$c "$bin"/test_cuda
+                step "$c" $l env CK_RUN_CASE=$c "$bin"/test_cuda_net
             done
             ;;
         ucxcuda)
@@ -133,13 +133,13 @@ run() {
                     "$bin"/symcoll_run --nodes 2 -n 2 -t 50 "$bin"/symcoll_info -t
                 for c in ${UCXCUDA_CASES:-net_types net_kill net_hier}; do
                     step ucxcuda_${c}_$v 240 env LD_LIBRARY_PATH=$u/lib:$LD_LIBRARY_PATH \
-                        UCX_MODULE_DIR=$u/lib/ucx UCX_TLS=$tls CK_RUN_CASE=$c "$bin"/test_cuda
+                        UCX_MODULE_DIR=$u/lib/ucx UCX_TLS=$tls CK_RUN_CASE=$c "$bin"/test_cuda_net
                 done
             done
             ;;
         netsanitize)
             step net_memcheck ${SAN_TIMEOUT:-300} env CK_RUN_CASE=net_mixed CK_FORK=no compute-sanitizer \
-                --tool memcheck --target-processes all "$bin"/test_cuda
+                --tool memcheck --target-processes all "$bin"/test_cuda_net
             ;;
         netbench)
             # bf16 sum, symcoll and NCCL alternating (NETBENCH_ROUNDS times): 2 ranks as 2

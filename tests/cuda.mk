@@ -1,14 +1,23 @@
 # tests of the cuda layer: GPU tests (exit 77, skipped, without a GPU). They link the
 # static CUDA runtime like the library does, so they build and skip on machines
-# without a driver.
+# without a driver. test_cuda: one node; test_cuda_net: across simulated nodes (UCX over
+# TCP). Both fill and check with the inputs and reference of tools/refcheck.c.
 if HAVE_CUDA
 if HAVE_CHECK
-CUDA_TESTS = tests/test_cuda
+CUDA_TESTS = tests/test_cuda tests/test_cuda_net
 check_PROGRAMS += $(CUDA_TESTS)
 TESTS += $(CUDA_TESTS)
-tests_test_cuda_SOURCES = tests/test_cuda.c
-tests_test_cuda_CPPFLAGS = $(TEST_CPPFLAGS) $(CUDA_CPPFLAGS)
-tests_test_cuda_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) $(CUDA_LIBS) -lm
+CUDA_TESTLIB_SOURCES = tests/cuda_testlib.c tests/cuda_testlib.h tools/refcheck.c \
+	tools/refcheck.h
+CUDA_TEST_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/tools $(CUDA_CPPFLAGS)
+CUDA_TEST_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) $(CUDA_LIBS) -lm
+tests_test_cuda_SOURCES = tests/test_cuda.c $(CUDA_TESTLIB_SOURCES)
+tests_test_cuda_CPPFLAGS = $(CUDA_TEST_CPPFLAGS)
+tests_test_cuda_LDADD = $(CUDA_TEST_LDADD)
+tests_test_cuda_net_SOURCES = tests/test_cuda_net.c tests/cuda_net_testlib.c \
+	tests/cuda_net_testlib.h $(CUDA_TESTLIB_SOURCES)
+tests_test_cuda_net_CPPFLAGS = $(CUDA_TEST_CPPFLAGS)
+tests_test_cuda_net_LDADD = $(CUDA_TEST_LDADD)
 endif
 endif
 EXTRA_DIST += scripts/gpu-check.sh scripts/ucx-cuda-build.sh

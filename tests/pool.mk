@@ -4,8 +4,9 @@ POOL_TESTS = tests/test_allreduce_host_reduce tests/test_allreduce_host tests/te
 check_PROGRAMS += $(POOL_TESTS)
 TESTS += $(POOL_TESTS)
 
-tests_test_allreduce_host_SOURCES = tests/test_allreduce_host.c tests/pool_tests.h
-tests_test_allreduce_host_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_allreduce_host_SOURCES = tests/test_allreduce_host.c tests/pool_tests.h \
+	tools/refcheck.c tools/refcheck.h
+tests_test_allreduce_host_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/tools
 tests_test_allreduce_host_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) -lm
 
 tests_test_pool_SOURCES = tests/test_pool.c tests/pool_tests.h

@@ -5,7 +5,6 @@
  * every rank. */
 #define _GNU_SOURCE
 #include <check.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 
 #include "harness.h"
 #include "pool_tests.h"
+#include "refcheck.h"
 #include "symcoll.h"
 
 #define RUN_TIMEOUT 150.0
@@ -23,17 +23,6 @@
  * rank offsets that cancel (the sum is nranks times a base value). So the reference
  * below, computed in double / 64-bit integers, must match bit for bit. */
 
-static int is_float(symcoll_dtype_t dt)
-{
-    return dt == SYMCOLL_FLOAT16 || dt == SYMCOLL_BFLOAT16 || dt == SYMCOLL_FLOAT32 ||
-           dt == SYMCOLL_FLOAT64;
-}
-
-static int is_signed(symcoll_dtype_t dt)
-{
-    return dt == SYMCOLL_INT8 || dt == SYMCOLL_INT32 || dt == SYMCOLL_INT64 || is_float(dt);
-}
-
 /* The value rank r contributes at element i. */
 static double input_value(symcoll_dtype_t dt, symcoll_op_t op, int r, int n, size_t i)
 {
@@ -41,156 +30,47 @@ static double input_value(symcoll_dtype_t dt, symcoll_op_t op, int r, int n, siz
     h ^= h >> 13;
     switch (op) {
     case SYMCOLL_PROD:
-        if (is_float(dt)) {
+        if (refcheck_is_float(dt)) {
             static const double f[] = {1, 2, 0.5, -1, 1, -2, 1, 0.5};
             return f[h % 8];
         }
-        return is_signed(dt) ? (double)((int)(h % 5) - 2) : (double)(h % 4);
+        return !refcheck_is_unsigned(dt) ? (double)((int)(h % 5) - 2) : (double)(h % 4);
     case SYMCOLL_AVG:
         /* a base value common to all ranks plus offsets that cancel */
         h = (uint64_t)i * 2654435761u;
         h ^= h >> 13;
-        if (is_signed(dt))
+        if (!refcheck_is_unsigned(dt))
             return (double)((int)(h % 17) - 8) + (double)(2 * r - (n - 1));
         return (double)(h % 29);
     default:
-        return is_signed(dt) ? (double)((int)(h % 23) - 11) : (double)(h % 23);
+        return !refcheck_is_unsigned(dt) ? (double)((int)(h % 23) - 11) : (double)(h % 23);
     }
 }
 
-/* float -> float16 / bfloat16 bits for values that are exact in the format (all the
- * values this test produces); written independently of the library's conversion. */
-static uint16_t exact_half(double v)
-{
-    int e;
-    double m;
-    uint16_t sign = v < 0 ? 0x8000 : 0;
-    if (v == 0)
-        return sign;
-    m = frexp(fabs(v), &e); /* |v| = m * 2^e, m in [0.5, 1) */
-    int hexp = e - 1 + 15;
-    double frac = (m * 2 - 1) * 1024;
-    /* (no ck_assert in loops: in fork mode each one is a write to Check's pipe) */
-    if (hexp <= 0 || hexp >= 31 || frac != floor(frac))
-        harness_fail("%g is not exact in float16", v);
-    return (uint16_t)(sign | (hexp << 10) | (int)frac);
-}
-
-static uint16_t exact_bf16(double v)
-{
-    float f = (float)v;
-    uint32_t x;
-    memcpy(&x, &f, sizeof(x));
-    if ((double)f != v || (x & 0xffff) != 0)
-        harness_fail("%g is not exact in bfloat16", v);
-    return (uint16_t)(x >> 16);
-}
-
-/* Writes value v as element i of buf. */
+/* Writes value v as element i of buf (tools/refcheck.c's encoding, written
+ * independently of the library's conversion). Floats must be exact in the format (all
+ * the values this test produces); integers keep their low bits, which is what wrapping
+ * arithmetic in the element type gives for sum and prod. */
 static void store(symcoll_dtype_t dt, void *buf, size_t i, double v)
 {
-    unsigned char *p = buf;
-    switch (dt) {
-    case SYMCOLL_INT8: {
-        int8_t x = (int8_t)(int64_t)v;
-        memcpy(p + i, &x, 1);
-        break;
-    }
-    case SYMCOLL_UINT8: {
-        uint8_t x = (uint8_t)(uint64_t)v;
-        memcpy(p + i, &x, 1);
-        break;
-    }
-    case SYMCOLL_INT32: {
-        int32_t x = (int32_t)(int64_t)v;
-        memcpy(p + 4 * i, &x, 4);
-        break;
-    }
-    case SYMCOLL_UINT32: {
-        uint32_t x = (uint32_t)(uint64_t)v;
-        memcpy(p + 4 * i, &x, 4);
-        break;
-    }
-    case SYMCOLL_INT64: {
-        int64_t x = (int64_t)v;
-        memcpy(p + 8 * i, &x, 8);
-        break;
-    }
-    case SYMCOLL_UINT64: {
-        uint64_t x = (uint64_t)v;
-        memcpy(p + 8 * i, &x, 8);
-        break;
-    }
-    case SYMCOLL_FLOAT16: {
-        uint16_t x = exact_half(v);
-        memcpy(p + 2 * i, &x, 2);
-        break;
-    }
-    case SYMCOLL_BFLOAT16: {
-        uint16_t x = exact_bf16(v);
-        memcpy(p + 2 * i, &x, 2);
-        break;
-    }
-    case SYMCOLL_FLOAT32: {
-        float x = (float)v;
-        memcpy(p + 4 * i, &x, 4);
-        break;
-    }
-    case SYMCOLL_FLOAT64:
-        memcpy(p + 8 * i, &v, 8);
-        break;
-    default:
+    if (!refcheck_dtype_size(dt))
         harness_fail("bad datatype %d", (int)dt);
-    }
+    refcheck_store(buf, i, dt, v);
+    /* (no ck_assert in loops: in fork mode each one is a write to Check's pipe) */
+    if (refcheck_is_float(dt) && refcheck_load(buf, i, dt) != v)
+        harness_fail("%g is not exact in %s", v, symcoll_dtype_name(dt));
 }
 
-/* acc = the reduction of every rank's input at element i, in type T */
-#define REF_REDUCE(T, acc)                                                                     \
-    do {                                                                                       \
-        acc = (T)input_value(dt, op, 0, n, i);                                                 \
-        for (int r = 1; r < n; r++) {                                                          \
-            T x_ = (T)input_value(dt, op, r, n, i);                                            \
-            switch (op) {                                                                      \
-            case SYMCOLL_SUM:                                                                  \
-            case SYMCOLL_AVG:                                                                  \
-                acc += x_;                                                                     \
-                break;                                                                         \
-            case SYMCOLL_PROD:                                                                 \
-                acc *= x_;                                                                     \
-                break;                                                                         \
-            case SYMCOLL_MIN:                                                                  \
-                acc = x_ < acc ? x_ : acc;                                                     \
-                break;                                                                         \
-            case SYMCOLL_MAX:                                                                  \
-                acc = x_ > acc ? x_ : acc;                                                     \
-                break;                                                                         \
-            default:                                                                           \
-                harness_fail("bad operator %d", (int)op);                                      \
-            }                                                                                  \
-        }                                                                                      \
-        if (op == SYMCOLL_AVG)                                                                 \
-            acc /= (T)n;                                                                       \
-    } while (0)
-
-/* Expected bytes of element i: the reference in double (floats: exact for these
- * inputs) or in 64-bit integers (exact; store() truncates to the element width, which
- * is what wrapping arithmetic in the element type gives for sum and prod). Every value
- * here is below 2^53, so it passes through a double unchanged. */
+/* Expected bytes of element i: the reduction of every rank's input in double, exact for
+ * these inputs (every value here is below 2^53); avg truncates toward zero for integers. */
 static void expected(symcoll_dtype_t dt, symcoll_op_t op, int n, size_t i, void *out)
 {
-    if (is_float(dt)) {
-        double acc;
-        REF_REDUCE(double, acc);
-        store(dt, out, 0, acc);
-    } else if (is_signed(dt)) {
-        int64_t acc;
-        REF_REDUCE(int64_t, acc);
-        store(dt, out, 0, (double)acc);
-    } else {
-        uint64_t acc;
-        REF_REDUCE(uint64_t, acc);
-        store(dt, out, 0, (double)acc);
-    }
+    double acc = input_value(dt, op, 0, n, i);
+    if ((unsigned)op >= SYMCOLL_OP_LAST)
+        harness_fail("bad operator %d", (int)op);
+    for (int r = 1; r < n; r++)
+        acc = refcheck_combine(op, acc, input_value(dt, op, r, n, i));
+    store(dt, out, 0, refcheck_finish(dt, op, acc, n));
 }
 
 static uint64_t fnv(uint64_t h, const void *p, size_t len)

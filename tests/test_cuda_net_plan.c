@@ -4,8 +4,8 @@
  * k with k mod lanes == i of each call, calls in order; reduces chunk g once "ready" reached
  * g + 1; then raises "done"), with 1 to 4 lanes (3 to 9 slots). Every
  * step checks that the slot holds what the actor expects, and the run must end with all
- * work done (a stall is a deadlock). The GPU tests (test_cuda, tag net) run the real
- * thing on the GPU machine. */
+ * work done (a stall is a deadlock). The GPU tests across simulated nodes
+ * (test_cuda_net) run the real thing on the GPU machine. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "refcheck.h"
 #include "symcoll.h"
 
 #define RUN_TIMEOUT 240.0
@@ -35,18 +36,8 @@ static double now_sec(void)
  * Values are small integers (and halves for products of floats) chosen so that every
  * partial and final result is exact in every type whatever the order of operations;
  * AVG inputs are base +- offsets that cancel, so the average is the base exactly. The
- * reference is then plain double arithmetic, encoded to the type's bits here. */
-
-static int dt_float(symcoll_dtype_t dt)
-{
-    return dt == SYMCOLL_FLOAT16 || dt == SYMCOLL_BFLOAT16 || dt == SYMCOLL_FLOAT32 ||
-           dt == SYMCOLL_FLOAT64;
-}
-
-static int dt_unsigned(symcoll_dtype_t dt)
-{
-    return dt == SYMCOLL_UINT8 || dt == SYMCOLL_UINT32 || dt == SYMCOLL_UINT64;
-}
+ * reference is then plain double arithmetic, encoded to the type's bits by
+ * tools/refcheck.c. */
 
 static double value_of(symcoll_dtype_t dt, symcoll_op_t op, int r, int n, size_t i)
 {
@@ -57,22 +48,23 @@ static double value_of(symcoll_dtype_t dt, symcoll_op_t op, int r, int n, size_t
     h ^= h >> 32;
     switch (op) {
     case SYMCOLL_SUM:
-        return dt_unsigned(dt) ? (double)(h % 7) : (double)(h % 7) - 3;
+        return refcheck_is_unsigned(dt) ? (double)(h % 7) : (double)(h % 7) - 3;
     case SYMCOLL_PROD:
-        if (dt_unsigned(dt))
+        if (refcheck_is_unsigned(dt))
             return (double)(1 + h % 2);
-        if (dt_float(dt)) {
+        if (refcheck_is_float(dt)) {
             static const double f[] = {1, -1, 2, 0.5};
             return f[h % 4];
         }
         return (double)((int)(h % 3) - 1 == 0 ? 2 : (int)(h % 3) - 1);
     case SYMCOLL_MIN:
     case SYMCOLL_MAX:
-        return dt_unsigned(dt) ? (double)(h % 101) : (double)(h % 101) - 50;
+        return refcheck_is_unsigned(dt) ? (double)(h % 101) : (double)(h % 101) - 50;
     case SYMCOLL_AVG: {
         /* the base depends on i only, the offsets 2r - (n - 1) sum to zero */
         uint64_t b = ((uint64_t)i * 2654435761u) >> 7;
-        double base = dt_unsigned(dt) ? (double)(b % 21 + (uint64_t)n) : (double)(b % 21) - 10;
+        double base =
+            refcheck_is_unsigned(dt) ? (double)(b % 21 + (uint64_t)n) : (double)(b % 21) - 10;
         return base + (double)(2 * r - (n - 1));
     }
     default:
@@ -80,84 +72,13 @@ static double value_of(symcoll_dtype_t dt, symcoll_op_t op, int r, int n, size_t
     }
 }
 
+/* exact for these inputs: avg is the base, an integer */
 static double reference(symcoll_dtype_t dt, symcoll_op_t op, int n, size_t i)
 {
     double acc = value_of(dt, op, 0, n, i);
-    for (int r = 1; r < n; r++) {
-        double x = value_of(dt, op, r, n, i);
-        switch (op) {
-        case SYMCOLL_SUM:
-        case SYMCOLL_AVG:
-            acc += x;
-            break;
-        case SYMCOLL_PROD:
-            acc *= x;
-            break;
-        case SYMCOLL_MIN:
-            acc = x < acc ? x : acc;
-            break;
-        case SYMCOLL_MAX:
-            acc = x > acc ? x : acc;
-            break;
-        default:
-            break;
-        }
-    }
-    return op == SYMCOLL_AVG ? acc / n : acc;
-}
-
-/* binary16 bits of a value that binary16 holds exactly (normal or zero) */
-static uint16_t half_bits(double v)
-{
-    uint16_t sign = signbit(v) ? 0x8000 : 0;
-    int e;
-    double m;
-    if (v == 0)
-        return sign;
-    m = frexp(fabs(v), &e); /* [0.5, 1) */
-    return (uint16_t)(sign | (uint16_t)((e + 14) << 10) | (uint16_t)((m * 2 - 1) * 1024));
-}
-
-static void encode(symcoll_dtype_t dt, double v, void *out)
-{
-    switch (dt) {
-    case SYMCOLL_INT8:
-        *(int8_t *)out = (int8_t)v;
-        break;
-    case SYMCOLL_UINT8:
-        *(uint8_t *)out = (uint8_t)v;
-        break;
-    case SYMCOLL_INT32:
-        *(int32_t *)out = (int32_t)v;
-        break;
-    case SYMCOLL_UINT32:
-        *(uint32_t *)out = (uint32_t)v;
-        break;
-    case SYMCOLL_INT64:
-        *(int64_t *)out = (int64_t)v;
-        break;
-    case SYMCOLL_UINT64:
-        *(uint64_t *)out = (uint64_t)v;
-        break;
-    case SYMCOLL_FLOAT16:
-        *(uint16_t *)out = half_bits(v);
-        break;
-    case SYMCOLL_BFLOAT16: {
-        float f = (float)v;
-        uint32_t x;
-        memcpy(&x, &f, 4);
-        *(uint16_t *)out = (uint16_t)(x >> 16);
-        break;
-    }
-    case SYMCOLL_FLOAT32:
-        *(float *)out = (float)v;
-        break;
-    case SYMCOLL_FLOAT64:
-        *(double *)out = v;
-        break;
-    default:
-        break;
-    }
+    for (int r = 1; r < n; r++)
+        acc = refcheck_combine(op, acc, value_of(dt, op, r, n, i));
+    return refcheck_finish(dt, op, acc, n);
 }
 
 /* One all-reduce of count elements, checked element by element. */
@@ -171,7 +92,7 @@ static void check_allreduce(symcoll_comm_h comm, int rank, int n, symcoll_dtype_
 
     ck_assert(send && recv);
     for (size_t i = 0; i < count; i++)
-        encode(dt, value_of(dt, op, rank, n, i), send + i * es);
+        refcheck_store(send, i, dt, value_of(dt, op, rank, n, i));
     memset(recv, 0xa5, count * es + 1);
     status = symcoll_allreduce(send, inplace ? send : recv, count, dt, op, comm, NULL);
     if (status != SYMCOLL_OK)
@@ -181,7 +102,7 @@ static void check_allreduce(symcoll_comm_h comm, int rank, int n, symcoll_dtype_
     if (inplace)
         memcpy(recv, send, count * es);
     for (size_t i = 0; i < count; i++) {
-        encode(dt, reference(dt, op, n, i), want);
+        refcheck_store(want, 0, dt, reference(dt, op, n, i));
         if (memcmp(recv + i * es, want, es))
             harness_fail("%s: %zu %s %s%s: element %zu differs from the reference", what, count,
                          symcoll_dtype_name(dt), symcoll_op_name(op),

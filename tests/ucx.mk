@@ -9,8 +9,8 @@ tests_test_ucx_SOURCES = tests/test_ucx.c
 tests_test_ucx_CPPFLAGS = $(TEST_CPPFLAGS) $(UCX_CFLAGS)
 tests_test_ucx_LDADD = $(HARNESS_LIBS) $(TEST_INTERNAL_LIBS)
 
-tests_test_net_SOURCES = tests/test_net.c
-tests_test_net_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_net_SOURCES = tests/test_net.c tools/refcheck.c tools/refcheck.h
+tests_test_net_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/tools
 tests_test_net_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) -lm -lpthread
 endif
 

@@ -1,9 +1,11 @@
 # symcoll_perf: all-reduce benchmark in the style of nccl-tests. Its engine
-# (tools/perf_engine.c) is shared with the MPI peer driver in bench/, so both time,
-# check and print the same way.
+# (tools/perf_engine.c) is shared with the MPI and NCCL peer drivers in bench/, so they
+# time, check and print the same way; the inputs and their reference (tools/refcheck.c)
+# are the tests' too.
 bin_PROGRAMS += tools/symcoll_perf
 
-tools_symcoll_perf_SOURCES = tools/symcoll_perf.c tools/perf_engine.c tools/perf_engine.h
+tools_symcoll_perf_SOURCES = tools/symcoll_perf.c tools/perf_engine.c tools/perf_engine.h \
+	tools/refcheck.c tools/refcheck.h
 tools_symcoll_perf_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 tools_symcoll_perf_LDADD = libsymcoll.la $(CUDA_LIBS)
 
@@ -11,7 +13,8 @@ if HAVE_CHECK
 # the checker must catch what it is there to catch (stale, unreduced, one element off)
 check_PROGRAMS += tools/test_perf_engine
 TESTS += tools/test_perf_engine
-tools_test_perf_engine_SOURCES = tools/test_perf_engine.c
+tools_test_perf_engine_SOURCES = tools/test_perf_engine.c tools/perf_engine.c \
+	tools/refcheck.c
 tools_test_perf_engine_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/tools
 tools_test_perf_engine_LDADD = $(CHECK_LIBS)
 endif

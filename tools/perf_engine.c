@@ -1,6 +1,7 @@
 /* Benchmark engine shared by symcoll_perf and the MPI peer driver: the same options,
  * inputs, reference check, timing method and output for every implementation timed. */
 #include "perf_engine.h"
+#include "refcheck.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -12,17 +13,13 @@
 #define PERF_AUTO_BYTES (256UL << 20) /* auto iteration count: about this much data per size */
 #define PERF_AUTO_ITERS_MIN 3
 #define PERF_AUTO_ITERS_MAX 1000
-#define PERF_MAX_EXACT_RANKS 64 /* the inputs are chosen to reduce exactly up to this */
 
-static const struct {
-    const char *name;
-    size_t size;
-} perf_dtypes[SYMCOLL_DTYPE_LAST] = {
-    [SYMCOLL_INT8] = {"int8", 1},        [SYMCOLL_UINT8] = {"uint8", 1},
-    [SYMCOLL_INT32] = {"int32", 4},      [SYMCOLL_UINT32] = {"uint32", 4},
-    [SYMCOLL_INT64] = {"int64", 8},      [SYMCOLL_UINT64] = {"uint64", 8},
-    [SYMCOLL_FLOAT16] = {"float16", 2},  [SYMCOLL_BFLOAT16] = {"bfloat16", 2},
-    [SYMCOLL_FLOAT32] = {"float32", 4},  [SYMCOLL_FLOAT64] = {"float64", 8},
+static const char *const perf_dtypes[SYMCOLL_DTYPE_LAST] = {
+    [SYMCOLL_INT8] = "int8",       [SYMCOLL_UINT8] = "uint8",
+    [SYMCOLL_INT32] = "int32",     [SYMCOLL_UINT32] = "uint32",
+    [SYMCOLL_INT64] = "int64",     [SYMCOLL_UINT64] = "uint64",
+    [SYMCOLL_FLOAT16] = "float16", [SYMCOLL_BFLOAT16] = "bfloat16",
+    [SYMCOLL_FLOAT32] = "float32", [SYMCOLL_FLOAT64] = "float64",
 };
 
 static const char *const perf_ops[SYMCOLL_OP_LAST] = {
@@ -32,12 +29,7 @@ static const char *const perf_ops[SYMCOLL_OP_LAST] = {
 
 const char *perf_dtype_name(symcoll_dtype_t dtype)
 {
-    return (unsigned)dtype < SYMCOLL_DTYPE_LAST ? perf_dtypes[dtype].name : "?";
-}
-
-size_t perf_dtype_size(symcoll_dtype_t dtype)
-{
-    return (unsigned)dtype < SYMCOLL_DTYPE_LAST ? perf_dtypes[dtype].size : 0;
+    return (unsigned)dtype < SYMCOLL_DTYPE_LAST ? perf_dtypes[dtype] : "?";
 }
 
 const char *perf_op_name(symcoll_op_t op)
@@ -56,7 +48,7 @@ int perf_dtype_from_name(const char *s, symcoll_dtype_t *dtype_p)
         {"fp32", SYMCOLL_FLOAT32},  {"fp64", SYMCOLL_FLOAT64},   {"fp16", SYMCOLL_FLOAT16},
     };
     for (int t = 0; t < SYMCOLL_DTYPE_LAST; t++) {
-        if (!strcasecmp(s, perf_dtypes[t].name)) {
+        if (!strcasecmp(s, perf_dtypes[t])) {
             *dtype_p = (symcoll_dtype_t)t;
             return 0;
         }
@@ -253,238 +245,36 @@ bad:
     return -1;
 }
 
-/* ---- inputs and reference --------------------------------------------------------- */
+/* ---- inputs and reference: tools/refcheck.c ----------------------------------------- */
 
-static inline uint64_t perf_mix(uint64_t x)
+/* What the engine fills and checks: exact avg, since other libraries are timed too. */
+static refcheck_spec_t perf_spec(symcoll_dtype_t t, symcoll_op_t op, int nranks, uint64_t seed)
 {
-    x ^= x >> 31;
-    x *= 0x7fb5d329728ea185ULL;
-    x ^= x >> 27;
-    x *= 0x81dadef4bc2dd44dULL;
-    x ^= x >> 33;
-    return x;
-}
-
-static inline uint64_t perf_hash(size_t index, uint64_t seed, uint64_t salt)
-{
-    return perf_mix((uint64_t)index + 0x9e3779b97f4a7c15ULL * (seed * 0x10001ULL + salt + 1));
-}
-
-static int perf_is_unsigned(symcoll_dtype_t t)
-{
-    return t == SYMCOLL_UINT8 || t == SYMCOLL_UINT32 || t == SYMCOLL_UINT64;
-}
-
-static int perf_is_float(symcoll_dtype_t t)
-{
-    return t == SYMCOLL_FLOAT16 || t == SYMCOLL_BFLOAT16 || t == SYMCOLL_FLOAT32 ||
-           t == SYMCOLL_FLOAT64;
-}
-
-/* Largest magnitude of one input: every partial sum of 64 ranks stays exact (bfloat16
- * holds integers to 256, float16 to 2048) and inside the type (int8 to 127). */
-static int64_t perf_input_bound(symcoll_dtype_t t)
-{
-    switch (t) {
-    case SYMCOLL_INT8: return 1;
-    case SYMCOLL_UINT8:
-    case SYMCOLL_BFLOAT16: return 2;
-    case SYMCOLL_FLOAT16: return 15;
-    default: return 1000;
-    }
-}
-
-/* Rank r's value before the avg adjustment: uniform in [-B, B] ([0, B] if unsigned). */
-static inline int64_t perf_base_value(symcoll_dtype_t t, int r, size_t index, uint64_t seed)
-{
-    int64_t b = perf_input_bound(t);
-    uint64_t h = perf_hash(index, seed, (uint64_t)r + 1);
-    if (perf_is_unsigned(t))
-        return (int64_t)(h % (uint64_t)(b + 1));
-    return (int64_t)(h % (uint64_t)(2 * b + 1)) - b;
-}
-
-int64_t perf_input_value(symcoll_dtype_t t, symcoll_op_t op, int r, int n, size_t index,
-                         uint64_t seed)
-{
-    if (op == SYMCOLL_PROD) {
-        /* one rank contributes 2 or 3, maybe another -1, the rest 1: the product is
-         * exact everywhere and every rank's input matters */
-        uint64_t h = perf_hash(index, seed, 0);
-        int d = (int)(h % (uint64_t)n);
-        if (r == d)
-            return 2 + (int64_t)((h >> 40) & 1);
-        if (!perf_is_unsigned(t) && n > 1 && r == (d + 1) % n && ((h >> 41) & 1))
-            return -1;
-        return 1;
-    }
-    if (op == SYMCOLL_AVG && r == n - 1) {
-        /* the last rank lifts the sum to a multiple of n, so avg is exact whatever
-         * the rounding or truncation rule */
-        int64_t s = 0;
-        for (int q = 0; q < n; q++)
-            s += perf_base_value(t, q, index, seed);
-        int64_t m = ((s % n) + n) % n;
-        return perf_base_value(t, r, index, seed) + (m ? n - m : 0);
-    }
-    return perf_base_value(t, r, index, seed);
-}
-
-static int64_t perf_reference(symcoll_dtype_t t, symcoll_op_t op, int n, size_t index,
-                              uint64_t seed)
-{
-    int64_t acc = perf_input_value(t, op, 0, n, index, seed);
-    for (int r = 1; r < n; r++) {
-        int64_t v = perf_input_value(t, op, r, n, index, seed);
-        switch (op) {
-        case SYMCOLL_SUM:
-        case SYMCOLL_AVG: acc += v; break;
-        case SYMCOLL_PROD: acc *= v; break;
-        case SYMCOLL_MIN: acc = v < acc ? v : acc; break;
-        case SYMCOLL_MAX: acc = v > acc ? v : acc; break;
-        default: break;
-        }
-    }
-    if (op == SYMCOLL_AVG)
-        acc /= n;
-    return acc;
-}
-
-static uint16_t perf_f32_to_f16(float f)
-{
-    uint32_t x, sign, mant, h, rem;
-    int32_t exp;
-
-    memcpy(&x, &f, 4);
-    sign = (x >> 16) & 0x8000u;
-    exp = (int32_t)((x >> 23) & 0xffu) - 127 + 15;
-    mant = x & 0x7fffffu;
-    if (((x >> 23) & 0xffu) == 0xffu)
-        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
-    if (exp >= 31)
-        return (uint16_t)(sign | 0x7c00u);
-    if (exp <= 0) {
-        uint32_t shift;
-        if (exp < -10)
-            return (uint16_t)sign;
-        mant |= 0x800000u;
-        shift = (uint32_t)(14 - exp);
-        h = mant >> shift;
-        rem = mant & ((1u << shift) - 1);
-        if (rem > (1u << (shift - 1)) || (rem == (1u << (shift - 1)) && (h & 1)))
-            h++;
-        return (uint16_t)(sign | h);
-    }
-    h = sign | ((uint32_t)exp << 10) | (mant >> 13);
-    rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1)))
-        h++;
-    return (uint16_t)h;
-}
-
-static float perf_f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-    uint32_t x;
-    float f;
-
-    if (exp == 0x1f) {
-        x = sign | 0x7f800000u | (mant << 13);
-    } else if (exp == 0) {
-        f = (float)mant / 16777216.0f; /* subnormal: mant * 2^-24 */
-        return sign ? -f : f;
-    } else {
-        x = sign | ((exp + 112) << 23) | (mant << 13);
-    }
-    memcpy(&f, &x, 4);
-    return f;
-}
-
-static uint16_t perf_f32_to_bf16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((x >> 16) | 0x40u);
-    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-
-static float perf_bf16_to_f32(uint16_t b)
-{
-    uint32_t x = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-}
-
-static void perf_store(void *buf, size_t i, symcoll_dtype_t t, int64_t v)
-{
-    switch (t) {
-    case SYMCOLL_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
-    case SYMCOLL_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-    case SYMCOLL_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
-    case SYMCOLL_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
-    case SYMCOLL_INT64: ((int64_t *)buf)[i] = v; break;
-    case SYMCOLL_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-    case SYMCOLL_FLOAT16: ((uint16_t *)buf)[i] = perf_f32_to_f16((float)v); break;
-    case SYMCOLL_BFLOAT16: ((uint16_t *)buf)[i] = perf_f32_to_bf16((float)v); break;
-    case SYMCOLL_FLOAT32: ((float *)buf)[i] = (float)v; break;
-    case SYMCOLL_FLOAT64: ((double *)buf)[i] = (double)v; break;
-    default: break;
-    }
-}
-
-static double perf_load(const void *buf, size_t i, symcoll_dtype_t t)
-{
-    switch (t) {
-    case SYMCOLL_INT8: return ((const int8_t *)buf)[i];
-    case SYMCOLL_UINT8: return ((const uint8_t *)buf)[i];
-    case SYMCOLL_INT32: return ((const int32_t *)buf)[i];
-    case SYMCOLL_UINT32: return ((const uint32_t *)buf)[i];
-    case SYMCOLL_INT64: return (double)((const int64_t *)buf)[i];
-    case SYMCOLL_UINT64: return (double)((const uint64_t *)buf)[i];
-    case SYMCOLL_FLOAT16: return perf_f16_to_f32(((const uint16_t *)buf)[i]);
-    case SYMCOLL_BFLOAT16: return perf_bf16_to_f32(((const uint16_t *)buf)[i]);
-    case SYMCOLL_FLOAT32: return ((const float *)buf)[i];
-    case SYMCOLL_FLOAT64: return ((const double *)buf)[i];
-    default: return 0;
-    }
+    refcheck_spec_t s = {t, op, nranks, seed, REFCHECK_AVG_EXACT};
+    return s;
 }
 
 void perf_fill(void *buf, size_t count, symcoll_dtype_t t, symcoll_op_t op, int rank,
                int nranks, uint64_t seed)
 {
-    for (size_t i = 0; i < count; i++)
-        perf_store(buf, i, t,
-                   rank < 0 ? perf_reference(t, op, nranks, i, seed)
-                            : perf_input_value(t, op, rank, nranks, i, seed));
+    refcheck_spec_t s = perf_spec(t, op, nranks, seed);
+    refcheck_fill(&s, rank < 0 ? REFCHECK_EXPECTED : rank, buf, count);
 }
 
 size_t perf_check(const void *buf, size_t count, symcoll_dtype_t t, symcoll_op_t op, int rank,
                   int nranks, uint64_t seed, const char *what)
 {
-    const size_t es = perf_dtype_size(t);
-    const int is_float = perf_is_float(t);
-    size_t wrong = 0, first = 0;
-    uint64_t want = 0, sign = es == 8 ? 0x8000000000000000ULL : 1ULL << (8 * es - 1);
+    refcheck_spec_t s = perf_spec(t, op, nranks, seed);
+    size_t first = 0, wrong = refcheck_compare(&s, buf, count, &first);
 
-    for (size_t i = 0; i < count; i++) {
-        uint64_t got = 0;
-        want = 0;
-        perf_store(&want, 0, t, perf_reference(t, op, nranks, i, seed));
-        memcpy(&got, (const char *)buf + i * es, es);
-        if (got == want || (is_float && !((got | want) & ~sign)))
-            continue;
-        if (!wrong++)
-            first = i;
-    }
     if (wrong) {
         uint64_t w = 0;
-        perf_store(&w, 0, t, perf_reference(t, op, nranks, first, seed));
+        refcheck_store(&w, 0, t, refcheck_expected(&s, first));
         fprintf(stderr,
                 "%s: rank %d: %zu of %zu elements wrong; first at index %zu: got %.9g, "
                 "expected %.9g\n",
-                what, rank, wrong, count, first, perf_load(buf, first, t), perf_load(&w, 0, t));
+                what, rank, wrong, count, first, refcheck_load(buf, first, t),
+                refcheck_load(&w, 0, t));
     }
     return wrong;
 }
@@ -714,7 +504,7 @@ static void perf_print_row(const perf_opts_t *o, const perf_backend_t *be, size_
 
 int perf_run(const perf_opts_t *o, perf_backend_t *be)
 {
-    perf_state_t st = {.o = o, .be = be, .esize = perf_dtype_size(o->dtype)};
+    perf_state_t st = {.o = o, .be = be, .esize = refcheck_dtype_size(o->dtype)};
     size_t maxcount = o->maxbytes / st.esize, allocbytes = (maxcount ? maxcount : 1) * st.esize;
     int result = 0, nrows = 0;
     double busbw_sum = 0;
@@ -726,9 +516,9 @@ int perf_run(const perf_opts_t *o, perf_backend_t *be)
                     perf_dtype_name(o->dtype), perf_op_name(o->op));
         return 2;
     }
-    if (be->nranks > PERF_MAX_EXACT_RANKS && be->rank == 0)
+    if (be->nranks > REFCHECK_MAX_EXACT_RANKS && be->rank == 0)
         fprintf(stderr, "warning: inputs are exact only up to %d ranks; wrong counts above "
-                        "that may be rounding\n", PERF_MAX_EXACT_RANKS);
+                        "that may be rounding\n", REFCHECK_MAX_EXACT_RANKS);
     /* a fixed starting seed per process: every rank draws the same sequence */
     st.seed = 0x5eed;
     for (int b = 0; b < 2; b++) {

@@ -76,19 +76,14 @@ int perf_dtype_from_name(const char *s, symcoll_dtype_t *dtype_p);
 int perf_op_from_name(const char *s, symcoll_op_t *op_p);
 const char *perf_dtype_name(symcoll_dtype_t dtype);
 const char *perf_op_name(symcoll_op_t op);
-size_t perf_dtype_size(symcoll_dtype_t dtype);
 
 /* Runs the sweep. Returns 0 if every call succeeded and every result was right,
  * 1 if a result was wrong, 2 if a call failed. Collective over the backend's ranks. */
 int perf_run(const perf_opts_t *opts, perf_backend_t *be);
 
-/* Input element @a index of rank @a rank for seed @a seed, as an exact integer; the
- * reduction of these over all ranks is exact in every datatype for up to 64 ranks. */
-int64_t perf_input_value(symcoll_dtype_t dtype, symcoll_op_t op, int rank, int nranks,
-                         size_t index, uint64_t seed);
-
-/* Fills @a buf with rank @a rank's inputs; writes the reference result (the reduction
- * over all ranks, computed here) instead when @a rank is -1. */
+/* The inputs and reference of tools/refcheck.h, with REFCHECK_AVG_EXACT (any library's
+ * avg is right): fills @a buf with rank @a rank's inputs, or with the reference result
+ * (the reduction over all ranks, computed here) when @a rank is -1. */
 void perf_fill(void *buf, size_t count, symcoll_dtype_t dtype, symcoll_op_t op, int rank,
                int nranks, uint64_t seed);
 

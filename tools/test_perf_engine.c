@@ -1,29 +1,34 @@
-/* Tests of the benchmark engine's checker (tools/perf_engine.c): a right reduction
- * passes bitwise for every datatype and operator, and a wrong, stale or partial one
- * is counted. The ranks are simulated in one process; nothing is timed. */
+/* Tests of the inputs and checker that the benchmark engine and the tests share
+ * (tools/refcheck.c, through tools/perf_engine.c): a right reduction passes bitwise for
+ * every datatype and operator, and a wrong, stale or partial one is counted. The ranks
+ * are simulated in one process; nothing is timed. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "perf_engine.c" /* the conversions under test are static */
+#include "perf_engine.h"
+#include "refcheck.h"
 
 /* Reduces the n ranks' inputs the way an implementation may: in rank order, in the
- * type itself (integers, float, double) or in float for the half types, avg as sum / n. */
-static void naive_reduce(void *out, size_t count, symcoll_dtype_t t, symcoll_op_t op, int n,
-                         uint64_t seed)
+ * type itself (integers, float, double) or in float for the half types, avg as sum / n
+ * (integers truncated toward zero). */
+static void naive_reduce_spec(void *out, size_t count, const refcheck_spec_t *s)
 {
-    const size_t es = perf_dtype_size(t);
+    const symcoll_dtype_t t = s->dtype;
+    const symcoll_op_t op = s->op;
+    const int n = s->nranks;
+    const size_t es = refcheck_dtype_size(t);
     void *in = malloc(count * es + 1);
     double *acc = calloc(count + 1, sizeof(double));
 
     ck_assert_ptr_nonnull(in);
     ck_assert_ptr_nonnull(acc);
     for (int r = 0; r < n; r++) {
-        perf_fill(in, count, t, op, r, n, seed);
+        refcheck_fill(s, r, in, count);
         for (size_t i = 0; i < count; i++) {
             /* every value involved is an integer far inside double's exact range, so a
              * double accumulator gives what the type's own arithmetic would */
-            double v = perf_load(in, i, t);
+            double v = refcheck_load(in, i, t);
             if (r == 0) {
                 acc[i] = v;
                 continue;
@@ -48,12 +53,20 @@ static void naive_reduce(void *out, size_t count, symcoll_dtype_t t, symcoll_op_
             else
                 v = (double)((int64_t)v / n);
         }
-        perf_store(out, i, t, (int64_t)v);
-        ck_assert_msg(perf_load(out, i, t) == v, "%s %s: %g is not exact",
+        refcheck_store(out, i, t, v);
+        ck_assert_msg(refcheck_load(out, i, t) == v, "%s %s: %g is not exact",
                       perf_dtype_name(t), perf_op_name(op), v);
     }
     free(in);
     free(acc);
+}
+
+/* the same for the engine's inputs (exact avg) */
+static void naive_reduce(void *out, size_t count, symcoll_dtype_t t, symcoll_op_t op, int n,
+                         uint64_t seed)
+{
+    refcheck_spec_t s = {t, op, n, seed, REFCHECK_AVG_EXACT};
+    naive_reduce_spec(out, count, &s);
 }
 
 START_TEST(test_right_results_pass)
@@ -71,6 +84,54 @@ START_TEST(test_right_results_pass)
                               "%s %s on %d ranks", perf_dtype_name(t), perf_op_name(op),
                               ranks[k]);
             }
+    free(out);
+}
+END_TEST
+
+/* Without REFCHECK_AVG_EXACT (what the library's tests use) avg follows symcoll's rule
+ * and the inputs are not lifted: float averages have fractions and integer ones truncate
+ * negative sums toward zero, and the reference still matches a reduction done in the
+ * type on rank counts that are powers of two. */
+START_TEST(test_symcoll_avg_rule)
+{
+    static const int ranks[] = {1, 2, 4, 8, 64};
+    const size_t count = 4099;
+    void *out = malloc(count * 8);
+
+    ck_assert_ptr_nonnull(out);
+    for (size_t k = 0; k < sizeof(ranks) / sizeof(ranks[0]); k++)
+        for (int t = 0; t < SYMCOLL_DTYPE_LAST; t++)
+            for (int op = 0; op < SYMCOLL_OP_LAST; op++) {
+                refcheck_spec_t s = {t, op, ranks[k], 9, 0};
+                size_t first = 0, fractions = 0, truncated = 0;
+                naive_reduce_spec(out, count, &s);
+                ck_assert_msg(!refcheck_compare(&s, out, count, &first),
+                              "%s %s on %d ranks: element %zu", perf_dtype_name(t),
+                              perf_op_name(op), ranks[k], first);
+                if (t == SYMCOLL_INT8 || t == SYMCOLL_UINT8) {
+                    /* the poison byte is never a result, nor rank 0's input */
+                    const unsigned char p =
+                        t == SYMCOLL_INT8 ? REFCHECK_POISON_INT8 : REFCHECK_POISON_UINT8;
+                    ck_assert_ptr_null(memchr(out, p, count));
+                    refcheck_fill(&s, 0, out, count);
+                    ck_assert_ptr_null(memchr(out, p, count));
+                }
+                if (op != SYMCOLL_AVG || ranks[k] == 1)
+                    continue;
+                for (size_t i = 0; i < count; i++) {
+                    double sum = 0, want = refcheck_expected(&s, i);
+                    for (int r = 0; r < ranks[k]; r++)
+                        sum += refcheck_input(&s, r, i);
+                    fractions += want != (double)(int64_t)want;
+                    truncated += sum < 0 && (int64_t)sum % ranks[k] != 0;
+                }
+                if (refcheck_is_float(t))
+                    ck_assert_uint_gt(fractions, count / 4);
+                else if (!refcheck_is_unsigned(t))
+                    ck_assert_uint_gt(truncated, count / 8);
+            }
+    ck_assert_double_eq(refcheck_finish(SYMCOLL_INT32, SYMCOLL_AVG, -7, 2), -3);
+    ck_assert_double_eq(refcheck_finish(SYMCOLL_FLOAT32, SYMCOLL_AVG, -7, 2), -3.5);
     free(out);
 }
 END_TEST
@@ -93,7 +154,7 @@ START_TEST(test_wrong_results_counted)
             ck_assert_uint_gt(perf_check(out, count, t, op, 0, n, 8, "unreduced"), count / 4);
             /* one element off */
             naive_reduce(out, count, t, op, n, 8);
-            memset((char *)out + 17 * perf_dtype_size(t), 0x7f, perf_dtype_size(t));
+            memset((char *)out + 17 * refcheck_dtype_size(t), 0x7f, refcheck_dtype_size(t));
             ck_assert_uint_eq(perf_check(out, count, t, op, 0, n, 8, "one element"), 1);
         }
     free(out);
@@ -105,13 +166,13 @@ START_TEST(test_half_conversions)
     /* every float16 / bfloat16 bit pattern that is a number survives a round trip */
     for (uint32_t h = 0; h < 0x10000u; h++) {
         if ((h & 0x7c00u) != 0x7c00u)
-            ck_assert_uint_eq(perf_f32_to_f16(perf_f16_to_f32((uint16_t)h)), h);
+            ck_assert_uint_eq(refcheck_f32_to_f16(refcheck_f16_to_f32((uint16_t)h)), h);
         if ((h & 0x7f80u) != 0x7f80u)
-            ck_assert_uint_eq(perf_f32_to_bf16(perf_bf16_to_f32((uint16_t)h)), h);
+            ck_assert_uint_eq(refcheck_f32_to_bf16(refcheck_bf16_to_f32((uint16_t)h)), h);
     }
-    ck_assert_uint_eq(perf_f32_to_f16(65520.0f), 0x7c00u); /* rounds up to infinity */
-    ck_assert_uint_eq(perf_f32_to_f16(2049.0f), 0x6800u);  /* tie to even: 2048 */
-    ck_assert_uint_eq(perf_f32_to_bf16(257.0f), 0x4380u);  /* tie to even: 256 */
+    ck_assert_uint_eq(refcheck_f32_to_f16(65520.0f), 0x7c00u); /* rounds up to infinity */
+    ck_assert_uint_eq(refcheck_f32_to_f16(2049.0f), 0x6800u);  /* tie to even: 2048 */
+    ck_assert_uint_eq(refcheck_f32_to_bf16(257.0f), 0x4380u);  /* tie to even: 256 */
 }
 END_TEST
 
@@ -144,6 +205,7 @@ int main(void)
 
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_right_results_pass);
+    tcase_add_test(tc, test_symcoll_avg_rule);
     tcase_add_test(tc, test_wrong_results_counted);
     tcase_add_test(tc, test_half_conversions);
     tcase_add_test(tc, test_sizes_and_names);
