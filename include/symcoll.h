@@ -13,7 +13,57 @@
  *    only the fields whose bit is set, and rejects unknown bits;
  *  - every call returns a ::symcoll_status_t; output arguments (ending in @c _p) are
  *    written only on success;
- *  - the library never exits, aborts or prints except through its logger.
+ *  - the library never exits, aborts or prints except through its logger;
+ *  - the header and the library check each other's API version when a communicator is
+ *    created (symcoll_comm_create() passes ::SYMCOLL_API_MAJOR and ::SYMCOLL_API_MINOR
+ *    to symcoll_comm_create_version()).
+ *
+ * Contract:
+ *  - Memory types: host memory and CUDA device memory. symcoll_allreduce() asks the
+ *    CUDA driver about each buffer (CU_POINTER_ATTRIBUTE_MEMORY_TYPE): device memory is
+ *    CUDA memory; anything else, pinned host memory included, is host memory, and so is
+ *    every buffer in a build without CUDA or on a machine without a CUDA driver. A send
+ *    and a receive buffer of different types fail with SYMCOLL_ERR_INVALID_PARAM.
+ *  - Completion: on host memory a call is blocking: when it returns, the result is in
+ *    the receive buffer and both buffers may be reused. On CUDA memory it is ordered on
+ *    the caller's stream: the result is there for work queued after it on that stream,
+ *    and the buffers must stay untouched until the stream has passed it.
+ *  - In place when the send buffer is the receive buffer; the two must not overlap in
+ *    any other way.
+ *  - CUDA graphs: inside a node (every rank of the communicator on one host) an
+ *    all-reduce on CUDA memory can be captured into a graph, once the pool holds the
+ *    staging it needs: the staging never grows under capture (such a call fails with
+ *    SYMCOLL_ERR_IN_PROGRESS), so run the largest call once before capturing. The graph
+ *    uses the staging of its capture; it stays valid until a larger call outside the
+ *    capture makes the staging grow, symcoll_pool_trim() of the CUDA pool, or
+ *    symcoll_comm_destroy(). Each launch of the graph is an all-reduce: every rank
+ *    launches it at the same place in its sequence of collective calls. Across nodes
+ *    the work is done by host threads on every call, so a call on a capturing stream
+ *    fails with SYMCOLL_ERR_UNSUPPORTED and changes nothing.
+ *  - Collective calls: symcoll_comm_create(), symcoll_comm_destroy(),
+ *    symcoll_allreduce(), symcoll_mem_alloc() and symcoll_pool_trim() must be called by
+ *    every rank of the communicator, in the same order and with matching arguments
+ *    (ranks that disagree get SYMCOLL_ERR_MISMATCH where the library can tell;
+ *    otherwise a timeout or an undefined result). symcoll_mem_free() does not
+ *    communicate, but the pool's allocator must stay the same on every rank: every rank
+ *    frees the same buffers between the same two collective calls, in any order (a
+ *    difference that changes the next allocation or trim of the pool fails it with
+ *    SYMCOLL_ERR_MISMATCH). Every other call is local.
+ *  - Threads: a communicator's collective calls and symcoll_mem_free() take its lock,
+ *    so several threads may make them, one at a time; the order in which they take the
+ *    lock is the order of the collective, and it must be the same on every rank (the
+ *    threads have to agree on it themselves). symcoll_comm_abort() may be called from
+ *    any thread at any time before symcoll_comm_destroy(), also while another thread
+ *    waits inside a call; symcoll_pool_query(), symcoll_comm_rank(),
+ *    symcoll_comm_size() and the print calls do not take the lock. No call on a
+ *    communicator may run concurrently with its symcoll_comm_destroy().
+ *  - Out-of-band allgather: a callback given at creation is called during
+ *    symcoll_comm_create() and afterwards too, from inside symcoll_allreduce(),
+ *    symcoll_mem_alloc() and symcoll_pool_trim() (creation of a pool on the first use
+ *    of a memory type, pool growth and allocations from the pool, the algorithms'
+ *    staging and setup, trim), on the calling thread with the communicator's lock held.
+ *    The callback and its context must stay valid until symcoll_comm_destroy(), and the
+ *    callback must not call symcoll on the same communicator.
  */
 #ifndef SYMCOLL_H
 #define SYMCOLL_H
@@ -33,7 +83,13 @@ extern "C" {
 #define SYMCOLL_EXPORT
 #endif
 
-/** @name Version */
+/**
+ * @name API version
+ * The version of the interface this header describes (the package's release is
+ * symcoll_get_version()). The major changes when the interface changes incompatibly,
+ * the minor when something is added (a call, a field, a flag). symcoll_comm_create()
+ * passes both to the library, which refuses another major and a newer minor.
+ */
 /**@{*/
 #define SYMCOLL_API_MAJOR 0 /**< API major version this header describes */
 #define SYMCOLL_API_MINOR 1 /**< API minor version this header describes */
@@ -100,8 +156,17 @@ typedef enum {
  * @brief Out-of-band allgather supplied by the caller.
  *
  * Gathers @a size bytes from every rank's @a src into @a dst (nranks * size bytes,
- * ordered by rank). Must return 0 on success. An MPI code passes a wrapper around
- * MPI_Allgather(src, size, MPI_BYTE, dst, size, MPI_BYTE, comm).
+ * ordered by rank). An MPI code passes a wrapper around
+ * MPI_Allgather(src, size, MPI_BYTE, dst, size, MPI_BYTE, comm). Any return value but 0
+ * fails the symcoll call with SYMCOLL_ERR_BOOTSTRAP, and every later exchange of the
+ * communicator too. It is called after creation as well (see the contract at the top
+ * of this file): it and its context must stay valid until symcoll_comm_destroy().
+ *
+ * @param[in]  src   this rank's @a size bytes
+ * @param[out] dst   nranks * @a size bytes, rank r's contribution at offset r * size
+ * @param[in]  size  bytes per rank, the same on every rank
+ * @param[in]  ctx   symcoll_comm_params_t::allgather_ctx
+ * @return 0 on success, any other value on failure.
  */
 typedef int (*symcoll_allgather_fn_t)(const void *src, void *dst, size_t size, void *ctx);
 
@@ -153,18 +218,31 @@ typedef struct symcoll_pool_attr {
     uint64_t segments;   /**< segments mapped now */
 } symcoll_pool_attr_t;
 
-/** @brief Human-readable text of a status code (never NULL). */
+/**
+ * @brief Human-readable text of a status code.
+ * @param[in] status  any value, also one outside ::symcoll_status_t
+ * @return a static string, never NULL ("unknown status" for a value that is no code).
+ */
 SYMCOLL_EXPORT const char *symcoll_status_string(symcoll_status_t status);
 
-/** @brief Library version, as a string "MAJOR.MINOR.PATCH". */
+/**
+ * @brief Library version, as a string "MAJOR.MINOR.PATCH".
+ * @return a static string, never NULL.
+ */
 SYMCOLL_EXPORT const char *symcoll_version_string(void);
 
-/** @brief Library version numbers; any pointer may be NULL. */
+/**
+ * @brief Library version numbers.
+ * @param[out] major_p  major version (may be NULL)
+ * @param[out] minor_p  minor version (may be NULL)
+ * @param[out] patch_p  patch level (may be NULL)
+ */
 SYMCOLL_EXPORT void symcoll_get_version(unsigned *major_p, unsigned *minor_p,
                                         unsigned *patch_p);
 
 /**
  * @brief Build configuration as one line of text (CUDA on/off, UCX version, ...).
+ * @return a static string, never NULL.
  */
 SYMCOLL_EXPORT const char *symcoll_build_info(void);
 
@@ -176,37 +254,105 @@ enum symcoll_config_print_flags {
 /**
  * @brief Print every SYMCOLL_* configuration variable: name, default, current value
  *        (from the environment), and with SYMCOLL_CONFIG_PRINT_DOC its documentation.
- * @return SYMCOLL_ERR_INVALID_PARAM if a variable holds a value that does not parse
- *         (the table is still printed, the bad value marked).
+ * @param[in] stream  where to print
+ * @param[in] flags   bits of ::symcoll_config_print_flags
+ * @return SYMCOLL_OK; SYMCOLL_ERR_INVALID_PARAM for a NULL @a stream or unknown
+ *         @a flags (nothing printed), or if a variable holds a value that does not
+ *         parse (the table is still printed, the bad value marked).
  */
 SYMCOLL_EXPORT symcoll_status_t symcoll_config_print(FILE *stream, unsigned flags);
 
-/** @brief Size in bytes of one element of @a dtype, or 0 if invalid. */
+/**
+ * @brief Size of one element.
+ * @param[in] dtype  element type
+ * @return the size in bytes, or 0 if @a dtype is invalid.
+ */
 SYMCOLL_EXPORT size_t symcoll_dtype_size(symcoll_dtype_t dtype);
 
-/** @brief Name of a datatype ("bfloat16", ...) or NULL if invalid. */
+/**
+ * @brief Name of a datatype.
+ * @param[in] dtype  element type
+ * @return a static string ("bfloat16", ...), or NULL if @a dtype is invalid.
+ */
 SYMCOLL_EXPORT const char *symcoll_dtype_name(symcoll_dtype_t dtype);
 
-/** @brief Name of an operator ("sum", ...) or NULL if invalid. */
+/**
+ * @brief Name of an operator.
+ * @param[in] op  reduction operator
+ * @return a static string ("sum", ...), or NULL if @a op is invalid.
+ */
 SYMCOLL_EXPORT const char *symcoll_op_name(symcoll_op_t op);
+
+/**
+ * @brief Create a communicator (collective over all ranks), checking the API version of
+ *        the caller's header against the library's.
+ *
+ * Call it through symcoll_comm_create(), which passes the version of the header the
+ * caller was built with. A different major, or a minor newer than the library's (the
+ * caller may set fields or flags this library does not know), is refused before
+ * anything else is read; an older minor is accepted.
+ *
+ * Reads and validates the SYMCOLL_* configuration (a bad value fails with
+ * SYMCOLL_ERR_INVALID_PARAM and a log line naming the variable), runs the bootstrap,
+ * probes the topology and sets up the transports. Pools are created by the first call
+ * that needs one.
+ *
+ * @param[in]  api_major  ::SYMCOLL_API_MAJOR of the caller's header
+ * @param[in]  api_minor  ::SYMCOLL_API_MINOR of the caller's header
+ * @param[in]  params     creation parameters (may be NULL: all from the environment);
+ *                        read only during the call, except the allgather callback and
+ *                        its context, which must stay valid until
+ *                        symcoll_comm_destroy()
+ * @param[out] comm_p     the new communicator, written only on success
+ * @return SYMCOLL_OK;
+ *         SYMCOLL_ERR_UNSUPPORTED (logged, nothing done) for an API version this
+ *         library cannot serve;
+ *         SYMCOLL_ERR_INVALID_PARAM for a NULL @a comm_p, unknown field_mask bits, an
+ *         allgather without rank and nranks, rank without nranks or the reverse, a rank
+ *         outside 0..nranks-1, rank and size neither given nor in the environment, a
+ *         timeout that is not positive, a negative CUDA device, or a SYMCOLL_* variable
+ *         that does not parse or cannot be served on this topology;
+ *         otherwise the error of the step that failed on this rank or a peer
+ *         (SYMCOLL_ERR_BOOTSTRAP, SYMCOLL_ERR_TIMED_OUT, SYMCOLL_ERR_MISMATCH,
+ *         SYMCOLL_ERR_PEER_FAILED, SYMCOLL_ERR_UCX, SYMCOLL_ERR_CUDA, SYMCOLL_ERR_SYSTEM,
+ *         SYMCOLL_ERR_NO_MEMORY).
+ */
+SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create_version(unsigned api_major,
+                                                            unsigned api_minor,
+                                                            const symcoll_comm_params_t *params,
+                                                            symcoll_comm_h *comm_p);
 
 /**
  * @brief Create a communicator (collective over all ranks).
  *
- * Reads and validates the SYMCOLL_* configuration (a bad value fails with
- * SYMCOLL_ERR_INVALID_PARAM and a log line naming the variable), runs the bootstrap,
- * probes the topology and sets up the transports.
+ * symcoll_comm_create_version() with the API version of this header, so that a
+ * program built against another version of symcoll fails here with
+ * SYMCOLL_ERR_UNSUPPORTED instead of misreading its arguments later.
  *
- * @param params   creation parameters (may be NULL: all from the environment)
- * @param comm_p   the new communicator, written only on success
+ * @param[in]  params  creation parameters (may be NULL: all from the environment)
+ * @param[out] comm_p  the new communicator, written only on success
+ * @return as symcoll_comm_create_version().
  */
-SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create(const symcoll_comm_params_t *params,
-                                                    symcoll_comm_h *comm_p);
+static inline symcoll_status_t symcoll_comm_create(const symcoll_comm_params_t *params,
+                                                   symcoll_comm_h *comm_p)
+{
+    return symcoll_comm_create_version(SYMCOLL_API_MAJOR, SYMCOLL_API_MINOR, params, comm_p);
+}
 
 /**
  * @brief Destroy a communicator (collective). Releases every pool, mapping, file
  *        descriptor, UCX resource and socket. After this the handle is invalid; passing
  *        it again returns SYMCOLL_ERR_INVALID_PARAM.
+ *
+ * Waits for the all-reduces across nodes still queued on CUDA streams; the caller
+ * makes sure that no other work queued on a stream still uses the communicator or its
+ * buffers (synchronise the streams first). Across nodes it waits (up to the timeout)
+ * for the peers to reach their destroy, then closes the connections anyway. Buffers
+ * from symcoll_mem_alloc() are unmapped with the pools.
+ *
+ * @param[in] comm  the communicator; no other call on it may run at the same time
+ * @return SYMCOLL_OK; SYMCOLL_ERR_INVALID_PARAM (nothing done) for a NULL or destroyed
+ *         communicator.
  */
 SYMCOLL_EXPORT symcoll_status_t symcoll_comm_destroy(symcoll_comm_h comm);
 
@@ -216,13 +362,28 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_destroy(symcoll_comm_h comm);
  * Every pending and future call on @a comm returns an error promptly (this rank's
  * with SYMCOLL_ERR_ABORTED; peers see SYMCOLL_ERR_ABORTED, SYMCOLL_ERR_PEER_FAILED or
  * SYMCOLL_ERR_TIMED_OUT). The handle must still be destroyed.
+ *
+ * @param[in] comm  the communicator
+ * @return SYMCOLL_OK; SYMCOLL_ERR_INVALID_PARAM for a NULL or destroyed communicator.
  */
 SYMCOLL_EXPORT symcoll_status_t symcoll_comm_abort(symcoll_comm_h comm);
 
-/** @brief This process's rank in @a comm. */
+/**
+ * @brief This process's rank in @a comm. Not collective.
+ * @param[in]  comm    the communicator
+ * @param[out] rank_p  the rank, 0..nranks-1
+ * @return SYMCOLL_OK; SYMCOLL_ERR_INVALID_PARAM for a NULL or destroyed communicator or
+ *         a NULL @a rank_p.
+ */
 SYMCOLL_EXPORT symcoll_status_t symcoll_comm_rank(symcoll_comm_h comm, int *rank_p);
 
-/** @brief Number of ranks of @a comm. */
+/**
+ * @brief Number of ranks of @a comm. Not collective.
+ * @param[in]  comm    the communicator
+ * @param[out] size_p  the number of ranks
+ * @return SYMCOLL_OK; SYMCOLL_ERR_INVALID_PARAM for a NULL or destroyed communicator or
+ *         a NULL @a size_p.
+ */
 SYMCOLL_EXPORT symcoll_status_t symcoll_comm_size(symcoll_comm_h comm, int *size_p);
 
 /**
@@ -240,10 +401,36 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_size(symcoll_comm_h comm, int *size
  * releases its stream and makes every later call return its error. Every rank gets
  * bitwise identical results.
  *
- * @return SYMCOLL_ERR_INVALID_PARAM (no side effect) for a NULL or destroyed
- *         communicator, NULL buffers with count > 0, an invalid datatype or operator,
- *         or a byte size that overflows; SYMCOLL_ERR_UNSUPPORTED (no side effect) for
- *         CUDA memory across nodes on a stream being captured into a graph.
+ * @param[in]  sendbuf  @a count elements of this rank (host or CUDA memory)
+ * @param[out] recvbuf  @a count elements of the result, of the same memory type; may
+ *                      be @a sendbuf (in place)
+ * @param[in]  count    number of elements, the same on every rank; 0 does nothing
+ * @param[in]  dtype    element type, the same on every rank
+ * @param[in]  op       reduction operator, the same on every rank
+ * @param[in]  comm     the communicator
+ * @param[in]  stream   cudaStream_t for CUDA memory (NULL: the default stream);
+ *                      ignored for host memory
+ * @return SYMCOLL_OK;
+ *         SYMCOLL_ERR_INVALID_PARAM (no side effect) for a NULL or destroyed
+ *         communicator, NULL buffers with count > 0, buffers of different memory types,
+ *         an invalid datatype or operator, or a byte size that overflows;
+ *         SYMCOLL_ERR_UNSUPPORTED for CUDA memory across nodes on a stream being
+ *         captured into a graph (no side effect), CUDA memory on more GPUs of a node
+ *         than the kernels serve, or an algorithm forced with SYMCOLL_ALGO that does
+ *         not serve this call;
+ *         SYMCOLL_ERR_IN_PROGRESS when the staging would have to grow while @a stream
+ *         is being captured;
+ *         SYMCOLL_ERR_NO_MEMORY when the pool cannot grow for the staging;
+ *         SYMCOLL_ERR_MISMATCH when ranks passed different arguments and the library
+ *         sees it;
+ *         SYMCOLL_ERR_ABORTED after symcoll_comm_abort() on this rank;
+ *         SYMCOLL_ERR_ABORTED, SYMCOLL_ERR_PEER_FAILED or SYMCOLL_ERR_TIMED_OUT when a
+ *         peer aborted, died or stopped answering;
+ *         SYMCOLL_ERR_CUDA, SYMCOLL_ERR_UCX, SYMCOLL_ERR_SYSTEM or
+ *         SYMCOLL_ERR_BOOTSTRAP when a call below failed. After an error with a side
+ *         effect the contents of @a recvbuf are undefined; after an abort, a peer
+ *         failure or a timeout every later call fails too, and the communicator is
+ *         good only for symcoll_comm_destroy().
  */
 SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *recvbuf,
                                                   size_t count, symcoll_dtype_t dtype,
@@ -254,21 +441,90 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *rec
  * @brief Allocate @a size bytes of symmetric memory from the pool (collective; every
  *        rank must pass the same size and type). The buffer sits at the same pool
  *        offset on every rank. Grows the pool when needed.
- * @return SYMCOLL_ERR_NO_MEMORY if the pool cannot grow (it is left as it was),
- *         SYMCOLL_ERR_MISMATCH if ranks passed different arguments.
+ *
+ * The pool of @a mem_type is created by the first call that needs it (a collective
+ * exchange). The pool does not look at streams, so it may grow while a stream is being
+ * captured into a CUDA graph, unless CUDA itself refuses to create memory then.
+ *
+ * @param[in]  comm      the communicator
+ * @param[in]  size      bytes, the same on every rank (rounded up to the pool's
+ *                       alignment)
+ * @param[in]  mem_type  ::SYMCOLL_MEM_HOST or ::SYMCOLL_MEM_CUDA, the same on every rank
+ * @param[out] ptr_p     this rank's view of the buffer, written only on success
+ * @return SYMCOLL_OK;
+ *         SYMCOLL_ERR_INVALID_PARAM (no side effect) for a NULL or destroyed
+ *         communicator, a NULL @a ptr_p, an invalid memory type or a size of 0;
+ *         SYMCOLL_ERR_UNSUPPORTED for CUDA memory in a build or on a machine without
+ *         CUDA;
+ *         SYMCOLL_ERR_ABORTED after symcoll_comm_abort();
+ *         SYMCOLL_ERR_NO_MEMORY if the pool cannot grow (it is left as it was);
+ *         SYMCOLL_ERR_MISMATCH if ranks passed different arguments;
+ *         SYMCOLL_ERR_IN_PROGRESS if CUDA refused to create memory during a stream
+ *         capture;
+ *         the error of a queued CUDA all-reduce across nodes, or of the exchange with
+ *         the other ranks (SYMCOLL_ERR_TIMED_OUT, SYMCOLL_ERR_PEER_FAILED,
+ *         SYMCOLL_ERR_BOOTSTRAP), or of mapping the memory (SYMCOLL_ERR_SYSTEM,
+ *         SYMCOLL_ERR_CUDA, SYMCOLL_ERR_UCX).
  */
 SYMCOLL_EXPORT symcoll_status_t symcoll_mem_alloc(symcoll_comm_h comm, size_t size,
                                                   symcoll_mem_type_t mem_type, void **ptr_p);
 
-/** @brief Free a buffer from symcoll_mem_alloc() (collective). */
+/**
+ * @brief Free a buffer from symcoll_mem_alloc().
+ *
+ * Not collective: it does not communicate and does not wait for the other ranks. It
+ * waits for the all-reduces queued on CUDA streams across nodes (they may still use the
+ * buffer); inside a node the caller must not free a buffer that work queued on a stream
+ * still uses. The pool's allocator must stay the same on every rank, so every rank
+ * frees the same buffers between the same two collective calls, in any order; a
+ * difference that changes the next allocation or trim of the pool fails that call with
+ * SYMCOLL_ERR_MISMATCH. The memory stays mapped until symcoll_pool_trim() or
+ * symcoll_comm_destroy().
+ *
+ * @param[in] comm  the communicator the buffer was allocated on
+ * @param[in] ptr   the pointer symcoll_mem_alloc() returned, or NULL (nothing done)
+ * @return SYMCOLL_OK;
+ *         SYMCOLL_ERR_INVALID_PARAM (logged, nothing freed) for a NULL or destroyed
+ *         communicator, or a @a ptr that symcoll_mem_alloc() did not return on
+ *         @a comm or that was freed already;
+ *         SYMCOLL_ERR_NO_MEMORY if the allocator's free list cannot grow (the buffer
+ *         stays allocated).
+ */
 SYMCOLL_EXPORT symcoll_status_t symcoll_mem_free(symcoll_comm_h comm, void *ptr);
 
-/** @brief Read pool statistics; safe from any thread. */
+/**
+ * @brief Read pool statistics. Not collective; safe from any thread (it does not take
+ *        the communicator's lock).
+ * @param[in]     comm      the communicator
+ * @param[in]     mem_type  the pool's memory type
+ * @param[in,out] attr_p    in: field_mask, the fields wanted; out: those fields
+ *                          (all 0 while the pool does not exist yet)
+ * @return SYMCOLL_OK; SYMCOLL_ERR_INVALID_PARAM (nothing written) for a NULL or
+ *         destroyed communicator, a NULL @a attr_p, an invalid memory type or unknown
+ *         field_mask bits.
+ */
 SYMCOLL_EXPORT symcoll_status_t symcoll_pool_query(symcoll_comm_h comm,
                                                    symcoll_mem_type_t mem_type,
                                                    symcoll_pool_attr_t *attr_p);
 
-/** @brief Unmap unused tail segments of the pool (collective). */
+/**
+ * @brief Unmap unused tail segments of the pool (collective).
+ *
+ * Releases the algorithms' staging in the pool first (the next all-reduce allocates it
+ * again, collectively), so a CUDA graph captured before no longer has its staging.
+ * Buffers from symcoll_mem_alloc() stay valid. Does nothing while the pool does not
+ * exist yet.
+ *
+ * @param[in] comm      the communicator
+ * @param[in] mem_type  the pool's memory type, the same on every rank
+ * @return SYMCOLL_OK;
+ *         SYMCOLL_ERR_INVALID_PARAM (no side effect) for a NULL or destroyed
+ *         communicator or an invalid memory type;
+ *         SYMCOLL_ERR_MISMATCH if the ranks' pools differ;
+ *         the error of a queued CUDA all-reduce across nodes (nothing trimmed), or of
+ *         the exchange with the other ranks (SYMCOLL_ERR_TIMED_OUT,
+ *         SYMCOLL_ERR_PEER_FAILED, SYMCOLL_ERR_ABORTED, SYMCOLL_ERR_BOOTSTRAP).
+ */
 SYMCOLL_EXPORT symcoll_status_t symcoll_pool_trim(symcoll_comm_h comm,
                                                   symcoll_mem_type_t mem_type);
 
@@ -277,7 +533,10 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_pool_trim(symcoll_comm_h comm,
  *        pid, CPU and NUMA node, CUDA device, PCI bus id, UUID, UCX capabilities), the
  *        node map and each node's GPU link matrix (peer access, NVLink count, CUDA P2P
  *        performance rank). Not collective: every rank holds the gathered facts.
- * @return SYMCOLL_ERR_INVALID_PARAM for a NULL or destroyed communicator or stream.
+ * @param[in] comm    the communicator
+ * @param[in] stream  where to print
+ * @return SYMCOLL_OK; SYMCOLL_ERR_INVALID_PARAM for a NULL or destroyed communicator or
+ *         a NULL stream.
  */
 SYMCOLL_EXPORT symcoll_status_t symcoll_comm_print_topology(symcoll_comm_h comm, FILE *stream);
 
@@ -286,7 +545,10 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_print_topology(symcoll_comm_h comm,
  *        message size from 8 B to 1 GiB (powers of two), the algorithm the selector
  *        picks on this topology with the current SYMCOLL_* settings, and why.
  *        Not collective.
- * @return SYMCOLL_ERR_INVALID_PARAM for a NULL or destroyed communicator or stream.
+ * @param[in] comm    the communicator
+ * @param[in] stream  where to print
+ * @return SYMCOLL_OK; SYMCOLL_ERR_INVALID_PARAM for a NULL or destroyed communicator or
+ *         a NULL stream.
  */
 SYMCOLL_EXPORT symcoll_status_t symcoll_comm_print_decisions(symcoll_comm_h comm, FILE *stream);
 

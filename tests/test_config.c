@@ -1,5 +1,6 @@
 /* Tests of the configuration table (parsers, bad values failing communicator
- * creation with a named variable) and of the status strings. */
+ * creation with a named variable), of the API version handshake of communicator
+ * creation and of the status strings. */
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -186,6 +187,56 @@ START_TEST(test_comm_create_bad_env)
 }
 END_TEST
 
+/* The API version handshake: a caller built against another major, or a newer minor
+ * than the library's, is refused with SYMCOLL_ERR_UNSUPPORTED and its output untouched;
+ * the header's own version and an older minor create a communicator (one rank). */
+START_TEST(test_comm_create_version)
+{
+    symcoll_comm_params_t params = {.field_mask = SYMCOLL_COMM_PARAM_FIELD_RANK |
+                                                  SYMCOLL_COMM_PARAM_FIELD_NRANKS,
+                                    .rank = 0,
+                                    .nranks = 1};
+    static const unsigned refused[][2] = {
+        {SYMCOLL_API_MAJOR + 1, SYMCOLL_API_MINOR},
+        {SYMCOLL_API_MAJOR + 1, 0},
+        {SYMCOLL_API_MAJOR, SYMCOLL_API_MINOR + 1},
+#if SYMCOLL_API_MAJOR > 0
+        {SYMCOLL_API_MAJOR - 1, SYMCOLL_API_MINOR},
+#endif
+    };
+    symcoll_comm_h comm = (symcoll_comm_h)(uintptr_t)0x1;
+
+    clear_env();
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        ck_assert_msg(symcoll_comm_create_version(refused[i][0], refused[i][1], &params,
+                                                  &comm) == SYMCOLL_ERR_UNSUPPORTED,
+                      "API %u.%u accepted by a library of %u.%u", refused[i][0], refused[i][1],
+                      SYMCOLL_API_MAJOR, SYMCOLL_API_MINOR);
+        ck_assert(comm == (symcoll_comm_h)(uintptr_t)0x1);
+    }
+    /* refused before the arguments are looked at */
+    ck_assert_int_eq(
+        symcoll_comm_create_version(SYMCOLL_API_MAJOR + 1, SYMCOLL_API_MINOR, NULL, NULL),
+        SYMCOLL_ERR_UNSUPPORTED);
+
+    ck_assert_int_eq(
+        symcoll_comm_create_version(SYMCOLL_API_MAJOR, SYMCOLL_API_MINOR, &params, &comm),
+        SYMCOLL_OK);
+    ck_assert(comm != (symcoll_comm_h)(uintptr_t)0x1);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+    if (SYMCOLL_API_MINOR > 0) {
+        ck_assert_int_eq(symcoll_comm_create_version(SYMCOLL_API_MAJOR, SYMCOLL_API_MINOR - 1,
+                                                     &params, &comm),
+                         SYMCOLL_OK);
+        ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+    }
+    /* the header's inline wrapper passes its own version */
+    comm = NULL;
+    ck_assert_int_eq(symcoll_comm_create(&params, &comm), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+}
+END_TEST
+
 START_TEST(test_status_strings)
 {
     const char *seen[-SYMCOLL_ERR_LAST];
@@ -219,6 +270,7 @@ int main(void)
     tcase_add_test(tc, test_read_defaults);
     tcase_add_test(tc, test_read_bad);
     tcase_add_test(tc, test_comm_create_bad_env);
+    tcase_add_test(tc, test_comm_create_version);
     tcase_add_test(tc, test_status_strings);
     suite_add_tcase(s, tc);
     return harness_main(s);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The shared library exports only the public API: every defined dynamic symbol starts
-# with symcoll_ (besides the linker's own markers), and every function that
-# include/symcoll.h declares with SYMCOLL_EXPORT is exported.
+# with symcoll_ (besides the linker's own markers), every function that
+# include/symcoll.h declares with SYMCOLL_EXPORT is exported, and so is every symcoll_
+# function it defines as a static inline wrapper.
 . "${top_srcdir:-.}/tests/testlib.sh"
 NM=${NM:-nm}
 make_tmp exports
@@ -63,5 +64,22 @@ if [ "$napi" -lt 10 ]; then
     status=1
 fi
 expect_subset "$tmp/api" "$tmp/syms" "declared in include/symcoll.h but not exported by $lib"
-[ $status -eq 0 ] && echo "PASS: only symcoll_ symbols exported; all $napi API functions present"
+
+# A call the header defines as a static inline wrapper (symcoll_comm_create passes the
+# header's API version to symcoll_comm_create_version) is still exported under its own
+# name, for programs that call the symbol; the header must not also declare it exported.
+sed -n 's/^static inline[^(]*[ *]\(symcoll_[a-z0-9_]*\)(.*/\1/p' \
+    "$top_srcdir/include/symcoll.h" | sort -u >"$tmp/inline"
+ninline=$(wc -l <"$tmp/inline")
+if ! grep -qx symcoll_comm_create "$tmp/inline"; then
+    echo "FAIL: include/symcoll.h does not define symcoll_comm_create as a static inline wrapper"
+    status=1
+fi
+both=$(comm -12 "$tmp/inline" "$tmp/api")
+if [ -n "$both" ]; then
+    echo "FAIL: include/symcoll.h declares these both inline and SYMCOLL_EXPORT: $both"
+    status=1
+fi
+expect_subset "$tmp/inline" "$tmp/syms" "inline in include/symcoll.h but not exported by $lib"
+[ $status -eq 0 ] && echo "PASS: only symcoll_ symbols exported; all $napi API functions and $ninline inline wrappers present"
 exit $status

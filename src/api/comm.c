@@ -109,8 +109,24 @@ static symcoll_status_t comm_env_rank_size(const config_t *cfg, int *rank, int *
      SYMCOLL_COMM_PARAM_FIELD_ALLGATHER | SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE |               \
      SYMCOLL_COMM_PARAM_FIELD_TIMEOUT)
 
-SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create(const symcoll_comm_params_t *params,
-                                                    symcoll_comm_h *comm_p)
+/* The caller's header against this library: the same major, and no newer minor (the
+ * caller may set fields or flags this library does not know). Checked before anything
+ * else of the caller's is read. */
+static symcoll_status_t comm_check_api_version(unsigned api_major, unsigned api_minor)
+{
+    if (api_major == SYMCOLL_API_MAJOR && api_minor <= SYMCOLL_API_MINOR)
+        return SYMCOLL_OK;
+    log_error("symcoll_comm_create: built against symcoll API %u.%u, this library is "
+              "%u.%u: rebuild against the header of this library%s",
+              api_major, api_minor, SYMCOLL_API_MAJOR, SYMCOLL_API_MINOR,
+              api_major == SYMCOLL_API_MAJOR ? " or use a newer library" : "");
+    return SYMCOLL_ERR_UNSUPPORTED;
+}
+
+SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create_version(unsigned api_major,
+                                                            unsigned api_minor,
+                                                            const symcoll_comm_params_t *params,
+                                                            symcoll_comm_h *comm_p)
 {
     symcoll_comm_params_t none = {0};
     bootstrap_params_t bp;
@@ -118,6 +134,9 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create(const symcoll_comm_params_t 
     symcoll_status_t status;
     uint64_t mask;
 
+    status = comm_check_api_version(api_major, api_minor);
+    if (status != SYMCOLL_OK)
+        return status;
     if (!comm_p)
         return SYMCOLL_ERR_INVALID_PARAM;
     if (!params)
@@ -241,6 +260,19 @@ err_mutex:
 err_free:
     free(comm);
     return status;
+}
+
+/* The exported symbol symcoll_comm_create, for programs that call it rather than the
+ * header's inline wrapper of the same name: they pass no version, so this library's own
+ * is assumed. Its C name differs because the wrapper holds the name in this file (it is
+ * unused here, so never emitted). */
+SYMCOLL_EXPORT symcoll_status_t comm_create_unversioned(
+    const symcoll_comm_params_t *params, symcoll_comm_h *comm_p) __asm__("symcoll_comm_create");
+
+symcoll_status_t comm_create_unversioned(const symcoll_comm_params_t *params,
+                                         symcoll_comm_h *comm_p)
+{
+    return symcoll_comm_create_version(SYMCOLL_API_MAJOR, SYMCOLL_API_MINOR, params, comm_p);
 }
 
 SYMCOLL_EXPORT symcoll_status_t symcoll_comm_destroy(symcoll_comm_h comm)

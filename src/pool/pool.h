@@ -137,7 +137,11 @@ void pool_destroy(pool_t *pool);
  * SYMCOLL_ERR_NO_MEMORY leaves it as it was. */
 symcoll_status_t pool_alloc(pool_t *pool, size_t size, pool_alloc_kind_t kind, size_t *off_p);
 
-/* Local (by contract every rank frees the same buffers in the same order). */
+/* Local: no exchange, no wait for the other ranks. The allocator must stay the same on
+ * every rank, so by contract every rank frees the same allocations between the same two
+ * collective pool calls, in any order (neighbours merge, so the free list comes out the
+ * same); a difference that changes the plan of the next pool_alloc or pool_trim fails
+ * it with SYMCOLL_ERR_MISMATCH. */
 symcoll_status_t pool_free(pool_t *pool, size_t off);
 
 /* Offset of a live allocation starting at ptr (this rank's view). */
