@@ -31,8 +31,8 @@ typedef struct algo_host_sig {
     _Atomic uint64_t progress; /* barriers passed; monotonic, never reset; its low 32
                                   bits are also the futex word peers sleep on */
     uint8_t pad0[56];
-    _Atomic uint32_t waiters; /* peers asleep on progress (written by the peers) */
-    uint8_t pad1[60];
+    _Atomic uint64_t waiters; /* peers asleep on progress (written by the peers) */
+    uint8_t pad1[56];
     _Atomic uint64_t aborted; /* 0; once this rank gave up (abort, failure), the first
                                  epoch it did not complete */
     uint8_t pad2[56];

@@ -3,15 +3,12 @@
  * call descriptors through which ranks tell each other where their data is. */
 #include "algo/host.h"
 
-#include <limits.h>
-#include <linux/futex.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "algo/ctx.h"
+#include "core/wait.h"
 #include "topo/topo.h"
 
 /* How often a waiting rank looks at /proc for its peers: cheap enough not to matter,
@@ -25,7 +22,8 @@
  * outnumber cores: sched_yield alone does not reliably hand the core to the rank we
  * wait for (the scheduler may pick us again until its next tick, ~1 ms per barrier),
  * while a sleeping rank leaves the run queue and the waker preempts it back at once.
- * The sleep is bounded, so abort, deadline and liveness are still checked.
+ * The sleep is bounded, so abort, deadline and liveness are still checked. The loop is
+ * core_wait_word; these are the host barrier's settings.
  */
 #define HOST_SPIN_MAX                                                                          \
     4096              /* pause rounds (~0.1 ms): long enough that ranks with a                 \
@@ -34,33 +32,6 @@
                          8 when ranks outnumber cores */
 #define HOST_YIELDS 2 /* sched_yield rounds before sleeping */
 #define HOST_SLEEP_NS 2000000L
-
-static uint32_t *host_futex_word(_Atomic uint64_t *w)
-{
-    /* the half of the 64-bit epoch that changes at every step */
-    return (uint32_t *)(void *)w + (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
-}
-
-/* Sleeps until peer r's progress word moves past seen, or the bounded sleep ends.
- * waiters is seq_cst on both sides (Dekker): either the waker sees our count, or we
- * see its new epoch before sleeping. */
-static void host_sleep(algo_host_sig_t *peer, uint64_t seen)
-{
-    struct timespec ts = {0, HOST_SLEEP_NS};
-    atomic_fetch_add_explicit(&peer->waiters, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&peer->progress, memory_order_seq_cst) == seen)
-        syscall(SYS_futex, host_futex_word(&peer->progress), FUTEX_WAIT, (uint32_t)seen, &ts,
-                NULL, 0);
-    atomic_fetch_sub_explicit(&peer->waiters, 1, memory_order_relaxed);
-}
-
-/* Publishes a new epoch and wakes peers asleep on it. */
-static void host_signal(algo_host_sig_t *me, uint64_t e)
-{
-    atomic_store_explicit(&me->progress, e, memory_order_seq_cst);
-    if (atomic_load_explicit(&me->waiters, memory_order_seq_cst))
-        syscall(SYS_futex, host_futex_word(&me->progress), FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-}
 
 static void host_state_free(algo_host_state_t *st)
 {
@@ -215,45 +186,42 @@ static symcoll_status_t host_wait_check(host_call_t *c, int r)
     return SYMCOLL_OK;
 }
 
+typedef struct host_wait_arg {
+    host_call_t *c;
+    int r;
+} host_wait_arg_t;
+
+static symcoll_status_t host_wait_check_hook(void *arg)
+{
+    host_wait_arg_t *a = arg;
+    return host_wait_check(a->c, a->r);
+}
+
 static symcoll_status_t host_wait(host_call_t *c, int r, uint64_t target)
 {
     algo_host_sig_t *peer = c->st->sig[r];
-    _Atomic uint64_t *w = &peer->progress;
     int g = c->comm->topo->local_ranks[r];
-    unsigned spins = 0, spin_max = c->st->spin_max, yields = 0, dummy;
-    symcoll_status_t status;
-    uint64_t seen;
+    host_wait_arg_t arg = {c, r};
+    core_wait_t w = {.spin_max = c->st->spin_max,
+                     .yields = HOST_YIELDS,
+                     .sleep_ns = HOST_SLEEP_NS,
+                     .progress = NULL,
+                     .check = host_wait_check_hook,
+                     .arg = &arg};
+    symcoll_status_t status = core_wait_word(&w, &peer->progress, &peer->waiters, target);
 
-    while ((seen = atomic_load_explicit(w, memory_order_acquire)) < target) {
-        if (spins < spin_max) {
-            spins++;
-            dummy = 0;
-            core_spin_pause(&dummy);
-            /* look at the clock only now and then while spinning */
-            if (spins & 31)
-                continue;
-        } else if (yields < HOST_YIELDS) {
-            yields++;
-            sched_yield();
-        } else {
-            host_sleep(peer, seen);
-        }
-        status = host_wait_check(c, r);
-        /* the peer may have arrived (and even finished and exited) since our last look */
-        if (status == SYMCOLL_OK || atomic_load_explicit(w, memory_order_acquire) >= target)
-            continue;
-        if (status == SYMCOLL_ERR_ABORTED)
-            log_error("all-reduce: communicator aborted while waiting for rank %d", g);
-        else if (status == SYMCOLL_ERR_TIMED_OUT)
-            log_error("all-reduce: timed out after %.1f s waiting for rank %d (local rank %d)",
-                      c->comm->timeout_sec, g, r);
-        else if (atomic_load_explicit(&peer->aborted, memory_order_acquire))
-            log_error("all-reduce: rank %d (local rank %d) gave up (aborted or failed)", g, r);
-        else
-            log_error("all-reduce: rank %d (local rank %d, pid %d) died", g, r, c->st->pids[r]);
-        return algo_host_fail(c, status);
-    }
-    return SYMCOLL_OK;
+    if (status == SYMCOLL_OK)
+        return SYMCOLL_OK;
+    if (status == SYMCOLL_ERR_ABORTED)
+        log_error("all-reduce: communicator aborted while waiting for rank %d", g);
+    else if (status == SYMCOLL_ERR_TIMED_OUT)
+        log_error("all-reduce: timed out after %.1f s waiting for rank %d (local rank %d)",
+                  c->comm->timeout_sec, g, r);
+    else if (atomic_load_explicit(&peer->aborted, memory_order_acquire))
+        log_error("all-reduce: rank %d (local rank %d) gave up (aborted or failed)", g, r);
+    else
+        log_error("all-reduce: rank %d (local rank %d, pid %d) died", g, r, c->st->pids[r]);
+    return algo_host_fail(c, status);
 }
 
 symcoll_status_t algo_host_barrier(host_call_t *c)
@@ -262,7 +230,7 @@ symcoll_status_t algo_host_barrier(host_call_t *c)
     uint64_t e = ++st->epoch;
     symcoll_status_t status;
 
-    host_signal(st->sig[c->me], e);
+    core_word_publish(&st->sig[c->me]->progress, &st->sig[c->me]->waiters, e);
     /* Peers in order, starting after ourselves so ranks do not all poll rank 0 first. */
     c->epoch_open = true;
     for (int i = 1; i < c->n; i++) {

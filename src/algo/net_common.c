@@ -3,17 +3,14 @@
  * of recursive doubling, ring and hierarchical. */
 #include "algo/net.h"
 
-#include <limits.h>
-#include <linux/futex.h>
 #include <stdlib.h>
-#include <sched.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "algo/ctx.h"
 #include "algo/reduce.h"
+#include "core/wait.h"
 #include "bootstrap/bootstrap.h"
 #include "topo/select.h"
 #include "topo/topo.h"
@@ -419,24 +416,39 @@ symcoll_status_t algo_net_req_wait(net_call_t *c, ucx_req_t req)
  * which the peer wakes when it moves it: with more ranks than cores, sched_yield alone
  * does not reliably hand the core to the rank we wait for. Sleeps are short (remote
  * peers' messages wait in the socket meanwhile; none of them needs our progress to
- * complete) so deadline, abort and liveness are still checked.
+ * complete) so deadline, abort and liveness are still checked. The loop is
+ * core_wait_word, with UCX progress every turn.
  */
 #define NET_BAR_SLEEP_NS 1000000L
 
-static uint32_t *net_futex_word(_Atomic uint64_t *w)
+typedef struct net_bar_arg {
+    net_state_t *st;
+    deadline_t *dl;
+    double *next_alive;
+    int r; /* the rank waited for */
+} net_bar_arg_t;
+
+static symcoll_status_t net_bar_progress(void *arg)
 {
-    /* the half of the epoch that changes at every barrier */
-    return (uint32_t *)(void *)w + (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
+    return ucx_progress(((net_bar_arg_t *)arg)->st->ucx);
 }
 
-static void net_bar_sleep(_Atomic uint64_t *epoch, _Atomic uint64_t *waiters, uint64_t seen)
+static symcoll_status_t net_bar_check(void *arg)
 {
-    struct timespec ts = {0, NET_BAR_SLEEP_NS};
-    /* seq_cst on both sides: either the waker sees us counted, or we see its epoch */
-    atomic_fetch_add_explicit(waiters, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(epoch, memory_order_seq_cst) == seen)
-        syscall(SYS_futex, net_futex_word(epoch), FUTEX_WAIT, (uint32_t)seen, &ts, NULL, 0);
-    atomic_fetch_sub_explicit(waiters, 1, memory_order_relaxed);
+    net_bar_arg_t *a = arg;
+    const topo_t *t = a->st->comm->topo;
+    symcoll_status_t status = deadline_check(a->dl);
+
+    if (status == SYMCOLL_OK && net_peer_gave_up(a->st, a->r))
+        status = SYMCOLL_ERR_ABORTED;
+    if (status == SYMCOLL_OK && time_now() >= *a->next_alive) {
+        *a->next_alive = time_now() + NET_ALIVE_PERIOD;
+        if (!topo_proc_alive(t->info[a->r].pid, t->info[a->r].start_time)) {
+            log_error("rank %d (same node) died", a->r);
+            status = SYMCOLL_ERR_PEER_FAILED;
+        }
+    }
+    return status;
 }
 
 symcoll_status_t algo_net_local_barrier(net_state_t *st, deadline_t *dl)
@@ -446,44 +458,29 @@ symcoll_status_t algo_net_local_barrier(net_state_t *st, deadline_t *dl)
     double next_alive = time_now() + NET_ALIVE_PERIOD;
     _Atomic uint64_t *mine = (_Atomic uint64_t *)net_flag(st, st->comm->rank, 0);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    net_bar_arg_t arg = {st, dl, &next_alive, -1};
     /* Each turn progresses UCX (a system call on TCP), so even this short spin lasts
      * ~0.1 ms: peers with a core each arrive within it, and on a crowded machine
      * (simulated nodes share its cores too) a long spin only delays the peer. */
-    unsigned spin_max = ncpu > 0 && t->local_size >= ncpu ? 16 : 128;
+    core_wait_t w = {.spin_max = ncpu > 0 && t->local_size >= ncpu ? 16 : 128,
+                     .yields = 2,
+                     .sleep_ns = NET_BAR_SLEEP_NS,
+                     .progress = net_bar_progress,
+                     .check = net_bar_check,
+                     .arg = &arg};
 
-    atomic_store_explicit(mine, target, memory_order_seq_cst);
-    if (atomic_load_explicit(mine + 1, memory_order_seq_cst))
-        syscall(SYS_futex, net_futex_word(mine), FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+    core_word_publish(mine, mine + 1, target);
     for (int j = 0; j < t->local_size; j++) {
-        int r = t->local_ranks[j];
-        _Atomic uint64_t *peer = (_Atomic uint64_t *)net_flag(st, r, 0);
-        unsigned iter = 0;
-        uint64_t seen;
+        _Atomic uint64_t *peer;
+        symcoll_status_t status;
 
-        while ((seen = atomic_load_explicit(peer, memory_order_acquire)) < target) {
-            symcoll_status_t status = ucx_progress(st->ucx);
-            if (status == SYMCOLL_OK)
-                status = deadline_check(dl);
-            if (status == SYMCOLL_OK && net_peer_gave_up(st, r))
-                status = SYMCOLL_ERR_ABORTED;
-            if (status == SYMCOLL_OK && time_now() >= next_alive) {
-                next_alive = time_now() + NET_ALIVE_PERIOD;
-                if (!topo_proc_alive(t->info[r].pid, t->info[r].start_time)) {
-                    log_error("rank %d (same node) died", r);
-                    status = SYMCOLL_ERR_PEER_FAILED;
-                }
-            }
-            if (status != SYMCOLL_OK) {
-                log_error("all-reduce: node barrier, waiting for rank %d: %s", r,
-                          symcoll_status_string(status));
-                return status;
-            }
-            if (++iter < spin_max)
-                core_spin_pause(&(unsigned){0});
-            else if (iter < spin_max + 2)
-                sched_yield();
-            else
-                net_bar_sleep(peer, peer + 1, seen);
+        arg.r = t->local_ranks[j];
+        peer = (_Atomic uint64_t *)net_flag(st, arg.r, 0);
+        status = core_wait_word(&w, peer, peer + 1, target);
+        if (status != SYMCOLL_OK) {
+            log_error("all-reduce: node barrier, waiting for rank %d: %s", arg.r,
+                      symcoll_status_string(status));
+            return status;
         }
     }
     return SYMCOLL_OK;

@@ -8,4 +8,5 @@ libsymcoll_core_la_SOURCES += \
 noinst_HEADERS += \
 	src/core/config.h \
 	src/core/core.h \
-	src/core/log.h
+	src/core/log.h \
+	src/core/wait.h
