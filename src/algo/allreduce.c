@@ -177,6 +177,11 @@ static symcoll_status_t run_cuda(comm_t *comm, const topo_plan_t *plan,
                                count, dtype, op, stream);
 }
 
+static symcoll_status_t prepare_net_cuda(comm_t *comm, pool_t *const pools[SYMCOLL_MEM_LAST])
+{
+    return algo_cuda_net_prepare(comm, pools[SYMCOLL_MEM_HOST]);
+}
+
 static symcoll_status_t run_net_cuda(comm_t *comm, const topo_plan_t *plan,
                                      pool_t *const pools[SYMCOLL_MEM_LAST], const void *sendbuf,
                                      void *recvbuf, size_t count, symcoll_dtype_t dtype,
@@ -189,23 +194,26 @@ static symcoll_status_t run_net_cuda(comm_t *comm, const topo_plan_t *plan,
 
 #define POOL_BIT(mem) (1u << (mem))
 
-/* The one table from a plan's family to what runs it and the pools it needs. */
+/* The one table from a plan's family to what runs it, the pools it needs, and the
+ * collective setup of its state beyond the pools' (made once, before the first call
+ * runs, never inside an algorithm). */
 static const struct {
     algo_family_fn_t run;
     unsigned pools;
     bool queued; /* runs behind the queued CUDA calls across nodes instead of after them */
+    symcoll_status_t (*prepare)(comm_t *comm, pool_t *const pools[SYMCOLL_MEM_LAST]);
 } families[TOPO_FAMILY_LAST] = {
-    [TOPO_FAMILY_SELF] = {run_self, 0, false},
-    [TOPO_FAMILY_HOST] = {run_host, POOL_BIT(SYMCOLL_MEM_HOST), false},
-    [TOPO_FAMILY_NET_HOST] = {run_net_host, POOL_BIT(SYMCOLL_MEM_HOST), false},
+    [TOPO_FAMILY_SELF] = {run_self, 0, false, NULL},
+    [TOPO_FAMILY_HOST] = {run_host, POOL_BIT(SYMCOLL_MEM_HOST), false, NULL},
+    [TOPO_FAMILY_NET_HOST] = {run_net_host, POOL_BIT(SYMCOLL_MEM_HOST), false, NULL},
 #ifdef HAVE_CUDA
-    [TOPO_FAMILY_CUDA] = {run_cuda, POOL_BIT(SYMCOLL_MEM_CUDA), false},
+    [TOPO_FAMILY_CUDA] = {run_cuda, POOL_BIT(SYMCOLL_MEM_CUDA), false, NULL},
     /* staged through the host pool */
-    [TOPO_FAMILY_NET_CUDA] = {run_net_cuda, POOL_BIT(SYMCOLL_MEM_HOST), true},
+    [TOPO_FAMILY_NET_CUDA] = {run_net_cuda, POOL_BIT(SYMCOLL_MEM_HOST), true, prepare_net_cuda},
     /* the node's part over the CUDA pool's peer mappings, staged through the host pool */
     [TOPO_FAMILY_NET_CUDA_HIER] = {run_net_cuda,
                                    POOL_BIT(SYMCOLL_MEM_HOST) | POOL_BIT(SYMCOLL_MEM_CUDA),
-                                   true},
+                                   true, prepare_net_cuda},
 #endif
 };
 
@@ -245,6 +253,11 @@ symcoll_status_t algo_allreduce(comm_t *comm, const topo_plan_t *plan,
     /* the queued families check it themselves, and tell the node's kernels */
     if (plan->family != TOPO_FAMILY_SELF && !families[plan->family].queued) {
         status = algo_check_usable(comm);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    if (families[plan->family].prepare) {
+        status = families[plan->family].prepare(comm, pools);
         if (status != SYMCOLL_OK)
             return status;
     }

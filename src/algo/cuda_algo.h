@@ -42,6 +42,10 @@ symcoll_status_t algo_cuda_hier_ag(comm_t *comm, pool_t *pool, void *recvbuf, si
 /* Frees the staging space (after the device finished with it), for pool_trim. */
 void algo_cuda_release(comm_t *comm, pool_t *pool);
 
+/* Creates the engine (its lanes: threads, each with a UCX lane of its own; collective)
+ * on the communicator's first CUDA call across nodes, before the call runs. */
+symcoll_status_t algo_cuda_net_prepare(comm_t *comm, pool_t *host_pool);
+
 /* ---- CUDA memory across nodes (cuda_net.c) --------------------------------------------
  * Staged through pinned host memory of host_pool by lanes of progress threads, ordered
  * on stream; returns once the operation is queued. Called with comm->lock held. */

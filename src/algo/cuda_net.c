@@ -142,6 +142,21 @@ void algo_cuda_net_destroy(comm_t *comm)
 
 /* ---- the call -------------------------------------------------------------------- */
 
+symcoll_status_t algo_cuda_net_prepare(comm_t *comm, pool_t *host_pool)
+{
+    cuda_net_t *cn = NULL;
+    symcoll_status_t status;
+
+    if (comm->algo->cuda_net)
+        return SYMCOLL_OK;
+    status = cnet_create(comm, host_pool, &cn);
+    if (status != SYMCOLL_OK)
+        return status;
+    /* symcoll_comm_abort may read it from another thread */
+    __atomic_store_n(&comm->algo->cuda_net, cn, __ATOMIC_RELEASE);
+    return SYMCOLL_OK;
+}
+
 symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, const topo_plan_t *plan,
                                          pool_t *host_pool, pool_t *plan_cuda_pool,
                                          const void *sendbuf, void *recvbuf, size_t count,
@@ -161,12 +176,9 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, const topo_plan_t *plan,
             return SYMCOLL_ERR_INTERNAL;
         }
     }
-    if (!cn) {
-        status = cnet_create(comm, host_pool, &cn);
-        if (status != SYMCOLL_OK)
-            return status;
-        /* symcoll_comm_abort may read it from another thread */
-        __atomic_store_n(&comm->algo->cuda_net, cn, __ATOMIC_RELEASE);
+    if (!cn || cn->host_pool != host_pool) {
+        log_error("symcoll_allreduce: internal error: CUDA across nodes not prepared");
+        return SYMCOLL_ERR_INTERNAL;
     }
     if (cnet_node_failed(cn)) {
         /* a rank of this node gave up: its kernels will not come */

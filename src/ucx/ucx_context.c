@@ -67,8 +67,8 @@ static symcoll_status_t ucx_init_context(ucx_ctx_t *ucx)
         UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     /* lanes (ucx_lane_create) are workers of this context used by other threads at the
      * same time: what the workers share (memory registration and its cache, used by
-     * every zero-copy send) must be thread-safe. Without it, two lanes crashed UCX in
-     * its registration cache on the H200 machine. */
+     * every zero-copy send) must be thread-safe: UCX's registration cache is not
+     * otherwise, and two lanes sending at once corrupt it. */
     params.mt_workers_shared = 1;
     /* WAKEUP: a wait that lasts sleeps on the worker's event fd instead of spinning */
     params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
