@@ -2,8 +2,12 @@
 # built when configure finds CUDA)
 libsymcoll_core_la_SOURCES += \
 	src/pool/pool.c \
+	src/pool/pool_alloc.c \
+	src/pool/pool_grow.c \
 	src/pool/pool_host.c
-noinst_HEADERS += src/pool/pool.h
+noinst_HEADERS += \
+	src/pool/pool.h \
+	src/pool/pool_int.h
 if HAVE_CUDA
 libsymcoll_core_la_SOURCES += src/pool/pool_cuda.c
 endif

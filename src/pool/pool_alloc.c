@@ -1,0 +1,257 @@
+/* The pool's allocator over offsets: the free list and the sorted live allocations,
+ * collective allocation, local free, and address lookup. */
+#include "pool/pool_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int pool_reserve_array(void **arr, size_t *cap, size_t len, size_t elem)
+{
+    if (len < *cap)
+        return 0;
+    size_t ncap = *cap ? 2 * *cap : 16;
+    void *p = realloc(*arr, ncap * elem);
+    if (!p)
+        return -1;
+    *arr = p;
+    *cap = ncap;
+    return 0;
+}
+
+/* Index of the first free range that fits size, or -1. */
+static long pool_first_fit(const pool_t *pool, size_t size)
+{
+    for (size_t i = 0; i < pool->nfree; i++)
+        if (pool->free[i].size >= size)
+            return (long)i;
+    return -1;
+}
+
+/* Binary search over an array sorted by offset whose elements start with a size_t
+ * offset (pool_range_t, pool_live_t): the first index whose offset is >= off, or > off
+ * when past_equal is set. */
+static size_t pool_offset_search(const void *base, size_t n, size_t stride, size_t off,
+                                 bool past_equal)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        size_t mid_off = *(const size_t *)((const char *)base + mid * stride);
+        if (mid_off < off || (past_equal && mid_off == off))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Inserts [off, off+size) into the free list, merging neighbours. */
+int pool_free_insert(pool_t *pool, size_t off, size_t size)
+{
+    size_t lo = pool_offset_search(pool->free, pool->nfree, sizeof(pool->free[0]), off, false);
+    bool merge_prev = lo > 0 && pool->free[lo - 1].off + pool->free[lo - 1].size == off;
+    bool merge_next = lo < pool->nfree && off + size == pool->free[lo].off;
+    if (merge_prev && merge_next) {
+        pool->free[lo - 1].size += size + pool->free[lo].size;
+        memmove(&pool->free[lo], &pool->free[lo + 1],
+                (pool->nfree - lo - 1) * sizeof(pool->free[0]));
+        pool->nfree--;
+    } else if (merge_prev) {
+        pool->free[lo - 1].size += size;
+    } else if (merge_next) {
+        pool->free[lo].off = off;
+        pool->free[lo].size += size;
+    } else {
+        if (pool_reserve_array((void **)&pool->free, &pool->free_cap, pool->nfree,
+                               sizeof(pool->free[0])))
+            return -1;
+        memmove(&pool->free[lo + 1], &pool->free[lo],
+                (pool->nfree - lo) * sizeof(pool->free[0]));
+        pool->free[lo].off = off;
+        pool->free[lo].size = size;
+        pool->nfree++;
+    }
+    return 0;
+}
+
+/* Index of the live allocation containing offset off, or -1. */
+static long pool_live_find(const pool_t *pool, size_t off)
+{
+    size_t lo = pool_offset_search(pool->live, pool->nlive, sizeof(pool->live[0]), off, true);
+    if (lo == 0)
+        return -1;
+    const pool_live_t *l = &pool->live[lo - 1];
+    return off - l->off < l->size ? (long)(lo - 1) : -1;
+}
+
+static void pool_stat_in_use(pool_t *pool, size_t in_use)
+{
+    atomic_store(&pool->st_in_use, in_use);
+    if (in_use > atomic_load(&pool->st_peak))
+        atomic_store(&pool->st_peak, in_use);
+}
+
+symcoll_status_t pool_alloc(pool_t *pool, size_t size, pool_alloc_kind_t kind, size_t *off_p)
+{
+    symcoll_status_t status = SYMCOLL_OK;
+    pool_xhdr_t hdr;
+    size_t asize, grow = 0, off;
+    long i;
+
+    if (size == 0 || size > pool->max_size) {
+        /* still collective: peers must not wait for us in the exchange */
+        asize = 0;
+    } else {
+        asize = round_up(size, POOL_ALIGN);
+    }
+
+    pthread_mutex_lock(&pool->lock);
+    i = asize ? pool_first_fit(pool, asize) : -1;
+    if (pool_reserve_array((void **)&pool->live, &pool->live_cap, pool->nlive,
+                           sizeof(pool->live[0])) ||
+        pool_reserve_array((void **)&pool->free, &pool->free_cap, pool->nfree,
+                           sizeof(pool->free[0])) ||
+        pool_reserve_array((void **)&pool->segs, &pool->segs_cap, (size_t)pool->nsegs,
+                           sizeof(pool->segs[0]))) {
+        log_error("pool: out of memory for the allocator tables");
+        status = SYMCOLL_ERR_NO_MEMORY;
+    } else if (asize == 0) {
+        log_error("pool %s: cannot allocate %zu bytes (ceiling SYMCOLL_POOL_MAX_SIZE=%zu)",
+                  pool->be->name, size, pool->max_size);
+        status = size == 0 ? SYMCOLL_ERR_INVALID_PARAM : SYMCOLL_ERR_NO_MEMORY;
+    } else if (i < 0) {
+        /* the new segment extends a free range that ends at the current end */
+        size_t tail = 0;
+        if (pool->nfree &&
+            pool->free[pool->nfree - 1].off + pool->free[pool->nfree - 1].size == pool->mapped)
+            tail = pool->free[pool->nfree - 1].size;
+        grow = pool_growth_size(pool, asize - tail);
+        if (!grow) {
+            log_error("pool %s: cannot grow by %zu bytes: %zu of SYMCOLL_POOL_MAX_SIZE=%zu "
+                      "already mapped",
+                      pool->be->name, asize - tail, pool->mapped, pool->max_size);
+            status = SYMCOLL_ERR_NO_MEMORY;
+        }
+    }
+
+    /* agree on the request and on the plan before touching anything */
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.kind = POOL_X_ALLOC;
+    hdr.status = status;
+    hdr.a = size;
+    hdr.b = i >= 0 ? pool->free[i].off : pool->mapped;
+    hdr.c = grow;
+    status = pool_exchange(pool, &hdr, NULL);
+    if (status != SYMCOLL_OK)
+        goto out;
+
+    if (grow) {
+        status = pool_grow(pool, grow);
+        if (status != SYMCOLL_OK)
+            goto out;
+        i = pool_first_fit(pool, asize);
+        if (i < 0) {
+            log_error("pool: internal: no room after growing by %zu", grow);
+            status = SYMCOLL_ERR_INTERNAL;
+            goto out;
+        }
+    }
+    off = pool->free[i].off;
+    if (pool->be->commit) {
+        /* every rank backs its own bytes; all succeed or the pool goes back as it was */
+        memset(&hdr, 0, sizeof(hdr));
+        hdr.kind = POOL_X_BACKED;
+        hdr.status =
+            pool->be->commit(pool->be_ctx, (char *)pool->bases[pool->local_rank] + off, asize);
+        hdr.a = off;
+        hdr.b = asize;
+        status = pool_exchange(pool, &hdr, NULL);
+        if (status != SYMCOLL_OK) {
+            if (grow) {
+                pool_drop_tail(pool, pool->nsegs - 1);
+                atomic_fetch_sub(&pool->st_growths, 1);
+            }
+            goto out;
+        }
+    }
+    pool->free[i].off += asize;
+    pool->free[i].size -= asize;
+    if (pool->free[i].size == 0) {
+        memmove(&pool->free[i], &pool->free[i + 1],
+                (pool->nfree - (size_t)i - 1) * sizeof(pool->free[0]));
+        pool->nfree--;
+    }
+    {
+        size_t lo =
+            pool_offset_search(pool->live, pool->nlive, sizeof(pool->live[0]), off, false);
+        memmove(&pool->live[lo + 1], &pool->live[lo],
+                (pool->nlive - lo) * sizeof(pool->live[0]));
+        pool->live[lo].off = off;
+        pool->live[lo].size = asize;
+        pool->live[lo].kind = kind;
+        pool->nlive++;
+    }
+    pool_stat_in_use(pool, atomic_load(&pool->st_in_use) + asize);
+    *off_p = off;
+out:
+    pthread_mutex_unlock(&pool->lock);
+    return status;
+}
+
+symcoll_status_t pool_free(pool_t *pool, size_t off)
+{
+    symcoll_status_t status = SYMCOLL_OK;
+    long i;
+
+    pthread_mutex_lock(&pool->lock);
+    i = pool_live_find(pool, off);
+    if (i < 0 || pool->live[i].off != off) {
+        log_error("pool %s: offset %zu is not the start of a live allocation", pool->be->name,
+                  off);
+        status = SYMCOLL_ERR_INVALID_PARAM;
+        goto out;
+    }
+    size_t size = pool->live[i].size;
+    if (pool_free_insert(pool, off, size)) {
+        log_error("pool: out of memory for the free list");
+        status = SYMCOLL_ERR_NO_MEMORY;
+        goto out;
+    }
+    memmove(&pool->live[i], &pool->live[i + 1],
+            (pool->nlive - (size_t)i - 1) * sizeof(pool->live[0]));
+    pool->nlive--;
+    atomic_store(&pool->st_in_use, atomic_load(&pool->st_in_use) - size);
+out:
+    pthread_mutex_unlock(&pool->lock);
+    return status;
+}
+
+bool pool_lookup(pool_t *pool, const void *ptr, size_t len, size_t *off_p)
+{
+    uintptr_t base = (uintptr_t)pool->bases[pool->local_rank], p = (uintptr_t)ptr;
+    bool found = false;
+    long i;
+
+    if (p < base || p - base >= pool->max_size)
+        return false;
+    pthread_mutex_lock(&pool->lock);
+    i = pool_live_find(pool, p - base);
+    if (i >= 0) {
+        const pool_live_t *l = &pool->live[i];
+        found = len <= l->size - (p - base - l->off);
+    }
+    pthread_mutex_unlock(&pool->lock);
+    if (found)
+        *off_p = p - base;
+    return found;
+}
+
+symcoll_status_t pool_free_ptr(pool_t *pool, const void *ptr)
+{
+    uintptr_t base = (uintptr_t)pool->bases[pool->local_rank], p = (uintptr_t)ptr;
+    if (p < base || p - base >= pool->max_size) {
+        log_error("pool %s: %p was not allocated from this pool", pool->be->name, ptr);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    return pool_free(pool, p - base);
+}
