@@ -413,11 +413,13 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_size(symcoll_comm_h comm, int *size
  * @return SYMCOLL_OK;
  *         SYMCOLL_ERR_INVALID_PARAM (no side effect) for a NULL or destroyed
  *         communicator, NULL buffers with count > 0, buffers of different memory types,
- *         an invalid datatype or operator, or a byte size that overflows;
+ *         CUDA buffers not aligned to the element size, an invalid datatype or
+ *         operator, or a byte size that overflows;
  *         SYMCOLL_ERR_UNSUPPORTED for CUDA memory across nodes on a stream being
- *         captured into a graph (no side effect), CUDA memory on more GPUs of a node
- *         than the kernels serve, or an algorithm forced with SYMCOLL_ALGO that does
- *         not serve this call;
+ *         captured into a graph (no side effect), CUDA memory in a build without CUDA,
+ *         on more GPUs of a node than the kernels serve or on ranks without GPUs, or
+ *         an algorithm forced with SYMCOLL_ALGO that does not serve this call (no
+ *         algorithm serves it: no side effect);
  *         SYMCOLL_ERR_IN_PROGRESS when the staging would have to grow while @a stream
  *         is being captured;
  *         SYMCOLL_ERR_NO_MEMORY when the pool cannot grow for the staging;
@@ -427,10 +429,13 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_size(symcoll_comm_h comm, int *size
  *         SYMCOLL_ERR_ABORTED, SYMCOLL_ERR_PEER_FAILED or SYMCOLL_ERR_TIMED_OUT when a
  *         peer aborted, died or stopped answering;
  *         SYMCOLL_ERR_CUDA, SYMCOLL_ERR_UCX, SYMCOLL_ERR_SYSTEM or
- *         SYMCOLL_ERR_BOOTSTRAP when a call below failed. After an error with a side
- *         effect the contents of @a recvbuf are undefined; after an abort, a peer
- *         failure or a timeout every later call fails too, and the communicator is
- *         good only for symcoll_comm_destroy().
+ *         SYMCOLL_ERR_BOOTSTRAP when a call below failed;
+ *         SYMCOLL_ERR_INTERNAL for a state the library should never reach (a bug:
+ *         please report it). After an error with a side effect the contents of
+ *         @a recvbuf are undefined; after an abort, a peer failure, a timeout, or a
+ *         pool whose setup failed, every later collective call (all-reduce,
+ *         symcoll_mem_alloc(), symcoll_pool_trim()) returns that error, and the
+ *         communicator is good only for symcoll_comm_destroy().
  */
 SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *recvbuf,
                                                   size_t count, symcoll_dtype_t dtype,
@@ -461,8 +466,9 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *rec
  *         SYMCOLL_ERR_MISMATCH if ranks passed different arguments;
  *         SYMCOLL_ERR_IN_PROGRESS if CUDA refused to create memory during a stream
  *         capture;
- *         the error of a queued CUDA all-reduce across nodes, or of the exchange with
- *         the other ranks (SYMCOLL_ERR_TIMED_OUT, SYMCOLL_ERR_PEER_FAILED,
+ *         the error of an earlier call that broke the communicator (a failed queued
+ *         CUDA all-reduce across nodes, a timeout, a dead peer), or of the exchange
+ *         with the other ranks (SYMCOLL_ERR_TIMED_OUT, SYMCOLL_ERR_PEER_FAILED,
  *         SYMCOLL_ERR_BOOTSTRAP), or of mapping the memory (SYMCOLL_ERR_SYSTEM,
  *         SYMCOLL_ERR_CUDA, SYMCOLL_ERR_UCX).
  */
@@ -521,7 +527,8 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_pool_query(symcoll_comm_h comm,
  *         SYMCOLL_ERR_INVALID_PARAM (no side effect) for a NULL or destroyed
  *         communicator or an invalid memory type;
  *         SYMCOLL_ERR_MISMATCH if the ranks' pools differ;
- *         the error of a queued CUDA all-reduce across nodes (nothing trimmed), or of
+ *         the error of an earlier call that broke the communicator (a failed queued
+ *         CUDA all-reduce across nodes, a timeout, a dead peer; nothing trimmed), or of
  *         the exchange with the other ranks (SYMCOLL_ERR_TIMED_OUT,
  *         SYMCOLL_ERR_PEER_FAILED, SYMCOLL_ERR_ABORTED, SYMCOLL_ERR_BOOTSTRAP).
  */

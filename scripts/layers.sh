@@ -1,8 +1,9 @@
 #!/bin/sh
-# Prints every symbol reference of the built objects that goes up or sideways in the
-# layer order of src/LAYERS (one line per layer, ground first; folders on one line are
-# siblings). It reads defined and undefined symbols with nm, so it sees calls and data
-# references, not only includes.
+# Prints every reference that goes up or sideways in the layer order of src/LAYERS (one
+# line per layer, ground first; folders on one line are siblings): symbols of the built
+# objects, read with nm (calls and data, whatever the headers say), and #include lines of
+# the sources beside LAYERS_FILE (which also covers what nm cannot see: inline functions,
+# macros, struct layouts, and files this configuration did not build).
 #   scripts/layers.sh BUILD_DIR [LAYERS_FILE]
 # Exit status: 0 when every reference goes down, 1 when one does not, 2 on usage errors.
 set -u
@@ -36,8 +37,22 @@ done
 sort -u "$work/defs" -o "$work/defs"
 sort -u "$work/uses" -o "$work/uses"
 
+# includes: file folder included_folder (as a use of the pseudo-symbol "#include")
+srcdir=$(dirname "$layers")
+if [ -d "$srcdir" ]; then
+    find "$srcdir" -mindepth 2 \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) | sort |
+        while read -r f; do
+            folder=${f#"$srcdir/"}
+            folder=${folder%%/*}
+            sed -n 's|^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([a-z_]*\)/.*|\1|p' "$f" |
+                sort -u | awk -v f="$folder" -v file="$f" '{ print "#include", f, file, $1 }'
+        done >"$work/includes"
+else
+    : >"$work/includes"
+fi
+
 # symbol user_folder object def_folder
-join "$work/uses" "$work/defs" | awk -v rankfile="$work/rank" '
+{ join "$work/uses" "$work/defs"; cat "$work/includes"; } | awk -v rankfile="$work/rank" '
     BEGIN { while ((getline line < rankfile) > 0) { split(line, a, " "); rank[a[1]] = a[2] } }
     $2 == $4 { next }
     !($2 in rank) || !($4 in rank) {

@@ -1,14 +1,19 @@
 #!/bin/sh
 # Calls go down the layers of src/LAYERS only: scripts/layers.sh must find no reference
-# of a built object that goes up or sideways. It first proves on a made-up tree that it
-# flags an upward call, a sideways call and a folder missing from the order.
+# of a built object, and no #include of a source, that goes up or sideways. It first
+# proves on a made-up tree that it flags an upward call, a sideways call, a folder
+# missing from the order and an upward #include.
 . "${top_srcdir:-.}/tests/testlib.sh"
 make_tmp layers
 check="$top_srcdir/scripts/layers.sh"
 
-# self-check: low calls high (up), a calls b (siblings), stray is not in the order
+# self-check: low calls high (up), a calls b (siblings), stray is not in the order, and
+# a header of low includes one of high (up); a header of high including low is fine
 mkdir -p "$tmp/b/src/low" "$tmp/b/src/high" "$tmp/b/src/a" "$tmp/b/src/b" "$tmp/b/src/stray"
-printf 'low\na b\nhigh\n' >"$tmp/order"
+mkdir -p "$tmp/src/low" "$tmp/src/high"
+printf 'low\na b\nhigh\n' >"$tmp/src/LAYERS"
+printf '#include "high/high.h"\n' >"$tmp/src/low/low.h"
+printf '#include "low/low.h"\n#include <stdio.h>\n' >"$tmp/src/high/high.h"
 cat >"$tmp/low.c" <<'X'
 void high_fn(void);
 void low_fn(void) { high_fn(); }
@@ -32,13 +37,14 @@ X
 for f in low high a b stray; do
     ${CC:-cc} -c -o "$tmp/b/src/$f/$f.o" "$tmp/$f.c" || exit 99
 done
-out=$(sh "$check" "$tmp/b" "$tmp/order")
+out=$(sh "$check" "$tmp/b" "$tmp/src/LAYERS")
 rc=$?
-if [ $rc -ne 1 ] || [ "$(echo "$out" | wc -l)" -ne 3 ] ||
+if [ $rc -ne 1 ] || [ "$(echo "$out" | wc -l)" -ne 4 ] ||
     ! echo "$out" | grep -q 'low uses high_fn of high (up)' ||
     ! echo "$out" | grep -q 'a uses b_fn of b (sideways)' ||
-    ! echo "$out" | grep -q 'stray uses low_fn of low: folder missing'; then
-    echo "FAIL: self-check: the layer check did not flag exactly the three bad references"
+    ! echo "$out" | grep -q 'stray uses low_fn of low: folder missing' ||
+    ! echo "$out" | grep -q 'low/low.h: low uses #include of high (up)'; then
+    echo "FAIL: self-check: the layer check did not flag exactly the four bad references"
     echo "(exit $rc):"
     echo "$out" | sed 's/^/    /'
     exit 99

@@ -36,8 +36,13 @@ unsigned algo_family_pools(topo_family_t family);
 bool algo_family_queued(topo_family_t family);
 
 /* Sets up the algorithms' state on a pool just created (collective, like pool_create:
- * the inter-node flags are allocated and zeroed here), so that calls find it. */
+ * the inter-node flags are allocated and zeroed here; the CUDA kernels' grid is agreed),
+ * so that calls find it. A failure breaks the communicator (algo_check_usable). */
 symcoll_status_t algo_pool_attach(comm_t *comm, pool_t *pool);
+
+/* SYMCOLL_OK, or (logged) the failure of an earlier call that broke the communicator:
+ * every collective entry refuses to run after one. */
+symcoll_status_t algo_check_usable(const comm_t *comm);
 
 /* Runs one all-reduce by its plan (count > 0, arguments checked, pools of
  * algo_family_pools(plan->family) in pools[], comm->lock held). */

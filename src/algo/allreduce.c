@@ -84,8 +84,7 @@ symcoll_status_t algo_check_usable(const comm_t *comm)
     symcoll_status_t broken = algo_broken(comm);
 
     if (broken != SYMCOLL_OK)
-        log_error("symcoll_allreduce: an earlier call failed (%s); the communicator can only "
-                  "be destroyed",
+        log_error("an earlier call failed (%s); the communicator can only be destroyed",
                   symcoll_status_string(broken));
     return broken;
 }
@@ -116,6 +115,13 @@ static symcoll_status_t run_self(comm_t *comm, const topo_plan_t *plan,
     if (sendbuf != recvbuf)
         memmove(recvbuf, sendbuf, count * symcoll_dtype_size(dtype));
     return SYMCOLL_OK;
+}
+
+/* The host algorithms' state and their staging (collective: pool growth). */
+static symcoll_status_t prepare_host(comm_t *comm, pool_t *const pools[SYMCOLL_MEM_LAST])
+{
+    algo_host_state_t *st;
+    return algo_host_state_get(comm, pools[SYMCOLL_MEM_HOST], &st);
 }
 
 static symcoll_status_t run_host(comm_t *comm, const topo_plan_t *plan,
@@ -204,7 +210,7 @@ static const struct {
     symcoll_status_t (*prepare)(comm_t *comm, pool_t *const pools[SYMCOLL_MEM_LAST]);
 } families[TOPO_FAMILY_LAST] = {
     [TOPO_FAMILY_SELF] = {run_self, 0, false, NULL},
-    [TOPO_FAMILY_HOST] = {run_host, POOL_BIT(SYMCOLL_MEM_HOST), false, NULL},
+    [TOPO_FAMILY_HOST] = {run_host, POOL_BIT(SYMCOLL_MEM_HOST), false, prepare_host},
     [TOPO_FAMILY_NET_HOST] = {run_net_host, POOL_BIT(SYMCOLL_MEM_HOST), false, NULL},
 #ifdef HAVE_CUDA
     [TOPO_FAMILY_CUDA] = {run_cuda, POOL_BIT(SYMCOLL_MEM_CUDA), false, NULL},
@@ -296,16 +302,26 @@ void algo_comm_release(comm_t *comm)
 
 symcoll_status_t algo_pool_attach(comm_t *comm, pool_t *pool)
 {
+    symcoll_status_t status = SYMCOLL_OK;
+
     switch (pool_backend(pool)->mem_type) {
     case SYMCOLL_MEM_HOST:
-        return comm->topo->nnodes > 1 ? algo_net_attach(comm, pool) : SYMCOLL_OK;
+        if (comm->topo->nnodes > 1)
+            status = algo_net_attach(comm, pool);
+        break;
 #ifdef HAVE_CUDA
     case SYMCOLL_MEM_CUDA:
-        return algo_cuda_attach(comm, pool);
+        status = algo_cuda_attach(comm, pool);
+        break;
 #endif
     default:
-        return SYMCOLL_OK;
+        break;
     }
+    /* the pool exists on every rank now, without the state its calls need (or the ranks
+     * disagree on it): no later call can run */
+    if (status != SYMCOLL_OK)
+        algo_break(comm, status);
+    return status;
 }
 
 symcoll_status_t algo_quiesce(comm_t *comm)

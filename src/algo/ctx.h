@@ -46,7 +46,4 @@ static inline symcoll_status_t algo_broken(const comm_t *comm)
     return (symcoll_status_t)atomic_load_explicit(&comm->algo->broken, memory_order_relaxed);
 }
 
-/* The failure of an earlier call, logged, or SYMCOLL_OK. */
-symcoll_status_t algo_check_usable(const comm_t *comm);
-
 #endif

@@ -42,8 +42,10 @@ symcoll_status_t algo_cuda_hier_ag(comm_t *comm, pool_t *pool, void *recvbuf, si
 /* Frees the staging space (after the device finished with it), for pool_trim. */
 void algo_cuda_release(comm_t *comm, pool_t *pool);
 
-/* Creates the engine (its lanes: threads, each with a UCX lane of its own; collective)
- * on the communicator's first CUDA call across nodes, before the call runs. */
+/* Sets up CUDA memory across nodes before a call runs (comm->lock held): the engine on
+ * the first call, and its host staging and lanes (threads, each with a UCX lane of its
+ * own that connects to its peers: collective) on the first call and the first after a
+ * trim. A failure breaks the communicator. */
 symcoll_status_t algo_cuda_net_prepare(comm_t *comm, pool_t *host_pool);
 
 /* ---- CUDA memory across nodes (cuda_net.c) --------------------------------------------

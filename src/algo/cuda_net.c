@@ -142,19 +142,45 @@ void algo_cuda_net_destroy(comm_t *comm)
 
 /* ---- the call -------------------------------------------------------------------- */
 
+/* A call failed after other ranks may have queued it: their threads would wait for
+ * ours. The communicator breaks (the lanes stop waiting for its chunks and release them,
+ * and every later call fails), the node's kernels stop waiting for ours, and idle lanes
+ * wake and tell their peers (cnet_must_tell). */
+static void cnet_fail_call(cuda_net_t *cn, symcoll_status_t status)
+{
+    int ok = SYMCOLL_OK;
+
+    if (atomic_compare_exchange_strong(&cn->comm->algo->broken, &ok, (int)status))
+        cnet_tell_node(cn);
+    pthread_mutex_lock(&cn->mu);
+    pthread_cond_broadcast(&cn->work);
+    pthread_mutex_unlock(&cn->mu);
+}
+
 symcoll_status_t algo_cuda_net_prepare(comm_t *comm, pool_t *host_pool)
 {
     cuda_net_t *cn = NULL;
     symcoll_status_t status;
 
-    if (comm->algo->cuda_net)
+    cn = comm->algo->cuda_net;
+    if (!cn) {
+        status = cnet_create(comm, host_pool, &cn);
+        if (status != SYMCOLL_OK)
+            return status;
+        /* symcoll_comm_abort may read it from another thread */
+        __atomic_store_n(&comm->algo->cuda_net, cn, __ATOMIC_RELEASE);
+    }
+    /* broken: the call says so (and tells the node) */
+    if (cn->has_stage || algo_broken(comm) != SYMCOLL_OK)
         return SYMCOLL_OK;
-    status = cnet_create(comm, host_pool, &cn);
+    /* first call, or the first after a trim (the queue is empty then): the staging and
+     * the lanes, which connect to their peers (collective) */
+    status = algo_cuda_net_drain(comm);
+    if (status == SYMCOLL_OK)
+        status = cnet_stage_ensure(cn);
     if (status != SYMCOLL_OK)
-        return status;
-    /* symcoll_comm_abort may read it from another thread */
-    __atomic_store_n(&comm->algo->cuda_net, cn, __ATOMIC_RELEASE);
-    return SYMCOLL_OK;
+        cnet_fail_call(cn, status);
+    return status;
 }
 
 symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, const topo_plan_t *plan,
@@ -197,25 +223,12 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, const topo_plan_t *plan,
     }
 
     if (!cn->has_stage) {
-        /* first call, or the first after a trim: the queue is empty then */
-        status = algo_cuda_net_drain(comm);
-        if (status == SYMCOLL_OK)
-            status = cnet_stage_ensure(cn);
+        log_error("symcoll_allreduce: internal error: no staging for CUDA across nodes");
+        return SYMCOLL_ERR_INTERNAL;
     }
-    if (status == SYMCOLL_OK)
-        status = cuda_pool ? cnet_hier(cn, s, cuda_pool, sendbuf, recvbuf, count, dtype, op)
-                           : cnet_enqueue(cn, s, sendbuf, recvbuf, count, dtype, op, false);
-    if (status != SYMCOLL_OK) {
-        /* other ranks may have queued this call: their threads would wait for ours; the
-         * lanes stop waiting for this call's chunks and release them (and every later
-         * call fails), and the node's kernels stop waiting for ours */
-        int ok = SYMCOLL_OK;
-        if (atomic_compare_exchange_strong(&cn->comm->algo->broken, &ok, (int)status))
-            cnet_tell_node(cn);
-        /* idle lanes wake and tell their peers (cnet_must_tell) */
-        pthread_mutex_lock(&cn->mu);
-        pthread_cond_broadcast(&cn->work);
-        pthread_mutex_unlock(&cn->mu);
-    }
+    status = cuda_pool ? cnet_hier(cn, s, cuda_pool, sendbuf, recvbuf, count, dtype, op)
+                       : cnet_enqueue(cn, s, sendbuf, recvbuf, count, dtype, op, false);
+    if (status != SYMCOLL_OK)
+        cnet_fail_call(cn, status);
     return status;
 }

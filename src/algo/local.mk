@@ -8,6 +8,7 @@ libsymcoll_core_la_SOURCES += \
 	src/algo/reduce.c
 noinst_HEADERS += \
 	src/algo/algo.h \
+	src/algo/ctx.h \
 	src/algo/host.h \
 	src/algo/reduce.h
 # inter-node algorithms over UCX

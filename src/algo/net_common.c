@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "algo/algo.h"
 #include "algo/ctx.h"
 #include "algo/reduce.h"
 #include "core/wait.h"
@@ -142,6 +143,11 @@ symcoll_status_t algo_net_state_get_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *poo
 
     if (!slot) {
         log_error("internal: more than %d UCX lanes", UCX_LANES_MAX);
+        return SYMCOLL_ERR_INTERNAL;
+    }
+    if (!*slot && ucx == comm->ucx) {
+        /* made with the host pool (algo_net_attach); its failure broke the communicator */
+        log_error("internal: no inter-node state on the communicator's worker");
         return SYMCOLL_ERR_INTERNAL;
     }
     if (!*slot) {
@@ -305,13 +311,17 @@ void algo_net_lane_abort(ucx_ctx_t *ucx, pool_t *pool)
 
 void algo_net_pool_abort(comm_t *comm, pool_t *pool)
 {
-    if (!comm->ucx || pool_backend(pool)->mem_type != SYMCOLL_MEM_HOST)
+    /* only the host pool has inter-node state (its flags); for another pool, or before
+     * the state exists, the remote peers still hear it */
+    net_state_t *st = pool_backend(pool)->mem_type == SYMCOLL_MEM_HOST ? comm->algo->net : NULL;
+
+    if (!comm->ucx)
         return;
-    if (!comm->algo->net) {
+    if (!st) {
         ucx_notify_abort(comm->ucx);
         return;
     }
-    net_give_up(comm->algo->net);
+    net_give_up(st);
 }
 
 void algo_net_pool_release(comm_t *comm, pool_t *pool)

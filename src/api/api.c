@@ -52,7 +52,10 @@ static symcoll_status_t api_check_mem_type(const char *fn, symcoll_mem_type_t me
  * pool. Called with comm->lock held. */
 static symcoll_status_t api_pool_get(comm_t *comm, symcoll_mem_type_t mem_type, pool_t **pool_p)
 {
-    pool_params_t params = {.mem_type = mem_type, .listener = NULL};
+    pool_params_t params = {.mem_type = mem_type,
+                            .listener = NULL,
+                            .local_rank = comm->topo->local_rank,
+                            .local_size = comm->topo->local_size};
     pool_listener_t listener;
     pool_t *pool = comm->pools[mem_type];
     symcoll_status_t status;
@@ -133,10 +136,6 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *rec
     pthread_mutex_lock(&comm->lock);
     plan = topo_plan(comm->topo, mem_type, count * symcoll_dtype_size(dtype));
     need = algo_family_pools(plan->family);
-    status = algo_check_call(comm, plan, sendbuf, recvbuf, dtype, stream,
-                             api_pools_missing(comm, need));
-    if (status != SYMCOLL_OK)
-        goto out;
     if (atomic_load_explicit(&comm->aborted, memory_order_relaxed)) {
         log_error("symcoll_allreduce: communicator aborted");
         /* the staging thread tells the peers itself; it must be done with UCX first */
@@ -146,6 +145,10 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *rec
         status = SYMCOLL_ERR_ABORTED;
         goto out;
     }
+    status = algo_check_call(comm, plan, sendbuf, recvbuf, dtype, stream,
+                             api_pools_missing(comm, need));
+    if (status != SYMCOLL_OK)
+        goto out;
     /* calls of another family go after the queued CUDA all-reduces across nodes */
     if (!algo_family_queued(plan->family))
         status = algo_quiesce(comm);
@@ -183,6 +186,8 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_mem_alloc(symcoll_comm_h comm, size_t si
         goto out;
     }
     status = algo_quiesce(comm);
+    if (status == SYMCOLL_OK)
+        status = algo_check_usable(comm);
     if (status != SYMCOLL_OK)
         goto out;
     status = api_pool_get(comm, mem_type, &pool);
@@ -273,6 +278,8 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_pool_trim(symcoll_comm_h comm,
     pthread_mutex_lock(&comm->lock);
     pool = comm->pools[mem_type];
     status = algo_quiesce(comm);
+    if (status == SYMCOLL_OK)
+        status = algo_check_usable(comm);
     if (pool && status == SYMCOLL_OK) {
         /* the algorithms' staging comes back on the next all-reduce */
         algo_pool_release(comm, pool);
@@ -291,7 +298,12 @@ symcoll_status_t api_init_layers(comm_t *comm)
         if (status != SYMCOLL_OK)
             return status;
     }
-    return algo_comm_init(comm);
+    status = algo_comm_init(comm);
+    if (status != SYMCOLL_OK) {
+        ucx_destroy(comm->ucx);
+        comm->ucx = NULL;
+    }
+    return status;
 }
 
 /* The algorithms first (queued work uses the pools and UCX), then UCX's endpoints, the

@@ -4,8 +4,6 @@
 
 #include <stdlib.h>
 
-#include "topo/topo.h"
-
 /* Defined in pool_cuda.c, built when configure finds CUDA. Weak, so that the library
  * links (and serves host memory) whether or not that backend is built. A static link
  * pulls an archive member only for strong references, so pool_cuda.c's object must be
@@ -64,6 +62,11 @@ symcoll_status_t pool_create(comm_t *comm, const pool_params_t *params, pool_t *
         log_error("pool: no backend for memory type %d in this build", (int)params->mem_type);
         return SYMCOLL_ERR_UNSUPPORTED;
     }
+    if (params->local_size < 1 || params->local_rank < 0 ||
+        params->local_rank >= params->local_size) {
+        log_error("pool: invalid local rank %d of %d", params->local_rank, params->local_size);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
     pool = calloc(1, sizeof(*pool));
     if (!pool)
         return SYMCOLL_ERR_NO_MEMORY;
@@ -73,8 +76,8 @@ symcoll_status_t pool_create(comm_t *comm, const pool_params_t *params, pool_t *
         pool->listener = *params->listener;
         pool->has_listener = true;
     }
-    pool->local_rank = comm->topo->local_rank;
-    pool->local_size = comm->topo->local_size;
+    pool->local_rank = params->local_rank;
+    pool->local_size = params->local_size;
     pool->xmsg = round_up(sizeof(pool_xhdr_t) + pool->listener.max_blob, 8);
     pool->xbuf = calloc((size_t)comm->nranks, pool->xmsg);
     pool->xsend = calloc(1, pool->xmsg);

@@ -120,6 +120,10 @@ typedef struct pool_listener {
 typedef struct pool_params {
     symcoll_mem_type_t mem_type;
     const pool_listener_t *listener; /* NULL: none; copied */
+    /* this rank among the ranks of its node that map each other's segments (those of
+     * the bootstrap's local channel, in its order) */
+    int local_rank;
+    int local_size;
 } pool_params_t;
 
 /* What an allocation is for (statistics and debugging only). */
@@ -170,6 +174,5 @@ void *pool_signal_pad(const pool_t *pool, int local_rank);
 const pool_backend_t *pool_backend(const pool_t *pool);
 void *pool_backend_ctx(const pool_t *pool);
 comm_t *pool_comm(const pool_t *pool);
-
 
 #endif
