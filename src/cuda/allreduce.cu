@@ -1,5 +1,7 @@
 /* All-reduce kernels for the GPUs of one node that map each other's pool (CUDA VMM),
- * behind the C entry point cuda_ar_launch(). */
+ * behind the C entry point cuda_ar_launch(). One file on purpose, though long: the three
+ * kernels share the vector loads and stores, the reduction, the flags and the staging
+ * layout described below, and read best next to each other. */
 /*
  * Both algorithms move data with 16-byte accesses; a buffer that is not 16-byte aligned
  * is read or written element by element, and the last count % (16 / size) elements go
