@@ -1,10 +1,13 @@
 /* Probe tests: real processes through the real bootstrap, split into simulated nodes
  * (SYMCOLL_HOST_ID); checks the node map, every rank's facts, the selector's shapes,
- * SYMCOLL_ALGO applicability at creation, and the printed reports. */
+ * SYMCOLL_ALGO applicability at creation, and the printed reports; the liveness check
+ * (/proc/PID/stat parsed, a zombie counted dead). */
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bootstrap/bootstrap.h"
@@ -158,6 +161,75 @@ START_TEST(test_print)
 }
 END_TEST
 
+/* The state and start time come from after the last ')': the command name may hold
+ * spaces, parentheses and state-like letters. */
+START_TEST(test_proc_stat_parse)
+{
+    static const char tail[] = " 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 424242 99 100\n";
+    static const struct {
+        const char *head;
+        char state;
+    } ok[] = {
+        {"123 (sleep) S", 'S'}, {"7 (a b) Z", 'Z'}, {"8 (x) Z (y)) R", 'R'},
+        {"9 ()) X", 'X'},       {"10 (Z) S", 'S'},  {"11 (tab\there) D", 'D'},
+    };
+    char buf[256], state = 0;
+    uint64_t st = 0;
+
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        snprintf(buf, sizeof(buf), "%s%s", ok[i].head, tail);
+        ck_assert_int_eq(topo_proc_stat_parse(buf, &state, &st), 0);
+        ck_assert_int_eq(state, ok[i].state);
+        ck_assert_uint_eq(st, 424242);
+    }
+    /* no ')', nothing after it, or too few fields */
+    ck_assert_int_eq(topo_proc_stat_parse("123 sleep S 1 2 3", &state, &st), -1);
+    ck_assert_int_eq(topo_proc_stat_parse("123 (sleep)", &state, &st), -1);
+    ck_assert_int_eq(topo_proc_stat_parse("123 (sleep) S 1 2 3 4", &state, &st), -1);
+    ck_assert_int_eq(topo_proc_stat_parse("", &state, &st), -1);
+}
+END_TEST
+
+/* A child that died but is not reaped keeps its /proc entry and start time, yet is
+ * dead; once reaped it is gone. A live one is alive only with its own start time. */
+START_TEST(test_proc_alive_zombie)
+{
+    siginfo_t si;
+    uint64_t start;
+    int fds[2];
+    char c;
+    pid_t pid;
+
+    ck_assert_int_eq(pipe(fds), 0);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(fds[1]);
+        /* lives until the parent closes its end */
+        while (read(fds[0], &c, 1) < 0)
+            ;
+        _exit(0);
+    }
+    close(fds[0]);
+    start = topo_proc_start_time(pid);
+    ck_assert_uint_gt(start, 0);
+    ck_assert(topo_proc_alive(pid, start));
+    ck_assert(topo_proc_alive(pid, 0));
+    ck_assert(!topo_proc_alive(pid, start + 1)); /* a reused pid */
+    close(fds[1]);
+    memset(&si, 0, sizeof(si));
+    ck_assert_int_eq(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+    ck_assert_int_eq(si.si_pid, pid);
+    /* a zombie now */
+    ck_assert_uint_eq(topo_proc_start_time(pid), start);
+    ck_assert(!topo_proc_alive(pid, start));
+    ck_assert(!topo_proc_alive(pid, 0));
+    ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+    ck_assert_uint_eq(topo_proc_start_time(pid), 0);
+    ck_assert(!topo_proc_alive(pid, start));
+}
+END_TEST
+
 static Suite *topo_suite(void)
 {
     Suite *s = suite_create("topo");
@@ -168,6 +240,10 @@ static Suite *topo_suite(void)
     tcase_add_loop_test(tc, test_algo_forced, 0,
                         (int)(sizeof(algo_cases) / sizeof(algo_cases[0])));
     tcase_add_test(tc, test_print);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("liveness");
+    tcase_add_test(tc, test_proc_stat_parse);
+    tcase_add_test(tc, test_proc_alive_zombie);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -16,39 +16,63 @@
 #include "cuda/kernels.h"
 #endif
 
-uint64_t topo_proc_start_time(int pid)
+int topo_proc_stat_parse(const char *text, char *state, uint64_t *start_time)
+{
+    const char *p;
+    unsigned long long st;
+    char c;
+
+    /* the command name may hold spaces and parentheses: fields follow the last ')' */
+    p = strrchr(text, ')');
+    if (!p || sscanf(p + 1, " %c", &c) != 1)
+        return -1;
+    p++;
+    /* field 22 is starttime; after ')' comes field 3 */
+    for (int field = 3; field < 22 && p; field++)
+        p = strchr(p + 1, ' ');
+    if (!p || sscanf(p, " %llu", &st) != 1)
+        return -1;
+    *state = c;
+    *start_time = st;
+    return 0;
+}
+
+/* The state letter and start time of local process pid; -1 if it has no /proc entry
+ * (reaped, or never was) or the entry does not parse. */
+static int topo_proc_stat(int pid, char *state, uint64_t *start_time)
 {
     char path[64], buf[1024];
     FILE *f;
     size_t n;
-    char *p;
-    unsigned long long st = 0;
 
     snprintf(path, sizeof(path), "/proc/%d/stat", pid);
     f = fopen(path, "r");
     if (!f)
-        return 0;
+        return -1;
     n = fread(buf, 1, sizeof(buf) - 1, f);
     fclose(f);
     buf[n] = 0;
-    /* the command name may hold spaces and parentheses: fields follow the last ')' */
-    p = strrchr(buf, ')');
-    if (!p)
-        return 0;
-    p++;
-    /* field 22 is starttime; after ')' comes field 3 */
-    for (int field = 3; field < 22 && p; field++) {
-        p = strchr(p + 1, ' ');
-    }
-    if (!p || sscanf(p, " %llu", &st) != 1)
-        return 0;
-    return st;
+    return topo_proc_stat_parse(buf, state, start_time);
+}
+
+uint64_t topo_proc_start_time(int pid)
+{
+    char state;
+    uint64_t st;
+
+    return topo_proc_stat(pid, &state, &st) ? 0 : st;
 }
 
 int topo_proc_alive(int pid, uint64_t start_time)
 {
-    uint64_t now = topo_proc_start_time(pid);
-    if (now == 0)
+    char state;
+    uint64_t now;
+
+    if (topo_proc_stat(pid, &state, &now) || now == 0)
+        return 0;
+    /* a zombie keeps its /proc entry until its parent reaps it, which may be late or
+     * never (a launcher that reaps at its own pace): it runs no more all the same */
+    if (state == 'Z' || state == 'X')
         return 0;
     return start_time == 0 || now == start_time;
 }

@@ -131,7 +131,13 @@ void topo_print_decisions(const topo_t *t, FILE *out);
  * whose pid was reused. */
 uint64_t topo_proc_start_time(int pid);
 
-/* True if the local process pid with that start time still runs. */
+/* Parses the text of a /proc/PID/stat: its state letter (field 3) and start time (field
+ * 22), read after the last ')' since the command name may hold any character. 0 on
+ * success, -1 if the text does not have them. */
+int topo_proc_stat_parse(const char *text, char *state, uint64_t *start_time);
+
+/* True if the local process pid with that start time still runs: it has a /proc entry
+ * with that start time (not a reused pid) and is no zombie (dead, not yet reaped). */
 int topo_proc_alive(int pid, uint64_t start_time);
 
 #endif
