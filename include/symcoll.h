@@ -490,9 +490,14 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_mem_alloc(symcoll_comm_h comm, size_t si
  * @param[in] comm  the communicator the buffer was allocated on
  * @param[in] ptr   the pointer symcoll_mem_alloc() returned, or NULL (nothing done)
  * @return SYMCOLL_OK;
- *         SYMCOLL_ERR_INVALID_PARAM (logged, nothing freed) for a NULL or destroyed
- *         communicator, or a @a ptr that symcoll_mem_alloc() did not return on
- *         @a comm or that was freed already;
+ *         SYMCOLL_ERR_INVALID_PARAM (one error line logged naming the case, nothing
+ *         freed) for a NULL or destroyed communicator, or a @a ptr that is not the
+ *         exact start of a live buffer symcoll_mem_alloc() returned on @a comm: memory
+ *         outside the communicator's pools (stack, heap, another communicator), a
+ *         pointer inside a buffer, a buffer freed already (double free; unless a
+ *         later symcoll_mem_alloc() returned the same pointer, which is then live and
+ *         freed), or the library's own staging, which may have reused the range of a
+ *         freed buffer;
  *         SYMCOLL_ERR_NO_MEMORY if the allocator's free list cannot grow (the buffer
  *         stays allocated).
  */

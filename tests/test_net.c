@@ -1,7 +1,8 @@
 /* Multi-rank tests of the all-reduce across simulated nodes (real UCX over TCP loopback):
  * every datatype x operator with recursive doubling, the ring and the hierarchical
  * algorithm on several node shapes, sizes from 0 to a few MiB, pool growth and trim while
- * remote peers hold rkeys, and a rank of another node dying in the middle of a call.
+ * remote peers hold rkeys, a rank of another node dying in the middle of a call, and
+ * symcoll_mem_free refusing the library's staging and double frees.
  * Results are compared with a reference computed here, bit for bit, so every rank is
  * checked to hold the same bits. */
 #define _GNU_SOURCE
@@ -262,6 +263,62 @@ START_TEST(test_growth_2x1_put)
 }
 END_TEST
 
+/* ---- symcoll_mem_free frees only live buffers of symcoll_mem_alloc ---------------------- */
+
+static uint64_t pool_in_use(symcoll_comm_h comm)
+{
+    symcoll_pool_attr_t attr = {.field_mask = SYMCOLL_POOL_ATTR_FIELD_IN_USE};
+    ck_assert_int_eq(symcoll_pool_query(comm, SYMCOLL_MEM_HOST, &attr), SYMCOLL_OK);
+    return attr.in_use;
+}
+
+/* p is the first allocation of the new pool; once it is freed, the inter-node staging of
+ * the next all-reduce takes the same first fit, so freeing p again would release the
+ * library's staging. It and every other stale or inner pointer must be refused. */
+static void body_mem_free(int rank, int nranks, void *arg)
+{
+    const size_t size = 64 * 1024, count = size / sizeof(double);
+    symcoll_comm_h comm;
+    uint64_t in_use;
+    double *p, *q;
+    (void)arg;
+
+    net_env();
+    comm = harness_comm_create();
+    ck_assert_int_eq(symcoll_mem_alloc(comm, size, SYMCOLL_MEM_HOST, (void **)&p), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_mem_free(comm, p), SYMCOLL_OK);
+    check_allreduce(comm, rank, nranks, SYMCOLL_FLOAT64, SYMCOLL_SUM, count, 0, "staging");
+    in_use = pool_in_use(comm);
+    ck_assert_uint_gt(in_use, 0);
+    ck_assert_int_eq(symcoll_mem_free(comm, p), SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_uint_eq(pool_in_use(comm), in_use);
+
+    /* a pool buffer next to the staging, reduced in place across the nodes */
+    ck_assert_int_eq(symcoll_mem_alloc(comm, size, SYMCOLL_MEM_HOST, (void **)&q), SYMCOLL_OK);
+    for (int k = 0; k < 2; k++) {
+        for (size_t i = 0; i < count; i++)
+            q[i] = value_of(SYMCOLL_FLOAT64, SYMCOLL_SUM, rank, nranks, i);
+        ck_assert_int_eq(
+            symcoll_allreduce(q, q, count, SYMCOLL_FLOAT64, SYMCOLL_SUM, comm, NULL),
+            SYMCOLL_OK);
+        for (size_t i = 0; i < count; i++)
+            ck_assert(q[i] == reference(SYMCOLL_FLOAT64, SYMCOLL_SUM, nranks, i));
+        check_allreduce(comm, rank, nranks, SYMCOLL_FLOAT64, SYMCOLL_SUM, count, 1, "staging");
+    }
+    in_use = pool_in_use(comm);
+    ck_assert_int_eq(symcoll_mem_free(comm, q + 1), SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_uint_eq(pool_in_use(comm), in_use);
+    ck_assert_int_eq(symcoll_mem_free(comm, q), SYMCOLL_OK);
+    in_use = pool_in_use(comm);
+    ck_assert_int_eq(symcoll_mem_free(comm, q), SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_uint_eq(pool_in_use(comm), in_use);
+    check_allreduce(comm, rank, nranks, SYMCOLL_FLOAT64, SYMCOLL_SUM, count, 0, "staging");
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+}
+
+SHAPE_TEST(test_mem_free_2x1, 2, 2, body_mem_free)
+SHAPE_TEST(test_mem_free_2x2, 4, 2, body_mem_free)
+
 /* ---- a rank of another node dies in the middle of a call ------------------------------ */
 
 #define KILL_TIMEOUT 20.0
@@ -394,6 +451,8 @@ int main(void)
     tcase_add_test(tc, test_growth_2x1);
     tcase_add_test(tc, test_growth_2x2);
     tcase_add_test(tc, test_growth_2x1_put);
+    tcase_add_test(tc, test_mem_free_2x1);
+    tcase_add_test(tc, test_mem_free_2x2);
     tcase_add_test(tc, test_killed_3x1);
     tcase_add_test(tc, test_killed_2x2);
     tcase_add_test(tc, test_abort_2x1);

@@ -2,7 +2,8 @@
  * of a sequence of calls, failure at the ceiling or on one rank followed by a working
  * smaller call, trim, mismatched collective calls, no file in /dev/shm, descriptors and
  * mappings released, two communicators used from two threads, a rank killed in the
- * middle of a call, and the table of bad arguments. */
+ * middle of a call, the table of bad arguments, and symcoll_mem_free refusing every
+ * pointer it does not own. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <dirent.h>
@@ -604,6 +605,97 @@ static void body_bad_args(int rank, int n, void *arg)
     ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_ERR_INVALID_PARAM);
 }
 
+/* ---- symcoll_mem_free frees only live buffers of symcoll_mem_alloc ---------------------- */
+
+/* symcoll_mem_free(comm, ptr) with stderr captured: it must fail with
+ * SYMCOLL_ERR_INVALID_PARAM and log exactly one line, which names the case (contains
+ * what). The line is echoed to the real stderr. */
+static void free_refused(symcoll_comm_h comm, void *ptr, const char *what)
+{
+    char first[1024] = "", line[1024];
+    FILE *tmp = tmpfile();
+    int saved = dup(STDERR_FILENO), lines = 0;
+    symcoll_status_t st;
+
+    ck_assert(tmp && saved >= 0);
+    fflush(stderr);
+    ck_assert_int_ge(dup2(fileno(tmp), STDERR_FILENO), 0);
+    st = symcoll_mem_free(comm, ptr);
+    ck_assert_int_ge(dup2(saved, STDERR_FILENO), 0);
+    close(saved);
+    rewind(tmp);
+    while (fgets(line, sizeof(line), tmp))
+        if (lines++ == 0)
+            memcpy(first, line, sizeof(first));
+    fclose(tmp);
+    fputs(first, stderr);
+    if (st != SYMCOLL_ERR_INVALID_PARAM)
+        harness_fail("symcoll_mem_free of %s: got %s", what, symcoll_status_string(st));
+    if (lines != 1 || !strstr(first, what))
+        harness_fail("symcoll_mem_free of %s: %d log lines, the first: %s", what, lines, first);
+}
+
+static void body_mem_free(int rank, int n, void *arg)
+{
+    const size_t size = 64 * 1024, count = size / sizeof(double);
+    symcoll_comm_h comm, other;
+    symcoll_pool_attr_t a0;
+    double *p, *q, *r, *o, x[4];
+    double *plain = malloc(size);
+    (void)arg;
+
+    ck_assert(plain);
+    comm = harness_comm_create();
+
+    /* The library's own staging: p is the first allocation of the new pool; once it is
+     * freed, the staging of the next all-reduce of a plain buffer takes the same first
+     * fit, so the stale pointer now points at staging. */
+    ck_assert_int_eq(symcoll_mem_alloc(comm, size, SYMCOLL_MEM_HOST, (void **)&p), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_mem_free(comm, p), SYMCOLL_OK);
+    reduce_check(comm, plain, count, n, rank);
+    a0 = query(comm);
+    ck_assert_uint_gt(a0.in_use, 0);
+    free_refused(comm, p, "staging");
+    ck_assert_uint_eq(query(comm).in_use, a0.in_use);
+    /* the staging stayed the library's: a new buffer does not land on it, and all-reduces
+     * through the staging and on the new buffer are right */
+    ck_assert_int_eq(symcoll_mem_alloc(comm, size, SYMCOLL_MEM_HOST, (void **)&q), SYMCOLL_OK);
+    ck_assert_ptr_ne(q, p);
+    reduce_check(comm, q, count, n, rank);
+    reduce_check(comm, plain, count, n, rank);
+    reduce_check(comm, q, count, n, rank);
+
+    /* a double free */
+    ck_assert_int_eq(symcoll_mem_alloc(comm, size, SYMCOLL_MEM_HOST, (void **)&r), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_mem_free(comm, r), SYMCOLL_OK);
+    a0 = query(comm);
+    free_refused(comm, r, "double free");
+    ck_assert_uint_eq(query(comm).in_use, a0.in_use);
+
+    /* a pointer inside a live buffer: the buffer stays live and freeable */
+    free_refused(comm, q + 1, "inside");
+    free_refused(comm, (char *)q + size - 1, "inside");
+    ck_assert_uint_eq(query(comm).in_use, a0.in_use);
+    reduce_check(comm, q, count, n, rank);
+
+    /* memory that is not the pool's: the stack, the heap, another communicator's pool */
+    free_refused(comm, x, "not in any pool");
+    free_refused(comm, plain, "not in any pool");
+    other = harness_comm_create();
+    ck_assert_int_eq(symcoll_mem_alloc(other, size, SYMCOLL_MEM_HOST, (void **)&o), SYMCOLL_OK);
+    free_refused(comm, o, "not in any pool");
+    ck_assert_uint_eq(query(comm).in_use, a0.in_use);
+    reduce_check(other, o, count, n, rank);
+    ck_assert_int_eq(symcoll_mem_free(other, o), SYMCOLL_OK);
+    free_refused(other, o, "double free");
+    ck_assert_int_eq(symcoll_comm_destroy(other), SYMCOLL_OK);
+
+    ck_assert_int_eq(symcoll_mem_free(comm, q), SYMCOLL_OK);
+    reduce_check(comm, plain, count, n, rank);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+    free(plain);
+}
+
 RANKS_TEST(test_growth_1, body_growth, 1)
 RANKS_TEST(test_growth_3, body_growth, 3)
 RANKS_TEST(test_ceiling_3, body_ceiling, 3)
@@ -614,6 +706,8 @@ RANKS_TEST(test_killed_3, body_killed, 3)
 RANKS_TEST(test_timeout_2, body_timeout, 2)
 RANKS_TEST(test_abort_2, body_abort, 2)
 RANKS_TEST(test_bad_args_2, body_bad_args, 2)
+RANKS_TEST(test_mem_free_2, body_mem_free, 2)
+RANKS_TEST(test_mem_free_3, body_mem_free, 3)
 
 int main(void)
 {
@@ -630,5 +724,7 @@ int main(void)
     ADD_CASE(s, test_timeout_2);
     ADD_CASE(s, test_abort_2);
     ADD_CASE(s, test_bad_args_2);
+    ADD_CASE(s, test_mem_free_2);
+    ADD_CASE(s, test_mem_free_3);
     return pool_tests_run(s);
 }

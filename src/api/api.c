@@ -205,7 +205,6 @@ out:
 SYMCOLL_EXPORT symcoll_status_t symcoll_mem_free(symcoll_comm_h comm, void *ptr)
 {
     symcoll_status_t status = SYMCOLL_ERR_INVALID_PARAM;
-    size_t off;
 
     if (!api_comm_valid(comm)) {
         log_error("symcoll_mem_free: NULL or destroyed communicator");
@@ -216,15 +215,17 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_mem_free(symcoll_comm_h comm, void *ptr)
     pthread_mutex_lock(&comm->lock);
     /* a queued CUDA all-reduce across nodes may still read or write it */
     (void)algo_quiesce(comm);
+    /* only a live buffer of symcoll_mem_alloc, by its start: never the library's
+     * staging, which a stale pointer may reach once its range is reused */
     for (int mt = 0; mt < SYMCOLL_MEM_LAST; mt++) {
         pool_t *pool = comm->pools[mt];
-        if (pool && pool_lookup(pool, ptr, 0, &off)) {
-            status = pool_free(pool, off);
+        if (pool && pool_owns(pool, ptr)) {
+            status = pool_free_user(pool, ptr);
             goto out;
         }
     }
-    log_error("symcoll_mem_free: %p was not returned by symcoll_mem_alloc on this "
-              "communicator (or was freed already)",
+    log_error("symcoll_mem_free: %p is not in any pool of this communicator (not from "
+              "symcoll_mem_alloc on it); nothing freed",
               ptr);
 out:
     pthread_mutex_unlock(&comm->lock);

@@ -126,7 +126,9 @@ typedef struct pool_params {
     int local_size;
 } pool_params_t;
 
-/* What an allocation is for (statistics and debugging only). */
+/* Who owns an allocation. USER: a buffer of symcoll_mem_alloc, which only
+ * pool_free_user releases on the user's behalf; STAGING: the library's own, released
+ * by the algorithm that made it with pool_free. Recorded with every live allocation. */
 typedef enum { POOL_ALLOC_USER = 0, POOL_ALLOC_STAGING } pool_alloc_kind_t;
 
 /* Collective over all ranks of comm: reserves the address space and creates the signal
@@ -145,11 +147,21 @@ symcoll_status_t pool_alloc(pool_t *pool, size_t size, pool_alloc_kind_t kind, s
  * every rank, so by contract every rank frees the same allocations between the same two
  * collective pool calls, in any order (neighbours merge, so the free list comes out the
  * same); a difference that changes the plan of the next pool_alloc or pool_trim fails
- * it with SYMCOLL_ERR_MISMATCH. */
+ * it with SYMCOLL_ERR_MISMATCH. Frees an allocation of any kind: for the library's own
+ * callers, which know their offsets. */
 symcoll_status_t pool_free(pool_t *pool, size_t off);
 
-/* Offset of a live allocation starting at ptr (this rank's view). */
-symcoll_status_t pool_free_ptr(pool_t *pool, const void *ptr);
+/* True if ptr lies in the address range of some local rank's view of this pool (mapped
+ * or not). The views of different pools never overlap, so at most one pool owns ptr. */
+bool pool_owns(const pool_t *pool, const void *ptr);
+
+/* symcoll_mem_free's free, local like pool_free: releases the allocation only if ptr is
+ * the exact start, in this rank's view, of a live POOL_ALLOC_USER allocation. Anything
+ * else is SYMCOLL_ERR_INVALID_PARAM, frees nothing and logs one error line naming the
+ * case: outside this rank's view (outside the pool, or another local rank's view), no
+ * live allocation there (freed already, or never allocated), the library's staging, or
+ * a pointer inside a buffer rather than its start. */
+symcoll_status_t pool_free_user(pool_t *pool, const void *ptr);
 
 /* True if [ptr, ptr+len) lies inside one live allocation of this rank's view; then
  * *off_p is the pool offset of ptr. O(log n). len 0 counts as inside. */

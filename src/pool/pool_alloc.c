@@ -198,9 +198,24 @@ out:
     return status;
 }
 
+/* Releases live allocation i into the free list. Called with the lock held. */
+static symcoll_status_t pool_release(pool_t *pool, size_t i)
+{
+    size_t off = pool->live[i].off, size = pool->live[i].size;
+
+    if (pool_free_insert(pool, off, size)) {
+        log_error("pool: out of memory for the free list");
+        return SYMCOLL_ERR_NO_MEMORY;
+    }
+    memmove(&pool->live[i], &pool->live[i + 1], (pool->nlive - i - 1) * sizeof(pool->live[0]));
+    pool->nlive--;
+    atomic_store(&pool->st_in_use, atomic_load(&pool->st_in_use) - size);
+    return SYMCOLL_OK;
+}
+
 symcoll_status_t pool_free(pool_t *pool, size_t off)
 {
-    symcoll_status_t status = SYMCOLL_OK;
+    symcoll_status_t status;
     long i;
 
     pthread_mutex_lock(&pool->lock);
@@ -209,19 +224,9 @@ symcoll_status_t pool_free(pool_t *pool, size_t off)
         log_error("pool %s: offset %zu is not the start of a live allocation", pool->be->name,
                   off);
         status = SYMCOLL_ERR_INVALID_PARAM;
-        goto out;
+    } else {
+        status = pool_release(pool, (size_t)i);
     }
-    size_t size = pool->live[i].size;
-    if (pool_free_insert(pool, off, size)) {
-        log_error("pool: out of memory for the free list");
-        status = SYMCOLL_ERR_NO_MEMORY;
-        goto out;
-    }
-    memmove(&pool->live[i], &pool->live[i + 1],
-            (pool->nlive - (size_t)i - 1) * sizeof(pool->live[0]));
-    pool->nlive--;
-    atomic_store(&pool->st_in_use, atomic_load(&pool->st_in_use) - size);
-out:
     pthread_mutex_unlock(&pool->lock);
     return status;
 }
@@ -246,12 +251,54 @@ bool pool_lookup(pool_t *pool, const void *ptr, size_t len, size_t *off_p)
     return found;
 }
 
-symcoll_status_t pool_free_ptr(pool_t *pool, const void *ptr)
+bool pool_owns(const pool_t *pool, const void *ptr)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    for (int r = 0; r < pool->local_size; r++) {
+        uintptr_t base = (uintptr_t)pool->bases[r];
+        if (base && p >= base && p - base < pool->max_size)
+            return true;
+    }
+    return false;
+}
+
+symcoll_status_t pool_free_user(pool_t *pool, const void *ptr)
 {
     uintptr_t base = (uintptr_t)pool->bases[pool->local_rank], p = (uintptr_t)ptr;
+    symcoll_status_t status = SYMCOLL_ERR_INVALID_PARAM;
+    const char *name = pool->be->name;
+    size_t off;
+    long i;
+
     if (p < base || p - base >= pool->max_size) {
-        log_error("pool %s: %p was not allocated from this pool", pool->be->name, ptr);
-        return SYMCOLL_ERR_INVALID_PARAM;
+        if (pool_owns(pool, ptr))
+            log_error("symcoll_mem_free: %p is another local rank's view of the %s pool, "
+                      "not a pointer symcoll_mem_alloc returned on this rank; nothing freed",
+                      ptr, name);
+        else
+            log_error("symcoll_mem_free: %p is not in the %s pool; nothing freed", ptr, name);
+        return status;
     }
-    return pool_free(pool, p - base);
+    off = p - base;
+    pthread_mutex_lock(&pool->lock);
+    i = pool_live_find(pool, off);
+    if (i < 0) {
+        log_error(
+            "symcoll_mem_free: %p is not a live buffer of the %s pool: a double free (freed "
+            "already) or never returned by symcoll_mem_alloc; nothing freed",
+            ptr, name);
+    } else if (pool->live[i].kind != POOL_ALLOC_USER) {
+        /* typically a stale pointer whose range the library reused */
+        log_error("symcoll_mem_free: %p is the library's internal staging in the %s pool, not "
+                  "a buffer of symcoll_mem_alloc (freed already?); nothing freed",
+                  ptr, name);
+    } else if (pool->live[i].off != off) {
+        log_error("symcoll_mem_free: %p is inside the buffer at %p (%zu bytes past its "
+                  "start), not its start; nothing freed",
+                  ptr, (void *)(base + pool->live[i].off), off - pool->live[i].off);
+    } else {
+        status = pool_release(pool, (size_t)i);
+    }
+    pthread_mutex_unlock(&pool->lock);
+    return status;
 }

@@ -52,7 +52,7 @@ typedef struct pool_range {
 
 typedef struct pool_live {
     size_t off, size;
-    int kind;
+    pool_alloc_kind_t kind; /* only USER allocations are the user's to free */
 } pool_live_t;
 
 /* pool_offset_search reads the offset at the start of each element */
