@@ -53,10 +53,11 @@
  *    so several threads may make them, one at a time; the order in which they take the
  *    lock is the order of the collective, and it must be the same on every rank (the
  *    threads have to agree on it themselves). symcoll_comm_abort() may be called from
- *    any thread at any time before symcoll_comm_destroy(), also while another thread
- *    waits inside a call; symcoll_pool_query(), symcoll_comm_rank(),
- *    symcoll_comm_size() and the print calls do not take the lock. No call on a
- *    communicator may run concurrently with its symcoll_comm_destroy().
+ *    any thread at any time, also while another thread waits inside a call or destroys
+ *    the communicator (it then returns SYMCOLL_ERR_INVALID_PARAM if the destroy won);
+ *    symcoll_pool_query(), symcoll_comm_rank(), symcoll_comm_size() and the print
+ *    calls do not take the lock. No other call on a communicator may run concurrently
+ *    with its symcoll_comm_destroy().
  *  - Out-of-band allgather: a callback given at creation is called during
  *    symcoll_comm_create() and afterwards too, from inside symcoll_allreduce(),
  *    symcoll_mem_alloc() and symcoll_pool_trim() (creation of a pool on the first use
@@ -194,7 +195,9 @@ typedef struct symcoll_comm_params {
     symcoll_allgather_fn_t allgather; /**< out-of-band allgather (optional) */
     void *allgather_ctx;              /**< passed to allgather */
     int cuda_device;                  /**< CUDA device for GPU memory (default: current) */
-    double timeout_sec;               /**< deadline of every wait (default SYMCOLL_TIMEOUT) */
+    double timeout_sec;               /**< deadline of every wait, seconds (default
+                                           SYMCOLL_TIMEOUT): more than 0, at most 30 days
+                                           (2592000 s); else SYMCOLL_ERR_INVALID_PARAM */
 } symcoll_comm_params_t;
 
 /** @brief Bits of symcoll_pool_attr_t::field_mask. */
@@ -310,7 +313,8 @@ SYMCOLL_EXPORT const char *symcoll_op_name(symcoll_op_t op);
  *         SYMCOLL_ERR_INVALID_PARAM for a NULL @a comm_p, unknown field_mask bits, an
  *         allgather without rank and nranks, rank without nranks or the reverse, a rank
  *         outside 0..nranks-1, rank and size neither given nor in the environment, a
- *         timeout that is not positive, a negative CUDA device, or a SYMCOLL_* variable
+ *         timeout (parameter or SYMCOLL_TIMEOUT) that is not finite, not positive or
+ *         above 30 days (2592000 s), a negative CUDA device, or a SYMCOLL_* variable
  *         that does not parse or cannot be served on this topology;
  *         otherwise the error of the step that failed on this rank or a peer
  *         (SYMCOLL_ERR_BOOTSTRAP, SYMCOLL_ERR_TIMED_OUT, SYMCOLL_ERR_MISMATCH,
@@ -363,8 +367,13 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_destroy(symcoll_comm_h comm);
  * with SYMCOLL_ERR_ABORTED; peers see SYMCOLL_ERR_ABORTED, SYMCOLL_ERR_PEER_FAILED or
  * SYMCOLL_ERR_TIMED_OUT). The handle must still be destroyed.
  *
+ * Racing symcoll_comm_destroy() of the same communicator on another thread is safe:
+ * an abort that gets in first completes before the destroy tears anything down; once
+ * the destroy has begun, the abort does nothing and returns SYMCOLL_ERR_INVALID_PARAM.
+ *
  * @param[in] comm  the communicator
- * @return SYMCOLL_OK; SYMCOLL_ERR_INVALID_PARAM for a NULL or destroyed communicator.
+ * @return SYMCOLL_OK; SYMCOLL_ERR_INVALID_PARAM for a NULL or destroyed communicator,
+ *         or one whose symcoll_comm_destroy() has begun.
  */
 SYMCOLL_EXPORT symcoll_status_t symcoll_comm_abort(symcoll_comm_h comm);
 

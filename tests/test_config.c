@@ -1,7 +1,10 @@
 /* Tests of the configuration table (parsers, bad values failing communicator
  * creation with a named variable), of the API version handshake of communicator
- * creation and of the status strings. */
+ * creation, of abort racing destroy, and of the status strings. */
 #include <check.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +62,8 @@ START_TEST(test_parse_time)
         double v;
     } good[] = {{"1.5", 1.5},    {"2s", 2.0},   {"200ms", 0.2},
                 {"50us", 50e-6}, {"2m", 120.0}, {"0", 0.0}};
-    static const char *const bad[] = {"", "abc", "-1", "1h", "1.5x", "inf", "nan", "ms", "1 s"};
+    static const char *const bad[] = {"",    "abc", "-1",  "1h",     "1.5x", "inf",
+                                      "nan", "ms",  "1 s", "1e308m", "1e400"};
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         double v = -7;
         ck_assert_msg(config_parse_time(good[i].s, &v) == 0, "'%s' rejected", good[i].s);
@@ -137,6 +141,13 @@ START_TEST(test_read_defaults)
     ck_assert_double_eq_tol(cfg.timeout_sec, 0.25, 1e-12);
     ck_assert_int_eq(cfg.rank, 3);
     ck_assert_uint_eq(cfg.pool_min_size, 8u << 20);
+    /* the largest timeout, 30 days, in seconds and in minutes */
+    setenv("SYMCOLL_TIMEOUT", "2592000", 1);
+    ck_assert_int_eq(config_read(&cfg), SYMCOLL_OK);
+    ck_assert_double_eq(cfg.timeout_sec, 2592000.0);
+    setenv("SYMCOLL_TIMEOUT", "43200m", 1);
+    ck_assert_int_eq(config_read(&cfg), SYMCOLL_OK);
+    ck_assert_double_eq(cfg.timeout_sec, 2592000.0);
 }
 END_TEST
 
@@ -147,7 +158,9 @@ START_TEST(test_read_bad)
         {"SYMCOLL_TIMEOUT", "-5"},      {"SYMCOLL_LOG_LEVEL", "loud"},
         {"SYMCOLL_RANK", "-1"},         {"SYMCOLL_NRANKS", "x"},
         {"SYMCOLL_POOL_GROWTH", "0.5"}, {"SYMCOLL_POOL_MAX_SIZE", "lots"},
-        {"SYMCOLL_ALGO", "fastest"},    {"SYMCOLL_POOL_MIN_SIZE", "128G"}};
+        {"SYMCOLL_ALGO", "fastest"},    {"SYMCOLL_POOL_MIN_SIZE", "128G"},
+        {"SYMCOLL_TIMEOUT", "1e308m"},  {"SYMCOLL_TIMEOUT", "2592000.5"},
+        {"SYMCOLL_TIMEOUT", "43201m"},  {"SYMCOLL_TIMEOUT", "1e300"}};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         config_t cfg;
         clear_env();
@@ -163,6 +176,7 @@ END_TEST
 START_TEST(test_comm_create_bad_env)
 {
     static const char *const bad[][2] = {{"SYMCOLL_TIMEOUT", "abc"},
+                                         {"SYMCOLL_TIMEOUT", "1e308m"},
                                          {"SYMCOLL_COOKIE", "not-hex"},
                                          {"SYMCOLL_COOKIE", "0"},
                                          {"SYMCOLL_LOG_LEVEL", "verbose"}};
@@ -237,6 +251,84 @@ START_TEST(test_comm_create_version)
 }
 END_TEST
 
+/* The timeout parameter: a NaN, an infinity, zero, a negative value or more than 30
+ * days is refused with SYMCOLL_ERR_INVALID_PARAM, the output untouched; 30 days is
+ * accepted (one rank). */
+START_TEST(test_comm_create_timeout)
+{
+    const double bad[] = {INFINITY, -INFINITY, NAN, 0.0, -1.0, 2592000.5, 1e308};
+    symcoll_comm_params_t params = {.field_mask = SYMCOLL_COMM_PARAM_FIELD_RANK |
+                                                  SYMCOLL_COMM_PARAM_FIELD_NRANKS |
+                                                  SYMCOLL_COMM_PARAM_FIELD_TIMEOUT,
+                                    .rank = 0,
+                                    .nranks = 1};
+    symcoll_comm_h comm = (symcoll_comm_h)(uintptr_t)0x1;
+
+    clear_env();
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        params.timeout_sec = bad[i];
+        ck_assert_msg(symcoll_comm_create(&params, &comm) == SYMCOLL_ERR_INVALID_PARAM,
+                      "timeout %g accepted", bad[i]);
+        ck_assert(comm == (symcoll_comm_h)(uintptr_t)0x1);
+    }
+    params.timeout_sec = 2592000.0;
+    ck_assert_int_eq(symcoll_comm_create(&params, &comm), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+}
+END_TEST
+
+/* symcoll_comm_abort from another thread racing symcoll_comm_destroy (one rank): every
+ * abort returns SYMCOLL_OK (it ran before the destroy took the communicator) or
+ * SYMCOLL_ERR_INVALID_PARAM (after), and none touches freed memory (an AddressSanitizer
+ * build reports the use after free; without one the race may crash or pass). */
+struct abort_racer {
+    symcoll_comm_h comm;
+    atomic_int started;
+    int bad_status;
+};
+
+static void *abort_racer_main(void *arg)
+{
+    struct abort_racer *r = arg;
+    symcoll_status_t st;
+
+    atomic_store(&r->started, 1);
+    do {
+        st = symcoll_comm_abort(r->comm);
+        if (st != SYMCOLL_OK && st != SYMCOLL_ERR_INVALID_PARAM)
+            r->bad_status = (int)st;
+    } while (st == SYMCOLL_OK);
+    return NULL;
+}
+
+START_TEST(test_comm_abort_races_destroy)
+{
+    symcoll_comm_params_t params = {.field_mask = SYMCOLL_COMM_PARAM_FIELD_RANK |
+                                                  SYMCOLL_COMM_PARAM_FIELD_NRANKS,
+                                    .rank = 0,
+                                    .nranks = 1};
+
+    clear_env();
+    setenv("SYMCOLL_LOG_LEVEL", "error", 1); /* not a warning per abort */
+    for (int i = 0; i < 200; i++) {
+        struct abort_racer r = {.bad_status = 0};
+        pthread_t t;
+
+        ck_assert_int_eq(symcoll_comm_create(&params, &r.comm), SYMCOLL_OK);
+        atomic_init(&r.started, 0);
+        ck_assert_int_eq(pthread_create(&t, NULL, abort_racer_main, &r), 0);
+        while (!atomic_load(&r.started))
+            ;
+        ck_assert_int_eq(symcoll_comm_destroy(r.comm), SYMCOLL_OK);
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+        ck_assert_msg(r.bad_status == 0, "abort returned %d", r.bad_status);
+        /* the handle is gone: a later abort or destroy is refused */
+        ck_assert_int_eq(symcoll_comm_abort(r.comm), SYMCOLL_ERR_INVALID_PARAM);
+        ck_assert_int_eq(symcoll_comm_destroy(r.comm), SYMCOLL_ERR_INVALID_PARAM);
+    }
+}
+END_TEST
+
 START_TEST(test_status_strings)
 {
     const char *seen[-SYMCOLL_ERR_LAST];
@@ -271,6 +363,8 @@ int main(void)
     tcase_add_test(tc, test_read_bad);
     tcase_add_test(tc, test_comm_create_bad_env);
     tcase_add_test(tc, test_comm_create_version);
+    tcase_add_test(tc, test_comm_create_timeout);
+    tcase_add_test(tc, test_comm_abort_races_destroy);
     tcase_add_test(tc, test_status_strings);
     suite_add_tcase(s, tc);
     return harness_main(s);

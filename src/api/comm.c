@@ -13,6 +13,12 @@
 
 /* ---- registry of live communicators ------------------------------------- */
 
+/* The registry lock orders symcoll_comm_abort against symcoll_comm_destroy: destroy
+ * takes the communicator out of the registry under it before tearing anything down,
+ * and abort holds it across all its work on the communicator. It is taken only by the
+ * entry points of src/api/, never while another lock of the library is held; under it
+ * abort takes only locks that their holders keep briefly (the CUDA abort words' table,
+ * the CUDA lanes' mutex), never comm->lock, and never waits for a peer. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static comm_t **registry;
 static size_t registry_len, registry_cap;
@@ -37,30 +43,42 @@ out:
     return ret;
 }
 
-static void registry_remove(comm_t *comm)
+/* Index of a live comm in the registry, or registry_len. registry_lock held. */
+static size_t registry_find(const comm_t *comm)
 {
+    size_t i;
+    for (i = 0; i < registry_len; i++)
+        if (registry[i] == comm)
+            return comm->magic == COMM_MAGIC ? i : registry_len;
+    return registry_len;
+}
+
+/* Takes comm out of the registry: false when it was not there (NULL, never created or
+ * already taken). After a true return no abort runs on comm and none will start. */
+static bool registry_take(comm_t *comm)
+{
+    bool found = false;
+    size_t i;
+
+    if (!comm)
+        return false;
     pthread_mutex_lock(&registry_lock);
-    for (size_t i = 0; i < registry_len; i++) {
-        if (registry[i] == comm) {
-            registry[i] = registry[--registry_len];
-            break;
-        }
+    i = registry_find(comm);
+    if (i < registry_len) {
+        registry[i] = registry[--registry_len];
+        found = true;
     }
     pthread_mutex_unlock(&registry_lock);
+    return found;
 }
 
 bool api_comm_valid(const comm_t *comm)
 {
-    bool found = false;
+    bool found;
     if (!comm)
         return false;
     pthread_mutex_lock(&registry_lock);
-    for (size_t i = 0; i < registry_len; i++) {
-        if (registry[i] == comm) {
-            found = comm->magic == COMM_MAGIC;
-            break;
-        }
-    }
+    found = registry_find(comm) < registry_len;
     pthread_mutex_unlock(&registry_lock);
     return found;
 }
@@ -186,8 +204,11 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create_version(unsigned api_major,
     }
     comm->timeout_sec = comm->config.timeout_sec;
     if (mask & SYMCOLL_COMM_PARAM_FIELD_TIMEOUT) {
-        if (!(params->timeout_sec > 0)) {
-            log_error("symcoll_comm_create: timeout must be positive");
+        if (!config_timeout_ok(params->timeout_sec)) {
+            log_error(
+                "symcoll_comm_create: timeout %.9g s is not finite, not positive or above "
+                "%.0f s (30 days)",
+                params->timeout_sec, CONFIG_TIMEOUT_MAX_SEC);
             status = SYMCOLL_ERR_INVALID_PARAM;
             goto err_free;
         }
@@ -277,9 +298,10 @@ symcoll_status_t comm_create_unversioned(const symcoll_comm_params_t *params,
 
 SYMCOLL_EXPORT symcoll_status_t symcoll_comm_destroy(symcoll_comm_h comm)
 {
-    if (!api_comm_valid(comm))
+    /* out of the registry first: an abort still working on comm ends before this
+     * returns, a later one finds the handle invalid */
+    if (!registry_take(comm))
         return SYMCOLL_ERR_INVALID_PARAM;
-    registry_remove(comm);
     pthread_mutex_lock(&comm->lock);
     comm->magic = 0;
     api_release_layers(comm);
@@ -293,13 +315,21 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_destroy(symcoll_comm_h comm)
 
 SYMCOLL_EXPORT symcoll_status_t symcoll_comm_abort(symcoll_comm_h comm)
 {
-    if (!api_comm_valid(comm))
+    /* registry_lock held throughout, so a destroy cannot free comm under it (see the
+     * registry); the work is short: flags, and a broadcast under the lanes' mutex */
+    if (!comm)
         return SYMCOLL_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&registry_lock);
+    if (registry_find(comm) == registry_len) {
+        pthread_mutex_unlock(&registry_lock);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
     atomic_store(&comm->aborted, 1);
 #ifdef HAVE_CUDA
     cuda_abort_notify(comm); /* kernels poll a host-mapped word, not comm->aborted */
 #endif
     algo_comm_abort(comm); /* what runs in the background tells the peers */
+    pthread_mutex_unlock(&registry_lock);
     log_warn("communicator aborted");
     return SYMCOLL_OK;
 }

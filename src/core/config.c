@@ -87,6 +87,8 @@ int config_parse_time(const char *s, double *out)
         mult = 60.0;
     else
         return -1;
+    if (!isfinite(v * mult)) /* 1e308m */
+        return -1;
     *out = v * mult;
     return 0;
 }
@@ -144,7 +146,7 @@ static int parse_size_field(const char *s, void *f)
 static int parse_time_field(const char *s, void *f)
 {
     double v;
-    if (config_parse_time(s, &v) || v <= 0)
+    if (config_parse_time(s, &v) || !config_timeout_ok(v))
         return -1;
     *(double *)f = v;
     return 0;
@@ -223,7 +225,9 @@ static int parse_algo_field(const char *s, void *f)
 static const config_row_t config_table[] = {
     ROW("SYMCOLL_LOG_LEVEL", "warn", "Log level: none, error, warn, info or debug.",
         parse_log_level, log_level),
-    ROW("SYMCOLL_TIMEOUT", "120", "Deadline of every wait, in seconds (units s, ms, us, m).",
+    ROW("SYMCOLL_TIMEOUT", "120",
+        "Deadline of every wait, in seconds (units s, ms, us, m): more than 0, at most "
+        "30 days (2592000 s, 43200m).",
         parse_time_field, timeout_sec),
     ROW("SYMCOLL_RANK", "",
         "Rank of this process for the built-in bootstrap "
@@ -304,7 +308,8 @@ static const config_row_t config_table[] = {
     ROW("SYMCOLL_CUDA_NET_KERNEL_MAX", "64K",
         "CUDA memory across nodes: largest message, bytes, whose staging copies and "
         "hand-offs run as one kernel (fewer stream commands, lower latency) instead of "
-        "copies and stream memory operations; never where a GPU serves two ranks of the communicator; "
+        "copies and stream memory operations; never where a GPU serves two ranks of the "
+        "communicator; "
         "0: never.",
         parse_size_field, cuda_net_kernel_max),
     ROW("SYMCOLL_CUDA_NET_LANES", "8",

@@ -4,12 +4,24 @@
 #ifndef SYMCOLL_CORE_CONFIG_H
 #define SYMCOLL_CORE_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
 #include "symcoll.h"
 
 #define CONFIG_STR_MAX 256
+
+/* The largest timeout, 30 days in seconds: every wait has a real deadline, and
+ * now + timeout stays far inside every clock's range. */
+#define CONFIG_TIMEOUT_MAX_SEC 2592000.0
+
+/* A timeout (SYMCOLL_TIMEOUT or the creation parameter) is more than 0 and at most
+ * CONFIG_TIMEOUT_MAX_SEC; false for a NaN or an infinity. */
+static inline bool config_timeout_ok(double sec)
+{
+    return sec > 0 && sec <= CONFIG_TIMEOUT_MAX_SEC;
+}
 
 typedef struct config {
     int log_level;                     /* SYMCOLL_LOG_LEVEL */
