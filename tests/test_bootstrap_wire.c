@@ -1,11 +1,13 @@
-/* In-process tests of the bootstrap's wire layer: the message parser is fuzzed over
- * socket pairs (every changed header byte must be rejected, nothing may leak), and
- * the listener's acceptor is driven with real, bogus and duplicate clients. */
+/* In-process tests of the bootstrap's wire layer: SHA-256 and HMAC-SHA256 against the
+ * published test vectors, the message parser fuzzed over socket pairs (every changed
+ * header byte must be rejected, nothing may leak), and the listener's acceptor driven
+ * with real, bogus and duplicate clients. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -15,14 +17,114 @@
 #include "bootstrap/bs_int.h"
 #include "harness.h"
 
+/* ---- SHA-256 and HMAC-SHA256 ------------------------------------------- */
+
+static void expect_hex(const uint8_t *d, const char *hex)
+{
+    char got[2 * BS_SHA256_LEN + 1];
+    for (int i = 0; i < BS_SHA256_LEN; i++)
+        snprintf(got + 2 * i, 3, "%02x", d[i]);
+    ck_assert_str_eq(got, hex);
+}
+
+/* FIPS 180-4 examples: one block, the empty message, and the 448-bit message whose
+ * padding needs a second block; fed whole and split at every byte. */
+START_TEST(test_sha256_vectors)
+{
+    static const char *const vec[][2] = {
+        {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+        {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"}};
+    uint8_t d[BS_SHA256_LEN];
+
+    for (size_t v = 0; v < SC_ARRAY_SIZE(vec); v++) {
+        size_t len = strlen(vec[v][0]);
+        bs_sha256(vec[v][0], len, d);
+        expect_hex(d, vec[v][1]);
+        for (size_t cut = 0; cut <= len; cut++) {
+            bs_sha256_t s;
+            bs_sha256_init(&s);
+            bs_sha256_update(&s, vec[v][0], cut);
+            bs_sha256_update(&s, vec[v][0] + cut, len - cut);
+            bs_sha256_final(&s, d);
+            expect_hex(d, vec[v][1]);
+        }
+    }
+}
+END_TEST
+
+/* RFC 4231 test cases 1 and 2; the constant-time comparison. */
+START_TEST(test_hmac_vectors)
+{
+    uint8_t key1[20], d[BS_SHA256_LEN];
+    bs_hmac_t m;
+
+    memset(key1, 0x0b, sizeof(key1));
+    bs_hmac_init(&m, key1, sizeof(key1));
+    bs_hmac_update(&m, "Hi There", 8);
+    bs_hmac_final(&m, d);
+    expect_hex(d, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+    bs_hmac_init(&m, "Jefe", 4);
+    bs_hmac_update(&m, "what do ya want ", 16);
+    bs_hmac_update(&m, "for nothing?", 12);
+    bs_hmac_final(&m, d);
+    expect_hex(d, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    ck_assert(bs_ct_equal("abcd", "abcd", 4));
+    ck_assert(!bs_ct_equal("abcd", "abce", 4));
+    ck_assert(bs_ct_equal("x", "y", 0));
+}
+END_TEST
+
+/* Each side's proof depends on the secret, the side, both nonces, the rank and the job
+ * size; without a secret it is still well defined (an empty key). */
+START_TEST(test_proof)
+{
+    bootstrap_t *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+    uint8_t n0[BS_NONCE_LEN], nr[BS_NONCE_LEN], p[BS_MAC_LEN], q[BS_MAC_LEN];
+
+    ck_assert(a && b);
+    a->nranks = b->nranks = 4;
+    memset(n0, 1, sizeof(n0));
+    memset(nr, 2, sizeof(nr));
+    memcpy(a->secret, "c0ffee", 6);
+    a->secret_len = 6;
+    memcpy(b->secret, "c0ffee", 6);
+    b->secret_len = 6;
+    bs_proof(a, false, n0, nr, 2, p);
+    bs_proof(b, false, n0, nr, 2, q);
+    ck_assert(!memcmp(p, q, sizeof(p)));
+    bs_proof(b, true, n0, nr, 2, q);
+    ck_assert(memcmp(p, q, sizeof(p)));
+    bs_proof(b, false, nr, n0, 2, q);
+    ck_assert(memcmp(p, q, sizeof(p)));
+    bs_proof(b, false, n0, nr, 3, q);
+    ck_assert(memcmp(p, q, sizeof(p)));
+    b->nranks = 5;
+    bs_proof(b, false, n0, nr, 2, q);
+    ck_assert(memcmp(p, q, sizeof(p)));
+    b->nranks = 4;
+    b->secret[5] = 'f';
+    bs_proof(b, false, n0, nr, 2, q);
+    ck_assert(memcmp(p, q, sizeof(p)));
+    b->secret_len = 0;
+    bs_proof(b, false, n0, nr, 2, q);
+    ck_assert(memcmp(p, q, sizeof(p)));
+    free(a);
+    free(b);
+}
+END_TEST
+
+/* ---- the message parser ------------------------------------------------- */
+
 /* A bootstrap object as rank `rank` of `nranks` would hold it, without sockets. */
-static bootstrap_t *fake_bs(int rank, int nranks, uint64_t cookie)
+static bootstrap_t *fake_bs(int rank, int nranks, uint64_t session)
 {
     bootstrap_t *bs = calloc(1, sizeof(*bs));
     ck_assert_ptr_nonnull(bs);
     bs->rank = rank;
     bs->nranks = nranks;
-    bs->cookie = cookie;
+    bs->job_id = session;
     bs->timeout_sec = 5;
     bs->root_fd = -1;
     return bs;
@@ -109,14 +211,14 @@ static symcoll_status_t parse_one(bootstrap_t *rx, const bs_hdr_t *h, int send_f
     return st;
 }
 
-static bs_hdr_t good_hdr(uint64_t cookie)
+static bs_hdr_t good_hdr(uint64_t session)
 {
     bs_hdr_t h;
     memset(&h, 0, sizeof(h));
     h.magic = BS_MAGIC;
     h.version = BS_VERSION;
     h.type = BS_MSG_LOCAL_DATA;
-    h.cookie = cookie;
+    h.session = session;
     h.rank = 1;
     h.nfds = 2;
     h.seq = 5;
@@ -229,13 +331,15 @@ END_TEST
 
 /* ---- rank 0's acceptor --------------------------------------------------- */
 
-static int judge_rank(bootstrap_t *bs, const void *msg, const char *from, void *ctx)
+static int judge_rank(bootstrap_t *bs, const void *msg, const uint8_t *nonce, const char *from,
+                      void *ctx)
 {
     bs_hdr_t h;
+    (void)nonce;
     (void)from;
     (void)ctx;
     memcpy(&h, msg, sizeof(h));
-    if (h.cookie != bs->cookie || h.rank == 0 || h.rank >= (uint32_t)bs->nranks)
+    if (h.session != bs->job_id || h.rank == 0 || h.rank >= (uint32_t)bs->nranks)
         return -1;
     return (int)h.rank;
 }
@@ -263,7 +367,7 @@ static int closed_by_peer(int fd)
     return recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
 }
 
-/* Real ranks 1 and 2 get their slots; a duplicate of rank 1, a wrong cookie, a bad
+/* Real ranks 1 and 2 get their slots; a duplicate of rank 1, a wrong session, a bad
  * magic, a truncated hello and a silent connection are all dropped, and more
  * connections than the pending table holds do not lock the real ranks out. */
 START_TEST(test_acceptor)
@@ -271,8 +375,11 @@ START_TEST(test_acceptor)
     bootstrap_t *bs = fake_bs(0, 3, 99);
     int slots[3] = {-1, -1, -1}, lfd, port, fds0 = harness_count_fds();
     int c1, c1dup, cbad, cmagic, ctrunc, c2, flood[70];
-    bs_acceptor_t a = {BS_MSG_LOCAL_HELLO, sizeof(bs_hdr_t), NULL, judge_rank, NULL, slots,
-                       "rank(s)"};
+    bs_acceptor_t a = {.type = BS_MSG_LOCAL_HELLO,
+                       .msg_len = sizeof(bs_hdr_t),
+                       .judge = judge_rank,
+                       .slots = slots,
+                       .who = "rank(s)"};
     struct sockaddr_in sa;
     socklen_t sl = sizeof(sa);
     bs_hdr_t h;
@@ -292,9 +399,9 @@ START_TEST(test_acceptor)
         flood[i] = client(port, &h, 0);
     h.rank = 1;
     c1 = client(port, &h, sizeof(h));
-    h.cookie = 98;
+    h.session = 98;
     cbad = client(port, &h, sizeof(h));
-    h.cookie = 99;
+    h.session = 99;
     h.magic = 0;
     cmagic = client(port, &h, sizeof(h));
     h.magic = BS_MAGIC;
@@ -347,6 +454,9 @@ int main(void)
     TCase *tc = tcase_create("wire");
 
     tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_sha256_vectors);
+    tcase_add_test(tc, test_hmac_vectors);
+    tcase_add_test(tc, test_proof);
     tcase_add_test(tc, test_parse_good);
     tcase_add_test(tc, test_parse_fuzz);
     tcase_add_test(tc, test_parse_truncated);

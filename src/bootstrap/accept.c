@@ -1,6 +1,7 @@
-/* Listener side of both channels: accept connections and read each one's hello with
- * a non-blocking reader of its own, so a silent, slow or malformed peer is dropped
- * (with an error log) without holding up the real ranks. */
+/* Listener side of both channels: accept connections, challenge each one (TCP) and read
+ * its hello with a non-blocking reader of its own, so a silent, slow, malformed or
+ * unauthenticated peer is dropped (with an info log: strangers must not flood the error
+ * log) without holding up the real ranks. */
 #define _GNU_SOURCE /* accept4, struct ucred */
 #include "bootstrap/bs_int.h"
 
@@ -15,7 +16,7 @@
 /* Connections kept while they have not yet introduced themselves; when full the
  * oldest is dropped, so a flood of idle connections cannot lock real ranks out. */
 #define BS_MAX_PENDING 64
-#define BS_HELLO_MAX 64 /* bytes of the largest hello */
+#define BS_HELLO_MAX 256 /* bytes of the largest hello with what follows it */
 
 typedef struct bs_pending {
     int fd;
@@ -24,6 +25,7 @@ typedef struct bs_pending {
         bs_hdr_t hdr;
         unsigned char bytes[BS_HELLO_MAX];
     } msg;
+    uint8_t nonce[BS_NONCE_LEN]; /* the challenge it got */
     char from[64];
 } bs_pending_t;
 
@@ -57,27 +59,31 @@ static int bs_pending_read(bootstrap_t *bs, const bs_acceptor_t *a, bs_pending_t
     const bs_hdr_t *h = &p->msg.hdr;
     int slot;
 
-    if (r < 0)
-        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
+    if (r < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+            return -1;
+        log_info("bootstrap: connection from %s failed: %s; dropped", p->from, strerror(errno));
+        return -2;
+    }
     if (r == 0) {
-        log_error("bootstrap: connection from %s closed after %zu of %zu bytes of its "
-                  "hello (truncated); dropped",
-                  p->from, p->off, a->msg_len);
+        log_info("bootstrap: connection from %s closed after %zu of %zu bytes of its "
+                 "hello (truncated); dropped",
+                 p->from, p->off, a->msg_len);
         return -2;
     }
     p->off += (size_t)r;
     /* judge the header as soon as it is in, before waiting for more */
     if (p->off >= sizeof(bs_hdr_t) && p->off - (size_t)r < sizeof(bs_hdr_t) &&
         (h->magic != BS_MAGIC || h->version != BS_VERSION || h->type != a->type ||
-         h->len != a->msg_len - sizeof(bs_hdr_t))) {
-        log_error("bootstrap: connection from %s sent a malformed hello (magic 0x%08x, "
-                  "version %u, type %u, length %llu); dropped",
-                  p->from, h->magic, h->version, h->type, (unsigned long long)h->len);
+         h->len != a->hello_len)) {
+        log_info("bootstrap: connection from %s sent a malformed hello (magic 0x%08x, "
+                 "version %u, type %u, length %llu); dropped",
+                 p->from, h->magic, h->version, h->type, (unsigned long long)h->len);
         return -2;
     }
     if (p->off < a->msg_len)
         return -1;
-    slot = a->judge(bs, p->msg.bytes, p->from, a->ctx);
+    slot = a->judge(bs, p->msg.bytes, a->challenge ? p->nonce : NULL, p->from, a->ctx);
     if (slot < 0)
         return -2;
     if (a->slots[slot] >= 0) {
@@ -89,13 +95,39 @@ static int bs_pending_read(bootstrap_t *bs, const bs_acceptor_t *a, bs_pending_t
     return slot;
 }
 
+/* Send a fresh connection its challenge: a header and a nonce, which fit in the empty
+ * socket buffer at once. *sent false: drop the connection; an error: getrandom failed. */
+static symcoll_status_t bs_send_challenge(bootstrap_t *bs, bs_pending_t *p, bool *sent)
+{
+    struct {
+        bs_hdr_t hdr;
+        uint8_t nonce[BS_NONCE_LEN];
+    } m;
+    symcoll_status_t status = bs_random_bytes(p->nonce, sizeof(p->nonce));
+    ssize_t r;
+
+    *sent = false;
+    if (status != SYMCOLL_OK)
+        return status;
+    bs_hdr_fill(bs, &m.hdr, BS_MSG_CHALLENGE, 0, sizeof(m.nonce), 0);
+    memcpy(m.nonce, p->nonce, sizeof(m.nonce));
+    r = send(p->fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (r != (ssize_t)sizeof(m)) {
+        log_info("bootstrap: connection from %s: cannot send its challenge (%s); dropped",
+                 p->from, r < 0 ? strerror(errno) : "short write");
+        return SYMCOLL_OK;
+    }
+    *sent = true;
+    return SYMCOLL_OK;
+}
+
 symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t *a, int missing,
                                   const deadline_t *dl)
 {
     bs_pending_t *pend = calloc(BS_MAX_PENDING, sizeof(*pend));
     struct pollfd pfd[BS_MAX_PENDING + 1];
     symcoll_status_t status = SYMCOLL_OK;
-    int npend = 0;
+    int npend = 0, dropped = 0;
 
     if (a->msg_len < sizeof(bs_hdr_t) || a->msg_len > BS_HELLO_MAX) {
         log_error("bootstrap: internal: hello of %zu bytes", a->msg_len);
@@ -114,7 +146,10 @@ symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t 
         status = bs_poll_slice(pfd, (nfds_t)npend + 1, dl);
         if (status != SYMCOLL_OK) {
             if (status == SYMCOLL_ERR_TIMED_OUT)
-                log_error("bootstrap: timed out: %d %s never connected", missing, a->who);
+                log_error("bootstrap: timed out: %d %s never connected%s", missing, a->who,
+                          dropped ? " (connections were dropped; SYMCOLL_LOG_LEVEL=info "
+                                    "says why)"
+                                  : "");
             goto out;
         }
         /* pending connections first: slots may free up before accepting more */
@@ -130,6 +165,7 @@ symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t 
                 missing--;
             } else {
                 close(pend[i].fd);
+                dropped++;
             }
             npend--;
             memmove(&pend[i], &pend[i + 1], (size_t)(npend - i) * sizeof(pend[0]));
@@ -142,19 +178,34 @@ symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t 
                 break;
             if (a->admit && a->admit(fd)) {
                 close(fd);
+                dropped++;
                 continue;
             }
             if (npend == BS_MAX_PENDING) {
-                log_error("bootstrap: too many connections that have not said hello; "
-                          "dropping the oldest (from %s)",
-                          pend[0].from);
+                log_info("bootstrap: too many connections that have not said hello; "
+                         "dropping the oldest (from %s)",
+                         pend[0].from);
                 close(pend[0].fd);
+                dropped++;
                 npend--;
                 memmove(&pend[0], &pend[1], (size_t)npend * sizeof(pend[0]));
             }
             memset(&pend[npend], 0, sizeof(pend[npend]));
             pend[npend].fd = fd;
             bs_peer_name(fd, pend[npend].from, sizeof(pend[npend].from));
+            if (a->challenge) {
+                bool sent;
+                status = bs_send_challenge(bs, &pend[npend], &sent);
+                if (status != SYMCOLL_OK) {
+                    close(fd);
+                    goto out;
+                }
+                if (!sent) {
+                    close(fd);
+                    dropped++;
+                    continue;
+                }
+            }
             npend++;
         }
     }

@@ -1,40 +1,56 @@
 /* Bootstrap object and global collectives: the caller's allgather callback or the
- * built-in TCP star, both wrapped so every contribution is checked (cookie, rank,
+ * built-in TCP star, both wrapped so every contribution is checked (session, rank,
  * sequence number, length) before it is used. */
 #include "bootstrap/bs_int.h"
 
 #include <ctype.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* SYMCOLL_COOKIE: 1 to 16 hex digits, not zero. */
-static symcoll_status_t bs_parse_cookie(const char *s, uint64_t *out)
+/* SYMCOLL_COOKIE: 1 to 64 hex digits, not all zero. The secret is its value written in
+ * lowercase without leading zeros, so spellings of one number agree. */
+static symcoll_status_t bs_parse_cookie(bootstrap_t *bs, const char *s)
 {
-    uint64_t v = 0;
-    size_t n = s ? strlen(s) : 0;
+    size_t n = s ? strlen(s) : 0, i = 0;
 
-    *out = 0;
+    bs->secret_len = 0;
     if (n == 0)
         return SYMCOLL_OK;
-    if (n > 16)
+    if (n > BS_SECRET_MAX)
         goto bad;
-    for (size_t i = 0; i < n; i++) {
-        int c = (unsigned char)s[i];
-        if (!isxdigit(c))
+    for (size_t k = 0; k < n; k++)
+        if (!isxdigit((unsigned char)s[k]))
             goto bad;
-        v = (v << 4) | (uint64_t)(isdigit(c) ? c - '0' : tolower(c) - 'a' + 10);
-    }
-    if (v == 0)
+    while (i < n && s[i] == '0')
+        i++;
+    if (i == n)
         goto bad;
-    *out = v;
+    for (; i < n; i++)
+        bs->secret[bs->secret_len++] = (char)tolower((unsigned char)s[i]);
     return SYMCOLL_OK;
 bad:
     /* the value is a secret: do not echo it */
-    log_error("SYMCOLL_COOKIE must be 1 to 16 hexadecimal digits, not all zero");
+    log_error("SYMCOLL_COOKIE must be 1 to %d hexadecimal digits, not all zero", BS_SECRET_MAX);
     return SYMCOLL_ERR_INVALID_PARAM;
 }
 
-/* Callback path: every contribution travels behind a header that is checked. */
+/* Once per process: without a secret, anyone who reaches rank 0 first can join. */
+static void bs_warn_no_cookie(const char *addr)
+{
+    static atomic_flag warned = ATOMIC_FLAG_INIT;
+
+    if (atomic_flag_test_and_set(&warned))
+        return;
+    log_warn("bootstrap: SYMCOLL_COOKIE is not set: the TCP bootstrap cannot authenticate "
+             "ranks, and whoever reaches %s first can join as any rank; set SYMCOLL_COOKIE "
+             "to the same random value on every rank (symcoll_run does), e.g. "
+             "od -An -N16 -tx1 /dev/urandom | tr -d ' \\n'",
+             addr ? addr : "rank 0");
+}
+
+/* Callback path: every contribution travels behind a header that is checked; the first
+ * exchange hands out rank 0's job id, which every later header must carry. */
 static symcoll_status_t bs_cb_exchange(bootstrap_t *bs, const void *src, void *dst, size_t size,
                                        uint16_t type, bool first)
 {
@@ -62,9 +78,8 @@ static symcoll_status_t bs_cb_exchange(bootstrap_t *bs, const void *src, void *d
         status = SYMCOLL_ERR_BOOTSTRAP;
         goto out;
     }
-    /* the first exchange hands out rank 0's cookie; it is checked from then on */
     if (first)
-        memcpy(&bs->cookie, all + offsetof(bs_hdr_t, cookie), sizeof(bs->cookie));
+        memcpy(&bs->job_id, all + offsetof(bs_hdr_t, session), sizeof(bs->job_id));
     for (int r = 0; r < bs->nranks; r++) {
         bs_hdr_t h;
         char what[64];
@@ -85,7 +100,6 @@ out:
 symcoll_status_t bootstrap_create(const bootstrap_params_t *params, bootstrap_t **bs_p)
 {
     bootstrap_t *bs;
-    uint64_t env_cookie = 0;
     symcoll_status_t status;
     deadline_t dl;
 
@@ -94,14 +108,16 @@ symcoll_status_t bootstrap_create(const bootstrap_params_t *params, bootstrap_t 
         log_error("bootstrap_create: invalid parameters");
         return SYMCOLL_ERR_INVALID_PARAM;
     }
-    if (!params->allgather) {
-        status = bs_parse_cookie(params->cookie, &env_cookie);
-        if (status != SYMCOLL_OK)
-            return status;
-    }
     bs = calloc(1, sizeof(*bs));
     if (!bs)
         return SYMCOLL_ERR_NO_MEMORY;
+    if (!params->allgather) {
+        status = bs_parse_cookie(bs, params->cookie);
+        if (status != SYMCOLL_OK) {
+            free(bs);
+            return status;
+        }
+    }
     bs->rank = params->rank;
     bs->nranks = params->nranks;
     bs->allgather = params->allgather;
@@ -121,30 +137,38 @@ symcoll_status_t bootstrap_create(const bootstrap_params_t *params, bootstrap_t 
     bs->local_fds[0] = -1;
 
     /* every rank draws; the values of rank 0 win */
-    status = bs_random64(&bs->cookie);
+    status = bs_random64(&bs->job_id);
     if (status == SYMCOLL_OK)
-        status = bs_random64(&bs->job_id);
+        status = bs_random_bytes(bs->name_seed, sizeof(bs->name_seed));
     if (status != SYMCOLL_OK)
         goto err_free;
-    if (env_cookie)
-        bs->cookie = env_cookie;
 
     dl = deadline_make(bs->timeout_sec, bs->aborted);
     if (bs->allgather) {
-        uint64_t *ids = malloc(sizeof(uint64_t) * (size_t)bs->nranks);
-        if (!ids) {
+        bs_welcome_t mine, *all = malloc(sizeof(*all) * (size_t)bs->nranks);
+        if (!all) {
             status = SYMCOLL_ERR_NO_MEMORY;
             goto err_free;
         }
-        status = bs_cb_exchange(bs, &bs->job_id, ids, sizeof(uint64_t), BS_MSG_WELCOME, true);
+        /* the callback is trusted: no proof, only rank 0's values */
+        memset(&mine, 0, sizeof(mine));
+        mine.job_id = bs->job_id;
+        memcpy(mine.name_seed, bs->name_seed, sizeof(mine.name_seed));
+        status = bs_cb_exchange(bs, &mine, all, sizeof(mine), BS_MSG_WELCOME, true);
         if (status == SYMCOLL_OK)
-            bs->job_id = ids[0];
-        free(ids);
+            memcpy(bs->name_seed, all[0].name_seed, sizeof(bs->name_seed));
+        free(all);
     } else if (bs->nranks > 1) {
-        status = bs_tcp_connect(bs, params->addr, env_cookie, &dl);
+        if (!bs->secret_len)
+            bs_warn_no_cookie(params->addr);
+        status = bs_tcp_connect(bs, params->addr, &dl);
     }
     if (status != SYMCOLL_OK)
         goto err_free;
+    bs_local_name_key(bs);
+    /* the handshake is over: nothing needs the secret any more */
+    bs_wipe(bs->secret, sizeof(bs->secret));
+    bs->secret_len = 0;
     bs->seq = 1;
     log_debug("bootstrap: rank %d of %d connected (%s)", bs->rank, bs->nranks,
               bs->allgather    ? "callback"
@@ -170,8 +194,9 @@ void bootstrap_destroy(bootstrap_t *bs)
     free(bs->peer_fds);
     free(bs->local_ranks);
     free(bs->local_fds);
-    /* the cookie is a secret: do not leave it in freed memory */
-    bs->cookie = 0;
+    /* do not leave secrets in freed memory */
+    bs_wipe(bs->secret, sizeof(bs->secret));
+    bs_wipe(bs->name_key, sizeof(bs->name_key));
     free(bs);
 }
 

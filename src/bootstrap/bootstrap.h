@@ -1,37 +1,46 @@
 /* Out-of-band exchange used at communicator creation and when a pool grows:
  * a caller-supplied allgather callback, or the built-in TCP rendezvous (rank 0 listens
- * on SYMCOLL_ADDR; every message carries the per-job cookie and a length and is
- * validated before use). Ranks of one node also get a Unix-socket channel that passes
- * file descriptors (SCM_RIGHTS) after an SO_PEERCRED uid check.
+ * on SYMCOLL_ADDR; ranks prove to each other that they know the job's secret, and every
+ * message carries the job's session and a length and is validated before use). Ranks
+ * of one node also get a Unix-socket channel that passes file descriptors (SCM_RIGHTS)
+ * after an SO_PEERCRED uid check.
  *
  * Trust model of the built-in TCP bootstrap:
- *  - Every message starts with a header (magic, version, type, 64-bit job cookie,
- *    sender rank, sequence number, payload length). A header is checked before its
- *    payload is read: a wrong magic, version, type, cookie or rank, or a length other
- *    than the one the collective expects, fails the call with SYMCOLL_ERR_BOOTSTRAP
- *    (SYMCOLL_ERR_MISMATCH when a well-formed message disagrees on sequence or size).
- *    After such an error the channel is out of step and every later call fails.
- *  - With SYMCOLL_COOKIE set (symcoll_run sets it to a fresh random value), the cookie
- *    is a shared secret: rank 0 drops any connection whose hello does not carry it,
- *    so only processes that were given the job's environment can join. The cookie
- *    travels in clear text: it keeps out strangers and stray jobs, not an attacker
- *    who can read the network between the nodes.
- *  - Without SYMCOLL_COOKIE (a plain "SYMCOLL_ADDR=... ./prog" launch), rank 0 draws
- *    the cookie from getrandom() and gives it to each rank in its welcome; every later
- *    message must echo it. This is trust on first use: it turns a stray connection
- *    or a message from another job into an error, but anyone who can reach rank 0's
- *    port before the real rank could claim that rank. Use a cookie on shared networks.
+ *  - The job's secret is SYMCOLL_COOKIE (symcoll_run sets a fresh random one). It never
+ *    crosses the wire: rank 0 sends every connection a fresh random nonce, and the
+ *    joiner answers with HMAC-SHA256(secret, label, nonces, rank, size); rank 0 checks
+ *    it in constant time and drops (info log: peer address and why) any connection
+ *    that fails, while it keeps listening for the real rank until the deadline. Rank 0
+ *    proves itself the same way over the joiner's nonce, so a listener that is not the
+ *    job's rank 0 is refused and learns only a proof over its own nonce. A recorded
+ *    exchange does not work twice (fresh nonces). Only processes given the job's
+ *    environment can join.
+ *  - Not covered: the data is not encrypted or authenticated message by message, so
+ *    an attacker who can read, relay or alter the traffic between the nodes can still
+ *    read or disturb the job (keep SYMCOLL_ADDR on a trusted network).
+ *  - Without SYMCOLL_COOKIE (a plain "SYMCOLL_ADDR=... ./prog" launch) there is no
+ *    secret: a warning says so once per process, and anyone who reaches rank 0's port
+ *    before the real rank and speaks the protocol can claim that rank (it learns no
+ *    secret: there is none).
+ *  - Every message header carries the magic, version, type, the job's session (the
+ *    public random job id, handed out by rank 0), sender rank, sequence number and
+ *    payload length. A header is checked before its payload is read: a wrong magic,
+ *    version, type, session or rank, or a length other than the one the collective
+ *    expects, fails the call with SYMCOLL_ERR_BOOTSTRAP (SYMCOLL_ERR_MISMATCH when a
+ *    well-formed message disagrees on sequence or size). After such an error the
+ *    channel is out of step and every later call fails.
  *  - Rank 0 listens on the address named in SYMCOLL_ADDR (127.0.0.1 keeps a job off
  *    the network), judges each connection on its own with a non-blocking reader, and
- *    drops (with an error log) anything malformed, duplicate or silent past the
- *    deadline while it keeps accepting the real ranks; at most 64 connections wait
- *    for their hello, the oldest is evicted first. Once every rank has joined it
- *    stops listening.
- *  - The local channel uses abstract Unix sockets named from the (public, random) job
- *    id and the global rank; both ends check SO_PEERCRED (same effective uid) and the
- *    cookie, so another user can neither connect nor pose as a listener.
- *  - With an allgather callback, the first exchange hands out rank 0's cookie and job
- *    id; every later contribution carries the same checked header. The callback
+ *    drops anything malformed, unproven, duplicate or silent past the deadline while
+ *    it keeps accepting the real ranks; at most 64 connections wait for their hello,
+ *    the oldest is evicted first. Once every rank has joined it stops listening.
+ *  - The local channel uses abstract Unix sockets whose names are an HMAC of a random
+ *    seed that only the ranks learn from rank 0 (mixed with the secret when there is
+ *    one), so another user cannot take a rank's name before the rank binds it; both
+ *    ends check SO_PEERCRED (same effective uid) and the session, so another user can
+ *    neither connect nor pose as a listener.
+ *  - With an allgather callback, the first exchange hands out rank 0's job id and name
+ *    seed; every later contribution carries the same checked header. The callback
  *    itself is trusted and cannot be interrupted: the deadline and the abort flag
  *    are checked before it is called.
  *  - Every other wait polls with the deadline (timeout_sec) and the abort flag.
@@ -65,8 +74,8 @@ void bootstrap_destroy(bootstrap_t *bs);
 symcoll_status_t bootstrap_allgather(bootstrap_t *bs, const void *src, void *dst, size_t size);
 symcoll_status_t bootstrap_barrier(bootstrap_t *bs);
 
-/* A 64-bit value the same on every rank and random per job (for naming sockets).
- * Public: it is not the cookie. */
+/* A 64-bit value the same on every rank and random per job. Public: it is not a
+ * secret (it travels in every message header). */
 uint64_t bootstrap_job_id(const bootstrap_t *bs);
 
 /* Open the node-local channel among the ranks listed in local_ranks (global ranks in

@@ -7,11 +7,18 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/sha256.h"
 
 #define BS_MAGIC 0x53594d42u /* "SYMB" */
-#define BS_VERSION 1u
+#define BS_VERSION 2u
+
+#define BS_NONCE_LEN 16          /* bytes of a challenge, fresh from getrandom() */
+#define BS_MAC_LEN BS_SHA256_LEN /* bytes of a proof (HMAC-SHA256) */
+#define BS_SECRET_MAX 64         /* hex digits of SYMCOLL_COOKIE */
 
 /* The largest payload of one message; anything announcing more is rejected before a
  * byte of it is read. */
@@ -19,12 +26,22 @@
 /* File descriptors one local message may carry (kernel limit SCM_MAX_FD is 253). */
 #define BS_MAX_FDS 64
 
+/* The TCP rendezvous of rank r > 0 with rank 0, K the job's secret (SYMCOLL_COOKIE,
+ * empty without one), n the job size, N0 and Nr fresh nonces:
+ *   r -> 0  HELLO      {n, Nr}               sent at once after connecting
+ *   0 -> r  CHALLENGE  {N0}                  sent at once on accepting
+ *   r -> 0  AUTH       {HMAC(K, "...joiner" N0 Nr r n)}   rank 0 checks it
+ *   0 -> r  WELCOME    {HMAC(K, "...rank0" N0 Nr r n), job id, name seed}
+ * once every rank has proven itself; rank r checks rank 0's proof before it uses the
+ * rest. K itself never crosses the wire (see bs_proof). */
 enum bs_msg_type {
     BS_MSG_HELLO = 1,   /* TCP: rank r > 0 introduces itself to rank 0 */
-    BS_MSG_WELCOME,     /* TCP: rank 0 answers with the cookie and the job id */
+    BS_MSG_WELCOME,     /* TCP: rank 0's proof, the job id and the name seed */
     BS_MSG_DATA,        /* a contribution or the gathered result of an allgather */
     BS_MSG_LOCAL_HELLO, /* Unix channel: handshake in both directions */
-    BS_MSG_LOCAL_DATA   /* Unix channel: data and file descriptors */
+    BS_MSG_LOCAL_DATA,  /* Unix channel: data and file descriptors */
+    BS_MSG_CHALLENGE,   /* TCP: rank 0's nonce for one connection */
+    BS_MSG_AUTH         /* TCP: rank r's proof that it knows the job's secret */
 };
 
 /* Every message starts with this header, in host byte order (a peer of the other
@@ -33,18 +50,26 @@ typedef struct bs_hdr {
     uint32_t magic;
     uint16_t version;
     uint16_t type;
-    uint64_t cookie; /* the job's secret; compared on every message */
-    uint32_t rank;   /* sender's global rank */
-    uint32_t nfds;   /* descriptors attached (Unix channel only) */
-    uint64_t seq;    /* collective sequence number; both sides must agree */
-    uint64_t len;    /* payload bytes that follow */
+    uint64_t session; /* the job id (public): a message of another job fails on it */
+    uint32_t rank;    /* sender's global rank */
+    uint32_t nfds;    /* descriptors attached (Unix channel only) */
+    uint64_t seq;     /* collective sequence number; both sides must agree */
+    uint64_t len;     /* payload bytes that follow */
 } bs_hdr_t;
 
 /* Payload of BS_MSG_HELLO */
 typedef struct bs_hello {
     uint32_t nranks;
     uint32_t reserved;
+    uint8_t nonce[BS_NONCE_LEN];
 } bs_hello_t;
+
+/* Payload of BS_MSG_WELCOME */
+typedef struct bs_welcome {
+    uint8_t proof[BS_MAC_LEN];
+    uint64_t job_id;
+    uint8_t name_seed[BS_NONCE_LEN];
+} bs_welcome_t;
 
 struct bootstrap {
     int rank;
@@ -53,10 +78,15 @@ struct bootstrap {
     void *allgather_ctx;
     double timeout_sec;
     const _Atomic int *aborted;
-    uint64_t cookie;         /* per-job secret (never logged) */
-    uint64_t job_id;         /* per-job random, public (names Unix sockets) */
-    uint64_t seq;            /* global collectives done */
-    symcoll_status_t failed; /* a channel is out of step: every later call fails */
+    /* SYMCOLL_COOKIE, normalised (lowercase, no leading zeros); only the handshake of
+     * bootstrap_create uses it, then it is wiped; never sent, never logged */
+    char secret[BS_SECRET_MAX];
+    size_t secret_len;
+    uint64_t job_id;                 /* per-job random, public: every header's session */
+    uint8_t name_seed[BS_NONCE_LEN]; /* rank 0's random; only the ranks learn it */
+    uint8_t name_key[BS_SHA256_LEN]; /* names the local sockets (see bs_local_name) */
+    uint64_t seq;                    /* global collectives done */
+    symcoll_status_t failed;         /* a channel is out of step: every later call fails */
 
     /* TCP: rank 0 holds one socket per rank (peer_fds[0] unused), others root_fd */
     int *peer_fds;
@@ -89,7 +119,7 @@ typedef struct bs_xfer {
     void *rbuf;
     int *rfds; /* room for rnfds descriptors */
     int rnfds;
-    bool adopt_cookie; /* accept and keep the peer's cookie (first TCP reply) */
+    bool any_session; /* do not check the session (the caller checks rhdr itself) */
     bs_hdr_t rhdr;
     size_t roff;
     int rnfds_got;
@@ -101,10 +131,10 @@ void bs_hdr_fill(const bootstrap_t *bs, bs_hdr_t *h, uint16_t type, uint64_t seq
 
 /* Check a received header against what was expected; logs and returns
  * SYMCOLL_ERR_BOOTSTRAP (or SYMCOLL_ERR_MISMATCH for a well-formed message that
- * disagrees on sequence or size) when it does not match. cookie_ok: skip the cookie
- * comparison (the caller checks it). */
+ * disagrees on sequence or size) when it does not match. any_session: skip the session
+ * comparison (the caller checks it, or there is none yet). */
 symcoll_status_t bs_hdr_check(const bootstrap_t *bs, const bs_hdr_t *h, uint16_t type, int rank,
-                              uint64_t seq, uint64_t len, uint32_t nfds, bool cookie_ok,
+                              uint64_t seq, uint64_t len, uint32_t nfds, bool any_session,
                               const char *what);
 
 /* Run every transfer to completion, all at once, until the deadline. On error every
@@ -122,18 +152,33 @@ symcoll_status_t bs_poll_one(int fd, short events, const deadline_t *dl);
 
 /* Random 64-bit value from getrandom(), never zero. */
 symcoll_status_t bs_random64(uint64_t *out);
+/* len random bytes from getrandom(). */
+symcoll_status_t bs_random_bytes(void *buf, size_t len);
+
+/* The proof of one side of the TCP rendezvous of rank `rank` (see enum bs_msg_type):
+ * HMAC-SHA256 keyed with bs->secret over a label naming the side, both nonces, the
+ * rank and bs->nranks (little endian). Each side proves knowledge of the secret without
+ * revealing it; the fresh nonces make a recorded proof useless later. */
+void bs_proof(const bootstrap_t *bs, bool from_rank0, const uint8_t n0[BS_NONCE_LEN],
+              const uint8_t nr[BS_NONCE_LEN], uint32_t rank, uint8_t out[BS_MAC_LEN]);
 
 /* Close a descriptor if open and mark it closed. */
 void bs_close(int *fd);
 
 /* How a listener judges the connections it accepts (accept.c). */
 typedef struct bs_acceptor {
-    uint16_t type;  /* message type of the hello */
-    size_t msg_len; /* header + payload of a hello (at most 64 bytes) */
+    uint16_t type;    /* message type of the hello */
+    size_t hello_len; /* payload bytes the hello's header announces */
+    size_t msg_len;   /* bytes read before judging: the hello and what follows it (at
+                       * most 256) */
+    /* send each accepted socket a BS_MSG_CHALLENGE with a fresh nonce */
+    bool challenge;
     /* on each accepted socket, before reading: nonzero drops it (logged by admit) */
     int (*admit)(int fd);
-    /* on a complete hello: the slot it fills, or -1 (logged by judge) to drop it */
-    int (*judge)(bootstrap_t *bs, const void *msg, const char *from, void *ctx);
+    /* on msg_len bytes: the slot they fill, or -1 (logged by judge at info level) to
+     * drop the connection; nonce: the challenge this connection got (NULL without) */
+    int (*judge)(bootstrap_t *bs, const void *msg, const uint8_t *nonce, const char *from,
+                 void *ctx);
     void *ctx;
     int *slots;      /* socket per slot, -1 while missing; filled here */
     const char *who; /* "rank(s)", for the timeout message */
@@ -144,12 +189,18 @@ symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t 
                                   const deadline_t *dl);
 
 /* Built-in TCP rendezvous (tcp.c). */
-symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, uint64_t env_cookie,
-                                const deadline_t *dl);
+symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, const deadline_t *dl);
 symcoll_status_t bs_tcp_allgather(bootstrap_t *bs, const void *src, void *dst, size_t size,
                                   const deadline_t *dl);
 
 /* Node-local channel teardown (local.c). */
 void bs_local_close(bootstrap_t *bs);
+
+/* The abstract Unix socket name of global rank grank's local listener: derived from
+ * bs->name_key, so only the job's ranks can know it before it is bound. */
+socklen_t bs_local_name(const bootstrap_t *bs, int grank, struct sockaddr_un *sa);
+
+/* name_key from name_seed (and the secret when there is one). */
+void bs_local_name_key(bootstrap_t *bs);
 
 #endif

@@ -1,6 +1,7 @@
 /* Node-local channel: a full mesh of abstract-namespace Unix sockets among the ranks
- * of one node, carrying data and file descriptors (SCM_RIGHTS). Both ends of every
- * connection check the other's uid (SO_PEERCRED) and the job cookie. */
+ * of one node, carrying data and file descriptors (SCM_RIGHTS). The socket names are
+ * unguessable outside the job; both ends of every connection check the other's uid
+ * (SO_PEERCRED) and the job's session. */
 #define _GNU_SOURCE /* accept4, struct ucred, MSG_CMSG_CLOEXEC */
 #include "bootstrap/bs_int.h"
 
@@ -14,16 +15,41 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-/* Abstract name: no file to clean up after a crash. The job id is random per job, so
- * two jobs never collide; it is not secret, hence the uid and cookie checks. */
-static socklen_t bs_local_addr(const bootstrap_t *bs, int grank, struct sockaddr_un *sa)
+void bs_local_name_key(bootstrap_t *bs)
 {
-    int n;
+    static const char label[] = "symcoll local socket names";
+    bs_hmac_t m;
 
+    bs_hmac_init(&m, bs->secret, bs->secret_len);
+    bs_hmac_update(&m, label, sizeof(label));
+    bs_hmac_update(&m, bs->name_seed, sizeof(bs->name_seed));
+    bs_hmac_final(&m, bs->name_key);
+}
+
+/* Abstract name: no file to clean up after a crash. 128 bits of an HMAC keyed with the
+ * name key, which comes from rank 0's random seed (and the job's secret when there is
+ * one): nobody outside the job can name a rank's socket before that rank has bound it,
+ * so nobody can take the name first. Once bound, a name is visible in /proc/net/unix;
+ * the SO_PEERCRED checks keep other users out all the same. */
+socklen_t bs_local_name(const bootstrap_t *bs, int grank, struct sockaddr_un *sa)
+{
+    static const char label[] = "symcoll local socket of rank";
+    uint8_t tag[BS_SHA256_LEN], r[4];
+    bs_hmac_t m;
+    int n = 0;
+
+    for (int i = 0; i < 4; i++)
+        r[i] = (uint8_t)((uint32_t)grank >> (8 * i));
+    bs_hmac_init(&m, bs->name_key, sizeof(bs->name_key));
+    bs_hmac_update(&m, label, sizeof(label));
+    bs_hmac_update(&m, r, sizeof(r));
+    bs_hmac_final(&m, tag);
     memset(sa, 0, sizeof(*sa));
     sa->sun_family = AF_UNIX;
-    n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, "symcoll-%016llx-%d",
-                 (unsigned long long)bs->job_id, grank);
+    n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, "symcoll-");
+    for (int i = 0; i < 16; i++)
+        n += snprintf(sa->sun_path + 1 + n, sizeof(sa->sun_path) - 1 - (size_t)n, "%02x",
+                      tag[i]);
     return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 }
 
@@ -66,7 +92,7 @@ static int bs_local_index(const bootstrap_t *bs, int grank)
 static symcoll_status_t bs_local_dial(bootstrap_t *bs, int peer, const deadline_t *dl)
 {
     struct sockaddr_un sa;
-    socklen_t sl = bs_local_addr(bs, bs->local_ranks[peer], &sa);
+    socklen_t sl = bs_local_name(bs, bs->local_ranks[peer], &sa);
     char what[64];
     symcoll_status_t status;
     bs_hdr_t h;
@@ -96,7 +122,7 @@ static symcoll_status_t bs_local_dial(bootstrap_t *bs, int peer, const deadline_
         }
         poll(NULL, 0, 5);
     }
-    /* whoever holds the name must be one of ours (a squatter of another uid is not) */
+    /* whoever holds the name must be one of ours (another uid that learnt it is not) */
     status = bs_check_peer_uid(fd, what);
     if (status != SYMCOLL_OK)
         goto err;
@@ -121,12 +147,14 @@ static int bs_local_admit(int fd)
 }
 
 /* A complete hello: the local index of the higher rank it introduces, or -1. */
-static int bs_local_judge(bootstrap_t *bs, const void *msg, const char *from, void *ctx)
+static int bs_local_judge(bootstrap_t *bs, const void *msg, const uint8_t *nonce,
+                          const char *from, void *ctx)
 {
     bs_hdr_t h;
     char what[96];
     int idx;
 
+    (void)nonce;
     (void)ctx;
     memcpy(&h, msg, sizeof(h));
     idx = h.rank < (uint32_t)bs->nranks ? bs_local_index(bs, (int)h.rank) : -1;
@@ -202,7 +230,7 @@ symcoll_status_t bootstrap_local_init(bootstrap_t *bs, int local_rank, int local
             status = SYMCOLL_ERR_SYSTEM;
             goto err;
         }
-        sl = bs_local_addr(bs, bs->rank, &sa);
+        sl = bs_local_name(bs, bs->rank, &sa);
         if (bind(lfd, (struct sockaddr *)&sa, sl) || listen(lfd, local_size + 8)) {
             log_error("bootstrap: cannot listen on the local socket @%s: %s", sa.sun_path + 1,
                       strerror(errno));
@@ -218,15 +246,19 @@ symcoll_status_t bootstrap_local_init(bootstrap_t *bs, int local_rank, int local
             goto err;
     }
     if (lfd >= 0) {
-        bs_acceptor_t acceptor = {
-            BS_MSG_LOCAL_HELLO, sizeof(bs_hdr_t), bs_local_admit, bs_local_judge, NULL,
-            bs->local_fds,      "local rank(s)"};
+        bs_acceptor_t acceptor = {.type = BS_MSG_LOCAL_HELLO,
+                                  .hello_len = 0,
+                                  .msg_len = sizeof(bs_hdr_t),
+                                  .admit = bs_local_admit,
+                                  .judge = bs_local_judge,
+                                  .slots = bs->local_fds,
+                                  .who = "local rank(s)"};
         status = bs_accept_hellos(bs, lfd, &acceptor, local_size - 1 - local_rank, &dl);
         bs_close(&lfd);
         if (status != SYMCOLL_OK)
             goto err;
     }
-    /* answer the higher ranks so they know the listener knew the cookie */
+    /* answer the higher ranks so they know the listener is of this job */
     for (int i = 0; i < local_size; i++) {
         bs_xfer_t *xi = &x[nx];
         if (i == local_rank)

@@ -3,8 +3,10 @@ libsymcoll_core_la_SOURCES += \
 	src/bootstrap/accept.c \
 	src/bootstrap/bootstrap.c \
 	src/bootstrap/local.c \
+	src/bootstrap/sha256.c \
 	src/bootstrap/tcp.c \
 	src/bootstrap/wire.c
 noinst_HEADERS += \
 	src/bootstrap/bootstrap.h \
-	src/bootstrap/bs_int.h
+	src/bootstrap/bs_int.h \
+	src/bootstrap/sha256.h

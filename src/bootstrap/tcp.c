@@ -1,5 +1,6 @@
 /* Built-in TCP rendezvous: rank 0 listens on SYMCOLL_ADDR, every other rank connects
- * (retrying until the deadline) and introduces itself; collectives then run as a star
+ * (retrying until the deadline), and each side proves to the other that it knows the
+ * job's secret (challenge-response, see bs_int.h); collectives then run as a star
  * through rank 0 (gather to rank 0, broadcast back). */
 #define _GNU_SOURCE /* accept4, struct ucred, MSG_CMSG_CLOEXEC */
 #include "bootstrap/bs_int.h"
@@ -161,37 +162,73 @@ static symcoll_status_t bs_listen(const char *addr, int *fd_p)
     return SYMCOLL_OK;
 }
 
-/* Judge a complete hello: the rank it introduces, or -1 (logged). */
-static int bs_hello_judge(bootstrap_t *bs, const void *msg, const char *from, void *ctx)
+/* What rank 0 reads from a joiner before judging it: HELLO, then AUTH. */
+#define BS_JOIN_LEN (2 * sizeof(bs_hdr_t) + sizeof(bs_hello_t) + BS_MAC_LEN)
+
+/* A header of the rendezvous as the joiner must send it (the session is not known to
+ * it yet and is not checked). */
+static bool bs_join_hdr_ok(const bs_hdr_t *h, uint16_t type, uint32_t rank, uint64_t len)
 {
-    const uint64_t env_cookie = *(const uint64_t *)ctx;
-    bs_hdr_t h;
+    return h->magic == BS_MAGIC && h->version == BS_VERSION && h->type == type &&
+           h->rank == rank && h->nfds == 0 && h->seq == 0 && h->len == len;
+}
+
+/* Judge a joiner's HELLO and AUTH against the challenge it got: the rank it proved to
+ * be, or -1 (logged at info level: anyone may connect). ctx: the welcome of every rank,
+ * whose proof is filled in here. */
+static int bs_hello_judge(bootstrap_t *bs, const void *msg, const uint8_t *n0, const char *from,
+                          void *ctx)
+{
+    bs_welcome_t *welcomes = ctx;
+    const unsigned char *p = msg;
+    uint8_t proof[BS_MAC_LEN], want[BS_MAC_LEN];
+    bs_hdr_t h, ah;
     bs_hello_t hello;
-    char what[128];
     int r;
 
-    memcpy(&h, msg, sizeof(h));
-    memcpy(&hello, (const char *)msg + sizeof(h), sizeof(hello));
+    memcpy(&h, p, sizeof(h));
+    p += sizeof(h);
+    memcpy(&hello, p, sizeof(hello));
+    p += sizeof(hello);
+    memcpy(&ah, p, sizeof(ah));
+    p += sizeof(ah);
+    memcpy(proof, p, sizeof(proof));
     r = (int)h.rank;
-    snprintf(what, sizeof(what), "connection from %s", from);
     if (h.rank == 0 || h.rank >= (uint32_t)bs->nranks) {
-        log_error("bootstrap: %s claims rank %u of %d; dropped", what, h.rank, bs->nranks);
+        log_info("bootstrap: connection from %s claims rank %u of %d; dropped", from, h.rank,
+                 bs->nranks);
         return -1;
     }
-    /* without SYMCOLL_COOKIE the ranks do not know the cookie yet and send 0 */
-    if (h.cookie != env_cookie) {
-        log_error("bootstrap: %s: wrong job cookie; dropped", what);
+    if (!bs_join_hdr_ok(&h, BS_MSG_HELLO, h.rank, sizeof(hello)) ||
+        !bs_join_hdr_ok(&ah, BS_MSG_AUTH, h.rank, BS_MAC_LEN)) {
+        log_info("bootstrap: connection from %s claiming rank %d sent a malformed hello or "
+                 "answer; dropped",
+                 from, r);
         return -1;
     }
-    if (bs_hdr_check(bs, &h, BS_MSG_HELLO, r, 0, sizeof(bs_hello_t), 0, true, what) !=
-        SYMCOLL_OK)
-        return -1;
     if (hello.nranks != (uint32_t)bs->nranks) {
-        log_error("bootstrap: %s: rank %d believes the job has %u ranks, rank 0 has %d; "
-                  "dropped",
-                  what, r, hello.nranks, bs->nranks);
+        log_info("bootstrap: connection from %s: rank %d believes the job has %u ranks, "
+                 "rank 0 has %d; dropped",
+                 from, r, hello.nranks, bs->nranks);
         return -1;
     }
+    bs_proof(bs, false, n0, hello.nonce, h.rank, want);
+    if (!bs_ct_equal(proof, want, sizeof(want))) {
+        log_info("bootstrap: connection from %s claiming rank %d did not prove that it knows "
+                 "the job's secret (%s); dropped",
+                 from, r,
+                 bs->secret_len ? "its SYMCOLL_COOKIE differs, or it has none"
+                                : "it has a SYMCOLL_COOKIE, rank 0 has none");
+        return -1;
+    }
+    if (bs->peer_fds[r] >= 0) {
+        log_error("bootstrap: rank %d connected a second time (from %s); dropped%s", r, from,
+                  bs->secret_len ? ": two processes were given the same rank"
+                                 : ": without SYMCOLL_COOKIE, whoever connects first gets "
+                                   "the rank");
+        return -1;
+    }
+    bs_proof(bs, true, n0, hello.nonce, h.rank, welcomes[r].proof);
     return r;
 }
 
@@ -247,76 +284,133 @@ out:
     return status;
 }
 
-symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, uint64_t env_cookie,
-                                const deadline_t *dl)
+/* Rank 0: accept a proven connection for every other rank, then welcome each with its
+ * own proof, the job id and the name seed. */
+static symcoll_status_t bs_tcp_root(bootstrap_t *bs, const char *addr, const deadline_t *dl)
 {
+    int lfd = -1, n = bs->nranks - 1;
+    bs_welcome_t *welcomes = calloc((size_t)bs->nranks, sizeof(*welcomes));
+    bs_xfer_t *x = calloc((size_t)n, sizeof(*x));
+    bs_acceptor_t acceptor = {.type = BS_MSG_HELLO,
+                              .hello_len = sizeof(bs_hello_t),
+                              .msg_len = BS_JOIN_LEN,
+                              .challenge = true,
+                              .admit = bs_tune,
+                              .judge = bs_hello_judge,
+                              .ctx = welcomes,
+                              .who = "rank(s)"};
     symcoll_status_t status;
-    bs_xfer_t *x = NULL;
 
-    if (bs->rank == 0) {
-        int lfd = -1;
-        uint64_t job_id = bs->job_id;
-        bs_acceptor_t acceptor = {BS_MSG_HELLO, sizeof(bs_hdr_t) + sizeof(bs_hello_t),
-                                  bs_tune,      bs_hello_judge,
-                                  &env_cookie,  NULL,
-                                  "rank(s)"};
-
-        bs->peer_fds = malloc((size_t)bs->nranks * sizeof(int));
-        x = calloc((size_t)bs->nranks, sizeof(*x));
-        if (!bs->peer_fds || !x) {
-            status = SYMCOLL_ERR_NO_MEMORY;
-            goto out;
-        }
-        for (int r = 0; r < bs->nranks; r++)
-            bs->peer_fds[r] = -1;
-        acceptor.slots = bs->peer_fds;
-        status = bs_listen(addr, &lfd);
-        if (status != SYMCOLL_OK)
-            goto out;
-        status = bs_accept_hellos(bs, lfd, &acceptor, bs->nranks - 1, dl);
-        /* nobody else may join: stop listening at once */
-        bs_close(&lfd);
-        if (status != SYMCOLL_OK)
-            goto out;
-        for (int r = 1; r < bs->nranks; r++) {
-            bs_xfer_t *xi = &x[r - 1];
-            xi->fd = bs->peer_fds[r];
-            xi->peer = r;
-            xi->send = true;
-            bs_hdr_fill(bs, &xi->shdr, BS_MSG_WELCOME, 0, sizeof(job_id), 0);
-            xi->sbuf = &job_id;
-        }
-        status = bs_xfer_run(bs, x, bs->nranks - 1, dl);
-    } else {
-        bs_xfer_t xi;
-        bs_hello_t hello = {(uint32_t)bs->nranks, 0};
-        uint64_t job_id = 0;
-
-        status = bs_tcp_dial(addr, dl, &bs->root_fd);
-        if (status != SYMCOLL_OK)
-            goto out;
-        memset(&xi, 0, sizeof(xi));
-        xi.fd = bs->root_fd;
-        xi.peer = 0;
-        xi.send = true;
-        bs->cookie = env_cookie;
-        bs_hdr_fill(bs, &xi.shdr, BS_MSG_HELLO, 0, sizeof(hello), 0);
-        xi.sbuf = &hello;
-        xi.recv = true;
-        xi.rtype = BS_MSG_WELCOME;
-        xi.rseq = 0;
-        xi.rlen = sizeof(job_id);
-        xi.rbuf = &job_id;
-        /* with a cookie from the environment the reply must carry it; without one, the
-         * reply tells it and every later message must repeat it */
-        xi.adopt_cookie = env_cookie == 0;
-        status = bs_xfer_run(bs, &xi, 1, dl);
-        if (status == SYMCOLL_OK)
-            bs->job_id = job_id;
+    bs->peer_fds = malloc((size_t)bs->nranks * sizeof(int));
+    if (!bs->peer_fds || !x || !welcomes) {
+        status = SYMCOLL_ERR_NO_MEMORY;
+        goto out;
     }
+    for (int r = 0; r < bs->nranks; r++)
+        bs->peer_fds[r] = -1;
+    acceptor.slots = bs->peer_fds;
+    status = bs_listen(addr, &lfd);
+    if (status != SYMCOLL_OK)
+        goto out;
+    status = bs_accept_hellos(bs, lfd, &acceptor, n, dl);
+    /* nobody else may join: stop listening at once */
+    bs_close(&lfd);
+    if (status != SYMCOLL_OK)
+        goto out;
+    for (int r = 1; r < bs->nranks; r++) {
+        bs_xfer_t *xi = &x[r - 1];
+        welcomes[r].job_id = bs->job_id;
+        memcpy(welcomes[r].name_seed, bs->name_seed, sizeof(bs->name_seed));
+        xi->fd = bs->peer_fds[r];
+        xi->peer = r;
+        xi->send = true;
+        bs_hdr_fill(bs, &xi->shdr, BS_MSG_WELCOME, 0, sizeof(bs_welcome_t), 0);
+        xi->sbuf = &welcomes[r];
+    }
+    status = bs_xfer_run(bs, x, n, dl);
 out:
     free(x);
+    if (welcomes)
+        bs_wipe(welcomes, (size_t)bs->nranks * sizeof(*welcomes));
+    free(welcomes);
     return status;
+}
+
+/* Rank > 0: say hello, answer rank 0's challenge, and check rank 0's proof before
+ * anything else of its welcome is used. */
+static symcoll_status_t bs_tcp_join(bootstrap_t *bs, const char *addr, const deadline_t *dl)
+{
+    uint8_t n0[BS_NONCE_LEN], proof[BS_MAC_LEN], want[BS_MAC_LEN];
+    bs_hello_t hello;
+    bs_welcome_t welcome;
+    symcoll_status_t status;
+    bs_xfer_t xi;
+
+    memset(&hello, 0, sizeof(hello));
+    hello.nranks = (uint32_t)bs->nranks;
+    status = bs_random_bytes(hello.nonce, sizeof(hello.nonce));
+    if (status != SYMCOLL_OK)
+        return status;
+    status = bs_tcp_dial(addr, dl, &bs->root_fd);
+    if (status != SYMCOLL_OK)
+        return status;
+    memset(&xi, 0, sizeof(xi));
+    xi.fd = bs->root_fd;
+    xi.peer = 0;
+    xi.send = true;
+    bs_hdr_fill(bs, &xi.shdr, BS_MSG_HELLO, 0, sizeof(hello), 0);
+    xi.sbuf = &hello;
+    xi.recv = true;
+    xi.rtype = BS_MSG_CHALLENGE;
+    xi.rlen = sizeof(n0);
+    xi.rbuf = n0;
+    xi.any_session = true;
+    status = bs_xfer_run(bs, &xi, 1, dl);
+    if (status != SYMCOLL_OK)
+        return status;
+
+    bs_proof(bs, false, n0, hello.nonce, (uint32_t)bs->rank, proof);
+    memset(&xi, 0, sizeof(xi));
+    xi.fd = bs->root_fd;
+    xi.peer = 0;
+    xi.send = true;
+    bs_hdr_fill(bs, &xi.shdr, BS_MSG_AUTH, 0, sizeof(proof), 0);
+    xi.sbuf = proof;
+    xi.recv = true;
+    xi.rtype = BS_MSG_WELCOME;
+    xi.rlen = sizeof(welcome);
+    xi.rbuf = &welcome;
+    xi.any_session = true;
+    status = bs_xfer_run(bs, &xi, 1, dl);
+    if (status == SYMCOLL_ERR_PEER_FAILED) {
+        log_error("bootstrap: rank 0 at %s dropped rank %d: its SYMCOLL_COOKIE differs from "
+                  "this rank's (or one of them has none), or another process joined as rank "
+                  "%d first",
+                  addr, bs->rank, bs->rank);
+        return SYMCOLL_ERR_BOOTSTRAP;
+    }
+    if (status != SYMCOLL_OK)
+        return status;
+    bs_proof(bs, true, n0, hello.nonce, (uint32_t)bs->rank, want);
+    if (!bs_ct_equal(welcome.proof, want, sizeof(want))) {
+        log_error("bootstrap: the listener at %s did not prove that it knows the job's "
+                  "secret: it is not this job's rank 0, or its SYMCOLL_COOKIE differs; "
+                  "refused",
+                  addr);
+        return SYMCOLL_ERR_BOOTSTRAP;
+    }
+    if (welcome.job_id == 0 || xi.rhdr.session != welcome.job_id) {
+        log_error("bootstrap: rank 0 sent a malformed welcome");
+        return SYMCOLL_ERR_BOOTSTRAP;
+    }
+    bs->job_id = welcome.job_id;
+    memcpy(bs->name_seed, welcome.name_seed, sizeof(bs->name_seed));
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, const deadline_t *dl)
+{
+    return bs->rank == 0 ? bs_tcp_root(bs, addr, dl) : bs_tcp_join(bs, addr, dl);
 }
 
 symcoll_status_t bs_tcp_allgather(bootstrap_t *bs, const void *src, void *dst, size_t size,

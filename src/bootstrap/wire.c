@@ -29,6 +29,10 @@ static const char *bs_type_name(unsigned type)
         return "local hello";
     case BS_MSG_LOCAL_DATA:
         return "local data";
+    case BS_MSG_CHALLENGE:
+        return "challenge";
+    case BS_MSG_AUTH:
+        return "auth";
     default:
         return "unknown";
     }
@@ -42,26 +46,62 @@ void bs_close(int *fd)
     }
 }
 
+symcoll_status_t bs_random_bytes(void *buf, size_t len)
+{
+    size_t got = 0;
+
+    while (got < len) {
+        ssize_t r = getrandom((char *)buf + got, len - got, 0);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            log_error("getrandom failed: %s", strerror(errno));
+            return SYMCOLL_ERR_SYSTEM;
+        }
+        got += (size_t)r;
+    }
+    return SYMCOLL_OK;
+}
+
 symcoll_status_t bs_random64(uint64_t *out)
 {
     uint64_t v = 0;
-    size_t got = 0;
 
     while (v == 0) {
-        got = 0;
-        while (got < sizeof(v)) {
-            ssize_t r = getrandom((char *)&v + got, sizeof(v) - got, 0);
-            if (r < 0) {
-                if (errno == EINTR)
-                    continue;
-                log_error("getrandom failed: %s", strerror(errno));
-                return SYMCOLL_ERR_SYSTEM;
-            }
-            got += (size_t)r;
-        }
+        symcoll_status_t status = bs_random_bytes(&v, sizeof(v));
+        if (status != SYMCOLL_OK)
+            return status;
     }
     *out = v;
     return SYMCOLL_OK;
+}
+
+static void bs_put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+void bs_proof(const bootstrap_t *bs, bool from_rank0, const uint8_t n0[BS_NONCE_LEN],
+              const uint8_t nr[BS_NONCE_LEN], uint32_t rank, uint8_t out[BS_MAC_LEN])
+{
+    /* the labels keep a proof of one side from passing as one of the other */
+    static const char joiner[] = "symcoll bootstrap v2 joiner";
+    static const char rank0[] = "symcoll bootstrap v2 rank0";
+    uint8_t ints[8];
+    bs_hmac_t m;
+
+    bs_put32(ints, rank);
+    bs_put32(ints + 4, (uint32_t)bs->nranks);
+    bs_hmac_init(&m, bs->secret, bs->secret_len);
+    if (from_rank0)
+        bs_hmac_update(&m, rank0, sizeof(rank0));
+    else
+        bs_hmac_update(&m, joiner, sizeof(joiner));
+    bs_hmac_update(&m, n0, BS_NONCE_LEN);
+    bs_hmac_update(&m, nr, BS_NONCE_LEN);
+    bs_hmac_update(&m, ints, sizeof(ints));
+    bs_hmac_final(&m, out);
 }
 
 void bs_hdr_fill(const bootstrap_t *bs, bs_hdr_t *h, uint16_t type, uint64_t seq, uint64_t len,
@@ -71,7 +111,7 @@ void bs_hdr_fill(const bootstrap_t *bs, bs_hdr_t *h, uint16_t type, uint64_t seq
     h->magic = BS_MAGIC;
     h->version = BS_VERSION;
     h->type = type;
-    h->cookie = bs->cookie;
+    h->session = bs->job_id;
     h->rank = (uint32_t)bs->rank;
     h->nfds = nfds;
     h->seq = seq;
@@ -79,7 +119,7 @@ void bs_hdr_fill(const bootstrap_t *bs, bs_hdr_t *h, uint16_t type, uint64_t seq
 }
 
 symcoll_status_t bs_hdr_check(const bootstrap_t *bs, const bs_hdr_t *h, uint16_t type, int rank,
-                              uint64_t seq, uint64_t len, uint32_t nfds, bool cookie_ok,
+                              uint64_t seq, uint64_t len, uint32_t nfds, bool any_session,
                               const char *what)
 {
     if (h->magic != BS_MAGIC) {
@@ -92,9 +132,9 @@ symcoll_status_t bs_hdr_check(const bootstrap_t *bs, const bs_hdr_t *h, uint16_t
                   BS_VERSION);
         return SYMCOLL_ERR_BOOTSTRAP;
     }
-    if (!cookie_ok && h->cookie != bs->cookie) {
-        log_error("bootstrap: %s: wrong job cookie (a message from another job or a "
-                  "stray connection)",
+    if (!any_session && h->session != bs->job_id) {
+        log_error("bootstrap: %s: wrong session (a message from another job or a stray "
+                  "connection)",
                   what);
         return SYMCOLL_ERR_BOOTSTRAP;
     }
@@ -286,20 +326,13 @@ static symcoll_status_t bs_xfer_recv(bootstrap_t *bs, bs_xfer_t *x)
         char what[64];
         snprintf(what, sizeof(what), "message from rank %d", x->peer);
         status = bs_hdr_check(bs, &x->rhdr, x->rtype, x->peer, x->rseq, x->rlen,
-                              (uint32_t)x->rnfds, x->adopt_cookie, what);
+                              (uint32_t)x->rnfds, x->any_session, what);
         if (status != SYMCOLL_OK)
             return status;
         if (x->rnfds_got != x->rnfds) {
             log_error("bootstrap: rank %d announced %d descriptors but sent %d", x->peer,
                       x->rnfds, x->rnfds_got);
             return SYMCOLL_ERR_BOOTSTRAP;
-        }
-        if (x->adopt_cookie) {
-            if (x->rhdr.cookie == 0) {
-                log_error("bootstrap: rank %d sent an empty job cookie", x->peer);
-                return SYMCOLL_ERR_BOOTSTRAP;
-            }
-            bs->cookie = x->rhdr.cookie;
         }
     }
     if (x->roff >= hl + x->rlen)

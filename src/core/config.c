@@ -240,8 +240,9 @@ static const config_row_t config_table[] = {
     ROW("SYMCOLL_ADDR", "", "host:port where rank 0 of the built-in TCP bootstrap listens.",
         parse_string_field, addr),
     ROW("SYMCOLL_COOKIE", "",
-        "Secret of the built-in TCP bootstrap, 1 to 16 hex digits, the "
-        "same on every rank (symcoll_run sets a random one); unset: rank 0 makes one up.",
+        "Secret of the built-in TCP bootstrap, 1 to 64 hex digits, the same on every "
+        "rank (symcoll_run sets a random one); ranks prove they know it without sending "
+        "it. Unset: ranks are not authenticated (a warning says so).",
         parse_string_field, cookie),
     ROW("SYMCOLL_HOST_ID", "",
         "Host identity override; ranks with the same value form one "
