@@ -471,8 +471,11 @@ void algo_reduce(void *dst, const void *const *srcs, int nsrc, size_t count,
         nsrc <= REDUCE_H16_NSRC_MAX) {
         int isa = reduce_isa();
         if (isa > 0) {
-            (dtype == SYMCOLL_BFLOAT16 ? reduce_bf16_fast : reduce_f16_fast)[isa - 1][op](
-                dst, srcs, nsrc, count, avg_div);
+            /* each table indexed by itself (not through a conditional of the two), so
+             * that the object-size check knows which one is read */
+            reduce_fn_t fn = dtype == SYMCOLL_BFLOAT16 ? reduce_bf16_fast[isa - 1][op]
+                                                       : reduce_f16_fast[isa - 1][op];
+            fn(dst, srcs, nsrc, count, avg_div);
             return;
         }
     }
