@@ -1,6 +1,7 @@
 /* GPU tests of CUDA memory across simulated nodes (UCX over TCP): stream order, pool
  * growth, 2 nodes x 2 ranks (hierarchical over each node's GPUs, and flat), a killed,
- * aborted or absent peer, capture refused, host calls between queued GPU calls. Exit 77
+ * aborted or absent peer, ranks calling with different arguments, capture refused, host
+ * calls between queued GPU calls. Exit 77
  * without GPUs. Every case carries the Check tag "net" (CK_INCLUDE_TAGS=net). */
 #define _GNU_SOURCE
 #include <check.h>
@@ -384,6 +385,65 @@ NET_TEST(t_net_kill_2x1, 2, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_kill)
  * the timeout */
 NET_TEST(t_net_hier_kill_2x2, 4, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_kill)
 
+/* One rank queues a call with another datatype of the same size, or another count: the
+ * lanes' agreement sees it on every rank. A queued call returns before its lanes run, so
+ * the verdict shows at the latest in the next call; it is a failure of the communicator
+ * here (the lanes of ranks with other counts are out of step), never success: every
+ * rank's next call fails with a failure code and MISMATCH is logged, the streams are
+ * released, and destroy returns. */
+static void body_net_mismatch(int rank, int nranks, void *arg)
+{
+    const size_t count = NET_BIG / 2;
+    const int *by_count = arg;
+    int odd = rank == nranks - 1;
+    net_rank_t r;
+    symcoll_status_t st, next;
+    cudaError_t e;
+
+    net_set_timeout(NET_FAIL_TIMEOUT);
+    net_failure_setup(&r, rank, nranks, 60000, "before the mismatch");
+    net_watch("a mismatched call and its stream", NET_FAIL_TIMEOUT + 15);
+    st = symcoll_allreduce(r.d[0], r.d[0], *by_count && odd ? count / 2 + 1 : count,
+                           !*by_count && odd ? SYMCOLL_FLOAT16 : SYMCOLL_BFLOAT16, SYMCOLL_SUM,
+                           r.comm, r.s);
+    e = cudaStreamSynchronize(r.s);
+    alarm(0);
+    if (e != cudaSuccess)
+        harness_fail("cudaStreamSynchronize after a mismatched call: %s",
+                     cudaGetErrorString(e));
+    net_watch("the call after a mismatched one", NET_FAIL_TIMEOUT + 15);
+    next = symcoll_allreduce(r.d[0], r.d[0], 8, SYMCOLL_BFLOAT16, SYMCOLL_SUM, r.comm, r.s);
+    e = cudaStreamSynchronize(r.s);
+    alarm(0);
+    fprintf(stderr, "rank %d: mismatched call: %s, next: %s\n", rank, symcoll_status_string(st),
+            symcoll_status_string(next));
+    if (e != cudaSuccess)
+        harness_fail("cudaStreamSynchronize after the next call: %s", cudaGetErrorString(e));
+    if (st == SYMCOLL_OK && next == SYMCOLL_OK)
+        harness_fail("a mismatched call and the next one both returned OK");
+    if (next != SYMCOLL_ERR_MISMATCH && next != SYMCOLL_ERR_ABORTED &&
+        next != SYMCOLL_ERR_PEER_FAILED)
+        harness_fail("the call after a mismatched one returned %s",
+                     symcoll_status_string(next));
+    net_watch("symcoll_comm_destroy after a mismatch", NET_FAIL_TIMEOUT + 15);
+    symcoll_comm_destroy(r.comm);
+    alarm(0);
+    net_teardown(&r, 0);
+}
+
+static int net_mismatch_dtype = 0, net_mismatch_count = 1;
+
+START_TEST(t_net_mismatch_2x1)
+{
+    ck_assert_int_eq(
+        harness_run(2, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_mismatch, &net_mismatch_dtype),
+        0);
+    ck_assert_int_eq(
+        harness_run(2, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_mismatch, &net_mismatch_count),
+        0);
+}
+END_TEST
+
 typedef struct {
     symcoll_comm_h comm;
     symcoll_status_t st; /* what symcoll_comm_abort returned */
@@ -654,6 +714,7 @@ static Suite *cuda_net_suite(int ngpus)
         {"net_capture", t_net_capture_2x1, 1},
         {"net_mixed", t_net_mixed_2x1, 1},
         {"net_kill", t_net_kill_2x1, 1},
+        {"net_mismatch", t_net_mismatch_2x1, 1},
         {"net_abort", t_net_abort_2x1, 1},
         {"net_timeout", t_net_timeout_2x1, 1},
         {"net_abort_idle", t_net_abort_idle_2x1, 1},

@@ -2,7 +2,8 @@
  * every datatype x operator with recursive doubling, the ring and the hierarchical
  * algorithm on several node shapes, sizes from 0 to a few MiB, pool growth and trim while
  * remote peers hold rkeys, a rank of another node dying in the middle of a call, and
- * symcoll_mem_free refusing the library's staging and double frees.
+ * symcoll_mem_free refusing the library's staging and double frees, and ranks calling with
+ * different arguments.
  * Results are compared with a reference computed here, bit for bit, so every rank is
  * checked to hold the same bits. */
 #define _GNU_SOURCE
@@ -430,6 +431,101 @@ static void body_abort(int rank, int nranks, void *arg)
 SHAPE_TEST(test_abort_2x1, 2, 2, body_abort)
 SHAPE_TEST(test_abort_2x2, 4, 2, body_abort)
 
+/* ---- ranks calling with different arguments ---------------------------------------------
+ * One rank (a different one each time) calls with another count, datatype or operator,
+ * at small and large sizes and across the boundaries where the selector changes the
+ * algorithm or the scratch must grow: every rank must get SYMCOLL_ERR_MISMATCH, and the
+ * next agreeing call must return exact results. */
+
+typedef struct mismatch_case {
+    const char *what;
+    size_t count, odd_count;
+    symcoll_dtype_t dt, odd_dt;
+    symcoll_op_t op, odd_op;
+} mismatch_case_t;
+
+typedef struct mismatch_arg {
+    int nranks, nnodes;
+    const char *algo, *hier_min;
+} mismatch_arg_t;
+
+static void body_mismatch(int rank, int nranks, void *arg)
+{
+    const mismatch_arg_t *ma = arg;
+    const symcoll_dtype_t F64 = SYMCOLL_FLOAT64, I64 = SYMCOLL_INT64, F32 = SYMCOLL_FLOAT32;
+    const symcoll_op_t SUM = SYMCOLL_SUM, MAX = SYMCOLL_MAX;
+    static const size_t small = 5, large = 70000; /* 40 B; 560 KB: ring, hier slices ring */
+    const mismatch_case_t cases[] = {
+        {"count (small)", small, small + 3, F64, F64, SUM, SUM},
+        {"count (large)", large, large + 1, F64, F64, SUM, SUM},
+        {"count (small vs large)", small, large, F64, F64, SUM, SUM},
+        {"count (large vs small)", large, 1, F64, F64, MAX, MAX},
+        {"datatype (same size, small)", small, small, F64, I64, SUM, SUM},
+        {"datatype (same size, large)", large, large, F64, I64, MAX, MAX},
+        {"datatype (other size)", large, large, F64, F32, SUM, SUM},
+        {"operator (small)", small, small, F64, F64, SUM, MAX},
+        {"operator (large)", large, large, I64, I64, MAX, SUM},
+    };
+    size_t ncases = sizeof(cases) / sizeof(cases[0]);
+    double *send = calloc(2 * large, sizeof(double)), *recv = calloc(2 * large, sizeof(double));
+    symcoll_comm_h comm;
+
+    ck_assert(send && recv);
+    net_env();
+    setenv("SYMCOLL_TIMEOUT", "30", 1);
+    setenv("SYMCOLL_NET_CHUNK_SIZE", "16K", 1);
+    setenv("SYMCOLL_ALGO", ma->algo, 1);
+    if (ma->hier_min)
+        setenv("SYMCOLL_HIER_MIN", ma->hier_min, 1);
+    comm = harness_comm_create();
+    check_allreduce(comm, rank, nranks, F64, SUM, small, 0, "before the mismatches");
+    for (size_t k = 0; k < 2 * ncases; k++) {
+        const mismatch_case_t *mc = &cases[k % ncases];
+        /* a different odd rank each time: its direct peers are local or remote */
+        int odd = (int)((k * 5 + 1) % (size_t)nranks), me_odd = rank == odd;
+        size_t count = me_odd ? mc->odd_count : mc->count;
+        symcoll_dtype_t dt = me_odd ? mc->odd_dt : mc->dt;
+        symcoll_op_t op = me_odd ? mc->odd_op : mc->op;
+        symcoll_status_t status;
+
+        for (size_t i = 0; i < count; i++)
+            refcheck_store(send, i, dt, value_of(dt, op, rank, nranks, i));
+        status = symcoll_allreduce(send, k % 3 == 0 ? send : recv, count, dt, op, comm, NULL);
+        if (status != SYMCOLL_ERR_MISMATCH)
+            harness_fail("%s, %s: rank %d (odd one: %d) got %s, not SYMCOLL_ERR_MISMATCH",
+                         ma->algo, mc->what, rank, odd, symcoll_status_string(status));
+        /* usable again, and in step: small and large, both algorithms of the selector */
+        check_allreduce(comm, rank, nranks, mc->dt, mc->op, k % 2 ? large : small, 0,
+                        "after a mismatch");
+        check_allreduce(comm, rank, nranks, SYMCOLL_INT32, SYMCOLL_MIN, k % 2 ? 3 : 40000,
+                        k % 4 == 1, "after a mismatch");
+    }
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+    unsetenv("SYMCOLL_ALGO");
+    unsetenv("SYMCOLL_HIER_MIN");
+    unsetenv("SYMCOLL_NET_CHUNK_SIZE");
+    free(send);
+    free(recv);
+}
+
+#define MISMATCH_TEST(name, nr, nn, algo, hier_min)                                            \
+    START_TEST(name)                                                                           \
+    {                                                                                          \
+        mismatch_arg_t ma = {nr, nn, algo, hier_min};                                          \
+        ck_assert_int_eq(harness_run(nr, nn, RUN_TIMEOUT, body_mismatch, &ma), 0);             \
+    }                                                                                          \
+    END_TEST
+
+/* 2 nodes x 2 ranks: hierarchical at every size (auto), flat rd and ring (forced), and
+ * flat up to 64 KB, hierarchical above (SYMCOLL_HIER_MIN) */
+MISMATCH_TEST(test_mismatch_2x2_auto, 4, 2, "auto", NULL)
+MISMATCH_TEST(test_mismatch_2x2_rd, 4, 2, "rd", NULL)
+MISMATCH_TEST(test_mismatch_2x2_ring, 4, 2, "ring", NULL)
+MISMATCH_TEST(test_mismatch_2x2_hier_min, 4, 2, "auto", "64K")
+/* 3 ranks on 2 nodes: rd up to 32 KB, ring above, local and remote peers */
+MISMATCH_TEST(test_mismatch_3on2_auto, 3, 2, "auto", NULL)
+MISMATCH_TEST(test_mismatch_3on2_ring, 3, 2, "ring", NULL)
+
 int main(void)
 {
     Suite *s = suite_create("net");
@@ -457,6 +553,15 @@ int main(void)
     tcase_add_test(tc, test_killed_2x2);
     tcase_add_test(tc, test_abort_2x1);
     tcase_add_test(tc, test_abort_2x2);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("mismatch");
+    tcase_set_timeout(tc, RUN_TIMEOUT + 60);
+    tcase_add_test(tc, test_mismatch_2x2_auto);
+    tcase_add_test(tc, test_mismatch_2x2_rd);
+    tcase_add_test(tc, test_mismatch_2x2_ring);
+    tcase_add_test(tc, test_mismatch_2x2_hier_min);
+    tcase_add_test(tc, test_mismatch_3on2_auto);
+    tcase_add_test(tc, test_mismatch_3on2_ring);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -73,6 +73,9 @@ static symcoll_status_t cnet_run(cnet_lane_t *ln, const cnet_op_t *op, uint64_t 
     symcoll_status_t status = SYMCOLL_OK;
     double t0 = time_now(), t;
     bool first = true;
+    /* every chunk agrees on the whole call: chunks of calls of different counts may be
+     * of the same size */
+    net_sig_t sig = {op->count, op->dtype, op->op, SYMCOLL_MEM_CUDA};
 
     for (*k_p = cnet_lane_chunk(ln, 0); *k_p < op->nchunks; *k_p += (uint64_t)cn->nlanes) {
         uint64_t k = *k_p, g = op->first + k;
@@ -88,14 +91,14 @@ static symcoll_status_t cnet_run(cnet_lane_t *ln, const cnet_op_t *op, uint64_t 
         first = false;
         if (status == SYMCOLL_OK && op->group)
             status = algo_net_group_allreduce_on(cn->comm, ln->ucx, cn->host_pool, slot, n,
-                                                 op->dtype, op->op);
+                                                 op->dtype, op->op, &sig);
         else if (status == SYMCOLL_OK)
             status = algo_net_allreduce_on(
                 cn->comm, ln->ucx, cn->host_pool,
                 topo_select_algo(&cn->comm->topo->select_cfg,
                                  &cn->comm->topo->shape[SYMCOLL_MEM_HOST], SYMCOLL_MEM_HOST,
                                  n * symcoll_dtype_size(op->dtype)),
-                slot, slot, n, op->dtype, op->op);
+                slot, slot, n, op->dtype, op->op, &sig);
         ln->t_net += time_now() - t;
         if (status != SYMCOLL_OK)
             return status;

@@ -18,15 +18,39 @@
 #define NET_FLAG_STRIDE 64
 
 /*
- * Flags: every rank owns, at the same pool offset, one word per sender rank. A sender
- * counts the messages it sent to each receiver; with each message it raises the
- * receiver's word for it to that count (ucx_put_signal; inside a node: a copy and a
- * release store through the mapping). The receiver counts what it consumed from each sender and
- * waits for the word to reach its count. Counts only grow, so nothing is ever reset, and
- * a message of the next call that overtakes the current one cannot be mistaken for it.
+ * Flags: every rank owns, at the same pool offset, one line per sender rank, with one
+ * word per receive area (a call's area: see net_state). A sender counts the messages it
+ * sent to each receiver; with each message it raises the receiver's word for it, of the
+ * call's area, to that count (ucx_put_signal; inside a node: a copy and a release store
+ * through the mapping). The receiver counts what it consumed from each sender and waits
+ * for the word to reach its count. Counts only grow, so nothing is ever reset; a sender is
+ * never more than one call ahead, so a word holds only messages of the receiver's current
+ * call, never one of the next (which raises the other area's word).
+ *
+ * A word's value: the low NET_CNT_BITS bits hold the count (mod 2^NET_CNT_BITS, compared
+ * as a difference), the high bits the call's tag: the arguments the sender called with
+ * (net_tag) and whether it has seen a disagreement so far (NET_TAG_BAD). So every message
+ * says which call it belongs to, at no cost: agreement is checked where the algorithms
+ * already wait (algo_net_agree).
+ *
  * Line 0 holds this rank's barrier epoch among the ranks of its node (hierarchical),
- * the count of local peers asleep on it, and a word set once this rank gave up.
+ * the count of local peers asleep on it, a word set once this rank gave up, and the tag
+ * of its current hierarchical call and whether it saw a disagreement (read by the node).
  */
+#define NET_CNT_BITS 28
+#define NET_CNT_MASK ((UINT64_C(1) << NET_CNT_BITS) - 1)
+/* tag bits (above the count): count folded to 24 bits | call number mod 8 | datatype |
+ * operator | memory type | bad */
+#define NET_TAG_BAD (UINT64_C(1) << 35)
+
+/* What a call agrees on: the arguments of the user's call (for CUDA memory across nodes,
+ * of the whole call, not of the chunk a lane moves). */
+typedef struct net_sig {
+    size_t count;
+    symcoll_dtype_t dtype;
+    symcoll_op_t op;
+    symcoll_mem_type_t mem;
+} net_sig_t;
 struct net_state {
     comm_t *comm;
     pool_t *pool;
@@ -53,6 +77,9 @@ struct net_state {
     int *group;        /* ranks of one hierarchical group (one per node) */
     int *all;          /* 0 .. n-1: the group of a flat call */
     bool fixed;        /* a lane's: the scratch may not grow (no pool calls) */
+    /* every all-reduce is hierarchical (the selector's choice for any size): calls agree
+     * inside the hierarchical steps; else before the flat algorithms (algo_net_rd) */
+    bool hier_all;
 };
 typedef struct net_state net_state_t;
 
@@ -73,10 +100,19 @@ typedef struct net_call {
     symcoll_dtype_t dtype;
     symcoll_op_t op;
     int avg_div; /* SYMCOLL_AVG: divisor of the final step (0: leave the sum) */
+    int area;    /* receive area (0 .. nareas - 1): also which flag word of a line */
     size_t area_off;
     deadline_t *dl;
     double next_alive;
+    uint64_t tag;     /* net_tag of the call, NET_TAG_BAD once a disagreement is seen */
+    bool check;       /* compare the tag of every message received with ours */
+    bool header_only; /* agreement only: messages carry no data (algo_net_rd) */
+    int bad_peer;     /* the first rank seen to disagree directly (-1: none) */
+    uint64_t bad_tag; /* its tag */
 } net_call_t;
+
+/* The tag of a call (see the flags above): seq is the call's number on its state. */
+uint64_t algo_net_tag(const net_sig_t *sig, uint64_t seq);
 
 /* Creates the state on the communicator's own worker when its host pool is created
  * (collective, like pool_create: allocates and zeroes the flags, then a barrier). */
@@ -104,10 +140,20 @@ void algo_net_lane_destroy(ucx_ctx_t *lane, pool_t *pool);
 void algo_net_lane_abort(ucx_ctx_t *ucx, pool_t *pool);
 
 /* Fills c for one all-reduce over group g in this call's receive area (AVG divides by
- * the communicator's size) and counts the call. */
+ * the communicator's size), tagged with sig and the call's number, and counts the call. */
 void algo_net_call_init(net_call_t *c, net_state_t *st, const net_group_t *g,
                         const void *sendbuf, void *recvbuf, size_t count, symcoll_dtype_t dtype,
-                        symcoll_op_t op, deadline_t *dl);
+                        symcoll_op_t op, deadline_t *dl, const net_sig_t *sig);
+
+/* Points c at its receive area again (after the scratch moved: algo_net_reserve). */
+void algo_net_call_area(net_call_t *c);
+
+/* After an agreement that failed (c->tag has NET_TAG_BAD; every rank of the communicator
+ * knows it when exact, which lets it exchange every rank's arguments through the
+ * bootstrap and name them): logs this rank's arguments and a disagreeing rank's, and
+ * returns SYMCOLL_ERR_MISMATCH. */
+symcoll_status_t algo_net_mismatch(net_state_t *st, const net_call_t *c, const net_sig_t *sig,
+                                   bool exact);
 
 /* Makes sure the scratch holds in + acc bytes and two receive areas of area bytes each
  * (collective: same arguments on every rank). */
@@ -133,6 +179,13 @@ symcoll_status_t algo_net_wait(net_call_t *c, int rank);
 /* Waits for a request of algo_net_send. */
 symcoll_status_t algo_net_req_wait(net_call_t *c, ucx_req_t req);
 
+/* Line 0 word of this rank (relaxed store: the next node barrier publishes it), and of
+ * local rank rank (after the barrier that published it). */
+void algo_net_hier_publish(net_state_t *st, uint64_t word, uint64_t value);
+uint64_t algo_net_hier_peek(const net_state_t *st, int rank, uint64_t word);
+#define NET_WORD_HIER_TAG 3 /* the tag of this rank's current hierarchical call */
+#define NET_WORD_HIER_BAD 4 /* and whether it saw a disagreement */
+
 /* Barrier among the ranks of this node, progressing UCX while it waits. */
 symcoll_status_t algo_net_local_barrier(net_state_t *st, deadline_t *dl);
 
@@ -145,11 +198,27 @@ static inline void algo_net_block(size_t count, int n, int b, size_t *start, siz
     *len = q + (ub < r ? 1 : 0);
 }
 
+/* Recursive doubling over c->g. With c->check, it also agrees: each message carries the
+ * sender's tag, every rank compares the tags it receives with its own and passes on
+ * whether it saw a difference, so that after the last step every rank of the group knows
+ * whether all agree (c->tag & NET_TAG_BAD), at no extra message. With c->header_only the
+ * messages carry no data: the agreement alone. Its data lies at offsets that depend only
+ * on the reserved area, not on the count, so ranks that disagree on it never write past
+ * each other's area. */
 symcoll_status_t algo_net_rd(net_call_t *c);
 symcoll_status_t algo_net_ring(net_call_t *c);
+
+/* The hierarchical algorithm. With check, it also agrees, in the steps it has anyway:
+ * every rank publishes its tag before the first node barrier and compares its local
+ * peers' after it, the step across nodes agrees (algo_net_rd with check, data only when
+ * it fits), and the second barrier spreads the verdict over the node: every rank returns
+ * SYMCOLL_ERR_MISMATCH (c_out tells with whom), with the same steps on every rank. A
+ * call that needs more scratch than is reserved only agrees (*rerun set, nothing
+ * computed): then every rank grows it and runs the call again without check. */
 symcoll_status_t algo_net_hier(net_state_t *st, const void *sendbuf, void *recvbuf,
                                size_t count, symcoll_dtype_t dtype, symcoll_op_t op,
-                               deadline_t *dl);
+                               deadline_t *dl, const net_sig_t *sig, bool check, bool *rerun,
+                               net_call_t *c_out);
 
 /* All-reduce on a communicator spanning several nodes (count > 0, arguments checked,
  * comm->lock held) by algo (rd, ring or hier: the plan's). */
@@ -157,10 +226,13 @@ symcoll_status_t algo_net_allreduce(comm_t *comm, pool_t *pool, topo_algo_t algo
                                     const void *sendbuf, void *recvbuf, size_t count,
                                     symcoll_dtype_t dtype, symcoll_op_t op);
 
-/* The same over a UCX lane (from the lane's thread). */
+/* The same over a UCX lane (from the lane's thread); sig: what the ranks agree on (the
+ * user's call, of which this may be a chunk). Ranks that disagree all get
+ * SYMCOLL_ERR_MISMATCH, and the state stays in step for the next call. */
 symcoll_status_t algo_net_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
                                        topo_algo_t algo, const void *sendbuf, void *recvbuf,
-                                       size_t count, symcoll_dtype_t dtype, symcoll_op_t op);
+                                       size_t count, symcoll_dtype_t dtype, symcoll_op_t op,
+                                       const net_sig_t *sig);
 
 /* In-place all-reduce of buf among the ranks of this rank's local index, one a node
  * (rd or ring by size), over a UCX lane: the step across nodes of the hierarchical
@@ -168,7 +240,7 @@ symcoll_status_t algo_net_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *poo
  * communicator's size (buf holds the node's sum). */
 symcoll_status_t algo_net_group_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
                                              void *buf, size_t count, symcoll_dtype_t dtype,
-                                             symcoll_op_t op);
+                                             symcoll_op_t op, const net_sig_t *sig);
 
 /* Fills g with the ranks of this rank's local index, one a node, in node order. */
 void algo_net_local_index_group(net_state_t *st, net_group_t *g);

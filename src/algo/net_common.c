@@ -56,6 +56,12 @@ static uint64_t *net_flag(const net_state_t *st, int owner, int word)
                                                 : net_peer_addr(st, owner, off));
 }
 
+/* owner's word for the messages of sender in receive area area */
+static uint64_t *net_msg_flag(const net_state_t *st, int owner, int sender, int area)
+{
+    return net_flag(st, owner, 1 + sender) + area;
+}
+
 /* A new state on worker ucx: its flags allocated and zeroed, then a barrier, so that
  * nobody raises a flag of ours before we zeroed them (collective). */
 static symcoll_status_t net_state_create(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
@@ -86,6 +92,8 @@ static symcoll_status_t net_state_create(comm_t *comm, ucx_ctx_t *ucx, pool_t *p
     st->chunk_bytes = net_round(comm->config.net_chunk_size);
     /* the same on every rank (the scratch size must match): shape, not this node */
     st->nareas = comm->topo->shape[SYMCOLL_MEM_HOST].ppn > 1 ? 4 : 2;
+    /* the selector's choice grows with the size: hierarchical at 1 byte is at any size */
+    st->hier_all = topo_choose_algo(comm->topo, SYMCOLL_MEM_HOST, 1) == TOPO_ALGO_HIER;
     /* same call sequence on every rank: same offset everywhere */
     status =
         pool_alloc(pool, (size_t)(n + 1) * NET_FLAG_STRIDE, POOL_ALLOC_STAGING, &st->flags_off);
@@ -342,17 +350,33 @@ symcoll_status_t algo_net_send(net_call_t *c, int rank, const void *src, size_t 
 {
     net_state_t *st = c->st;
     int me = st->comm->rank;
-    uint64_t v = ++st->sent[rank];
+    uint64_t v = (++st->sent[rank] & NET_CNT_MASK) | c->tag << NET_CNT_BITS;
 
     *req_p = NULL;
     if (ucx_is_remote(st->ucx, rank))
         return ucx_put_signal(st->ucx, rank, src, len, algo_net_addr(st, off),
-                              net_flag(st, me, 1 + me), v, req_p);
+                              net_msg_flag(st, me, me, c->area), v, req_p);
     if (len)
         memcpy(net_peer_addr(st, rank, off), src, len);
-    atomic_store_explicit((_Atomic uint64_t *)net_flag(st, rank, 1 + me), v,
+    atomic_store_explicit((_Atomic uint64_t *)net_msg_flag(st, rank, me, c->area), v,
                           memory_order_release);
     return SYMCOLL_OK;
+}
+
+uint64_t algo_net_tag(const net_sig_t *sig, uint64_t seq)
+{
+    uint64_t n = (uint64_t)sig->count;
+    /* exact below 2^24 elements, a fold above */
+    uint64_t fold = (n ^ (n >> 24) ^ (n >> 48)) & 0xffffff;
+
+    return fold | (seq & 7) << 24 | ((uint64_t)sig->dtype & 15) << 27 |
+           ((uint64_t)sig->op & 7) << 31 | ((uint64_t)sig->mem & 1) << 34;
+}
+
+/* The count of a flag word reached target (mod 2^NET_CNT_BITS). */
+static bool net_reached(uint64_t word, uint64_t target)
+{
+    return ((word - target) & NET_CNT_MASK) < (NET_CNT_MASK >> 1);
 }
 
 /* Word 2 of a rank's flags: non-zero once it gave up (abort or a failed call). */
@@ -373,13 +397,15 @@ static void net_give_up(net_state_t *st)
 /* Waits until owner's flag word reaches target, progressing UCX all along (on TCP the
  * peers' puts into our memory land only while we progress). */
 static symcoll_status_t net_wait_word(net_state_t *st, const uint64_t *word, uint64_t target,
-                                      int peer, deadline_t *dl, double *next_alive)
+                                      int peer, deadline_t *dl, double *next_alive,
+                                      uint64_t *value_p)
 {
     const _Atomic uint64_t *w = (const _Atomic uint64_t *)word;
     bool local = !ucx_is_remote(st->ucx, peer);
     unsigned iter = 0;
+    uint64_t value;
 
-    while (atomic_load_explicit(w, memory_order_acquire) < target) {
+    while (!net_reached(value = atomic_load_explicit(w, memory_order_acquire), target)) {
         symcoll_status_t status = ucx_progress(st->ucx);
         if (status == SYMCOLL_OK)
             status = deadline_check(dl);
@@ -403,15 +429,29 @@ static symcoll_status_t net_wait_word(net_state_t *st, const uint64_t *word, uin
         }
         ucx_idle(st->ucx, &iter);
     }
+    *value_p = value;
     return SYMCOLL_OK;
 }
 
 symcoll_status_t algo_net_wait(net_call_t *c, int rank)
 {
     net_state_t *st = c->st;
-    uint64_t target = ++st->recvd[rank];
-    return net_wait_word(st, net_flag(st, st->comm->rank, 1 + rank), target, rank, c->dl,
-                         &c->next_alive);
+    uint64_t target = ++st->recvd[rank], value, tag;
+    symcoll_status_t status = net_wait_word(st, net_msg_flag(st, st->comm->rank, rank, c->area),
+                                            target, rank, c->dl, &c->next_alive, &value);
+
+    if (status != SYMCOLL_OK || !c->check)
+        return status;
+    /* the word may already show a later message of the same call: same tag, and a
+     * verdict at least as complete */
+    tag = value >> NET_CNT_BITS;
+    if ((tag & ~NET_TAG_BAD) != (c->tag & ~NET_TAG_BAD) && c->bad_peer < 0) {
+        c->bad_peer = rank;
+        c->bad_tag = tag;
+    }
+    if ((tag & ~NET_TAG_BAD) != (c->tag & ~NET_TAG_BAD) || (tag & NET_TAG_BAD))
+        c->tag |= NET_TAG_BAD;
+    return SYMCOLL_OK;
 }
 
 symcoll_status_t algo_net_req_wait(net_call_t *c, ucx_req_t req)
@@ -496,10 +536,11 @@ symcoll_status_t algo_net_local_barrier(net_state_t *st, deadline_t *dl)
     return SYMCOLL_OK;
 }
 
-/* algo_net_call_init in receive area area (0 .. nareas - 1). */
+/* algo_net_call_init in receive area area (0 .. nareas - 1), the call numbered seq. */
 static void net_call_init_in(net_call_t *c, net_state_t *st, const net_group_t *g,
                              const void *sendbuf, void *recvbuf, size_t count,
-                             symcoll_dtype_t dtype, symcoll_op_t op, deadline_t *dl, int area)
+                             symcoll_dtype_t dtype, symcoll_op_t op, deadline_t *dl, int area,
+                             const net_sig_t *sig, uint64_t seq)
 {
     memset(c, 0, sizeof(*c));
     c->st = st;
@@ -511,18 +552,116 @@ static void net_call_init_in(net_call_t *c, net_state_t *st, const net_group_t *
     c->dtype = dtype;
     c->op = op;
     c->avg_div = op == SYMCOLL_AVG ? st->n : 0;
-    c->area_off =
-        st->scratch_off + st->in_bytes + st->acc_bytes + (size_t)area * st->area_bytes;
+    c->area = area;
+    algo_net_call_area(c);
     c->dl = dl;
     c->next_alive = time_now() + NET_ALIVE_PERIOD;
+    c->tag = algo_net_tag(sig, seq);
+    c->bad_peer = -1;
+}
+
+void algo_net_call_area(net_call_t *c)
+{
+    net_state_t *st = c->st;
+    c->area_off =
+        st->scratch_off + st->in_bytes + st->acc_bytes + (size_t)c->area * st->area_bytes;
 }
 
 void algo_net_call_init(net_call_t *c, net_state_t *st, const net_group_t *g,
                         const void *sendbuf, void *recvbuf, size_t count, symcoll_dtype_t dtype,
-                        symcoll_op_t op, deadline_t *dl)
+                        symcoll_op_t op, deadline_t *dl, const net_sig_t *sig)
 {
-    net_call_init_in(c, st, g, sendbuf, recvbuf, count, dtype, op, dl, (int)(st->calls & 1));
+    net_call_init_in(c, st, g, sendbuf, recvbuf, count, dtype, op, dl, (int)(st->calls & 1),
+                     sig, st->calls);
     st->calls++;
+}
+
+/* ---- agreement ----------------------------------------------------------------------- */
+
+void algo_net_hier_publish(net_state_t *st, uint64_t word, uint64_t value)
+{
+    atomic_store_explicit((_Atomic uint64_t *)net_flag(st, st->comm->rank, 0) + word, value,
+                          memory_order_relaxed);
+}
+
+uint64_t algo_net_hier_peek(const net_state_t *st, int rank, uint64_t word)
+{
+    return atomic_load_explicit((_Atomic uint64_t *)net_flag(st, rank, 0) + word,
+                                memory_order_relaxed);
+}
+
+static const char *net_mem_name(int mem)
+{
+    return mem == SYMCOLL_MEM_CUDA ? "CUDA" : "host";
+}
+
+/* What the bootstrap exchange of a failed agreement carries. */
+typedef struct net_xsig {
+    uint64_t count, seq;
+    int32_t dtype, op, mem, pad;
+} net_xsig_t;
+
+static bool net_xsig_differ(const net_xsig_t *a, const net_xsig_t *b)
+{
+    return a->count != b->count || a->dtype != b->dtype || a->op != b->op || a->mem != b->mem ||
+           (a->seq & 7) != (b->seq & 7);
+}
+
+symcoll_status_t algo_net_mismatch(net_state_t *st, const net_call_t *c, const net_sig_t *sig,
+                                   bool exact)
+{
+    comm_t *comm = st->comm;
+    net_xsig_t me = {(uint64_t)sig->count, (c->tag >> 24) & 7, (int32_t)sig->dtype,
+                     (int32_t)sig->op,     (int32_t)sig->mem,  0};
+
+    if (exact) {
+        /* every rank of the communicator knows: a bootstrap exchange (error path only) */
+        net_xsig_t *all = calloc((size_t)comm->nranks, sizeof(*all));
+        symcoll_status_t status =
+            all ? bootstrap_allgather(comm->bootstrap, &me, all, sizeof(me))
+                : SYMCOLL_ERR_NO_MEMORY;
+        int r = 0;
+
+        while (status == SYMCOLL_OK && r < comm->nranks && !net_xsig_differ(&all[r], &me))
+            r++;
+        if (status == SYMCOLL_OK && r < comm->nranks) {
+            log_error("all-reduce across nodes: ranks called with different arguments: rank %d "
+                      "with count %llu, %s, %s, %s memory (call %llu mod 8); this rank (%d) "
+                      "with count %llu, %s, %s, %s memory (call %llu mod 8)",
+                      r, (unsigned long long)all[r].count,
+                      symcoll_dtype_name((symcoll_dtype_t)all[r].dtype),
+                      symcoll_op_name((symcoll_op_t)all[r].op), net_mem_name(all[r].mem),
+                      (unsigned long long)(all[r].seq & 7), comm->rank,
+                      (unsigned long long)me.count, symcoll_dtype_name(sig->dtype),
+                      symcoll_op_name(sig->op), net_mem_name(sig->mem),
+                      (unsigned long long)me.seq);
+            free(all);
+            return SYMCOLL_ERR_MISMATCH;
+        }
+        free(all);
+        if (status != SYMCOLL_OK)
+            return status;
+        /* a rank that compared tags equal for different folded counts cannot see it;
+         * what is left is a difference in the call sequence itself */
+    }
+    if (c->bad_peer >= 0) {
+        uint64_t t = c->bad_tag;
+        log_error("all-reduce across nodes: ranks called with different arguments: rank %d "
+                  "with count %llu (mod 2^24), %s, %s, %s memory (call %llu mod 8); this rank "
+                  "(%d) with count %zu, %s, %s, %s memory (call %llu mod 8)",
+                  c->bad_peer, (unsigned long long)(t & 0xffffff),
+                  symcoll_dtype_name((symcoll_dtype_t)((t >> 27) & 15)),
+                  symcoll_op_name((symcoll_op_t)((t >> 31) & 7)),
+                  net_mem_name((int)(t >> 34) & 1), (unsigned long long)((t >> 24) & 7),
+                  comm->rank, sig->count, symcoll_dtype_name(sig->dtype),
+                  symcoll_op_name(sig->op), net_mem_name(sig->mem), (unsigned long long)me.seq);
+    } else {
+        log_error("all-reduce across nodes: ranks called with different arguments (this rank, "
+                  "%d: count %zu, %s, %s, %s memory; another rank's differ)",
+                  comm->rank, sig->count, symcoll_dtype_name(sig->dtype),
+                  symcoll_op_name(sig->op), net_mem_name(sig->mem));
+    }
+    return SYMCOLL_ERR_MISMATCH;
 }
 
 /* ---- dispatcher ---------------------------------------------------------------------- */
@@ -533,12 +672,18 @@ static bool net_failure_is_sticky(symcoll_status_t s)
            s == SYMCOLL_ERR_ABORTED || s == SYMCOLL_ERR_UCX || s == SYMCOLL_ERR_INTERNAL;
 }
 
+static symcoll_status_t net_allreduce(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
+                                      topo_algo_t algo, const void *sendbuf, void *recvbuf,
+                                      size_t count, symcoll_dtype_t dtype, symcoll_op_t op,
+                                      const net_sig_t *sig, bool exact);
+
 symcoll_status_t algo_net_allreduce(comm_t *comm, pool_t *pool, topo_algo_t algo,
                                     const void *sendbuf, void *recvbuf, size_t count,
                                     symcoll_dtype_t dtype, symcoll_op_t op)
 {
-    return algo_net_allreduce_on(comm, comm->ucx, pool, algo, sendbuf, recvbuf, count, dtype,
-                                 op);
+    net_sig_t sig = {count, dtype, op, SYMCOLL_MEM_HOST};
+    return net_allreduce(comm, comm->ucx, pool, algo, sendbuf, recvbuf, count, dtype, op, &sig,
+                         true);
 }
 
 /* The ranks of this rank's local index, one a node, in node order. */
@@ -571,31 +716,51 @@ static symcoll_status_t net_state_usable(comm_t *comm, ucx_ctx_t *ucx, pool_t *p
     return algo_check_usable(comm);
 }
 
-/* rd or ring over group g (its receive areas reserved first), to completion. */
-static symcoll_status_t net_run_flat(net_state_t *st, const net_group_t *g, bool rd, bool group,
-                                     const void *sendbuf, void *recvbuf, size_t count,
-                                     symcoll_dtype_t dtype, symcoll_op_t op, deadline_t *dl)
+/* Over group g: the agreement (algo_net_rd with check), then algo (rd or ring; its receive
+ * area reserved first), to completion; or the agreement alone (algo TOPO_ALGO_HIER: the
+ * hierarchical algorithm follows). Where rd's data fits the reserved area, the agreement
+ * is the rd itself, which then costs nothing more; else it is rd's messages without data,
+ * and only once every rank knows that all agree does any of them grow the scratch
+ * (collective) or take a path of its own. */
+static symcoll_status_t net_run_flat(net_state_t *st, const net_group_t *g, topo_algo_t algo,
+                                     bool group, const void *sendbuf, void *recvbuf,
+                                     size_t count, symcoll_dtype_t dtype, symcoll_op_t op,
+                                     deadline_t *dl, const net_sig_t *sig, bool exact)
 {
     size_t esize = symcoll_dtype_size(dtype);
+    bool rd = algo == TOPO_ALGO_RD;
+    size_t need =
+        rd ? algo_net_rd_area(count, esize, g->n) : algo_net_ring_area(count, esize, g->n);
+    bool fits = rd && st->has_scratch && need <= st->area_bytes;
     symcoll_status_t status;
     net_call_t c;
 
-    status = algo_net_reserve(st, 0, 0,
-                              rd ? algo_net_rd_area(count, esize, g->n)
-                                 : algo_net_ring_area(count, esize, g->n));
-    if (status != SYMCOLL_OK)
-        return status;
     if (group) {
         if (st->nareas < 4) {
             log_error("internal: all-reduce among one rank a node with one rank a node");
             return SYMCOLL_ERR_INTERNAL;
         }
         net_call_init_in(&c, st, g, sendbuf, recvbuf, count, dtype, op, dl,
-                         2 + (int)(st->group_calls & 1));
+                         2 + (int)(st->group_calls & 1), sig, st->group_calls);
         st->group_calls++;
     } else {
-        algo_net_call_init(&c, st, g, sendbuf, recvbuf, count, dtype, op, dl);
+        algo_net_call_init(&c, st, g, sendbuf, recvbuf, count, dtype, op, dl, sig);
     }
+    c.check = true;
+    c.header_only = !fits;
+    status = algo_net_rd(&c);
+    if (status == SYMCOLL_OK)
+        status = ucx_wait_all(st->ucx, dl);
+    if (status == SYMCOLL_OK && (c.tag & NET_TAG_BAD))
+        return algo_net_mismatch(st, &c, sig, exact);
+    if (status != SYMCOLL_OK || fits || algo == TOPO_ALGO_HIER)
+        return status;
+    c.check = false;
+    c.header_only = false;
+    status = algo_net_reserve(st, 0, 0, need);
+    if (status != SYMCOLL_OK)
+        return status;
+    algo_net_call_area(&c);
     status = rd ? algo_net_rd(&c) : algo_net_ring(&c);
     if (status == SYMCOLL_OK)
         status = ucx_wait_all(st->ucx, dl);
@@ -614,7 +779,7 @@ static symcoll_status_t net_finish(net_state_t *st, symcoll_status_t status)
 
 symcoll_status_t algo_net_group_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
                                              void *buf, size_t count, symcoll_dtype_t dtype,
-                                             symcoll_op_t op)
+                                             symcoll_op_t op, const net_sig_t *sig)
 {
     net_state_t *st;
     deadline_t dl = deadline_make(comm->timeout_sec, &comm->aborted);
@@ -627,15 +792,19 @@ symcoll_status_t algo_net_group_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_
         return status;
     algo_net_local_index_group(st, &g);
     rd = count * symcoll_dtype_size(dtype) <= topo_rd_max(&comm->topo->select_cfg, g.n);
-    return net_finish(st, net_run_flat(st, &g, rd, true, buf, buf, count, dtype, op, &dl));
+    return net_finish(st, net_run_flat(st, &g, rd ? TOPO_ALGO_RD : TOPO_ALGO_RING, true, buf,
+                                       buf, count, dtype, op, &dl, sig, false));
 }
 
-symcoll_status_t algo_net_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
-                                       topo_algo_t algo, const void *sendbuf, void *recvbuf,
-                                       size_t count, symcoll_dtype_t dtype, symcoll_op_t op)
+/* algo_net_allreduce_on; exact: from the caller's thread (algo_net_mismatch). */
+static symcoll_status_t net_allreduce(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
+                                      topo_algo_t algo, const void *sendbuf, void *recvbuf,
+                                      size_t count, symcoll_dtype_t dtype, symcoll_op_t op,
+                                      const net_sig_t *sig, bool exact)
 {
     net_state_t *st;
     deadline_t dl = deadline_make(comm->timeout_sec, &comm->aborted);
+    net_group_t all;
     symcoll_status_t status;
 
     if (!ucx) {
@@ -650,12 +819,36 @@ symcoll_status_t algo_net_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *poo
                   topo_algo_name(algo));
         return SYMCOLL_ERR_UNSUPPORTED;
     }
-    if (algo == TOPO_ALGO_HIER) {
-        status = algo_net_hier(st, sendbuf, recvbuf, count, dtype, op, &dl);
+    all.ranks = st->all;
+    all.n = comm->nranks;
+    all.me = comm->rank;
+    if (algo == TOPO_ALGO_HIER && st->hier_all) {
+        /* every rank is in the hierarchical algorithm, whatever its count: it agrees in
+         * its own steps */
+        net_call_t c;
+        bool rerun = false;
+        status =
+            algo_net_hier(st, sendbuf, recvbuf, count, dtype, op, &dl, sig, true, &rerun, &c);
+        if (status == SYMCOLL_OK && (c.tag & NET_TAG_BAD))
+            status = algo_net_mismatch(st, &c, sig, exact);
+        else if (status == SYMCOLL_OK && rerun)
+            status = algo_net_hier(st, sendbuf, recvbuf, count, dtype, op, &dl, sig, false,
+                                   NULL, NULL);
     } else {
-        net_group_t g = {st->all, comm->nranks, comm->rank};
-        status = net_run_flat(st, &g, algo == TOPO_ALGO_RD, false, sendbuf, recvbuf, count,
-                              dtype, op, &dl);
+        /* ranks of other counts may be in rd or ring: all agree the flat way first */
+        status = net_run_flat(st, &all, algo, false, sendbuf, recvbuf, count, dtype, op, &dl,
+                              sig, exact);
+        if (status == SYMCOLL_OK && algo == TOPO_ALGO_HIER)
+            status = algo_net_hier(st, sendbuf, recvbuf, count, dtype, op, &dl, sig, false,
+                                   NULL, NULL);
     }
     return net_finish(st, status);
+}
+
+symcoll_status_t algo_net_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
+                                       topo_algo_t algo, const void *sendbuf, void *recvbuf,
+                                       size_t count, symcoll_dtype_t dtype, symcoll_op_t op,
+                                       const net_sig_t *sig)
+{
+    return net_allreduce(comm, ucx, pool, algo, sendbuf, recvbuf, count, dtype, op, sig, false);
 }

@@ -111,9 +111,12 @@ static bool ring_hook(void *arg, int sender, uint64_t seq, void *dst, const void
     size_t m, k, off, clen, poff;
     int gs = 0, rb;
 
-    if (sender != r->left || seq <= r->seq0 || seq - r->seq0 > r->mbase[2 * r->n - 2])
+    /* seq is the flag word: the message's count in its low bits (net.h) */
+    uint64_t rel = ((seq & NET_CNT_MASK) - r->seq0) & NET_CNT_MASK;
+
+    if (sender != r->left || rel == 0 || rel > r->mbase[2 * r->n - 2])
         return false;
-    m = (size_t)(seq - r->seq0 - 1);
+    m = (size_t)(rel - 1);
     while (gs + 1 < 2 * r->n - 2 && r->mbase[gs + 1] <= m)
         gs++;
     k = m - r->mbase[gs];
