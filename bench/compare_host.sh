@@ -190,17 +190,17 @@ EOF
 
 if [ $do_intra = 1 ]; then
     compare host-intra-node "Host all-reduce inside a node: symcoll vs Open MPI (shared memory)" \
-        "tools/symcoll_run -n 2 -t 600 $sym_bind tools/symcoll_perf -m host $common" \
+        "tools/symcoll_run -n 2 --timeout 600 $sym_bind tools/symcoll_perf -m host $common" \
         "$mpirun_base --mca pml ob1 --mca btl self,vader bench/mpi_allreduce_peer $common" \
         intra
 fi
 if [ $do_inter = 1 ]; then
     # what UCX chose between the simulated nodes, as the library logs it
-    tls=$(SYMCOLL_LOG_LEVEL=info timeout 120 tools/symcoll_run -n 2 --nodes 2 -t 100 \
+    tls=$(SYMCOLL_LOG_LEVEL=info timeout 120 tools/symcoll_run -n 2 --sim-nodes 2 --timeout 100 \
         tools/symcoll_perf -d float64 -b 8 -e 8 -n 1 -w 0 -r 1 2>&1 |
         sed -n 's/.*UCX transports to other nodes: //p' | head -1)
     compare host-inter-node "Host all-reduce across 2 simulated nodes: symcoll over UCX vs Open MPI over TCP loopback" \
-        "tools/symcoll_run -n 2 --nodes 2 -t 600 $sym_bind tools/symcoll_perf -m host $common" \
+        "tools/symcoll_run -n 2 --sim-nodes 2 --timeout 600 $sym_bind tools/symcoll_perf -m host $common" \
         "$mpirun_base --mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo bench/mpi_allreduce_peer $common" \
         inter "UCX transports between the simulated nodes (library log): ${tls:-unknown}."
 fi

@@ -130,7 +130,7 @@ run() {
                 v=`echo $tls | tr -c 'a-z0-9\n' _`
                 step ucxcuda_info_$v 60 env LD_LIBRARY_PATH=$u/lib:$LD_LIBRARY_PATH \
                     UCX_MODULE_DIR=$u/lib/ucx UCX_TLS=$tls \
-                    "$bin"/symcoll_run --nodes 2 -n 2 -t 50 "$bin"/symcoll_info -t
+                    "$bin"/symcoll_run --sim-nodes 2 -n 2 --timeout 50 "$bin"/symcoll_info -t
                 for c in ${UCXCUDA_CASES:-net_types net_kill net_hier}; do
                     step ucxcuda_${c}_$v 240 env LD_LIBRARY_PATH=$u/lib:$LD_LIBRARY_PATH \
                         UCX_MODULE_DIR=$u/lib/ucx UCX_TLS=$tls CK_RUN_CASE=$c "$bin"/test_cuda_net
@@ -151,25 +151,25 @@ run() {
             # same two hosts as symcoll (and no "duplicate GPU" with 2 ranks a GPU). NCCL is
             # held to its socket transport on loopback. symcoll's small-call kernel is also
             # measured off (SYMCOLL_CUDA_NET_KERNEL_MAX=0), up to 64K. About 2 minutes a round.
-            R="$bin/symcoll_run --nodes 2"
+            R="$bin/symcoll_run --sim-nodes 2"
             W='SYMCOLL_LOCAL_RANK=$SYMCOLL_RANK NCCL_HOSTID=$SYMCOLL_HOST_ID exec "$0" "$@"'
             P="$bin/symcoll_perf -m cuda -d bfloat16 -o sum -r ${REPEATS:-5}"
             N="$bin/nccl_allreduce_peer -d bfloat16 -o sum -r ${REPEATS:-5}"
             NCCLNET="NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1"
             NCCLINFO="NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET"
-            step netinfo 40 $R -n 2 -t 30 "$bin"/symcoll_info -v -a
+            step netinfo 40 $R -n 2 --timeout 30 "$bin"/symcoll_info -v -a
             for i in `seq ${NETBENCH_ROUNDS:-1}`; do
-                step net_perf_2x1_$i 160 env SYMCOLL_LOG_LEVEL=info $R -n 2 -t 150 sh -c "$W" \
+                step net_perf_2x1_$i 160 env SYMCOLL_LOG_LEVEL=info $R -n 2 --timeout 150 sh -c "$W" \
                     $P -b 1K -e ${NETBENCH_MAX:-256M} -f 4
                 # NCCL's own log: one file (the device returns few files)
-                step net_nccl_2x1_$i 160 env $NCCLNET $NCCLINFO $R -n 2 -t 150 sh -c "$W" \
+                step net_nccl_2x1_$i 160 env $NCCLNET $NCCLINFO $R -n 2 --timeout 150 sh -c "$W" \
                     $N -b 1K -e ${NETBENCH_MAX:-256M} -f 4
                 step net_perf_2x1_nokernel_$i 60 env SYMCOLL_CUDA_NET_KERNEL_MAX=0 \
-                    $R -n 2 -t 50 sh -c "$W" $P -b 1K -e 64K -f 4
+                    $R -n 2 --timeout 50 sh -c "$W" $P -b 1K -e 64K -f 4
             done
-            step net_perf_2x2 100 $R -n 4 -t 90 sh -c "$W" $P -b 1K -e 64M -f 4
+            step net_perf_2x2 100 $R -n 4 --timeout 90 sh -c "$W" $P -b 1K -e 64M -f 4
             if test -n "${NETBENCH_NCCL_2X2:-}"; then
-                step net_nccl_2x2 100 env $NCCLNET $R -n 4 -t 90 sh -c "$W" $N -b 1K -e 64M -f 4
+                step net_nccl_2x2 100 env $NCCLNET $R -n 4 --timeout 90 sh -c "$W" $N -b 1K -e 64M -f 4
             fi
             ;;
         hierbench)
@@ -178,18 +178,18 @@ run() {
             # against the flat staged path (SYMCOLL_HIER_MIN=1G: every rank stages all of
             # its data, hier through the host pool per chunk), alternating
             # (HIERBENCH_ROUNDS), bf16 sum
-            R="$bin/symcoll_run --nodes 2"
+            R="$bin/symcoll_run --sim-nodes 2"
             W='SYMCOLL_LOCAL_RANK=$SYMCOLL_RANK exec "$0" "$@"'
             P="$bin/symcoll_perf -m cuda -d bfloat16 -o sum -r ${REPEATS:-3}"
-            step hierinfo 40 $R -n 4 -t 30 sh -c "$W" "$bin"/symcoll_info -t -a
+            step hierinfo 40 $R -n 4 --timeout 30 sh -c "$W" "$bin"/symcoll_info -t -a
             for i in `seq ${HIERBENCH_ROUNDS:-1}`; do
-                step hier_perf_2x2_$i 150 env SYMCOLL_LOG_LEVEL=info $R -n 4 -t 140 sh -c "$W" \
+                step hier_perf_2x2_$i 150 env SYMCOLL_LOG_LEVEL=info $R -n 4 --timeout 140 sh -c "$W" \
                     $P -b 1K -e ${HIERBENCH_MAX:-256M} -f 4
-                step hier_flat_2x2_$i 150 env SYMCOLL_HIER_MIN=1G $R -n 4 -t 140 sh -c "$W" \
+                step hier_flat_2x2_$i 150 env SYMCOLL_HIER_MIN=1G $R -n 4 --timeout 140 sh -c "$W" \
                     $P -b 1K -e ${HIERBENCH_MAX:-256M} -f 4
                 # hierarchical at every size (by default not below 16M here, where ranks
                 # of the two simulated nodes share each GPU)
-                step hier_forced_2x2_$i 150 env SYMCOLL_ALGO=hier $R -n 4 -t 140 sh -c "$W" \
+                step hier_forced_2x2_$i 150 env SYMCOLL_ALGO=hier $R -n 4 --timeout 140 sh -c "$W" \
                     $P -b 1K -e ${HIERBENCH_MAX:-256M} -f 4
             done
             ;;
@@ -202,7 +202,7 @@ run() {
             ;;
         bench)
             # symcoll, bf16 sum, 2 ranks: plain buffers, pool buffers, CUDA graph
-            P="$bin/symcoll_run -n 2 -t 280 $bin/symcoll_perf -m cuda -d bfloat16 -o sum -r ${REPEATS:-5}"
+            P="$bin/symcoll_run -n 2 --timeout 280 $bin/symcoll_perf -m cuda -d bfloat16 -o sum -r ${REPEATS:-5}"
             step perf_eager 300 $P -b 1K -e ${BENCH_MAX:-256M} -f 2
             step perf_pool 300 $P -b 1K -e ${BENCH_MAX:-256M} -f 2 -P
             step perf_graph 300 $P -b 1K -e 16M -f 2 -G
@@ -210,7 +210,7 @@ run() {
             ;;
         variants)
             # what limits what: one-shot at every size, and the grid size
-            P="$bin/symcoll_run -n 2 -t 280 $bin/symcoll_perf -m cuda -d bfloat16 -o sum -r ${REPEATS:-5}"
+            P="$bin/symcoll_run -n 2 --timeout 280 $bin/symcoll_perf -m cuda -d bfloat16 -o sum -r ${REPEATS:-5}"
             step var_oneshot 300 env SYMCOLL_ALGO=oneshot $P -b 64K -e 256M -f 4
             step var_twoshot 300 env SYMCOLL_ALGO=twoshot $P -b 1K -e 1M -f 4
             step var_nb64 300 env SYMCOLL_CUDA_NBLOCKS=64 $P -b 1M -e 256M -f 4
@@ -219,8 +219,8 @@ run() {
             ;;
         confirm)
             # short confirmation of a build: bench at factor 4, grid variant, NCCL eager
-            P="$bin/symcoll_run -n 2 -t 200 $bin/symcoll_perf -m cuda -d bfloat16 -o sum -r ${REPEATS:-5}"
-            N="$bin/symcoll_run -n 2 -t 200 $bin/nccl_allreduce_peer -d bfloat16 -o sum -r ${REPEATS:-5}"
+            P="$bin/symcoll_run -n 2 --timeout 200 $bin/symcoll_perf -m cuda -d bfloat16 -o sum -r ${REPEATS:-5}"
+            N="$bin/symcoll_run -n 2 --timeout 200 $bin/nccl_allreduce_peer -d bfloat16 -o sum -r ${REPEATS:-5}"
             step c_eager 220 $P -b 1K -e 256M -f 4
             step c_pool 220 $P -b 1K -e 256M -f 4 -P
             step c_graph 120 $P -b 1K -e 4M -f 4 -G
@@ -229,12 +229,12 @@ run() {
             step c_nccl_wg 120 $N -b 1K -e 4M -f 4 -W -G
             ;;
         nccl_quick)
-            N="$bin/symcoll_run -n 2 -t 100 $bin/nccl_allreduce_peer -d bfloat16 -o sum -r 3"
+            N="$bin/symcoll_run -n 2 --timeout 100 $bin/nccl_allreduce_peer -d bfloat16 -o sum -r 3"
             step nccl_quick 120 $N -b 1K -e 4M -f 4
             step nccl_quick_wg 120 $N -b 1K -e 64K -f 4 -W -G
             ;;
         nccl)
-            N="$bin/symcoll_run -n 2 -t 280 $bin/nccl_allreduce_peer -d bfloat16 -o sum -r ${REPEATS:-5}"
+            N="$bin/symcoll_run -n 2 --timeout 280 $bin/nccl_allreduce_peer -d bfloat16 -o sum -r ${REPEATS:-5}"
             step nccl_eager 300 $N -b 1K -e ${BENCH_MAX:-256M} -f 2
             step nccl_window 300 $N -b 1K -e ${BENCH_MAX:-256M} -f 2 -W
             step nccl_graph 300 $N -b 1K -e 16M -f 2 -G

@@ -29,7 +29,7 @@ expect() {
 }
 
 case="4 ranks on 2 nodes, -t -a"
-$guard "$run" -n 4 -N 2 "$info" -t -a >"$tmp/out" 2>"$tmp/err" || fail "exit status $?"
+$guard "$run" -n 4 --sim-nodes 2 "$info" -t -a >"$tmp/out" 2>"$tmp/err" || fail "exit status $?"
 expect '^# symcoll topology: 4 rank\(s\) on 2 node\(s\)' 1
 expect '^ +[0-3] +[01] +[01] +[0-9]+ ' 4
 expect '^# node 0 \(.*\): leader rank 0, 2 rank\(s\): 0 1$' 1
@@ -52,7 +52,7 @@ grep -q "SYMCOLL_ALGO=ring cannot run on this communicator" "$tmp/err" ||
     fail "no reason on stderr"
 
 case="2 ranks on 2 nodes, SYMCOLL_NET_RD_MAX=1K"
-SYMCOLL_NET_RD_MAX=1K $guard "$run" -n 2 -N 2 "$info" -a >"$tmp/out" 2>"$tmp/err" ||
+SYMCOLL_NET_RD_MAX=1K $guard "$run" -n 2 --sim-nodes 2 "$info" -a >"$tmp/out" 2>"$tmp/err" ||
     fail "exit status $?"
 # 2 ranks: rd up to 16 x 1K
 expect '^  host +16384 +16K +rd ' 1
