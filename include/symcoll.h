@@ -452,6 +452,87 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *rec
                                                   void *stream);
 
 /**
+ * @brief Reduce-scatter: element-wise reduction of every rank's @a sendbuf of
+ *        nranks x @a recvcount elements; rank r receives block r of the result
+ *        (collective, NCCL's layout).
+ *
+ * Rules as for symcoll_allreduce(): host memory blocking, CUDA memory ordered on
+ * @a stream, the same arguments on every rank, bitwise identical results for a block
+ * whichever rank computes it. In place when @a recvbuf == @a sendbuf + rank x
+ * @a recvcount elements.
+ *
+ * @param[in]  sendbuf    nranks x @a recvcount elements of this rank
+ * @param[out] recvbuf    @a recvcount elements: block (this rank) of the reduction
+ * @param[in]  recvcount  elements per rank, the same on every rank; 0 does nothing
+ * @param[in]  dtype      element type, the same on every rank
+ * @param[in]  op         reduction operator, the same on every rank
+ * @param[in]  comm       the communicator
+ * @param[in]  stream     cudaStream_t for CUDA memory; ignored for host memory
+ * @return as symcoll_allreduce(); also SYMCOLL_ERR_INVALID_PARAM for buffers that
+ *         overlap other than in place
+ */
+SYMCOLL_EXPORT symcoll_status_t symcoll_reduce_scatter(const void *sendbuf, void *recvbuf,
+                                                       size_t recvcount,
+                                                       symcoll_dtype_t dtype, symcoll_op_t op,
+                                                       symcoll_comm_h comm, void *stream);
+
+/**
+ * @brief All-gather: every rank receives the concatenation, in rank order, of every
+ *        rank's @a sendcount elements (collective).
+ *
+ * Rules as for symcoll_allreduce(). In place when @a sendbuf == @a recvbuf + rank x
+ * @a sendcount elements.
+ *
+ * @param[in]  sendbuf    @a sendcount elements of this rank
+ * @param[out] recvbuf    nranks x @a sendcount elements
+ * @param[in]  sendcount  elements per rank, the same on every rank; 0 does nothing
+ * @param[in]  dtype      element type, the same on every rank (only its size matters:
+ *                        the bytes are copied, never interpreted)
+ * @param[in]  comm       the communicator
+ * @param[in]  stream     cudaStream_t for CUDA memory; ignored for host memory
+ * @return as symcoll_allreduce(); also SYMCOLL_ERR_INVALID_PARAM for buffers that
+ *         overlap other than in place
+ */
+SYMCOLL_EXPORT symcoll_status_t symcoll_allgather(const void *sendbuf, void *recvbuf,
+                                                  size_t sendcount, symcoll_dtype_t dtype,
+                                                  symcoll_comm_h comm, void *stream);
+
+/**
+ * @brief Broadcast: every rank receives @a count elements of rank @a root's
+ *        @a sendbuf (collective).
+ *
+ * Rules as for symcoll_allreduce(). @a sendbuf is read on @a root only (other ranks
+ * may pass NULL); in place when @a sendbuf == @a recvbuf on the root.
+ *
+ * @param[in]  sendbuf  on @a root: @a count elements; ignored elsewhere
+ * @param[out] recvbuf  @a count elements, on every rank
+ * @param[in]  count    number of elements, the same on every rank; 0 does nothing
+ * @param[in]  dtype    element type, the same on every rank (only its size matters)
+ * @param[in]  root     rank whose data is sent, the same on every rank
+ * @param[in]  comm     the communicator
+ * @param[in]  stream   cudaStream_t for CUDA memory; ignored for host memory
+ * @return as symcoll_allreduce(); also SYMCOLL_ERR_INVALID_PARAM for a root out of
+ *         range or partially overlapping buffers on the root
+ */
+SYMCOLL_EXPORT symcoll_status_t symcoll_broadcast(const void *sendbuf, void *recvbuf,
+                                                  size_t count, symcoll_dtype_t dtype,
+                                                  int root, symcoll_comm_h comm, void *stream);
+
+/**
+ * @brief Barrier: no rank returns before every rank called it (collective).
+ *
+ * With @a stream NULL the barrier is among the calling host threads and blocks. A
+ * barrier on a CUDA stream (stream-ordered: work queued on @a stream after it starts
+ * once every rank's stream reached it) is not implemented yet and returns
+ * SYMCOLL_ERR_UNSUPPORTED without side effect.
+ *
+ * @param[in]  comm    the communicator
+ * @param[in]  stream  NULL (host barrier)
+ * @return as symcoll_allreduce()
+ */
+SYMCOLL_EXPORT symcoll_status_t symcoll_barrier(symcoll_comm_h comm, void *stream);
+
+/**
  * @brief Allocate @a size bytes of symmetric memory from the pool (collective; every
  *        rank must pass the same size and type). The buffer sits at the same pool
  *        offset on every rank. Grows the pool when needed.

@@ -1,8 +1,11 @@
 /* Probe tests: real processes through the real bootstrap, split into simulated nodes
  * (SYMCOLL_HOST_ID); checks the node map, every rank's facts, the selector's shapes,
  * SYMCOLL_ALGO applicability at creation, and the printed reports; the liveness check
- * (/proc/PID/stat parsed, a zombie counted dead). */
+ * (/proc/PID/stat parsed, a zombie counted dead); oversubscription judged on the CPUs
+ * a node's ranks may use together. */
+#define _GNU_SOURCE
 #include <check.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,6 +233,49 @@ START_TEST(test_proc_alive_zombie)
 }
 END_TEST
 
+/* Ranks bound as a launcher binds them (rank r to CPU r mod ncpus_used): oversubscribed
+ * only when a node's ranks share CPUs. */
+typedef struct bind_arg {
+    int ncpus_used; /* CPUs the ranks spread over */
+    int want_oversub;
+} bind_arg_t;
+
+static void body_bind(int rank, int nranks, void *arg)
+{
+    const bind_arg_t *a = arg;
+    symcoll_comm_h comm;
+    cpu_set_t set;
+
+    (void)nranks;
+    CPU_ZERO(&set);
+    CPU_SET(rank % a->ncpus_used, &set);
+    ck_assert_int_eq(sched_setaffinity(0, sizeof(set), &set), 0);
+    comm = harness_comm_create();
+    ck_assert_msg(comm->topo->shape[SYMCOLL_MEM_HOST].oversubscribed == a->want_oversub,
+                  "rank %d: oversubscribed %d, want %d", rank,
+                  comm->topo->shape[SYMCOLL_MEM_HOST].oversubscribed, a->want_oversub);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+}
+
+START_TEST(test_bound_ranks)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    bind_arg_t spread = {2, 0}, shared = {1, 1};
+
+    CPU_ZERO(&set);
+    if (ncpu < 2 || sched_getaffinity(0, sizeof(set), &set) || !CPU_ISSET(0, &set) ||
+        !CPU_ISSET(1, &set)) {
+        fprintf(stderr, "test_bound_ranks: needs CPUs 0 and 1; only the shared case runs\n");
+    } else {
+        /* 2 ranks, one core each: not oversubscribed */
+        ck_assert_int_eq(harness_run(2, 1, TIMEOUT, body_bind, &spread), 0);
+    }
+    /* 2 ranks bound to the same core */
+    ck_assert_int_eq(harness_run(2, 1, TIMEOUT, body_bind, &shared), 0);
+}
+END_TEST
+
 static Suite *topo_suite(void)
 {
     Suite *s = suite_create("topo");
@@ -240,6 +286,7 @@ static Suite *topo_suite(void)
     tcase_add_loop_test(tc, test_algo_forced, 0,
                         (int)(sizeof(algo_cases) / sizeof(algo_cases[0])));
     tcase_add_test(tc, test_print);
+    tcase_add_test(tc, test_bound_ranks);
     suite_add_tcase(s, tc);
     tc = tcase_create("liveness");
     tcase_add_test(tc, test_proc_stat_parse);

@@ -51,6 +51,46 @@ symcoll_status_t algo_allreduce(comm_t *comm, const topo_plan_t *plan,
                                 void *recvbuf, size_t count, symcoll_dtype_t dtype,
                                 symcoll_op_t op, void *stream);
 
+/* The collectives besides all-reduce, and what one call of any of them asks. */
+typedef enum {
+    ALGO_COLL_ALLREDUCE = 0,
+    ALGO_COLL_REDUCE_SCATTER,
+    ALGO_COLL_ALLGATHER,
+    ALGO_COLL_BROADCAST,
+    ALGO_COLL_BARRIER,
+    ALGO_COLL_LAST
+} algo_coll_t;
+
+typedef struct algo_args {
+    algo_coll_t coll;
+    const void *sendbuf;
+    void *recvbuf;
+    size_t count; /* elements: the message (all-reduce, broadcast), a rank's block
+                     (reduce-scatter, all-gather); 0 for the barrier */
+    symcoll_dtype_t dtype;
+    symcoll_op_t op; /* reductions only; SYMCOLL_SUM otherwise */
+    int root;        /* broadcast only; 0 otherwise */
+    void *stream;
+} algo_args_t;
+
+/* "reduce-scatter", ... for log lines. */
+const char *algo_coll_name(algo_coll_t coll);
+
+/* Bytes of the all-reduce whose plan serves a call (the selector plans all-reduces): the
+ * whole buffer of n blocks for reduce-scatter and all-gather, which a call that does not
+ * run natively reduces as a whole (algo_collective); 1 for the barrier. */
+size_t algo_plan_bytes(const comm_t *comm, const algo_args_t *a);
+
+/* Runs one reduce-scatter, all-gather, broadcast or barrier by the plan of
+ * algo_plan_bytes (count > 0 or a barrier, arguments checked, pools of the plan's family
+ * in pools[], comm->lock held). Host memory inside a node runs native algorithms over
+ * the host pool; every other case runs as one all-reduce of the plan (a broadcast or an
+ * all-gather as the bytewise maximum of the root's or each rank's bytes and zeros,
+ * which is exact; a reduce-scatter as the whole reduction, of which each rank keeps its
+ * block). */
+symcoll_status_t algo_collective(comm_t *comm, const topo_plan_t *plan,
+                                 pool_t *const pools[SYMCOLL_MEM_LAST], const algo_args_t *a);
+
 /* Releases what the algorithms keep in the pool (staging space) so that pool_trim can
  * unmap it; it comes back on the next all-reduce. Collective, like pool_trim. */
 void algo_pool_release(comm_t *comm, pool_t *pool);

@@ -129,27 +129,13 @@ static symcoll_status_t run_host(comm_t *comm, const topo_plan_t *plan,
                                  void *recvbuf, size_t count, symcoll_dtype_t dtype,
                                  symcoll_op_t op, void *stream)
 {
-    pool_t *pool = pools[SYMCOLL_MEM_HOST];
-    algo_host_state_t *st;
     host_call_t c;
-    symcoll_status_t status;
+    symcoll_status_t status = algo_host_call_init(&c, comm, pools[SYMCOLL_MEM_HOST], sendbuf,
+                                                  recvbuf, count, dtype, op);
 
     (void)stream; /* host memory is synchronous */
-    status = algo_host_state_get(comm, pool, &st);
     if (status != SYMCOLL_OK)
         return status;
-    memset(&c, 0, sizeof(c));
-    c.comm = comm;
-    c.pool = pool;
-    c.st = st;
-    c.me = st->me;
-    c.n = st->n;
-    c.sendbuf = sendbuf;
-    c.recvbuf = recvbuf;
-    c.count = count;
-    c.dtype = dtype;
-    c.op = op;
-    c.esize = symcoll_dtype_size(dtype);
     switch (plan->algo) {
     case TOPO_ALGO_ONESHOT:
         return algo_host_done(&c, algo_host_oneshot(&c));
@@ -296,6 +282,7 @@ void algo_comm_release(comm_t *comm)
 #endif
     algo_net_free(comm);
     algo_host_free(comm);
+    free(ctx->scratch);
     free(ctx);
     comm->algo = NULL;
 }

@@ -24,6 +24,8 @@ typedef struct algo_ctx {
     struct net_state *net;        /* across nodes on the communicator's own worker */
     struct cuda_algo_state *cuda; /* intra-node CUDA kernels (CUDA pool) */
     struct cuda_net *cuda_net;    /* CUDA memory across nodes: call queue and lanes */
+    void *scratch; /* host memory for reduce-scatters run as all-reduces (coll.c) */
+    size_t scratch_bytes;
     /* across nodes on each lane's worker: one state per lane, made by the lane's owner */
     struct {
         ucx_ctx_t *ucx;

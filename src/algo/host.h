@@ -13,11 +13,12 @@
 
 /* What one call tells its peers (in its signal pad, before the first barrier). */
 typedef struct algo_host_desc {
-    _Atomic uint64_t sig;     /* count, dtype, op, algorithm: must agree */
+    _Atomic uint64_t sig;     /* root, algorithm, op, dtype: must agree */
+    _Atomic uint64_t count;   /* must agree */
     _Atomic uint64_t flags;   /* HOST_DESC_* | chunk bytes << 8 */
     _Atomic uint64_t in_off;  /* pool offset of the input when HOST_DESC_IN_LINEAR */
     _Atomic uint64_t out_off; /* pool offset of the result when HOST_DESC_OUT_LINEAR */
-    uint8_t pad[32];
+    uint8_t pad[24];
 } algo_host_desc_t;
 
 #define HOST_DESC_IN_LINEAR 1u  /* input read in place from the caller's pool buffer */
@@ -69,13 +70,23 @@ typedef struct host_call {
     size_t count, esize;
     symcoll_dtype_t dtype;
     symcoll_op_t op;
+    int root;      /* broadcast: the local rank whose data is sent; 0 otherwise */
     deadline_t dl; /* set at the first long wait (dl.end 0 until then) */
     double next_alive;
     bool any_out_linear; /* some rank exposes its result buffer: end barrier */
     bool epoch_open;     /* inside a barrier: st->epoch published, not yet completed */
 } host_call_t;
 
-enum { HOST_ALGO_ONESHOT = 1, HOST_ALGO_TWOSHOT = 2 };
+/* What a call runs, in its descriptor's signature: ranks that run different ones
+ * disagree. */
+enum {
+    HOST_ALGO_ONESHOT = 1,
+    HOST_ALGO_TWOSHOT = 2,
+    HOST_ALGO_REDUCE_SCATTER = 3,
+    HOST_ALGO_ALLGATHER = 4,
+    HOST_ALGO_BROADCAST = 5,
+    HOST_ALGO_BARRIER = 6,
+};
 
 /* Staging slots of chunk_bytes per rank, used in rotation by both algorithms (the
  * pipelined two-shot reads a slot up to two barriers after it was filled). */
@@ -84,6 +95,11 @@ enum { HOST_ALGO_ONESHOT = 1, HOST_ALGO_TWOSHOT = 2 };
 /* State of the host algorithms on the host pool (comm->algo->host, made on the first
  * call; its staging is allocated collectively here when missing: pool growth). */
 symcoll_status_t algo_host_state_get(comm_t *comm, pool_t *pool, algo_host_state_t **st_p);
+
+/* A call of the host algorithms on the host pool (its state made when missing). */
+symcoll_status_t algo_host_call_init(host_call_t *c, comm_t *comm, pool_t *pool,
+                                     const void *sendbuf, void *recvbuf, size_t count,
+                                     symcoll_dtype_t dtype, symcoll_op_t op);
 
 /* Host parts of algo_pool_release / algo_pool_abort (see algo.h), and of the context's
  * release. */
@@ -117,5 +133,15 @@ symcoll_status_t algo_host_fail(host_call_t *c, symcoll_status_t status);
 
 symcoll_status_t algo_host_oneshot(host_call_t *c);
 symcoll_status_t algo_host_twoshot(host_call_t *c);
+
+/* The other collectives (host_coll.c); count is per rank's block for the first two. */
+symcoll_status_t algo_host_reduce_scatter(host_call_t *c);
+symcoll_status_t algo_host_allgather(host_call_t *c);
+symcoll_status_t algo_host_broadcast(host_call_t *c, int root);
+symcoll_status_t algo_host_coll_barrier(host_call_t *c);
+
+/* Bytes of each block one reduce-scatter chunk carries (0: the staging slot is too small
+ * for n ranks). */
+size_t algo_host_rs_piece(size_t chunk_bytes, int n);
 
 #endif

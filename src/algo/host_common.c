@@ -108,6 +108,30 @@ err_nomem:
     return SYMCOLL_ERR_NO_MEMORY;
 }
 
+symcoll_status_t algo_host_call_init(host_call_t *c, comm_t *comm, pool_t *pool,
+                                     const void *sendbuf, void *recvbuf, size_t count,
+                                     symcoll_dtype_t dtype, symcoll_op_t op)
+{
+    algo_host_state_t *st;
+    symcoll_status_t status = algo_host_state_get(comm, pool, &st);
+
+    if (status != SYMCOLL_OK)
+        return status;
+    memset(c, 0, sizeof(*c));
+    c->comm = comm;
+    c->pool = pool;
+    c->st = st;
+    c->me = st->me;
+    c->n = st->n;
+    c->sendbuf = sendbuf;
+    c->recvbuf = recvbuf;
+    c->count = count;
+    c->dtype = dtype;
+    c->op = op;
+    c->esize = symcoll_dtype_size(dtype);
+    return SYMCOLL_OK;
+}
+
 void algo_host_release(comm_t *comm, pool_t *pool)
 {
     algo_host_state_t *st = comm->algo->host;
@@ -242,25 +266,45 @@ symcoll_status_t algo_host_barrier(host_call_t *c)
     return SYMCOLL_OK;
 }
 
+static const char *host_algo_name(int algo)
+{
+    static const char *const names[] = {
+        [HOST_ALGO_ONESHOT] = "all-reduce (one-shot)",
+        [HOST_ALGO_TWOSHOT] = "all-reduce (two-shot)",
+        [HOST_ALGO_REDUCE_SCATTER] = "reduce-scatter",
+        [HOST_ALGO_ALLGATHER] = "all-gather",
+        [HOST_ALGO_BROADCAST] = "broadcast",
+        [HOST_ALGO_BARRIER] = "barrier",
+    };
+    return algo > 0 && algo < (int)(sizeof(names) / sizeof(names[0])) ? names[algo] : "?";
+}
+
+static const char *host_or_q(const char *name)
+{
+    return name ? name : "?";
+}
+
+/* The arguments that must agree besides the count, packed side by side (exact: equal
+ * words mean equal fields). */
 static uint64_t host_signature(const host_call_t *c, int algo)
 {
-    return ((uint64_t)c->count << 12) ^ ((uint64_t)c->dtype << 8) ^ ((uint64_t)c->op << 4) ^
-           (uint64_t)algo;
+    return (uint64_t)(uint32_t)c->root << 32 | (uint64_t)(algo & 0xff) << 16 |
+           (uint64_t)(c->op & 0xff) << 8 | (uint64_t)(c->dtype & 0xff);
 }
 
 void algo_host_desc_publish(host_call_t *c, int algo, uint64_t flags, size_t in_off,
                             size_t out_off)
 {
     algo_host_desc_t *d = &c->st->sig[c->me]->desc[c->st->calls & 1];
-    uint64_t v[4] = {host_signature(c, algo), flags | ((uint64_t)c->st->chunk_bytes << 8),
-                     in_off, out_off};
-    _Atomic uint64_t *w[4] = {&d->sig, &d->flags, &d->in_off, &d->out_off};
+    uint64_t v[5] = {host_signature(c, algo), c->count,
+                     flags | ((uint64_t)c->st->chunk_bytes << 8), in_off, out_off};
+    _Atomic uint64_t *w[5] = {&d->sig, &d->count, &d->flags, &d->in_off, &d->out_off};
 
     /* Relaxed: the release store of the next barrier publishes them. Stored only when
      * they change (only we write this line): in a loop of equal calls the peers' copies
      * of the line stay valid, and reading it costs them no cache-line transfer (measured
      * 8 B: 0.44 -> 0.38 us, bench/results/host-intra-node.md). */
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (atomic_load_explicit(w[i], memory_order_relaxed) != v[i])
             atomic_store_explicit(w[i], v[i], memory_order_relaxed);
 }
@@ -278,16 +322,25 @@ symcoll_status_t algo_host_desc_collect(host_call_t *c, int algo)
         algo_host_desc_t *d = &st->sig[r]->desc[parity];
         uint64_t s = atomic_load_explicit(&d->sig, memory_order_relaxed);
         uint64_t f = atomic_load_explicit(&d->flags, memory_order_relaxed);
+        uint64_t n = atomic_load_explicit(&d->count, memory_order_relaxed);
         st->peer_flags[r] = f;
         st->peer_in[r] = atomic_load_explicit(&d->in_off, memory_order_relaxed);
         st->peer_out[r] = atomic_load_explicit(&d->out_off, memory_order_relaxed);
         if (f & HOST_DESC_OUT_LINEAR)
             c->any_out_linear = true;
-        if (s != sig || (f >> 8) != st->chunk_bytes) {
+        if (s != sig || n != c->count || (f >> 8) != st->chunk_bytes) {
             if (status == SYMCOLL_OK)
-                log_error("all-reduce: local rank %d (rank %d) called with different arguments "
-                          "(count, datatype, operator, algorithm or SYMCOLL_HOST_CHUNK_SIZE)",
-                          r, c->comm->topo->local_ranks[r]);
+                log_error(
+                    "collective: local rank %d (rank %d) called with different arguments: "
+                    "%s count %llu %s %s root %d chunk %llu there, %s count %zu %s "
+                    "%s root %d chunk %zu here",
+                    r, c->comm->topo->local_ranks[r], host_algo_name((int)(s >> 16 & 0xff)),
+                    (unsigned long long)n,
+                    host_or_q(symcoll_dtype_name((symcoll_dtype_t)(s & 0xff))),
+                    host_or_q(symcoll_op_name((symcoll_op_t)(s >> 8 & 0xff))),
+                    (int)(uint32_t)(s >> 32), (unsigned long long)(f >> 8),
+                    host_algo_name(algo), c->count, host_or_q(symcoll_dtype_name(c->dtype)),
+                    host_or_q(symcoll_op_name(c->op)), c->root, st->chunk_bytes);
             status = SYMCOLL_ERR_MISMATCH;
         }
     }

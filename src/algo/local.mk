@@ -1,7 +1,9 @@
-# algo: all-reduce dispatch and algorithms (one file per algorithm) and the reductions
+# algo: dispatch and algorithms (one file per algorithm family) and the reductions
 libsymcoll_core_la_SOURCES += \
 	src/algo/allreduce.c \
+	src/algo/coll.c \
 	src/algo/cuda_net_plan.c \
+	src/algo/host_coll.c \
 	src/algo/host_common.c \
 	src/algo/host_oneshot.c \
 	src/algo/host_twoshot.c \

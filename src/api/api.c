@@ -11,6 +11,86 @@
 #include "topo/topo.h"
 #include "ucx/ucx.h"
 
+static bool api_overlap(const char *a, size_t alen, const char *b, size_t blen)
+{
+    return a < b + blen && b < a + alen;
+}
+
+/* The checks every collective shares, then each one's own; no side effect. */
+static symcoll_status_t api_check_args(const char *fn, const algo_args_t *a, comm_t *comm)
+{
+    size_t esize, bytes, total;
+    bool root =
+        a->coll == ALGO_COLL_BROADCAST && comm && api_comm_valid(comm) && a->root == comm->rank;
+
+    if (!api_comm_valid(comm)) {
+        log_error("%s: NULL or destroyed communicator", fn);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    if (a->coll == ALGO_COLL_BARRIER) {
+        if (a->stream) {
+            log_error("%s: a barrier on a CUDA stream is not implemented yet (pass NULL for "
+                      "a host barrier)",
+                      fn);
+            return SYMCOLL_ERR_UNSUPPORTED;
+        }
+        return SYMCOLL_OK;
+    }
+    if ((unsigned)a->dtype >= SYMCOLL_DTYPE_LAST || (unsigned)a->op >= SYMCOLL_OP_LAST) {
+        log_error("%s: invalid datatype %d or operator %d", fn, (int)a->dtype, (int)a->op);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    if (a->coll == ALGO_COLL_BROADCAST && (a->root < 0 || a->root >= comm->nranks)) {
+        log_error("%s: root %d out of range (%d ranks)", fn, a->root, comm->nranks);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    esize = symcoll_dtype_size(a->dtype);
+    if (a->count > SIZE_MAX / esize / (size_t)comm->nranks ||
+        a->count * esize * (size_t)comm->nranks > (SIZE_MAX >> 2)) {
+        log_error("%s: count %zu of %s overflows", fn, a->count, symcoll_dtype_name(a->dtype));
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    bytes = a->count * esize;
+    total = bytes * (size_t)comm->nranks;
+    if (a->count > 0 &&
+        (!a->recvbuf || (!a->sendbuf && (a->coll != ALGO_COLL_BROADCAST || root)))) {
+        log_error("%s: NULL buffer with count %zu", fn, a->count);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    if (a->count == 0)
+        return SYMCOLL_OK;
+    switch (a->coll) {
+    case ALGO_COLL_REDUCE_SCATTER:
+        if (api_overlap(a->sendbuf, total, a->recvbuf, bytes) &&
+            (const char *)a->recvbuf != (const char *)a->sendbuf + (size_t)comm->rank * bytes) {
+            log_error("%s: the buffers overlap, and recvbuf is not this rank's block of "
+                      "sendbuf (in place)",
+                      fn);
+            return SYMCOLL_ERR_INVALID_PARAM;
+        }
+        break;
+    case ALGO_COLL_ALLGATHER:
+        if (api_overlap(a->sendbuf, bytes, a->recvbuf, total) &&
+            (const char *)a->sendbuf != (const char *)a->recvbuf + (size_t)comm->rank * bytes) {
+            log_error("%s: the buffers overlap, and sendbuf is not this rank's block of "
+                      "recvbuf (in place)",
+                      fn);
+            return SYMCOLL_ERR_INVALID_PARAM;
+        }
+        break;
+    case ALGO_COLL_BROADCAST:
+        if (root && a->sendbuf != a->recvbuf &&
+            api_overlap(a->sendbuf, bytes, a->recvbuf, bytes)) {
+            log_error("%s: the buffers overlap without being equal (in place)", fn);
+            return SYMCOLL_ERR_INVALID_PARAM;
+        }
+        break;
+    default:
+        break;
+    }
+    return SYMCOLL_OK;
+}
+
 symcoll_status_t api_check_allreduce_args(const void *sendbuf, void *recvbuf, size_t count,
                                           symcoll_dtype_t dtype, symcoll_op_t op,
                                           symcoll_comm_h comm)
@@ -114,30 +194,26 @@ static bool api_pools_missing(const comm_t *comm, unsigned mask)
     return false;
 }
 
-/* Every check first (no side effect on a rejected call), then the selector's plan (one
- * question), the pools it needs, and the one table from plan to algorithm. */
-SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *recvbuf,
-                                                  size_t count, symcoll_dtype_t dtype,
-                                                  symcoll_op_t op, symcoll_comm_h comm,
-                                                  void *stream)
+/* After the checks: the selector's plan (one question), the pools it needs, and the one
+ * table from plan to algorithm. */
+static symcoll_status_t api_run(const char *fn, comm_t *comm, const algo_args_t *a)
 {
-    symcoll_status_t status =
-        api_check_allreduce_args(sendbuf, recvbuf, count, dtype, op, comm);
     pool_t *pools[SYMCOLL_MEM_LAST];
-    symcoll_mem_type_t mem_type;
+    symcoll_mem_type_t mem_type = SYMCOLL_MEM_HOST;
     const topo_plan_t *plan;
+    symcoll_status_t status = SYMCOLL_OK;
     unsigned need;
 
-    if (status != SYMCOLL_OK)
-        return status;
-    status = algo_mem_type(sendbuf, recvbuf, &mem_type);
-    if (status != SYMCOLL_OK || count == 0)
-        return status;
+    if (a->coll != ALGO_COLL_BARRIER) {
+        status = algo_mem_type(a->sendbuf, a->recvbuf, &mem_type);
+        if (status != SYMCOLL_OK || a->count == 0)
+            return status;
+    }
     pthread_mutex_lock(&comm->lock);
-    plan = topo_plan(comm->topo, mem_type, count * symcoll_dtype_size(dtype));
+    plan = topo_plan(comm->topo, mem_type, algo_plan_bytes(comm, a));
     need = algo_family_pools(plan->family);
     if (atomic_load_explicit(&comm->aborted, memory_order_relaxed)) {
-        log_error("symcoll_allreduce: communicator aborted");
+        log_error("%s: communicator aborted", fn);
         /* the staging thread tells the peers itself; it must be done with UCX first */
         (void)algo_quiesce(comm);
         if (comm->pools[mem_type])
@@ -145,20 +221,104 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *rec
         status = SYMCOLL_ERR_ABORTED;
         goto out;
     }
-    status = algo_check_call(comm, plan, sendbuf, recvbuf, dtype, stream,
+    status = algo_check_call(comm, plan, a->sendbuf, a->recvbuf, a->dtype, a->stream,
                              api_pools_missing(comm, need));
     if (status != SYMCOLL_OK)
         goto out;
     /* calls of another family go after the queued CUDA all-reduces across nodes */
-    if (!algo_family_queued(plan->family))
+    if (a->coll != ALGO_COLL_ALLREDUCE || !algo_family_queued(plan->family))
         status = algo_quiesce(comm);
     if (status == SYMCOLL_OK)
         status = api_pools_get(comm, need, pools);
-    if (status == SYMCOLL_OK)
-        status = algo_allreduce(comm, plan, pools, sendbuf, recvbuf, count, dtype, op, stream);
+    if (status != SYMCOLL_OK)
+        goto out;
+    if (a->coll == ALGO_COLL_ALLREDUCE)
+        status = algo_allreduce(comm, plan, pools, a->sendbuf, a->recvbuf, a->count, a->dtype,
+                                a->op, a->stream);
+    else
+        status = algo_collective(comm, plan, pools, a);
 out:
     pthread_mutex_unlock(&comm->lock);
     return status;
+}
+
+/* Every check first (no side effect on a rejected call), then api_run. */
+SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *recvbuf,
+                                                  size_t count, symcoll_dtype_t dtype,
+                                                  symcoll_op_t op, symcoll_comm_h comm,
+                                                  void *stream)
+{
+    algo_args_t a = {.coll = ALGO_COLL_ALLREDUCE,
+                     .sendbuf = sendbuf,
+                     .recvbuf = recvbuf,
+                     .count = count,
+                     .dtype = dtype,
+                     .op = op,
+                     .stream = stream};
+    symcoll_status_t status =
+        api_check_allreduce_args(sendbuf, recvbuf, count, dtype, op, comm);
+
+    return status == SYMCOLL_OK ? api_run("symcoll_allreduce", comm, &a) : status;
+}
+
+static symcoll_status_t api_collective(const char *fn, comm_t *comm, const algo_args_t *a)
+{
+    symcoll_status_t status = api_check_args(fn, a, comm);
+    return status == SYMCOLL_OK ? api_run(fn, comm, a) : status;
+}
+
+SYMCOLL_EXPORT symcoll_status_t symcoll_reduce_scatter(const void *sendbuf, void *recvbuf,
+                                                       size_t recvcount, symcoll_dtype_t dtype,
+                                                       symcoll_op_t op, symcoll_comm_h comm,
+                                                       void *stream)
+{
+    algo_args_t a = {.coll = ALGO_COLL_REDUCE_SCATTER,
+                     .sendbuf = sendbuf,
+                     .recvbuf = recvbuf,
+                     .count = recvcount,
+                     .dtype = dtype,
+                     .op = op,
+                     .stream = stream};
+    return api_collective("symcoll_reduce_scatter", comm, &a);
+}
+
+SYMCOLL_EXPORT symcoll_status_t symcoll_allgather(const void *sendbuf, void *recvbuf,
+                                                  size_t sendcount, symcoll_dtype_t dtype,
+                                                  symcoll_comm_h comm, void *stream)
+{
+    algo_args_t a = {.coll = ALGO_COLL_ALLGATHER,
+                     .sendbuf = sendbuf,
+                     .recvbuf = recvbuf,
+                     .count = sendcount,
+                     .dtype = dtype,
+                     .op = SYMCOLL_SUM,
+                     .stream = stream};
+    return api_collective("symcoll_allgather", comm, &a);
+}
+
+SYMCOLL_EXPORT symcoll_status_t symcoll_broadcast(const void *sendbuf, void *recvbuf,
+                                                  size_t count, symcoll_dtype_t dtype, int root,
+                                                  symcoll_comm_h comm, void *stream)
+{
+    algo_args_t a = {.coll = ALGO_COLL_BROADCAST,
+                     .sendbuf = sendbuf,
+                     .recvbuf = recvbuf,
+                     .count = count,
+                     .dtype = dtype,
+                     .op = SYMCOLL_SUM,
+                     .root = root,
+                     .stream = stream};
+    /* only the root's send buffer is read: elsewhere it does not decide the memory type */
+    if (api_comm_valid(comm) && root != comm->rank)
+        a.sendbuf = NULL;
+    return api_collective("symcoll_broadcast", comm, &a);
+}
+
+SYMCOLL_EXPORT symcoll_status_t symcoll_barrier(symcoll_comm_h comm, void *stream)
+{
+    algo_args_t a = {
+        .coll = ALGO_COLL_BARRIER, .dtype = SYMCOLL_UINT8, .op = SYMCOLL_MAX, .stream = stream};
+    return api_collective("symcoll_barrier", comm, &a);
 }
 
 SYMCOLL_EXPORT symcoll_status_t symcoll_mem_alloc(symcoll_comm_h comm, size_t size,

@@ -169,15 +169,40 @@ const topo_link_info_t *topo_link(const topo_t *t, int a, int b)
     return &t->links[(size_t)a * (size_t)t->max_node_size + (size_t)t->rank_local_rank[b]];
 }
 
-/* CPUs this process may run on; 0 if unknown. */
-static int32_t topo_affinity_cpus(void)
+/* CPUs this process may run on (0 if unknown), and which of the first
+ * 64 x TOPO_CPU_WORDS. */
+static int32_t topo_affinity_cpus(uint64_t words[TOPO_CPU_WORDS])
 {
     cpu_set_t set;
 
     CPU_ZERO(&set);
     if (sched_getaffinity(0, sizeof(set), &set))
         return 0;
+    for (int c = 0; c < 64 * TOPO_CPU_WORDS && c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set))
+            words[c / 64] |= 1ull << (c % 64);
     return (int32_t)CPU_COUNT(&set);
+}
+
+/* CPUs the ranks of node k may run on together: bound ranks (one core each, as
+ * launchers bind by default) are not oversubscribed when their cores differ. 0 when a
+ * rank's set is not known. */
+static int topo_node_cpus(const topo_t *t, int k)
+{
+    uint64_t u[TOPO_CPU_WORDS] = {0};
+    int n = 0;
+
+    for (int a = 0; a < t->nranks; a++) {
+        if (t->rank_node[a] != k)
+            continue;
+        if (t->info[a].ncpus <= 0)
+            return 0;
+        for (int w = 0; w < TOPO_CPU_WORDS; w++)
+            u[w] |= t->info[a].cpus[w];
+    }
+    for (int w = 0; w < TOPO_CPU_WORDS; w++)
+        n += __builtin_popcountll(u[w]);
+    return n;
 }
 
 /* O(ranks x ranks per node): every rank's row of its node's link matrix. */
@@ -219,15 +244,18 @@ static void topo_update_shapes(topo_t *t)
     for (int k = 0; k < t->nnodes; k++)
         uniform &= t->node_size[k] == t->max_node_size;
     s.uniform = uniform;
+    /* ranks of a node outnumber the CPUs they may run on: barriers then cost context
+     * switches, which changes where one-shot stops paying (select.c) */
+    for (int k = 0; k < t->nnodes; k++) {
+        int cpus = topo_node_cpus(t, k);
+        if (cpus > 0 && t->node_size[k] > cpus)
+            s.oversubscribed = true;
+    }
     t->net_cuda_ranks = 0;
     for (int a = 0; a < t->nranks; a++) {
         int size = t->node_size[t->rank_node[a]];
         t->net_cuda_ranks += (t->info[a].net_mem_types & TOPO_NET_MEM_CUDA) != 0;
         gpus &= t->info[a].cuda_device >= 0;
-        /* ranks of a node outnumber the CPUs one of them may run on: barriers then cost
-         * context switches, which changes where one-shot stops paying (select.c) */
-        if (t->info[a].ncpus > 0 && size > t->info[a].ncpus)
-            s.oversubscribed = true;
         for (int j = 0; j < size && size > 1; j++) {
             const topo_link_info_t *l =
                 t->links ? &t->links[(size_t)a * (size_t)t->max_node_size + (size_t)j] : NULL;
@@ -306,7 +334,7 @@ symcoll_status_t topo_probe(comm_t *comm, topo_t **topo_p)
     me.start_time = topo_proc_start_time((int)getpid());
     topo_gpu_local_facts(comm->cuda_device, &me);
     topo_numa_local(&me.numa_node, &me.cpu);
-    me.ncpus = topo_affinity_cpus();
+    me.ncpus = topo_affinity_cpus(me.cpus);
 
     status = topo_create(comm->nranks, &comm->config, &t);
     if (status != SYMCOLL_OK)

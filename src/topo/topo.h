@@ -20,6 +20,8 @@
 #define TOPO_NET_MEM_HOST (1u << SYMCOLL_MEM_HOST)
 #define TOPO_NET_MEM_CUDA (1u << SYMCOLL_MEM_CUDA)
 
+#define TOPO_CPU_WORDS 16
+
 /* One rank's facts; exchanged as raw bytes, so fixed-size fields only. */
 typedef struct topo_rank_info {
     char host_id[TOPO_HOST_ID_MAX]; /* hostname + boot id, or SYMCOLL_HOST_ID */
@@ -29,12 +31,13 @@ typedef struct topo_rank_info {
     char pci_bus_id[TOPO_PCI_BUS_ID_MAX]; /* of the CUDA device, "" if none */
     int32_t numa_node;                    /* of the CPU the process runs on; -1: unknown */
     int32_t cpu;                          /* CPU the process ran on at the probe; -1: unknown */
-    int32_t ncpus;                /* CPUs the process may run on (affinity); 0: unknown */
-    int32_t gpu_numa_node;        /* of the CUDA device's PCI slot; -1: unknown */
-    char gpu_uuid[TOPO_UUID_MAX]; /* "GPU-xxxxxxxx-...", "" if none */
-    char gpu_name[64];            /* marketing name, "" if none */
-    uint32_t net_mem_types;       /* TOPO_NET_MEM_* UCX reaches directly; 0: not known */
-    char net_tls[TOPO_TLS_MAX];   /* UCX transports in use; "" if none / not known */
+    int32_t ncpus;                 /* CPUs the process may run on (affinity); 0: unknown */
+    uint64_t cpus[TOPO_CPU_WORDS]; /* which (affinity, CPUs 0 to 64 x TOPO_CPU_WORDS - 1) */
+    int32_t gpu_numa_node;         /* of the CUDA device's PCI slot; -1: unknown */
+    char gpu_uuid[TOPO_UUID_MAX];  /* "GPU-xxxxxxxx-...", "" if none */
+    char gpu_name[64];             /* marketing name, "" if none */
+    uint32_t net_mem_types;        /* TOPO_NET_MEM_* UCX reaches directly; 0: not known */
+    char net_tls[TOPO_TLS_MAX];    /* UCX transports in use; "" if none / not known */
 } topo_rank_info_t;
 
 /* How one rank's GPU reaches the GPU of another rank of its node. */
@@ -109,8 +112,8 @@ const topo_plan_t *topo_plan(topo_t *t, symcoll_mem_type_t mem, size_t bytes);
 
 /* The same plan with its reason (formatting it costs about half a microsecond), for
  * logs and reports; touches no memo. */
-void topo_plan_explain(const topo_t *t, symcoll_mem_type_t mem, size_t bytes,
-                       topo_plan_t *plan, topo_decision_t *d);
+void topo_plan_explain(const topo_t *t, symcoll_mem_type_t mem, size_t bytes, topo_plan_t *plan,
+                       topo_decision_t *d);
 
 /* The selector's choice for one all-reduce of bytes bytes of mem memory, with the
  * reason (formatting it costs about half a microsecond). */

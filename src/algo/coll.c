@@ -1,0 +1,144 @@
+/* Reduce-scatter, all-gather, broadcast and barrier: the native host algorithms inside
+ * a node (host_coll.c), and every other path as one all-reduce of the path the
+ * selector planned (so that every memory type and shape the all-reduce serves, with its
+ * argument agreement, deadlines and failure reporting, serves these too). */
+#include "algo/algo.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/ctx.h"
+#include "algo/host.h"
+#include "topo/topo.h"
+
+const char *algo_coll_name(algo_coll_t coll)
+{
+    static const char *const names[ALGO_COLL_LAST] = {
+        [ALGO_COLL_ALLREDUCE] = "all-reduce", [ALGO_COLL_REDUCE_SCATTER] = "reduce-scatter",
+        [ALGO_COLL_ALLGATHER] = "all-gather", [ALGO_COLL_BROADCAST] = "broadcast",
+        [ALGO_COLL_BARRIER] = "barrier",
+    };
+    return (unsigned)coll < ALGO_COLL_LAST ? names[coll] : "?";
+}
+
+size_t algo_plan_bytes(const comm_t *comm, const algo_args_t *a)
+{
+    size_t bytes = a->count * symcoll_dtype_size(a->dtype);
+
+    switch (a->coll) {
+    case ALGO_COLL_REDUCE_SCATTER:
+    case ALGO_COLL_ALLGATHER:
+        return bytes * (size_t)comm->nranks;
+    case ALGO_COLL_BARRIER:
+        return 1;
+    default:
+        return bytes;
+    }
+}
+
+/* Host memory inside a node: the native algorithms. */
+static symcoll_status_t coll_host(comm_t *comm, pool_t *pool, const algo_args_t *a)
+{
+    host_call_t c;
+    symcoll_status_t status =
+        algo_host_call_init(&c, comm, pool, a->sendbuf, a->recvbuf, a->count, a->dtype, a->op);
+
+    if (status != SYMCOLL_OK)
+        return status;
+    switch (a->coll) {
+    case ALGO_COLL_REDUCE_SCATTER:
+        return algo_host_done(&c, algo_host_reduce_scatter(&c));
+    case ALGO_COLL_ALLGATHER:
+        return algo_host_done(&c, algo_host_allgather(&c));
+    case ALGO_COLL_BROADCAST:
+        /* one node: global ranks are local ranks */
+        c.root = a->root;
+        return algo_host_done(&c, algo_host_broadcast(&c, a->root));
+    case ALGO_COLL_BARRIER:
+        return algo_host_done(&c, algo_host_coll_barrier(&c));
+    default:
+        return SYMCOLL_ERR_INTERNAL;
+    }
+}
+
+static symcoll_status_t coll_scratch(comm_t *comm, size_t bytes, void **p)
+{
+    algo_ctx_t *ctx = comm->algo;
+
+    if (ctx->scratch_bytes < bytes) {
+        void *q = realloc(ctx->scratch, bytes);
+        if (!q) {
+            log_error("reduce-scatter: out of memory for %zu bytes of scratch", bytes);
+            return SYMCOLL_ERR_NO_MEMORY;
+        }
+        ctx->scratch = q;
+        ctx->scratch_bytes = bytes;
+    }
+    *p = ctx->scratch;
+    return SYMCOLL_OK;
+}
+
+/* Every other path: one all-reduce of the planned size. */
+static symcoll_status_t coll_by_allreduce(comm_t *comm, const topo_plan_t *plan,
+                                          pool_t *const pools[SYMCOLL_MEM_LAST],
+                                          const algo_args_t *a)
+{
+    size_t es = symcoll_dtype_size(a->dtype), bytes = a->count * es;
+    char *recv = a->recvbuf;
+    symcoll_status_t status;
+    void *tmp;
+    uint8_t b = 0;
+
+    if (plan->mem != SYMCOLL_MEM_HOST) {
+        log_error("symcoll %s: CUDA memory is not implemented for this collective yet",
+                  algo_coll_name(a->coll));
+        return SYMCOLL_ERR_UNSUPPORTED;
+    }
+    switch (a->coll) {
+    case ALGO_COLL_REDUCE_SCATTER:
+        status = coll_scratch(comm, bytes * (size_t)comm->nranks, &tmp);
+        if (status != SYMCOLL_OK)
+            return status;
+        status = algo_allreduce(comm, plan, pools, a->sendbuf, tmp,
+                                a->count * (size_t)comm->nranks, a->dtype, a->op, a->stream);
+        if (status == SYMCOLL_OK)
+            memcpy(recv, (char *)tmp + (size_t)comm->rank * bytes, bytes);
+        return status;
+    case ALGO_COLL_ALLGATHER: {
+        char *own = recv + (size_t)comm->rank * bytes;
+        if (a->sendbuf != own)
+            memcpy(own, a->sendbuf, bytes);
+        memset(recv, 0, (size_t)comm->rank * bytes);
+        memset(own + bytes, 0, (size_t)(comm->nranks - comm->rank - 1) * bytes);
+        return algo_allreduce(comm, plan, pools, recv, recv, bytes * (size_t)comm->nranks,
+                              SYMCOLL_UINT8, SYMCOLL_MAX, a->stream);
+    }
+    case ALGO_COLL_BROADCAST:
+        if (comm->rank != a->root)
+            memset(recv, 0, bytes);
+        else if (a->sendbuf != recv)
+            memcpy(recv, a->sendbuf, bytes);
+        return algo_allreduce(comm, plan, pools, recv, recv, bytes, SYMCOLL_UINT8, SYMCOLL_MAX,
+                              a->stream);
+    case ALGO_COLL_BARRIER:
+        return algo_allreduce(comm, plan, pools, &b, &b, 1, SYMCOLL_UINT8, SYMCOLL_MAX, NULL);
+    default:
+        return SYMCOLL_ERR_INTERNAL;
+    }
+}
+
+symcoll_status_t algo_collective(comm_t *comm, const topo_plan_t *plan,
+                                 pool_t *const pools[SYMCOLL_MEM_LAST], const algo_args_t *a)
+{
+    if (plan->family == TOPO_FAMILY_HOST) {
+        symcoll_status_t status = algo_check_usable(comm);
+        if (status != SYMCOLL_OK)
+            return status;
+        /* a staging slot too small for a piece of every rank's block */
+        if (a->coll != ALGO_COLL_REDUCE_SCATTER ||
+            algo_host_rs_piece(comm->config.host_chunk_size / POOL_ALIGN * POOL_ALIGN,
+                               comm->topo->local_size) > 0)
+            return coll_host(comm, pools[SYMCOLL_MEM_HOST], a);
+    }
+    return coll_by_allreduce(comm, plan, pools, a);
+}

@@ -1,0 +1,355 @@
+/* Multi-rank tests of reduce-scatter, all-gather, broadcast and barrier: every datatype
+ * (x operator for reduce-scatter), out of place and in place, plain and pool buffers,
+ * odd counts and counts that cross many pipeline chunks, on one node and on simulated
+ * nodes (real UCX over TCP loopback) with uneven ranks per node; arguments that ranks
+ * disagree on; argument checks without side effects. Results are compared bit for bit
+ * with a reference computed here. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "refcheck.h"
+#include "symcoll.h"
+
+#define RUN_TIMEOUT 240.0
+
+typedef struct shape {
+    int nranks, nnodes;
+} shape_t;
+
+/* counts per rank: one element, odd, several chunks of the 4 KiB pipeline */
+static const size_t counts[] = {1, 7, 1001, 40009};
+#define NCOUNTS (sizeof(counts) / sizeof(counts[0]))
+
+/* Byte j of rank r's data in test round seed: never the poison byte 0xa5 pattern alone */
+static uint8_t byte_of(int r, size_t j, uint64_t seed)
+{
+    uint64_t h =
+        (j + 1) * 0x9e3779b97f4a7c15ull ^ ((uint64_t)r << 48) ^ seed * 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 31;
+    h *= 0x94d049bb133111ebull;
+    return (uint8_t)(h >> 56);
+}
+
+static void fill_bytes(void *buf, size_t n, int r, uint64_t seed)
+{
+    for (size_t j = 0; j < n; j++)
+        ((uint8_t *)buf)[j] = byte_of(r, j, seed);
+}
+
+static size_t bad_bytes(const void *buf, size_t n, int r, uint64_t seed)
+{
+    size_t bad = 0;
+    for (size_t j = 0; j < n; j++)
+        bad += ((const uint8_t *)buf)[j] != byte_of(r, j, seed);
+    return bad;
+}
+
+/* Buffers of a round: plain (malloc) or from the pool (collective: every rank the same
+ * size). */
+static void *buf_get(symcoll_comm_h comm, size_t bytes, int pool)
+{
+    void *p = NULL;
+    if (pool) {
+        symcoll_status_t st = symcoll_mem_alloc(comm, bytes, SYMCOLL_MEM_HOST, &p);
+        if (st != SYMCOLL_OK)
+            harness_fail("symcoll_mem_alloc(%zu): %s", bytes, symcoll_status_string(st));
+    } else if (!(p = malloc(bytes))) {
+        harness_fail("malloc(%zu)", bytes);
+    }
+    return p;
+}
+
+static void buf_put(symcoll_comm_h comm, void *p, int pool)
+{
+    if (pool)
+        ck_assert_int_eq(symcoll_mem_free(comm, p), SYMCOLL_OK);
+    else
+        free(p);
+}
+
+static void check_status(symcoll_status_t st, const char *what, size_t count, int dt, int extra)
+{
+    if (st != SYMCOLL_OK)
+        harness_fail("%s count %zu dtype %d (%d): %s", what, count, dt, extra,
+                     symcoll_status_string(st));
+}
+
+/* Reduce-scatter of every datatype x operator: rank r's block of the reference all-reduce
+ * of nranks x count elements. */
+static void rs_round(symcoll_comm_h comm, int rank, int n, size_t count, symcoll_dtype_t dt,
+                     symcoll_op_t op, int inplace, int pool, uint64_t seed)
+{
+    refcheck_spec_t spec = {dt, op, n, seed, 0};
+    size_t es = refcheck_dtype_size(dt), total = count * (size_t)n, bad = 0, first = 0;
+    char *send = buf_get(comm, total * es, pool), *recv;
+
+    refcheck_fill(&spec, rank, send, total);
+    recv = inplace ? send + (size_t)rank * count * es : buf_get(comm, count * es, pool);
+    if (!inplace)
+        memset(recv, 0xa5, count * es);
+    check_status(symcoll_reduce_scatter(send, recv, count, dt, op, comm, NULL),
+                 "reduce_scatter", count, dt, op);
+    /* our block of the reference, rounded to the type (equal values are equal bits,
+     * but for the sign of a float zero) */
+    for (size_t i = 0; i < count; i++) {
+        uint64_t e = 0;
+        refcheck_store(&e, 0, dt, refcheck_expected(&spec, (size_t)rank * count + i));
+        if (refcheck_load(&e, 0, dt) != refcheck_load(recv, i, dt)) {
+            if (!bad)
+                first = i;
+            bad++;
+        }
+    }
+    if (bad)
+        harness_fail("reduce_scatter count %zu dtype %s op %s %s %s: %zu wrong, first %zu",
+                     count, symcoll_dtype_name(dt), symcoll_op_name(op),
+                     inplace ? "in place" : "out of place", pool ? "pool" : "plain", bad,
+                     first);
+    if (!inplace)
+        buf_put(comm, recv, pool);
+    buf_put(comm, send, pool);
+}
+
+static void ag_round(symcoll_comm_h comm, int rank, int n, size_t count, symcoll_dtype_t dt,
+                     int inplace, int pool, uint64_t seed)
+{
+    size_t es = refcheck_dtype_size(dt), block = count * es;
+    char *recv = buf_get(comm, block * (size_t)n, pool);
+    char *send = inplace ? recv + (size_t)rank * block : buf_get(comm, block, pool);
+
+    memset(recv, 0xa5, block * (size_t)n);
+    fill_bytes(send, block, rank, seed);
+    check_status(symcoll_allgather(send, recv, count, dt, comm, NULL), "allgather", count, dt,
+                 inplace);
+    for (int r = 0; r < n; r++) {
+        size_t bad = bad_bytes(recv + (size_t)r * block, block, r, seed);
+        if (bad)
+            harness_fail("allgather count %zu dtype %s %s %s: %zu wrong bytes in block %d",
+                         count, symcoll_dtype_name(dt), inplace ? "in place" : "out of place",
+                         pool ? "pool" : "plain", bad, r);
+    }
+    if (!inplace)
+        buf_put(comm, send, pool);
+    buf_put(comm, recv, pool);
+}
+
+static void bc_round(symcoll_comm_h comm, int rank, size_t count, symcoll_dtype_t dt, int root,
+                     int inplace, int pool, uint64_t seed)
+{
+    size_t bytes = count * refcheck_dtype_size(dt), bad;
+    char *recv = buf_get(comm, bytes, pool);
+    char *send = inplace ? recv : buf_get(comm, bytes, pool);
+
+    memset(recv, 0xa5, bytes);
+    if (rank == root)
+        fill_bytes(send, bytes, root, seed);
+    else if (!inplace)
+        memset(send, 0x5a, bytes); /* not the root's: must not be read */
+    check_status(symcoll_broadcast(send, recv, count, dt, root, comm, NULL), "broadcast", count,
+                 dt, root);
+    bad = bad_bytes(recv, bytes, root, seed);
+    if (bad)
+        harness_fail("broadcast count %zu dtype %s root %d %s %s: %zu wrong bytes", count,
+                     symcoll_dtype_name(dt), root, inplace ? "in place" : "out of place",
+                     pool ? "pool" : "plain", bad);
+    if (!inplace)
+        buf_put(comm, send, pool);
+    buf_put(comm, recv, pool);
+}
+
+static void body_sweep(int rank, int nranks, void *arg)
+{
+    symcoll_comm_h comm;
+    uint64_t seed = 1;
+
+    (void)arg;
+    setenv("UCX_TLS", "tcp,self", 1);
+    setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
+    setenv("SYMCOLL_TIMEOUT", "60", 1);
+    setenv("SYMCOLL_HOST_CHUNK_SIZE", "4K", 1);
+    comm = harness_comm_create();
+    for (int pool = 0; pool < 2; pool++)
+        for (int inplace = 0; inplace < 2; inplace++)
+            for (size_t c = 0; c < NCOUNTS; c++) {
+                for (int dt = 0; dt < SYMCOLL_DTYPE_LAST; dt++) {
+                    /* every operator at the small counts; sum (pipelined) at the large */
+                    for (int op = 0; op < SYMCOLL_OP_LAST; op++)
+                        if (c < 2 || op == SYMCOLL_SUM || (dt == SYMCOLL_FLOAT32 && c < 3))
+                            rs_round(comm, rank, nranks, counts[c], (symcoll_dtype_t)dt,
+                                     (symcoll_op_t)op, inplace, pool, seed++);
+                    if (c < 3 || dt == SYMCOLL_UINT8 || dt == SYMCOLL_FLOAT64)
+                        ag_round(comm, rank, nranks, counts[c], (symcoll_dtype_t)dt, inplace,
+                                 pool, seed++);
+                }
+                for (int root = 0; root<nranks; root += nranks> 2 ? nranks - 2 : 1)
+                    bc_round(comm, rank, counts[c], SYMCOLL_FLOAT32, root, inplace, pool,
+                             seed++);
+                ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
+            }
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+}
+
+/* The barrier: nobody leaves before everybody arrived (a counter in memory shared by
+ * the forked ranks; the late rank changes from round to round). */
+static _Atomic int *arrived;
+
+static void body_barrier(int rank, int nranks, void *arg)
+{
+    symcoll_comm_h comm;
+
+    (void)arg;
+    setenv("UCX_TLS", "tcp,self", 1);
+    setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
+    setenv("SYMCOLL_TIMEOUT", "60", 1);
+    comm = harness_comm_create();
+    for (int round = 0; round < 12; round++) {
+        if (rank == round % nranks)
+            usleep(20000);
+        atomic_fetch_add(&arrived[round], 1);
+        ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
+        if (atomic_load(&arrived[round]) != nranks)
+            harness_fail("round %d: left the barrier with %d of %d ranks arrived", round,
+                         atomic_load(&arrived[round]), nranks);
+    }
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+}
+
+static void run_barrier(int nranks, int nnodes)
+{
+    arrived = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(arrived, MAP_FAILED);
+    memset((void *)arrived, 0, 4096);
+    ck_assert_int_eq(harness_run(nranks, nnodes, RUN_TIMEOUT, body_barrier, NULL), 0);
+    munmap((void *)arrived, 4096);
+}
+
+/* Ranks that disagree: every rank gets SYMCOLL_ERR_MISMATCH, and the next agreeing call
+ * is right. One node (the native algorithms' descriptors). */
+static void body_mismatch(int rank, int nranks, void *arg)
+{
+    symcoll_comm_h comm;
+    size_t count = 64;
+    float *send = malloc(count * (size_t)nranks * sizeof(float));
+    float *recv = malloc(count * (size_t)nranks * sizeof(float));
+    symcoll_status_t st;
+
+    (void)arg;
+    setenv("SYMCOLL_TIMEOUT", "60", 1);
+    comm = harness_comm_create();
+    /* count */
+    st = symcoll_allgather(send, recv, rank == 1 ? count + 1 : count, SYMCOLL_FLOAT32, comm,
+                           NULL);
+    ck_assert_int_eq(st, SYMCOLL_ERR_MISMATCH);
+    ag_round(comm, rank, nranks, count, SYMCOLL_FLOAT32, 0, 0, 7);
+    /* root */
+    st = symcoll_broadcast(send, recv, count, SYMCOLL_FLOAT32, rank == 1 ? 1 : 0, comm, NULL);
+    ck_assert_int_eq(st, SYMCOLL_ERR_MISMATCH);
+    bc_round(comm, rank, count, SYMCOLL_FLOAT32, nranks - 1, 0, 0, 8);
+    /* operator */
+    st = symcoll_reduce_scatter(send, recv, count, SYMCOLL_FLOAT32,
+                                rank == 0 ? SYMCOLL_MAX : SYMCOLL_SUM, comm, NULL);
+    ck_assert_int_eq(st, SYMCOLL_ERR_MISMATCH);
+    rs_round(comm, rank, nranks, count, SYMCOLL_FLOAT32, SYMCOLL_SUM, 0, 0, 9);
+    /* another collective */
+    if (rank == nranks - 1)
+        st = symcoll_barrier(comm, NULL);
+    else
+        st = symcoll_reduce_scatter(send, recv, count, SYMCOLL_INT32, SYMCOLL_SUM, comm, NULL);
+    ck_assert_int_eq(st, SYMCOLL_ERR_MISMATCH);
+    ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+    free(send);
+    free(recv);
+}
+
+/* Rejected arguments change nothing, and the next call works. */
+static void body_args(int rank, int nranks, void *arg)
+{
+    symcoll_comm_h comm;
+    size_t count = 16;
+    char *buf = malloc(count * 4 * (size_t)(nranks + 1));
+
+    (void)arg;
+    setenv("SYMCOLL_TIMEOUT", "60", 1);
+    comm = harness_comm_create();
+    memset(buf, 0x11, count * 4 * (size_t)(nranks + 1));
+    ck_assert_int_eq(symcoll_broadcast(buf, buf, count, SYMCOLL_FLOAT32, nranks, comm, NULL),
+                     SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_int_eq(symcoll_broadcast(buf, buf, count, SYMCOLL_FLOAT32, -1, comm, NULL),
+                     SYMCOLL_ERR_INVALID_PARAM);
+    /* overlapping, not in place */
+    ck_assert_int_eq(
+        symcoll_reduce_scatter(buf, buf + 4, count, SYMCOLL_FLOAT32, SYMCOLL_SUM, comm, NULL),
+        SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_int_eq(symcoll_allgather(buf + 4, buf, count, SYMCOLL_FLOAT32, comm, NULL),
+                     SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_int_eq(symcoll_broadcast(buf, NULL, count, SYMCOLL_FLOAT32, 0, comm, NULL),
+                     SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_int_eq(symcoll_allgather(buf, buf, count, SYMCOLL_DTYPE_LAST, comm, NULL),
+                     SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_int_eq(symcoll_barrier(NULL, NULL), SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_int_eq(symcoll_barrier(comm, (void *)1), SYMCOLL_ERR_UNSUPPORTED);
+    for (size_t i = 0; i < count * 4 * (size_t)(nranks + 1); i++)
+        if ((unsigned char)buf[i] != 0x11)
+            harness_fail("a rejected call wrote byte %zu", i);
+    /* count 0 does nothing */
+    ck_assert_int_eq(symcoll_allgather(NULL, NULL, 0, SYMCOLL_FLOAT32, comm, NULL), SYMCOLL_OK);
+    ag_round(comm, rank, nranks, count, SYMCOLL_FLOAT32, 0, 0, 3);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+    free(buf);
+}
+
+#define SHAPE_TEST(name, nr, nn, body)                                                         \
+    START_TEST(name)                                                                           \
+    {                                                                                          \
+        shape_t sh = {nr, nn};                                                                 \
+        ck_assert_int_eq(harness_run(nr, nn, RUN_TIMEOUT, body, &sh), 0);                      \
+    }                                                                                          \
+    END_TEST
+
+SHAPE_TEST(test_sweep_1node_2, 2, 1, body_sweep)
+SHAPE_TEST(test_sweep_1node_3, 3, 1, body_sweep)
+SHAPE_TEST(test_sweep_2nodes_3, 3, 2, body_sweep)
+SHAPE_TEST(test_sweep_2nodes_4, 4, 2, body_sweep)
+SHAPE_TEST(test_mismatch_1node_3, 3, 1, body_mismatch)
+SHAPE_TEST(test_args_1node_2, 2, 1, body_args)
+SHAPE_TEST(test_args_2nodes_2, 2, 2, body_args)
+
+START_TEST(test_barrier_1node_3)
+{
+    run_barrier(3, 1);
+}
+END_TEST
+
+START_TEST(test_barrier_2nodes_3)
+{
+    run_barrier(3, 2);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("coll");
+    TCase *tc = tcase_create("coll");
+
+    tcase_set_timeout(tc, RUN_TIMEOUT + 60);
+    tcase_add_test(tc, test_sweep_1node_2);
+    tcase_add_test(tc, test_sweep_1node_3);
+    tcase_add_test(tc, test_sweep_2nodes_3);
+    tcase_add_test(tc, test_sweep_2nodes_4);
+    tcase_add_test(tc, test_mismatch_1node_3);
+    tcase_add_test(tc, test_args_1node_2);
+    tcase_add_test(tc, test_args_2nodes_2);
+    tcase_add_test(tc, test_barrier_1node_3);
+    tcase_add_test(tc, test_barrier_2nodes_3);
+    suite_add_tcase(s, tc);
+    return harness_main(s);
+}
