@@ -270,6 +270,43 @@ static void body_mismatch(int rank, int nranks, void *arg)
     free(recv);
 }
 
+/* Across nodes the collectives run as all-reduces: ranks in different collectives (or
+ * with different roots) whose all-reduces would look alike must still disagree. */
+static void body_mismatch_nodes(int rank, int nranks, void *arg)
+{
+    symcoll_comm_h comm;
+    size_t count = 96, n = (size_t)nranks;
+    uint8_t *send = calloc(count * n, 8), *recv = calloc(count * n, 8);
+    symcoll_status_t st;
+
+    (void)arg;
+    setenv("UCX_TLS", "tcp,self", 1);
+    setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
+    setenv("SYMCOLL_TIMEOUT", "60", 1);
+    comm = harness_comm_create();
+    /* the same bytes of uint8: a broadcast against an all-gather */
+    if (rank == 1)
+        st = symcoll_broadcast(send, recv, count * n, SYMCOLL_UINT8, 0, comm, NULL);
+    else
+        st = symcoll_allgather(send, recv, count, SYMCOLL_UINT8, comm, NULL);
+    ck_assert_int_eq(st, SYMCOLL_ERR_MISMATCH);
+    ag_round(comm, rank, nranks, count, SYMCOLL_UINT8, 0, 0, 11);
+    /* different roots */
+    st = symcoll_broadcast(send, recv, count, SYMCOLL_UINT8, rank == nranks - 1 ? 1 : 0, comm,
+                           NULL);
+    ck_assert_int_eq(st, SYMCOLL_ERR_MISMATCH);
+    bc_round(comm, rank, count, SYMCOLL_FLOAT64, nranks - 1, 0, 0, 12);
+    /* a count that differs */
+    st = symcoll_reduce_scatter(send, recv, rank == 0 ? count / 2 : count / 4, SYMCOLL_FLOAT32,
+                                SYMCOLL_SUM, comm, NULL);
+    ck_assert_int_eq(st, SYMCOLL_ERR_MISMATCH);
+    rs_round(comm, rank, nranks, count, SYMCOLL_INT32, SYMCOLL_SUM, 0, 0, 13);
+    ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+    free(send);
+    free(recv);
+}
+
 /* Rejected arguments change nothing, and the next call works. */
 static void body_args(int rank, int nranks, void *arg)
 {
@@ -320,6 +357,8 @@ SHAPE_TEST(test_sweep_1node_3, 3, 1, body_sweep)
 SHAPE_TEST(test_sweep_2nodes_3, 3, 2, body_sweep)
 SHAPE_TEST(test_sweep_2nodes_4, 4, 2, body_sweep)
 SHAPE_TEST(test_mismatch_1node_3, 3, 1, body_mismatch)
+SHAPE_TEST(test_mismatch_2nodes_4, 4, 2, body_mismatch_nodes)
+SHAPE_TEST(test_mismatch_2nodes_3, 3, 2, body_mismatch_nodes)
 SHAPE_TEST(test_args_1node_2, 2, 1, body_args)
 SHAPE_TEST(test_args_2nodes_2, 2, 2, body_args)
 
@@ -346,6 +385,8 @@ int main(void)
     tcase_add_test(tc, test_sweep_2nodes_3);
     tcase_add_test(tc, test_sweep_2nodes_4);
     tcase_add_test(tc, test_mismatch_1node_3);
+    tcase_add_test(tc, test_mismatch_2nodes_4);
+    tcase_add_test(tc, test_mismatch_2nodes_3);
     tcase_add_test(tc, test_args_1node_2);
     tcase_add_test(tc, test_args_2nodes_2);
     tcase_add_test(tc, test_barrier_1node_3);

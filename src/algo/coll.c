@@ -79,9 +79,9 @@ static symcoll_status_t coll_scratch(comm_t *comm, size_t bytes, void **p)
 }
 
 /* Every other path: one all-reduce of the planned size. */
-static symcoll_status_t coll_by_allreduce(comm_t *comm, const topo_plan_t *plan,
-                                          pool_t *const pools[SYMCOLL_MEM_LAST],
-                                          const algo_args_t *a)
+static symcoll_status_t coll_by_allreduce_salted(comm_t *comm, const topo_plan_t *plan,
+                                                 pool_t *const pools[SYMCOLL_MEM_LAST],
+                                                 const algo_args_t *a)
 {
     size_t es = symcoll_dtype_size(a->dtype), bytes = a->count * es;
     char *recv = a->recvbuf;
@@ -125,6 +125,19 @@ static symcoll_status_t coll_by_allreduce(comm_t *comm, const topo_plan_t *plan,
     default:
         return SYMCOLL_ERR_INTERNAL;
     }
+}
+
+/* The all-reduce's agreement across nodes also compares which collective it runs. */
+static symcoll_status_t coll_by_allreduce(comm_t *comm, const topo_plan_t *plan,
+                                          pool_t *const pools[SYMCOLL_MEM_LAST],
+                                          const algo_args_t *a)
+{
+    symcoll_status_t status;
+
+    comm->algo->salt = ALGO_SALT(a->coll, a->root);
+    status = coll_by_allreduce_salted(comm, plan, pools, a);
+    comm->algo->salt = 0;
+    return status;
 }
 
 symcoll_status_t algo_collective(comm_t *comm, const topo_plan_t *plan,

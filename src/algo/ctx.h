@@ -24,6 +24,10 @@ typedef struct algo_ctx {
     struct net_state *net;        /* across nodes on the communicator's own worker */
     struct cuda_algo_state *cuda; /* intra-node CUDA kernels (CUDA pool) */
     struct cuda_net *cuda_net;    /* CUDA memory across nodes: call queue and lanes */
+    /* While another collective runs as an all-reduce (coll.c): which one, and its root
+     * (ALGO_SALT), which the all-reduce's agreement across nodes also compares; 0 for a
+     * user's all-reduce. */
+    uint64_t salt;
     void *scratch; /* host memory for reduce-scatters run as all-reduces (coll.c) */
     size_t scratch_bytes;
     /* across nodes on each lane's worker: one state per lane, made by the lane's owner */
@@ -42,6 +46,8 @@ static inline symcoll_status_t algo_break(comm_t *comm, symcoll_status_t status)
         return status;
     return (symcoll_status_t)ok;
 }
+
+#define ALGO_SALT(coll, root) ((uint64_t)(coll) << 32 | (uint32_t)(root))
 
 static inline symcoll_status_t algo_broken(const comm_t *comm)
 {

@@ -50,6 +50,7 @@ typedef struct net_sig {
     symcoll_dtype_t dtype;
     symcoll_op_t op;
     symcoll_mem_type_t mem;
+    uint64_t salt; /* the user's call when it runs as this all-reduce (algo_ctx_t) */
 } net_sig_t;
 struct net_state {
     comm_t *comm;

@@ -365,7 +365,8 @@ symcoll_status_t algo_net_send(net_call_t *c, int rank, const void *src, size_t 
 
 uint64_t algo_net_tag(const net_sig_t *sig, uint64_t seq)
 {
-    uint64_t n = (uint64_t)sig->count;
+    /* another collective run as this all-reduce differs from it by its salt */
+    uint64_t n = (uint64_t)sig->count ^ sig->salt * UINT64_C(0x9e3779b97f4a7c15);
     /* exact below 2^24 elements, a fold above */
     uint64_t fold = (n ^ (n >> 24) ^ (n >> 48)) & 0xffffff;
 
@@ -597,21 +598,21 @@ static const char *net_mem_name(int mem)
 
 /* What the bootstrap exchange of a failed agreement carries. */
 typedef struct net_xsig {
-    uint64_t count, seq;
+    uint64_t count, seq, salt;
     int32_t dtype, op, mem, pad;
 } net_xsig_t;
 
 static bool net_xsig_differ(const net_xsig_t *a, const net_xsig_t *b)
 {
     return a->count != b->count || a->dtype != b->dtype || a->op != b->op || a->mem != b->mem ||
-           (a->seq & 7) != (b->seq & 7);
+           (a->seq & 7) != (b->seq & 7) || a->salt != b->salt;
 }
 
 symcoll_status_t algo_net_mismatch(net_state_t *st, const net_call_t *c, const net_sig_t *sig,
                                    bool exact)
 {
     comm_t *comm = st->comm;
-    net_xsig_t me = {(uint64_t)sig->count, (c->tag >> 24) & 7, (int32_t)sig->dtype,
+    net_xsig_t me = {(uint64_t)sig->count, (c->tag >> 24) & 7, sig->salt, (int32_t)sig->dtype,
                      (int32_t)sig->op,     (int32_t)sig->mem,  0};
 
     if (exact) {
@@ -624,6 +625,15 @@ symcoll_status_t algo_net_mismatch(net_state_t *st, const net_call_t *c, const n
 
         while (status == SYMCOLL_OK && r < comm->nranks && !net_xsig_differ(&all[r], &me))
             r++;
+        if (status == SYMCOLL_OK && r < comm->nranks && all[r].salt != me.salt) {
+            log_error("collective across nodes: ranks called different collectives: rank %d "
+                      "%s (root %d), this rank (%d) %s (root %d)",
+                      r, algo_coll_name((algo_coll_t)(all[r].salt >> 32)),
+                      (int)(uint32_t)all[r].salt, comm->rank,
+                      algo_coll_name((algo_coll_t)(me.salt >> 32)), (int)(uint32_t)me.salt);
+            free(all);
+            return SYMCOLL_ERR_MISMATCH;
+        }
         if (status == SYMCOLL_OK && r < comm->nranks) {
             log_error("all-reduce across nodes: ranks called with different arguments: rank %d "
                       "with count %llu, %s, %s, %s memory (call %llu mod 8); this rank (%d) "
@@ -681,7 +691,7 @@ symcoll_status_t algo_net_allreduce(comm_t *comm, pool_t *pool, topo_algo_t algo
                                     const void *sendbuf, void *recvbuf, size_t count,
                                     symcoll_dtype_t dtype, symcoll_op_t op)
 {
-    net_sig_t sig = {count, dtype, op, SYMCOLL_MEM_HOST};
+    net_sig_t sig = {count, dtype, op, SYMCOLL_MEM_HOST, comm->algo->salt};
     return net_allreduce(comm, comm->ucx, pool, algo, sendbuf, recvbuf, count, dtype, op, &sig,
                          true);
 }
