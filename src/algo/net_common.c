@@ -19,7 +19,7 @@
 /* How often a rank waiting on a peer of its own node checks that it still runs. */
 #define NET_ALIVE_PERIOD 0.005
 
-static void net_give_up(net_state_t *st);
+static void net_give_up(net_state_t *st, symcoll_status_t why);
 
 static size_t net_round(size_t bytes)
 {
@@ -306,7 +306,7 @@ void algo_net_lane_abort(ucx_ctx_t *ucx, pool_t *pool)
         ucx_notify_abort(ucx);
         return;
     }
-    net_give_up(*slot);
+    net_give_up(*slot, SYMCOLL_ERR_ABORTED);
 }
 
 void algo_net_pool_abort(comm_t *comm, pool_t *pool)
@@ -321,7 +321,7 @@ void algo_net_pool_abort(comm_t *comm, pool_t *pool)
         ucx_notify_abort(comm->ucx);
         return;
     }
-    net_give_up(st);
+    net_give_up(st, SYMCOLL_ERR_ABORTED);
 }
 
 void algo_net_pool_release(comm_t *comm, pool_t *pool)
@@ -355,19 +355,26 @@ symcoll_status_t algo_net_send(net_call_t *c, int rank, const void *src, size_t 
     return SYMCOLL_OK;
 }
 
-/* Word 2 of a rank's flags: non-zero once it gave up (abort or a failed call). */
-static bool net_peer_gave_up(const net_state_t *st, int rank)
+/* Word 2 of a rank's flags: 0, or once it gave up (abort or a failed call) the status it
+ * gave up with, which its waiters report: ABORTED only for an abort. */
+static symcoll_status_t net_peer_gave_up(const net_state_t *st, int rank)
 {
-    return atomic_load_explicit((_Atomic uint64_t *)net_flag(st, rank, 0) + 2,
-                                memory_order_relaxed) != 0;
+    int64_t why = (int64_t)atomic_load_explicit((_Atomic uint64_t *)net_flag(st, rank, 0) + 2,
+                                                memory_order_relaxed);
+    if (!why || why == SYMCOLL_ERR_ABORTED || why == SYMCOLL_ERR_TIMED_OUT)
+        return (symcoll_status_t)why;
+    return SYMCOLL_ERR_PEER_FAILED;
 }
 
-/* Tells the peers that this rank gives up, so that their waits on it end now. */
-static void net_give_up(net_state_t *st)
+/* Tells the peers that this rank gives up, and why, so that their waits on it end now;
+ * the first reason stays. */
+static void net_give_up(net_state_t *st, symcoll_status_t why)
 {
-    atomic_store_explicit((_Atomic uint64_t *)net_flag(st, st->comm->rank, 0) + 2, 1,
-                          memory_order_release);
-    ucx_notify_abort(st->ucx);
+    _Atomic uint64_t *w = (_Atomic uint64_t *)net_flag(st, st->comm->rank, 0) + 2;
+    uint64_t none = 0;
+
+    atomic_compare_exchange_strong(w, &none, (uint64_t)(int64_t)why);
+    ucx_notify_failure(st->ucx, why);
 }
 
 /* Waits until owner's flag word reaches target, progressing UCX all along (on TCP the
@@ -383,8 +390,8 @@ static symcoll_status_t net_wait_word(net_state_t *st, const uint64_t *word, uin
         symcoll_status_t status = ucx_progress(st->ucx);
         if (status == SYMCOLL_OK)
             status = deadline_check(dl);
-        if (status == SYMCOLL_OK && local && net_peer_gave_up(st, peer))
-            status = SYMCOLL_ERR_ABORTED;
+        if (status == SYMCOLL_OK && local)
+            status = net_peer_gave_up(st, peer);
         if (status == SYMCOLL_OK && local && iter > 256) {
             double now = time_now();
             if (now >= *next_alive) {
@@ -449,8 +456,8 @@ static symcoll_status_t net_bar_check(void *arg)
     const topo_t *t = a->st->comm->topo;
     symcoll_status_t status = deadline_check(a->dl);
 
-    if (status == SYMCOLL_OK && net_peer_gave_up(a->st, a->r))
-        status = SYMCOLL_ERR_ABORTED;
+    if (status == SYMCOLL_OK)
+        status = net_peer_gave_up(a->st, a->r);
     if (status == SYMCOLL_OK && time_now() >= *a->next_alive) {
         *a->next_alive = time_now() + NET_ALIVE_PERIOD;
         if (!topo_proc_alive(t->info[a->r].pid, t->info[a->r].start_time)) {
@@ -605,10 +612,8 @@ static symcoll_status_t net_run_flat(net_state_t *st, const net_group_t *g, bool
 /* A failure that leaves the counters out of step breaks the state, and the peers hear. */
 static symcoll_status_t net_finish(net_state_t *st, symcoll_status_t status)
 {
-    if (status != SYMCOLL_OK && net_failure_is_sticky(status)) {
-        algo_break(st->comm, status);
-        net_give_up(st);
-    }
+    if (status != SYMCOLL_OK && net_failure_is_sticky(status))
+        net_give_up(st, algo_break(st->comm, status));
     return status;
 }
 
