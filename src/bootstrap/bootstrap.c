@@ -251,6 +251,11 @@ symcoll_status_t bootstrap_barrier(bootstrap_t *bs)
     return bootstrap_allgather(bs, NULL, NULL, 0);
 }
 
+symcoll_status_t bootstrap_failed(const bootstrap_t *bs)
+{
+    return bs ? bs->failed : SYMCOLL_OK;
+}
+
 uint64_t bootstrap_job_id(const bootstrap_t *bs)
 {
     return bs ? bs->job_id : 0;
