@@ -526,9 +526,10 @@ END_TEST
 
 /* ---- descriptors and memory over many cycles --------------------------------------------
  * Each cycle creates a communicator, makes an all-reduce on a pool buffer and a plain one,
- * and destroys it. After a warm-up (the allocator's and UCX's caches fill), the number of
- * open descriptors must not change and the resident memory not grow by more than a
- * small slack in all. */
+ * and destroys it. After a warm-up (the allocator's and UCX's caches fill: a few MiB in
+ * the first ten cycles), the number of open descriptors must not change and the resident
+ * memory not grow by more than a slack in all (the heap grows in steps of ~2 MiB now and
+ * then across nodes; a leak of a pool segment or a UCX worker a cycle is far above it). */
 
 typedef struct cycles_arg {
     int cycles, warm;
@@ -593,9 +594,10 @@ static void cycles_run(int nranks, int nnodes, int cycles, int warm, long slack_
     for (int r = 0; r < nranks; r++) {
         long grow = atomic_load(&a->rss_kib[r][1]) - atomic_load(&a->rss_kib[r][0]);
         fprintf(stderr,
-                "cycles %dx%d: rank %d: after %d cycles %ld KiB, %d fds; after %d: %ld KiB "
+                "cycles, %d ranks on %d node(s): rank %d: after %d cycles %ld KiB, %d fds; "
+                "after %d: %ld KiB "
                 "(%+.1f KiB per cycle), %d fds\n",
-                nranks / nnodes, nnodes, r, warm, atomic_load(&a->rss_kib[r][0]),
+                nranks, nnodes, r, warm, atomic_load(&a->rss_kib[r][0]),
                 atomic_load(&a->fds[r][0]), cycles, atomic_load(&a->rss_kib[r][1]),
                 (double)grow / (cycles - warm), atomic_load(&a->fds[r][1]));
         ck_assert_msg(atomic_load(&a->fds[r][1]) == atomic_load(&a->fds[r][0]),
@@ -610,13 +612,13 @@ static void cycles_run(int nranks, int nnodes, int cycles, int warm, long slack_
 
 START_TEST(test_cycles_2)
 {
-    cycles_run(2, 1, 200, 20, 1024);
+    cycles_run(2, 1, 200, 20, 2048);
 }
 END_TEST
 
 START_TEST(test_cycles_2x1)
 {
-    cycles_run(2, 2, 60, 15, 1024);
+    cycles_run(2, 2, 60, 15, 4096);
 }
 END_TEST
 

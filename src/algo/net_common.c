@@ -10,6 +10,7 @@
 
 #include "algo/algo.h"
 #include "algo/ctx.h"
+#include "algo/host.h"
 #include "algo/reduce.h"
 #include "core/wait.h"
 #include "bootstrap/bootstrap.h"
@@ -52,6 +53,10 @@ static char *net_peer_addr(const net_state_t *st, int rank, size_t off)
 static uint64_t *net_flag(const net_state_t *st, int owner, int word)
 {
     size_t off = st->flags_off + (size_t)word * NET_FLAG_STRIDE;
+    if (st->flags_in_pad)
+        return (uint64_t *)((char *)pool_signal_pad(st->pool,
+                                                    st->comm->topo->rank_local_rank[owner]) +
+                            off);
     return (uint64_t *)(owner == st->comm->rank ? algo_net_addr(st, off)
                                                 : net_peer_addr(st, owner, off));
 }
@@ -86,17 +91,29 @@ static symcoll_status_t net_state_create(comm_t *comm, ucx_ctx_t *ucx, pool_t *p
     st->chunk_bytes = net_round(comm->config.net_chunk_size);
     /* the same on every rank (the scratch size must match): shape, not this node */
     st->nareas = comm->topo->shape[SYMCOLL_MEM_HOST].ppn > 1 ? 4 : 2;
-    /* same call sequence on every rank: same offset everywhere */
-    status =
-        pool_alloc(pool, (size_t)(n + 1) * NET_FLAG_STRIDE, POOL_ALLOC_STAGING, &st->flags_off);
+    /* The communicator's own worker keeps its flags in the host signal pad, after the
+     * host algorithms' part, where they fit: always mapped and registered, they pin no
+     * pool segment, so trim can unmap the whole pool. Lanes and very large jobs take
+     * them from the pool, at the same offset everywhere (same call sequence). */
+    if (ucx == comm->ucx && pool_backend(pool)->mem_type == SYMCOLL_MEM_HOST &&
+        HOST_SIG_FREE_OFF + (size_t)(n + 1) * NET_FLAG_STRIDE <=
+            pool_backend(pool)->signal_size) {
+        st->flags_in_pad = true;
+        st->flags_off = HOST_SIG_FREE_OFF;
+        status = SYMCOLL_OK;
+    } else {
+        status = pool_alloc(pool, (size_t)(n + 1) * NET_FLAG_STRIDE, POOL_ALLOC_STAGING,
+                            &st->flags_off);
+    }
     if (status != SYMCOLL_OK) {
         net_state_free(st);
         return status;
     }
-    memset(algo_net_addr(st, st->flags_off), 0, (size_t)(n + 1) * NET_FLAG_STRIDE);
+    memset(net_flag(st, comm->rank, 0), 0, (size_t)(n + 1) * NET_FLAG_STRIDE);
     status = bootstrap_barrier(comm->bootstrap);
     if (status != SYMCOLL_OK) {
-        pool_free(pool, st->flags_off);
+        if (!st->flags_in_pad)
+            pool_free(pool, st->flags_off);
         net_state_free(st);
         return status;
     }
@@ -292,7 +309,8 @@ void algo_net_lane_destroy(ucx_ctx_t *lane, pool_t *pool)
         return;
     if (st->has_scratch)
         pool_free(pool, st->scratch_off);
-    pool_free(pool, st->flags_off);
+    if (!st->flags_in_pad)
+        pool_free(pool, st->flags_off);
     net_state_free(st);
 }
 
