@@ -2,8 +2,7 @@
  * datatype x operator at several sizes, in place and out of place, plain and pool
  * buffers at odd alignments, forced algorithms and small pipeline chunks; results are
  * compared with a reference computed here and checked to be bitwise identical on
- * every rank. A rank killed in a loop of calls, reaped at once or left a zombie, is
- * seen by every other rank within a second. */
+ * every rank. (A rank killed in a loop of calls is tests/test_fault.c's.) */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
@@ -280,155 +279,6 @@ RANKS_TEST(test_chunks_3, body_chunks, 3)
 RANKS_TEST(test_mixed_buffers_3, body_mixed, 3)
 RANKS_TEST(test_big_all_ops_3, body_big_all, 3)
 
-/* ---- a rank of the node is killed in the middle of a loop of calls -------------------
- * The last rank forks: its child is the rank (the victim) and SIGKILLs itself a few ms
- * into a loop of calls; the fork's parent reaps it at once, or (zombie case) only once
- * every survivor has its answer, as a launcher that reaps late would. The survivors
- * record when their call failed and how; the test's process checks it after the run. */
-
-#define DEATH_RANKS 3
-#define DEATH_TRIALS 5
-#define DEATH_COUNT ((size_t)1 << 15) /* doubles per call */
-/* SYMCOLL_TIMEOUT of the ranks: a death that is not seen costs this */
-#define DEATH_TIMEOUT "10"
-#define DEATH_RUN_TIMEOUT 60.0
-/* what the survivors must do better than */
-#define DEATH_SEEN_SEC 1.0
-
-typedef struct death_shared {
-    int zombie;              /* the victim's parent reaps it only after the survivors */
-    unsigned delay_us;       /* from the victim's first call to its death */
-    _Atomic int64_t kill_ns; /* CLOCK_MONOTONIC just before the kill */
-    _Atomic int64_t fail_ns[DEATH_RANKS]; /* when each survivor's call failed */
-    _Atomic int status[DEATH_RANKS];      /* and with what */
-    _Atomic int done;                     /* survivors that destroyed their comm */
-    _Atomic int zombie_seen; /* the parent found the victim dead but not yet reaped */
-} death_shared_t;
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void *death_killer(void *arg)
-{
-    death_shared_t *d = arg;
-    usleep(d->delay_us);
-    atomic_store(&d->kill_ns, mono_ns());
-    raise(SIGKILL);
-    return NULL;
-}
-
-/* The victim's parent: reaps it at once, or once the survivors are done. */
-static void death_parent(death_shared_t *d, pid_t pid, int n)
-{
-    int64_t end = mono_ns() + (int64_t)(DEATH_RUN_TIMEOUT * 1e9);
-    siginfo_t si;
-    int ws;
-
-    if (d->zombie) {
-        while (atomic_load(&d->done) < n - 1 && mono_ns() < end)
-            usleep(1000);
-        memset(&si, 0, sizeof(si));
-        /* dead, and still there to be reaped */
-        if (!waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) && si.si_pid == pid)
-            atomic_store(&d->zombie_seen, 1);
-    }
-    if (waitpid(pid, &ws, 0) != pid)
-        harness_fail("waitpid: %s", strerror(errno));
-    if (!WIFSIGNALED(ws) || WTERMSIG(ws) != SIGKILL)
-        harness_fail("the victim did not die by SIGKILL (status 0x%x)", ws);
-}
-
-static void body_death(int rank, int n, void *arg)
-{
-    death_shared_t *d = arg;
-    double *buf;
-    symcoll_comm_h comm;
-    symcoll_status_t st = SYMCOLL_OK;
-    long calls = 0;
-
-    if (rank == n - 1) {
-        pid_t pid = fork();
-        if (pid < 0)
-            harness_fail("fork: %s", strerror(errno));
-        if (pid > 0) {
-            death_parent(d, pid, n);
-            return;
-        }
-    }
-    setenv("SYMCOLL_TIMEOUT", DEATH_TIMEOUT, 1);
-    comm = harness_comm_create();
-    buf = calloc(DEATH_COUNT, sizeof(double));
-    if (!buf)
-        harness_fail("out of memory");
-    if (rank == n - 1) {
-        pthread_t th;
-        st = symcoll_allreduce(buf, buf, DEATH_COUNT, SYMCOLL_FLOAT64, SYMCOLL_SUM, comm, NULL);
-        if (st != SYMCOLL_OK)
-            harness_fail("the victim's first call: %s", symcoll_status_string(st));
-        pthread_create(&th, NULL, death_killer, d);
-        for (;;)
-            symcoll_allreduce(buf, buf, DEATH_COUNT, SYMCOLL_FLOAT64, SYMCOLL_SUM, comm, NULL);
-    }
-    while (st == SYMCOLL_OK && calls++ < 10000000)
-        st = symcoll_allreduce(buf, buf, DEATH_COUNT, SYMCOLL_FLOAT64, SYMCOLL_SUM, comm, NULL);
-    atomic_store(&d->fail_ns[rank], mono_ns());
-    atomic_store(&d->status[rank], (int)st);
-    symcoll_comm_destroy(comm);
-    free(buf);
-    atomic_fetch_add(&d->done, 1);
-}
-
-static void death_trials(int zombie)
-{
-    const char *what = zombie ? "zombie" : "reaped";
-    death_shared_t *d =
-        mmap(NULL, sizeof(*d), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    double worst = 0;
-
-    ck_assert(d != MAP_FAILED);
-    for (int trial = 0; trial < DEATH_TRIALS; trial++) {
-        memset(d, 0, sizeof(*d));
-        d->zombie = zombie;
-        d->delay_us = 5000 + 9000 * (unsigned)trial;
-        ck_assert_int_eq(harness_run(DEATH_RANKS, 1, DEATH_RUN_TIMEOUT, body_death, d), 0);
-        ck_assert_msg(!zombie || atomic_load(&d->zombie_seen),
-                      "the victim was reaped before the survivors were done");
-        for (int r = 0; r < DEATH_RANKS - 1; r++) {
-            double dt = (double)(atomic_load(&d->fail_ns[r]) - atomic_load(&d->kill_ns)) / 1e9;
-            symcoll_status_t st = (symcoll_status_t)atomic_load(&d->status[r]);
-
-            fprintf(stderr, "host death (%s), trial %d: rank %d got %s %.3f s after the kill\n",
-                    what, trial, r, symcoll_status_string(st), dt);
-            ck_assert_msg(st == SYMCOLL_ERR_PEER_FAILED, "%s trial %d: rank %d got %s", what,
-                          trial, r, symcoll_status_string(st));
-            ck_assert_msg(dt >= 0 && dt < DEATH_SEEN_SEC,
-                          "%s trial %d: rank %d saw the death after %.3f s", what, trial, r,
-                          dt);
-            if (dt > worst)
-                worst = dt;
-        }
-    }
-    fprintf(stderr, "host death (%s): max %.3f s over %d trials of %d survivors\n", what, worst,
-            DEATH_TRIALS, DEATH_RANKS - 1);
-    munmap(d, sizeof(*d));
-}
-
-START_TEST(test_death_zombie_3)
-{
-    death_trials(1);
-}
-END_TEST
-
-START_TEST(test_death_reaped_3)
-{
-    death_trials(0);
-}
-END_TEST
-
 int main(void)
 {
     Suite *s = suite_create("allreduce_host");
@@ -441,7 +291,5 @@ int main(void)
     ADD_CASE(s, test_chunks_3);
     ADD_CASE(s, test_mixed_buffers_3);
     ADD_CASE(s, test_big_all_ops_3);
-    ADD_CASE(s, test_death_zombie_3);
-    ADD_CASE(s, test_death_reaped_3);
     return pool_tests_run(s);
 }

@@ -38,12 +38,14 @@ typedef struct algo_ctx {
 } algo_ctx_t;
 
 /* Records status as the communicator's failure unless one is recorded already; returns
- * the recorded one. */
+ * the recorded one. UCX hears of it too: closing after a failure waits for no peer. */
 static inline symcoll_status_t algo_break(comm_t *comm, symcoll_status_t status)
 {
     int ok = SYMCOLL_OK;
-    if (atomic_compare_exchange_strong(&comm->algo->broken, &ok, (int)status))
+    if (atomic_compare_exchange_strong(&comm->algo->broken, &ok, (int)status)) {
+        ucx_mark_broken(comm->ucx);
         return status;
+    }
     return (symcoll_status_t)ok;
 }
 

@@ -35,8 +35,9 @@ typedef struct algo_host_sig {
     _Atomic uint64_t waiters; /* peers asleep on progress (written by the peers) */
     uint8_t pad1[56];
     _Atomic uint64_t aborted; /* 0; once this rank gave up (abort, failure), the first
-                                 epoch it did not complete */
-    uint8_t pad2[56];
+                                 epoch it did not complete; written once */
+    _Atomic int64_t reason;   /* why it gave up (a symcoll status), written before */
+    uint8_t pad2[48];
     algo_host_desc_t desc[2]; /* by call parity */
 } algo_host_sig_t;
 

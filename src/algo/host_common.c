@@ -141,14 +141,34 @@ void algo_host_release(comm_t *comm, pool_t *pool)
     st->has_staging = false;
 }
 
+/* Tells the local peers that this rank gives up from epoch on, and why. Only the first
+ * time counts: a later call of ours (which fails at once) must not move the epoch past
+ * a call that a peer may still be completing, nor change the reason. Only the pad's
+ * owner writes it, under the communicator's lock. */
+static void host_give_up(algo_host_sig_t *me, uint64_t epoch, symcoll_status_t why)
+{
+    if (atomic_load_explicit(&me->aborted, memory_order_relaxed))
+        return;
+    atomic_store_explicit(&me->reason, (int64_t)why, memory_order_relaxed);
+    atomic_store_explicit(&me->aborted, epoch, memory_order_release);
+}
+
+/* Why a local peer gave up, as its waiters report it: an abort, a timeout or a death. */
+static symcoll_status_t host_peer_reason(const algo_host_sig_t *peer)
+{
+    int64_t why = atomic_load_explicit(&peer->reason, memory_order_relaxed);
+    if (why == SYMCOLL_ERR_ABORTED || why == SYMCOLL_ERR_TIMED_OUT)
+        return (symcoll_status_t)why;
+    return SYMCOLL_ERR_PEER_FAILED;
+}
+
 void algo_host_abort(comm_t *comm, pool_t *pool)
 {
     algo_host_state_t *st = comm->algo->host;
     /* between calls: every epoch so far completed (the pad exists from pool creation
      * on, state or not) */
-    atomic_store_explicit(
-        &((algo_host_sig_t *)pool_signal_pad(pool, pool_local_rank(pool)))->aborted,
-        st ? st->epoch + 1 : 1, memory_order_release);
+    host_give_up((algo_host_sig_t *)pool_signal_pad(pool, pool_local_rank(pool)),
+                 st ? st->epoch + 1 : 1, SYMCOLL_ERR_ABORTED);
 }
 
 symcoll_status_t algo_host_fail(host_call_t *c, symcoll_status_t status)
@@ -158,8 +178,7 @@ symcoll_status_t algo_host_fail(host_call_t *c, symcoll_status_t status)
         algo_break(c->comm, status);
         /* peers still waiting for us learn it at once instead of at their deadline;
          * the epoch we did not complete tells them whether this touches their call */
-        atomic_store_explicit(&c->st->sig[c->me]->aborted, c->st->epoch + !c->epoch_open,
-                              memory_order_release);
+        host_give_up(c->st->sig[c->me], c->st->epoch + !c->epoch_open, status);
     }
     return status;
 }
@@ -175,9 +194,10 @@ symcoll_status_t algo_host_done(host_call_t *c, symcoll_status_t status)
         uint64_t gave_up = atomic_load_explicit(&c->st->sig[r]->aborted, memory_order_acquire);
         /* a peer that gave up after this call's last epoch completed it */
         if (r != c->me && gave_up && gave_up <= c->st->epoch) {
-            log_error("all-reduce: rank %d (local rank %d) gave up during the call",
-                      c->comm->topo->local_ranks[r], r);
-            return algo_host_fail(c, SYMCOLL_ERR_PEER_FAILED);
+            symcoll_status_t why = host_peer_reason(c->st->sig[r]);
+            log_error("all-reduce: rank %d (local rank %d) gave up during the call: %s",
+                      c->comm->topo->local_ranks[r], r, symcoll_status_string(why));
+            return algo_host_fail(c, why);
         }
     }
     return SYMCOLL_OK;
@@ -192,7 +212,7 @@ static symcoll_status_t host_wait_check(host_call_t *c, int r)
     if (atomic_load_explicit(&c->comm->aborted, memory_order_relaxed))
         return SYMCOLL_ERR_ABORTED;
     if (atomic_load_explicit(&st->sig[r]->aborted, memory_order_acquire))
-        return SYMCOLL_ERR_PEER_FAILED;
+        return host_peer_reason(st->sig[r]);
     now = time_now();
     if (c->dl.end == 0) {
         /* the clock is read only once a wait gets long: calls that never wait (small
@@ -236,13 +256,15 @@ static symcoll_status_t host_wait(host_call_t *c, int r, uint64_t target)
 
     if (status == SYMCOLL_OK)
         return SYMCOLL_OK;
-    if (status == SYMCOLL_ERR_ABORTED)
+    if (atomic_load_explicit(&peer->aborted, memory_order_acquire) &&
+        !atomic_load_explicit(&c->comm->aborted, memory_order_relaxed))
+        log_error("all-reduce: rank %d (local rank %d) gave up: %s", g, r,
+                  symcoll_status_string(status));
+    else if (status == SYMCOLL_ERR_ABORTED)
         log_error("all-reduce: communicator aborted while waiting for rank %d", g);
     else if (status == SYMCOLL_ERR_TIMED_OUT)
         log_error("all-reduce: timed out after %.1f s waiting for rank %d (local rank %d)",
                   c->comm->timeout_sec, g, r);
-    else if (atomic_load_explicit(&peer->aborted, memory_order_acquire))
-        log_error("all-reduce: rank %d (local rank %d) gave up (aborted or failed)", g, r);
     else
         log_error("all-reduce: rank %d (local rank %d, pid %d) died", g, r, c->st->pids[r]);
     return algo_host_fail(c, status);

@@ -18,10 +18,10 @@
 #define NET_FLAG_STRIDE 64
 
 /*
- * Flags: every rank owns, at the same pool offset, one line per sender rank, with one
- * word per receive area (a call's area: see net_state). A sender counts the messages it
- * sent to each receiver; with each message it raises the receiver's word for it, of the
- * call's area, to that count (ucx_put_signal; inside a node: a copy and a release store
+ * Flags: every rank owns, at the same offset (of its signal pad, or of the pool), one
+ * line per sender rank, with one word per receive area (a call's area: see net_state).
+ * A sender counts the messages it sent to each receiver; with each message it raises the
+ * receiver's word for it, of the call's area, to that count (ucx_put_signal; inside a node: a copy and a release store
  * through the mapping). The receiver counts what it consumed from each sender and waits
  * for the word to reach its count. Counts only grow, so nothing is ever reset; a sender is
  * never more than one call ahead, so a word holds only messages of the receiver's current
@@ -56,12 +56,13 @@ struct net_state {
     comm_t *comm;
     pool_t *pool;
     ucx_ctx_t *ucx;
-    int n;            /* ranks of the communicator */
-    size_t flags_off; /* (n + 1) * NET_FLAG_STRIDE bytes */
-    uint64_t *sent;   /* messages sent to each rank */
-    uint64_t *recvd;  /* messages consumed from each rank */
-    uint64_t bar;     /* intra-node barriers passed */
-    uint64_t calls;   /* calls made: parity of the receive areas */
+    int n;             /* ranks of the communicator */
+    size_t flags_off;  /* (n + 1) * NET_FLAG_STRIDE bytes, in the pool or the pad */
+    bool flags_in_pad; /* at flags_off in the signal pad: no pool segment is pinned */
+    uint64_t *sent;    /* messages sent to each rank */
+    uint64_t *recvd;   /* messages consumed from each rank */
+    uint64_t bar;      /* intra-node barriers passed */
+    uint64_t calls;    /* calls made: parity of the receive areas */
     /* calls among the ranks of one local index (algo_net_group_allreduce_on): a pair of
      * receive areas of their own, since ranks of other local indices make other numbers
      * of them, and the parity of the flat calls must agree on every rank */

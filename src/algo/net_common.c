@@ -10,6 +10,7 @@
 
 #include "algo/algo.h"
 #include "algo/ctx.h"
+#include "algo/host.h"
 #include "algo/reduce.h"
 #include "core/wait.h"
 #include "bootstrap/bootstrap.h"
@@ -19,7 +20,7 @@
 /* How often a rank waiting on a peer of its own node checks that it still runs. */
 #define NET_ALIVE_PERIOD 0.005
 
-static void net_give_up(net_state_t *st);
+static void net_give_up(net_state_t *st, symcoll_status_t why);
 
 static size_t net_round(size_t bytes)
 {
@@ -52,6 +53,10 @@ static char *net_peer_addr(const net_state_t *st, int rank, size_t off)
 static uint64_t *net_flag(const net_state_t *st, int owner, int word)
 {
     size_t off = st->flags_off + (size_t)word * NET_FLAG_STRIDE;
+    if (st->flags_in_pad)
+        return (uint64_t *)((char *)pool_signal_pad(st->pool,
+                                                    st->comm->topo->rank_local_rank[owner]) +
+                            off);
     return (uint64_t *)(owner == st->comm->rank ? algo_net_addr(st, off)
                                                 : net_peer_addr(st, owner, off));
 }
@@ -94,17 +99,29 @@ static symcoll_status_t net_state_create(comm_t *comm, ucx_ctx_t *ucx, pool_t *p
     st->nareas = comm->topo->shape[SYMCOLL_MEM_HOST].ppn > 1 ? 4 : 2;
     /* the selector's choice grows with the size: hierarchical at 1 byte is at any size */
     st->hier_all = topo_choose_algo(comm->topo, SYMCOLL_MEM_HOST, 1) == TOPO_ALGO_HIER;
-    /* same call sequence on every rank: same offset everywhere */
-    status =
-        pool_alloc(pool, (size_t)(n + 1) * NET_FLAG_STRIDE, POOL_ALLOC_STAGING, &st->flags_off);
+    /* The communicator's own worker keeps its flags in the host signal pad, after the
+     * host algorithms' part, where they fit: always mapped and registered, they pin no
+     * pool segment, so trim can unmap the whole pool. Lanes and very large jobs take
+     * them from the pool, at the same offset everywhere (same call sequence). */
+    if (ucx == comm->ucx && pool_backend(pool)->mem_type == SYMCOLL_MEM_HOST &&
+        HOST_SIG_FREE_OFF + (size_t)(n + 1) * NET_FLAG_STRIDE <=
+            pool_backend(pool)->signal_size) {
+        st->flags_in_pad = true;
+        st->flags_off = HOST_SIG_FREE_OFF;
+        status = SYMCOLL_OK;
+    } else {
+        status = pool_alloc(pool, (size_t)(n + 1) * NET_FLAG_STRIDE, POOL_ALLOC_STAGING,
+                            &st->flags_off);
+    }
     if (status != SYMCOLL_OK) {
         net_state_free(st);
         return status;
     }
-    memset(algo_net_addr(st, st->flags_off), 0, (size_t)(n + 1) * NET_FLAG_STRIDE);
+    memset(net_flag(st, comm->rank, 0), 0, (size_t)(n + 1) * NET_FLAG_STRIDE);
     status = bootstrap_barrier(comm->bootstrap);
     if (status != SYMCOLL_OK) {
-        pool_free(pool, st->flags_off);
+        if (!st->flags_in_pad)
+            pool_free(pool, st->flags_off);
         net_state_free(st);
         return status;
     }
@@ -300,7 +317,8 @@ void algo_net_lane_destroy(ucx_ctx_t *lane, pool_t *pool)
         return;
     if (st->has_scratch)
         pool_free(pool, st->scratch_off);
-    pool_free(pool, st->flags_off);
+    if (!st->flags_in_pad)
+        pool_free(pool, st->flags_off);
     net_state_free(st);
 }
 
@@ -314,7 +332,7 @@ void algo_net_lane_abort(ucx_ctx_t *ucx, pool_t *pool)
         ucx_notify_abort(ucx);
         return;
     }
-    net_give_up(*slot);
+    net_give_up(*slot, SYMCOLL_ERR_ABORTED);
 }
 
 void algo_net_pool_abort(comm_t *comm, pool_t *pool)
@@ -329,7 +347,7 @@ void algo_net_pool_abort(comm_t *comm, pool_t *pool)
         ucx_notify_abort(comm->ucx);
         return;
     }
-    net_give_up(st);
+    net_give_up(st, SYMCOLL_ERR_ABORTED);
 }
 
 void algo_net_pool_release(comm_t *comm, pool_t *pool)
@@ -380,19 +398,26 @@ static bool net_reached(uint64_t word, uint64_t target)
     return ((word - target) & NET_CNT_MASK) < (NET_CNT_MASK >> 1);
 }
 
-/* Word 2 of a rank's flags: non-zero once it gave up (abort or a failed call). */
-static bool net_peer_gave_up(const net_state_t *st, int rank)
+/* Word 2 of a rank's flags: 0, or once it gave up (abort or a failed call) the status it
+ * gave up with, which its waiters report: ABORTED only for an abort. */
+static symcoll_status_t net_peer_gave_up(const net_state_t *st, int rank)
 {
-    return atomic_load_explicit((_Atomic uint64_t *)net_flag(st, rank, 0) + 2,
-                                memory_order_relaxed) != 0;
+    int64_t why = (int64_t)atomic_load_explicit((_Atomic uint64_t *)net_flag(st, rank, 0) + 2,
+                                                memory_order_relaxed);
+    if (!why || why == SYMCOLL_ERR_ABORTED || why == SYMCOLL_ERR_TIMED_OUT)
+        return (symcoll_status_t)why;
+    return SYMCOLL_ERR_PEER_FAILED;
 }
 
-/* Tells the peers that this rank gives up, so that their waits on it end now. */
-static void net_give_up(net_state_t *st)
+/* Tells the peers that this rank gives up, and why, so that their waits on it end now;
+ * the first reason stays. */
+static void net_give_up(net_state_t *st, symcoll_status_t why)
 {
-    atomic_store_explicit((_Atomic uint64_t *)net_flag(st, st->comm->rank, 0) + 2, 1,
-                          memory_order_release);
-    ucx_notify_abort(st->ucx);
+    _Atomic uint64_t *w = (_Atomic uint64_t *)net_flag(st, st->comm->rank, 0) + 2;
+    uint64_t none = 0;
+
+    atomic_compare_exchange_strong(w, &none, (uint64_t)(int64_t)why);
+    ucx_notify_failure(st->ucx, why);
 }
 
 /* Waits until owner's flag word reaches target, progressing UCX all along (on TCP the
@@ -410,8 +435,8 @@ static symcoll_status_t net_wait_word(net_state_t *st, const uint64_t *word, uin
         symcoll_status_t status = ucx_progress(st->ucx);
         if (status == SYMCOLL_OK)
             status = deadline_check(dl);
-        if (status == SYMCOLL_OK && local && net_peer_gave_up(st, peer))
-            status = SYMCOLL_ERR_ABORTED;
+        if (status == SYMCOLL_OK && local)
+            status = net_peer_gave_up(st, peer);
         if (status == SYMCOLL_OK && local && iter > 256) {
             double now = time_now();
             if (now >= *next_alive) {
@@ -490,8 +515,8 @@ static symcoll_status_t net_bar_check(void *arg)
     const topo_t *t = a->st->comm->topo;
     symcoll_status_t status = deadline_check(a->dl);
 
-    if (status == SYMCOLL_OK && net_peer_gave_up(a->st, a->r))
-        status = SYMCOLL_ERR_ABORTED;
+    if (status == SYMCOLL_OK)
+        status = net_peer_gave_up(a->st, a->r);
     if (status == SYMCOLL_OK && time_now() >= *a->next_alive) {
         *a->next_alive = time_now() + NET_ALIVE_PERIOD;
         if (!topo_proc_alive(t->info[a->r].pid, t->info[a->r].start_time)) {
@@ -780,10 +805,8 @@ static symcoll_status_t net_run_flat(net_state_t *st, const net_group_t *g, topo
 /* A failure that leaves the counters out of step breaks the state, and the peers hear. */
 static symcoll_status_t net_finish(net_state_t *st, symcoll_status_t status)
 {
-    if (status != SYMCOLL_OK && net_failure_is_sticky(status)) {
-        algo_break(st->comm, status);
-        net_give_up(st);
-    }
+    if (status != SYMCOLL_OK && net_failure_is_sticky(status))
+        net_give_up(st, algo_break(st->comm, status));
     return status;
 }
 

@@ -6,6 +6,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "topo/topo.h"
+#include "ucx/ucx.h"
 #include "algo/algo.h"
 #ifdef HAVE_CUDA
 #include "cuda/cuda.h"
@@ -304,6 +305,9 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_destroy(symcoll_comm_h comm)
         return SYMCOLL_ERR_INVALID_PARAM;
     pthread_mutex_lock(&comm->lock);
     comm->magic = 0;
+    /* after a failed exchange the peers are out of step: UCX closes without waiting */
+    if (bootstrap_failed(comm->bootstrap) != SYMCOLL_OK)
+        ucx_mark_broken(comm->ucx);
     api_release_layers(comm);
     topo_destroy(comm->topo);
     bootstrap_destroy(comm->bootstrap);

@@ -4,6 +4,7 @@
 #include "bootstrap/bs_int.h"
 
 #include <ctype.h>
+#include <sys/socket.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +201,18 @@ void bootstrap_destroy(bootstrap_t *bs)
     free(bs);
 }
 
+void bs_shut_all(bootstrap_t *bs)
+{
+    if (bs->root_fd >= 0)
+        (void)shutdown(bs->root_fd, SHUT_RDWR);
+    for (int r = 0; bs->peer_fds && r < bs->nranks; r++)
+        if (bs->peer_fds[r] >= 0)
+            (void)shutdown(bs->peer_fds[r], SHUT_RDWR);
+    for (int i = 0; bs->local_fds && i < bs->local_size; i++)
+        if (bs->local_fds[i] >= 0)
+            (void)shutdown(bs->local_fds[i], SHUT_RDWR);
+}
+
 symcoll_status_t bootstrap_allgather(bootstrap_t *bs, const void *src, void *dst, size_t size)
 {
     symcoll_status_t status;
@@ -220,15 +233,15 @@ symcoll_status_t bootstrap_allgather(bootstrap_t *bs, const void *src, void *dst
     }
     dl = deadline_make(bs->timeout_sec, bs->aborted);
     status = deadline_check(&dl);
-    if (status != SYMCOLL_OK)
-        return status;
-    if (bs->allgather)
+    if (status == SYMCOLL_OK && bs->allgather)
         status = bs_cb_exchange(bs, src, dst, size, BS_MSG_DATA, false);
-    else
+    else if (status == SYMCOLL_OK)
         status = bs_tcp_allgather(bs, src, dst, size, &dl);
-    /* a failed exchange leaves the streams out of step */
-    if (status != SYMCOLL_OK)
+    /* a failed exchange leaves the streams out of step; the peers in it stop too */
+    if (status != SYMCOLL_OK) {
         bs->failed = status;
+        bs_shut_all(bs);
+    }
     bs->seq++;
     return status;
 }
@@ -236,6 +249,11 @@ symcoll_status_t bootstrap_allgather(bootstrap_t *bs, const void *src, void *dst
 symcoll_status_t bootstrap_barrier(bootstrap_t *bs)
 {
     return bootstrap_allgather(bs, NULL, NULL, 0);
+}
+
+symcoll_status_t bootstrap_failed(const bootstrap_t *bs)
+{
+    return bs ? bs->failed : SYMCOLL_OK;
 }
 
 uint64_t bootstrap_job_id(const bootstrap_t *bs)

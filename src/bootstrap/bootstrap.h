@@ -78,6 +78,10 @@ symcoll_status_t bootstrap_barrier(bootstrap_t *bs);
  * secret (it travels in every message header). */
 uint64_t bootstrap_job_id(const bootstrap_t *bs);
 
+/* SYMCOLL_OK, or the status of the exchange that failed: the channel is unusable and the
+ * ranks are out of step. */
+symcoll_status_t bootstrap_failed(const bootstrap_t *bs);
+
 /* Open the node-local channel among the ranks listed in local_ranks (global ranks in
  * local-rank order; this process is local_ranks[local_rank]). Collective over the
  * ranks of this node only (no global exchange: nodes may differ in size). Without

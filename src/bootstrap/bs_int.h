@@ -165,6 +165,11 @@ void bs_proof(const bootstrap_t *bs, bool from_rank0, const uint8_t n0[BS_NONCE_
 /* Close a descriptor if open and mark it closed. */
 void bs_close(int *fd);
 
+/* After an exchange failed (abort, timeout, a peer gone): shuts every connection down so
+ * that the peers still waiting in that exchange see it end now rather than at their
+ * deadline; the descriptors stay open until bootstrap_destroy. */
+void bs_shut_all(bootstrap_t *bs);
+
 /* How a listener judges the connections it accepts (accept.c). */
 typedef struct bs_acceptor {
     uint16_t type;    /* message type of the hello */

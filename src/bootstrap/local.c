@@ -371,6 +371,7 @@ symcoll_status_t bootstrap_local_fd_allgather(bootstrap_t *bs, const int *fds, i
     free(x);
     if (status != SYMCOLL_OK) {
         bs->failed = status;
+        bs_shut_all(bs);
         goto err;
     }
     return SYMCOLL_OK;

@@ -112,10 +112,16 @@ symcoll_status_t ucx_fence(ucx_ctx_t *ucx);
  * completion is tracked internally. Call ucx_fence first if it must follow data. */
 symcoll_status_t ucx_put_flag(ucx_ctx_t *ucx, int peer, uint64_t value, uint64_t *sym_flag);
 
-/* Tells every remote peer that this rank's communicator was aborted (once; best effort,
- * does not wait): their waits end with SYMCOLL_ERR_ABORTED instead of at their deadline.
- * Call from the thread that uses the communicator. */
+/* Tells every remote peer that this rank gave up with status (once; best effort, does not
+ * wait): their waits end with that status (SYMCOLL_ERR_ABORTED for an abort, TIMED_OUT or
+ * PEER_FAILED for what ended our call) instead of at their deadline. Call from the
+ * thread that uses the worker. ucx_notify_abort is ucx_notify_failure with ABORTED. */
+void ucx_notify_failure(ucx_ctx_t *ucx, symcoll_status_t status);
 void ucx_notify_abort(ucx_ctx_t *ucx);
+
+/* Records that the communicator failed (any thread; for every worker of its context): a
+ * later close does not wait for the peers, it closes the endpoints at once. */
+void ucx_mark_broken(ucx_ctx_t *ucx);
 
 /* Back-off of a wait turn that found nothing (*iter counts idle turns, 0 at the start
  * of a wait): spins, then yields, then sleeps up to a millisecond on the worker's event

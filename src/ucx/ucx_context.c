@@ -232,25 +232,42 @@ err_free:
     return status;
 }
 
+/* How long a close after a failure lets the forced closes and the give-up notice go out:
+ * nothing waits for a peer then, so this bounds only local work. */
+#define UCX_CLOSE_BROKEN_SEC 0.25
+
+/* Nothing that a peer's help would complete is worth waiting for: the communicator
+ * failed (a call timed out, a peer died or gave up, an abort), or a peer is known dead. */
+static bool ucx_close_broken(const ucx_ctx_t *ucx)
+{
+    return atomic_load(&ucx->shared->broken) || atomic_load(&ucx->failed) ||
+           atomic_load(&ucx->remote_abort) != SYMCOLL_OK || atomic_load(&ucx->comm->aborted);
+}
+
 void ucx_close(ucx_ctx_t *ucx)
 {
     deadline_t dl;
+    bool broken;
 
     if (!ucx || ucx->closed)
         return;
-    dl = deadline_make(ucx->comm->timeout_sec, NULL);
     /* an aborted rank that made no call since: peers still waiting on it stop now */
     if (atomic_load(&ucx->comm->aborted))
         ucx_notify_abort(ucx);
-    if (!atomic_load(&ucx->failed)) {
+    broken = ucx_close_broken(ucx);
+    dl = deadline_make(broken ? UCX_CLOSE_BROKEN_SEC : ucx->comm->timeout_sec, NULL);
+    if (!broken) {
         (void)ucx_wait_all(ucx, &dl);
         (void)ucx_flush(ucx, &dl);
     }
     /* On TCP our flush completes only while the peers progress, and theirs while we do:
      * nobody leaves before everybody has flushed. Afterwards nothing is in flight, so a
-     * forced close loses nothing and needs no help from the peers. */
+     * forced close loses nothing and needs no help from the peers. After a failure the
+     * peers may never answer (stopped, dead, or out of step): the endpoints are closed
+     * at once, which ends a healthy peer's wait for our confirmation with an endpoint
+     * error. */
     ucx->closing = true;
-    if (ucx->worker_ready && ucx_exchange_hello(ucx, 2, &dl) != SYMCOLL_OK)
+    if (!broken && ucx->worker_ready && ucx_exchange_hello(ucx, 2, &dl) != SYMCOLL_OK)
         log_warn("UCX close: not every peer confirmed; closing the endpoints anyway");
     for (size_t i = 0; i < ucx->shared->nregions; i++)
         ucx_region_drop_rkeys(ucx->shared->regions[i], ucx->nranks, ucx->index);

@@ -90,6 +90,7 @@ struct ucx_shared {
 
     ucx_seg_table_t segtab[SYMCOLL_MEM_LAST];
     char transports[UCX_TLS_STR_MAX];
+    _Atomic int broken; /* ucx_mark_broken: close without waiting for the peers */
 };
 
 /* A worker: the communicator's own (index 0, the owner of the shared context) or a lane
@@ -104,13 +105,14 @@ struct ucx_ctx {
     ucx_peer_t *peers;
     int nremote;
     _Atomic int failed;
-    _Atomic int remote_abort; /* a peer's communicator was aborted */
+    _Atomic int remote_abort; /* SYMCOLL_OK, or the status a peer gave up with */
     bool abort_sent;
     bool closed;
     bool closing;       /* endpoints going away: their errors are expected */
     int efd;            /* the worker's event fd (UCP_FEATURE_WAKEUP); -1: none */
     bool worker_ready;  /* creation exchanged the first check messages */
     int32_t hello_rank; /* header of the check message; must outlive the send */
+    int32_t give_up[2]; /* header of the give-up notice: rank, status; same */
 
     size_t last_region; /* where ucx_region_find looks first */
 

@@ -31,9 +31,8 @@ static symcoll_status_t ucx_peer_status(const ucx_ctx_t *ucx)
 {
     if (atomic_load_explicit(&ucx->failed, memory_order_relaxed))
         return SYMCOLL_ERR_PEER_FAILED;
-    if (atomic_load_explicit(&ucx->remote_abort, memory_order_relaxed))
-        return SYMCOLL_ERR_ABORTED;
-    return SYMCOLL_OK;
+    /* what the peer gave up with: an abort, a timeout or a dead rank it saw */
+    return (symcoll_status_t)atomic_load_explicit(&ucx->remote_abort, memory_order_relaxed);
 }
 
 symcoll_status_t ucx_progress(ucx_ctx_t *ucx)

@@ -228,27 +228,49 @@ ucs_status_t ucx_write_cb(void *arg, const void *header, size_t header_length, v
     return UCS_OK;
 }
 
+/* A peer's status as it reaches us: what ended its call, never success. */
+static symcoll_status_t ucx_give_up_status(int32_t s)
+{
+    switch (s) {
+    case SYMCOLL_ERR_ABORTED:
+    case SYMCOLL_ERR_TIMED_OUT:
+    case SYMCOLL_ERR_PEER_FAILED:
+        return (symcoll_status_t)s;
+    default:
+        return SYMCOLL_ERR_PEER_FAILED;
+    }
+}
+
 ucs_status_t ucx_abort_cb(void *arg, const void *header, size_t header_length, void *data,
                           size_t length, const ucp_am_recv_param_t *param)
 {
     ucx_ctx_t *ucx = arg;
-    int32_t r = -1;
+    int32_t h[2] = {-1, SYMCOLL_ERR_ABORTED};
+    int none = SYMCOLL_OK;
+    symcoll_status_t status;
 
-    if (header_length == sizeof(r))
-        memcpy(&r, header, sizeof(r));
-    if (!atomic_exchange(&ucx->remote_abort, 1))
-        log_error("rank %d aborted the communicator", (int)r);
+    if (header_length == sizeof(h))
+        memcpy(h, header, sizeof(h));
+    status = ucx_give_up_status(h[1]);
+    /* the first notice tells what happened; later ones follow from it */
+    if (atomic_compare_exchange_strong(&ucx->remote_abort, &none, (int)status)) {
+        if (status == SYMCOLL_ERR_ABORTED)
+            log_error("rank %d aborted the communicator", (int)h[0]);
+        else
+            log_error("rank %d gave up: %s", (int)h[0], symcoll_status_string(status));
+    }
     return UCS_OK;
 }
 
-void ucx_notify_abort(ucx_ctx_t *ucx)
+void ucx_notify_failure(ucx_ctx_t *ucx, symcoll_status_t status)
 {
     ucx_op_t *op;
 
     if (!ucx || ucx->abort_sent || ucx->closing)
         return;
     ucx->abort_sent = true;
-    ucx->hello_rank = ucx->rank;
+    ucx->give_up[0] = ucx->rank;
+    ucx->give_up[1] = (int32_t)status;
     for (int r = 0; r < ucx->nranks; r++) {
         ucp_request_param_t param = {0};
         if (!ucx_is_remote(ucx, r) || atomic_load(&ucx->peers[r].failed))
@@ -256,10 +278,21 @@ void ucx_notify_abort(ucx_ctx_t *ucx)
         /* best effort: peers that miss it still end at their deadline */
         if (ucx_op_new(ucx, &op) == SYMCOLL_OK)
             (void)ucx_op_track(ucx, op,
-                               ucp_am_send_nbx(ucx->peers[r].ep, UCX_AM_ABORT, &ucx->hello_rank,
-                                               sizeof(ucx->hello_rank), NULL, 0, &param),
-                               "abort notice", r);
+                               ucp_am_send_nbx(ucx->peers[r].ep, UCX_AM_ABORT, ucx->give_up,
+                                               sizeof(ucx->give_up), NULL, 0, &param),
+                               "give-up notice", r);
     }
     for (int i = 0; i < 64; i++)
         ucp_worker_progress(ucx->worker);
+}
+
+void ucx_notify_abort(ucx_ctx_t *ucx)
+{
+    ucx_notify_failure(ucx, SYMCOLL_ERR_ABORTED);
+}
+
+void ucx_mark_broken(ucx_ctx_t *ucx)
+{
+    if (ucx)
+        atomic_store(&ucx->shared->broken, 1);
 }
