@@ -433,7 +433,9 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_size(symcoll_comm_h comm, int *size
  *         is being captured;
  *         SYMCOLL_ERR_NO_MEMORY when the pool cannot grow for the staging;
  *         SYMCOLL_ERR_MISMATCH when ranks passed different arguments and the library
- *         sees it;
+ *         sees it (CUDA memory inside a node: the kernels see it after the call
+ *         returned, and the next all-reduce on CUDA memory returns it on every rank;
+ *         the communicator is then good only for symcoll_comm_destroy());
  *         SYMCOLL_ERR_ABORTED after symcoll_comm_abort() on this rank;
  *         SYMCOLL_ERR_ABORTED, SYMCOLL_ERR_PEER_FAILED or SYMCOLL_ERR_TIMED_OUT when a
  *         peer aborted, died or stopped answering;

@@ -13,7 +13,14 @@ symcoll_status_t algo_cuda_attach(comm_t *comm, pool_t *pool);
 void algo_cuda_free(comm_t *comm);
 
 /* All-reduce of CUDA memory inside a node by algo (one-shot or two-shot: the plan's;
- * count > 0, arguments checked). pool is the CUDA pool. Called with comm->lock held. */
+ * count > 0, arguments checked). pool is the CUDA pool. Called with comm->lock held.
+ * Returns once the kernel is queued. The kernels compare every call's count, datatype,
+ * operator and kernel across the ranks (cuda/sig.h) and stop, on every rank, when they
+ * differ, when a local peer process is gone (a watcher thread raises the abort word),
+ * on an abort or at the deadline; the call after that returns the reason
+ * (SYMCOLL_ERR_MISMATCH, _PEER_FAILED, _ABORTED, _TIMED_OUT) and breaks the
+ * communicator: kernels already queued behind the failed one may have run, so the
+ * ranks' epochs can no longer be known to agree. */
 symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, topo_algo_t algo,
                                      const void *sendbuf, void *recvbuf, size_t count,
                                      symcoll_dtype_t dtype, symcoll_op_t op, void *stream);

@@ -9,16 +9,31 @@
  * and a new one allocated collectively. Every rank reaches the same decision from the
  * same arguments. Under stream capture no staging may grow: the call fails with
  * SYMCOLL_ERR_IN_PROGRESS and says to warm up.
+ *
+ * Failures: a kernel that gives up (abort, a dead or failed peer, other arguments, the
+ * deadline) leaves the reason in the host-mapped error word; the next call reads it and
+ * breaks the communicator. The kernels cannot see a peer process die: a watcher thread
+ * per communicator (while the CUDA pool exists, with more than one local rank) waits on
+ * the local peers' pidfds and looks at their /proc state every WATCH_PERIOD_MS (zombies
+ * too), and raises the abort word with CUDA_KERR_PEER when one is gone.
  */
+#define _GNU_SOURCE /* syscall */
 #include "algo/cuda_algo.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cuda_runtime_api.h>
 
 #include "cuda/cuda.h"
 #include "cuda/kernels.h"
+#include "cuda/sig.h"
 
 /* pool_cuda.c; named here so that static links of the library always carry it */
 extern const pool_backend_t pool_cuda_backend;
@@ -26,8 +41,25 @@ extern const pool_backend_t pool_cuda_backend;
 #include "algo/ctx.h"
 #include "topo/topo.h"
 
+/* the watcher's look at /proc when no pidfd tells it at once */
+#define WATCH_PERIOD_MS 100
+
+typedef struct cuda_watch {
+    pthread_t thread;
+    bool running;
+    int stop[2]; /* pipe: a byte (or its closing) ends the thread */
+    int n, me;
+    int pid[CUDA_AR_MAX_RANKS];
+    uint64_t start[CUDA_AR_MAX_RANKS];
+    int rank[CUDA_AR_MAX_RANKS];  /* communicator rank of each local rank */
+    int pidfd[CUDA_AR_MAX_RANKS]; /* -1: none (the kernel has no pidfd_open, or it failed) */
+    cuda_words_t *words;
+    _Atomic int dead; /* local rank + 1 of the first peer seen gone, 0 while none */
+} cuda_watch_t;
+
 struct cuda_algo_state {
     cuda_words_t words;
+    cuda_watch_t watch;
     int me, n;
     int device;
     int nb[CUDA_AR_NALGOS]; /* fixed grid of each kernel */
@@ -38,10 +70,130 @@ struct cuda_algo_state {
 };
 typedef struct cuda_algo_state cuda_algo_state_t;
 
+/* ---- the watcher of the local peers' processes ---------------------------------------- */
+
+static int pidfd_open_nothrow(int pid)
+{
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    (void)pid;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+static void *watch_main(void *arg)
+{
+    cuda_watch_t *w = arg;
+    bool gone[CUDA_AR_MAX_RANKS] = {false};
+
+    for (;;) {
+        struct pollfd pf[CUDA_AR_MAX_RANKS + 1];
+        int who[CUDA_AR_MAX_RANKS + 1];
+        int nf = 0;
+
+        pf[nf++] = (struct pollfd){.fd = w->stop[0], .events = POLLIN};
+        for (int r = 0; r < w->n; r++) {
+            if (r != w->me && !gone[r] && w->pidfd[r] >= 0) {
+                who[nf] = r;
+                pf[nf++] = (struct pollfd){.fd = w->pidfd[r], .events = POLLIN};
+            }
+        }
+        if (poll(pf, (nfds_t)nf, WATCH_PERIOD_MS) < 0) {
+            if (errno != EINTR)
+                usleep(WATCH_PERIOD_MS * 1000);
+            continue;
+        }
+        if (pf[0].revents)
+            return NULL;
+        for (int r = 0; r < w->n; r++) {
+            if (r == w->me || gone[r])
+                continue;
+            if (topo_proc_alive(w->pid[r], w->start[r])) {
+                /* a readable pidfd of a process /proc still shows running (its leader
+                 * thread ended, say): the periodic look decides, not a busy poll */
+                for (int k = 1; k < nf; k++) {
+                    if (who[k] == r && pf[k].revents) {
+                        close(w->pidfd[r]);
+                        w->pidfd[r] = -1;
+                    }
+                }
+                continue;
+            }
+            gone[r] = true;
+            int none = 0;
+            atomic_compare_exchange_strong(&w->dead, &none, r + 1);
+            /* info only: a peer may also exit normally after its destroy, before this
+             * rank's; a call that this stops says so at error level */
+            log_info("local rank %d (rank %d, pid %d) exited or was killed: the CUDA kernels "
+                     "of this communicator stop waiting for it",
+                     r, w->rank[r], w->pid[r]);
+            cuda_words_raise(w->words, CUDA_KERR_PEER);
+        }
+    }
+}
+
+static void watch_stop(cuda_watch_t *w)
+{
+    if (w->running) {
+        char c = 0;
+        if (write(w->stop[1], &c, 1) != 1) {
+            /* closing the write end wakes the poll as well */
+        }
+        close(w->stop[1]);
+        w->stop[1] = -1;
+        pthread_join(w->thread, NULL);
+        w->running = false;
+        close(w->stop[0]);
+    }
+    for (int r = 0; r < w->n; r++)
+        if (w->pidfd[r] >= 0)
+            close(w->pidfd[r]);
+    w->n = 0;
+}
+
+/* Starts the watcher of comm's local peers (nothing with one local rank). */
+static symcoll_status_t watch_start(comm_t *comm, cuda_watch_t *w, cuda_words_t *words, int me,
+                                    int n)
+{
+    int err;
+
+    w->n = n;
+    w->me = me;
+    w->words = words;
+    atomic_init(&w->dead, 0);
+    for (int r = 0; r < n; r++) {
+        int g = comm->topo->local_ranks[r];
+        w->rank[r] = g;
+        w->pid[r] = comm->topo->info[g].pid;
+        w->start[r] = comm->topo->info[g].start_time;
+        w->pidfd[r] = r == me ? -1 : pidfd_open_nothrow(w->pid[r]);
+        /* the process the pidfd refers to is the peer only if the peer still runs now
+         * (not a reused pid); if not, the first look at /proc says it is gone */
+    }
+    if (n < 2)
+        return SYMCOLL_OK;
+    if (pipe2(w->stop, O_CLOEXEC)) {
+        log_error("CUDA all-reduce: pipe for the peer watcher: %s", strerror(errno));
+        return SYMCOLL_ERR_SYSTEM;
+    }
+    err = pthread_create(&w->thread, NULL, watch_main, w);
+    if (err) {
+        log_error("CUDA all-reduce: cannot start the peer watcher thread: %s", strerror(err));
+        close(w->stop[0]);
+        close(w->stop[1]);
+        return SYMCOLL_ERR_SYSTEM;
+    }
+    w->running = true;
+    return SYMCOLL_OK;
+}
+
 static void state_free(cuda_algo_state_t *st)
 {
     if (!st)
         return;
+    watch_stop(&st->watch); /* it raises the words: first */
     cuda_words_destroy(NULL, &st->words);
     free(st);
 }
@@ -108,6 +260,11 @@ symcoll_status_t algo_cuda_attach(comm_t *comm, pool_t *pool)
     status = cuda_words_create(comm, &st->words);
     if (status != SYMCOLL_OK)
         goto err_free;
+    status = watch_start(comm, &st->watch, &st->words, st->me, st->n);
+    if (status != SYMCOLL_OK) {
+        state_free(st);
+        return status;
+    }
     comm->algo->cuda = st;
     return SYMCOLL_OK;
 
@@ -215,19 +372,61 @@ void algo_cuda_release(comm_t *comm, pool_t *pool)
     }
 }
 
-/* A kernel of an earlier call gave up: the communicator is broken. */
-static symcoll_status_t check_gave_up(comm_t *comm, const cuda_algo_state_t *st)
+/* The status of a kernel's CUDA_KERR_* reason. */
+static symcoll_status_t kerr_status(uint32_t why)
 {
+    switch (why) {
+    case CUDA_KERR_ABORTED:
+        return SYMCOLL_ERR_ABORTED;
+    case CUDA_KERR_PEER:
+        return SYMCOLL_ERR_PEER_FAILED;
+    case CUDA_KERR_MISMATCH:
+        return SYMCOLL_ERR_MISMATCH;
+    default:
+        return SYMCOLL_ERR_TIMED_OUT;
+    }
+}
+
+/* A kernel of an earlier call gave up, or a local peer is gone: the communicator is
+ * broken. Logs what the kernels recorded (for other arguments: both signatures). */
+static symcoll_status_t check_gave_up(comm_t *comm, cuda_algo_state_t *st)
+{
+    volatile uint32_t *w = st->words.host;
+    uint32_t why = w[CUDA_WORD_ERR];
+    int dead = atomic_load(&st->watch.dead);
     symcoll_status_t status;
 
-    if (st->words.host[1] == CUDA_KERR_NONE)
+    if (why == CUDA_KERR_NONE && !dead)
         return SYMCOLL_OK;
-    status = st->words.host[1] == CUDA_KERR_ABORTED ? SYMCOLL_ERR_ABORTED
-             : st->words.host[1] == CUDA_KERR_PEER  ? SYMCOLL_ERR_PEER_FAILED
-                                                    : SYMCOLL_ERR_TIMED_OUT;
-    log_error("symcoll_allreduce: an earlier CUDA all-reduce gave up (%s); the "
-              "communicator can only be destroyed",
-              symcoll_status_string(status));
+    __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the words a kernel stored before */
+    if (why == CUDA_KERR_NONE || (dead && why != CUDA_KERR_MISMATCH))
+        why = CUDA_KERR_PEER;
+    status = kerr_status(why);
+    if (why == CUDA_KERR_MISMATCH && w[CUDA_WORD_PEER]) {
+        char mine[160], theirs[160];
+        int p = (int)w[CUDA_WORD_PEER] - 1;
+        uint64_t ps = (uint64_t)w[CUDA_WORD_PEER_SIG] | (uint64_t)w[CUDA_WORD_PEER_SIG + 1]
+                                                            << 32;
+        uint64_t ms = (uint64_t)w[CUDA_WORD_MY_SIG] | (uint64_t)w[CUDA_WORD_MY_SIG + 1] << 32;
+        log_error("symcoll_allreduce: ranks called with different arguments on CUDA memory: "
+                  "local rank %d (rank %d) with %s, this rank with %s; the communicator can "
+                  "only be destroyed",
+                  p, p >= 0 && p < st->n ? comm->topo->local_ranks[p] : -1,
+                  cuda_ar_sig_describe(ps, theirs, sizeof(theirs)),
+                  cuda_ar_sig_describe(ms, mine, sizeof(mine)));
+    } else if (why == CUDA_KERR_MISMATCH) {
+        log_error("symcoll_allreduce: another rank of the node saw ranks call with different "
+                  "arguments on CUDA memory (it logs both); the communicator can only be "
+                  "destroyed");
+    } else if (dead) {
+        log_error("symcoll_allreduce: local rank %d (rank %d, pid %d) exited or was killed; "
+                  "the communicator can only be destroyed",
+                  dead - 1, st->watch.rank[dead - 1], st->watch.pid[dead - 1]);
+    } else {
+        log_error("symcoll_allreduce: an earlier CUDA all-reduce gave up (%s); the "
+                  "communicator can only be destroyed",
+                  symcoll_status_string(status));
+    }
     return algo_break(comm, status);
 }
 
@@ -278,8 +477,9 @@ static void fill_args(const comm_t *comm, pool_t *pool, const cuda_algo_state_t 
         recvbuf && pool_lookup(pool, recvbuf, count * symcoll_dtype_size(dtype), &off)
             ? (uint64_t)off + 1
             : 0;
-    a->abort_word = st->words.dev;
-    a->err_word = st->words.dev + 1;
+    a->sig = cuda_ar_sig(count, (int)dtype, (int)op, algo, CUDA_AR_PHASE_ALL);
+    a->abort_word = st->words.dev + CUDA_WORD_ABORT;
+    a->err_word = st->words.dev + CUDA_WORD_ERR;
     a->timeout_ns = (unsigned long long)(comm->timeout_sec * 1e9);
 }
 
@@ -346,9 +546,10 @@ symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, topo_algo_t tal
                   topo_algo_name(talgo));
         return SYMCOLL_ERR_UNSUPPORTED;
     }
-    /* small one-shot messages in whole 4-byte words: flags inside the data, no barrier */
-    if (algo == CUDA_AR_ONESHOT && bytes <= comm->config.cuda_ll_max && bytes % 4 == 0 &&
-        ((uintptr_t)sendbuf | (uintptr_t)recvbuf) % 4 == 0)
+    /* small one-shot messages in whole 4-byte words: flags inside the data, no barrier
+     * (decided by the arguments only, never by a rank's own buffers: every rank must take
+     * the same kernel) */
+    if (algo == CUDA_AR_ONESHOT && bytes <= comm->config.cuda_ll_max && bytes % 4 == 0)
         algo = CUDA_AR_LL;
     status = stage_ensure(pool, st, algo, bytes, stream);
     if (status != SYMCOLL_OK)
@@ -389,6 +590,7 @@ symcoll_status_t algo_cuda_hier_rs(comm_t *comm, pool_t *pool, const void *sendb
     fill_args(comm, pool, st, CUDA_AR_TWOSHOT, sendbuf, res, count, dtype,
               op == SYMCOLL_AVG ? SYMCOLL_SUM : op, &a);
     a.phase = CUDA_AR_PHASE_RS;
+    a.sig = cuda_ar_sig(count, (int)dtype, a.op, CUDA_AR_TWOSHOT, CUDA_AR_PHASE_RS);
     a.recv_info = 0;
     a.node_word = node_word;
     lo = nvec * (size_t)st->me / (size_t)st->n;
@@ -407,6 +609,7 @@ symcoll_status_t algo_cuda_hier_ag(comm_t *comm, pool_t *pool, void *recvbuf, si
 
     fill_args(comm, pool, st, CUDA_AR_TWOSHOT, NULL, recvbuf, count, dtype, SYMCOLL_SUM, &a);
     a.phase = CUDA_AR_PHASE_AG;
+    a.sig = cuda_ar_sig(count, (int)dtype, SYMCOLL_SUM, CUDA_AR_TWOSHOT, CUDA_AR_PHASE_AG);
     a.recv_info = 0;
     a.node_word = node_word;
     return launch(st, &a, stream);

@@ -10,7 +10,8 @@
  * Every rank reduces its sources in rank order, in float32 for the half types, so every
  * rank gets the same bits.
  *
- * LL one-shot (small messages, byte size a multiple of 4, 4-byte aligned buffers): every
+ * LL one-shot (small messages, byte size a multiple of 4; buffers that are not 4-byte
+ *   aligned are read and written byte by byte, so every rank takes it alike): every
  *   rank pushes its input into every peer's staging as 16-byte records {w0, e, w1, e}
  *   (8 payload bytes, the block's epoch e twice); the receiver polls its own memory until
  *   both flags of a record read e (8-byte stores are atomic) and reduces. No barrier at
@@ -39,9 +40,32 @@
  * Barriers: per block, one uint32 flag per (algorithm, slot, block, source) in the
  * receiver's signal pad, written with st.release.sys after a system fence, read with
  * ld.acquire.sys, compared wrap-safely against an epoch counted in device memory and
- * never reset (CUDA graph replays advance it like eager calls). A waiting thread reads
- * the host-mapped abort word and the global timer every 4096 spins and gives up, leaving
- * the reason in the host-mapped error word.
+ * never reset (CUDA graph replays advance it like eager calls).
+ *
+ * Agreement: every launch that starts a call carries a signature (count, datatype,
+ *   operator, algorithm, phase: cuda_ar_sig). Block 0 counts the calls in device memory
+ *   and, at its start, stores {signature, call number} into every peer's pad (one 16-byte
+ *   store in the LL format); before its first wait for a peer's data it waits for that
+ *   peer's header of the same call number and compares. Every algorithm's block 0 does
+ *   so, so ranks that disagree, even on the algorithm, both see it; a header arrives
+ *   about when the data it goes with does, so this adds no round trip. In two-shot every
+ *   block also compares the signature a peer stored before its start flag, because step
+ *   2 writes into the peers' outputs by the own count. In LL and one-shot the other
+ *   blocks only write the own output and, by the own count, staging slots sized for
+ *   any message of their algorithm, so they may finish with bad data but never outside
+ *   their buffers; blocks still waiting stop at their next slow check.
+ *
+ * Giving up: a waiting thread runs a slow check every 4096 spins: the host-mapped abort
+ *   word (symcoll_comm_abort, or the host's watcher of the local peers' processes), the
+ *   hierarchical node word, this rank's error word (another block, or an earlier call,
+ *   gave up), the peer's "gave up" word in the own pad, and the deadline. A rank that
+ *   gives up for a reason of its own leaves it in the host-mapped error word and in
+ *   every peer's "gave up" word, so that the peers stop waiting for it at once (with
+ *   MISMATCH if that was the reason, else PEER). Nothing resets these words: after a
+ *   failure the communicator is broken (the host reads the error word at the next call).
+ *   Before giving up on an abort word a wait looks once more at what it waits for: a
+ *   peer that finished and exited normally (its watcher reports it dead) has already
+ *   stored everything this wait needs.
  */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -211,63 +235,188 @@ __device__ __forceinline__ unsigned long long global_ns()
     return t;
 }
 
+__device__ __forceinline__ char *pad_at(const cuda_ar_args_t &a, int rank, size_t off)
+{
+    return (char *)a.pad[rank] + off;
+}
+
+/* Codes of the slow check: 0 (go on), or a CUDA_KERR_* reason, with WHY_OWN when this
+ * rank saw the failure itself (then the peers are told), or WHY_RECORDED (an earlier
+ * failure of this rank is in the error word already). */
+constexpr uint32_t WHY_OWN = 0x100, WHY_RECORDED = 0xff;
+
+/* The slow check of a wait for peer src. */
+__device__ __forceinline__ uint32_t wait_why(const cuda_ar_args_t &a, int src,
+                                             unsigned long long *t0)
+{
+    /* acquire: a wait that stops for it looks at what it waits for once more, and sees
+     * what a peer stored before it exited */
+    const uint32_t ab = ld_acquire_sys((const uint32_t *)a.abort_word);
+    if (ab)
+        return ab | WHY_OWN;
+    if (a.node_word && *a.node_word)
+        return CUDA_KERR_PEER | WHY_OWN;
+    if (*a.err_word)
+        return WHY_RECORDED;
+    const uint32_t peer =
+        *(const volatile uint32_t *)pad_at(a, a.rank, CUDA_PAD_GAVEUP_OFF(src));
+    if (peer)
+        return peer == CUDA_KERR_MISMATCH ? CUDA_KERR_MISMATCH : CUDA_KERR_PEER;
+    const unsigned long long now = global_ns();
+    if (!*t0)
+        *t0 = now;
+    else if (now - *t0 > a.timeout_ns)
+        return CUDA_KERR_TIMED_OUT | WHY_OWN;
+    return 0;
+}
+
+/* This rank gives up with code (wait_why's): the error word says why, unless it holds a
+ * reason already, and a reason of its own goes to every peer's "gave up" word. */
+__device__ __forceinline__ void give_up(const cuda_ar_args_t &a, uint32_t code)
+{
+    const uint32_t why = code & 0xff;
+    if (why == WHY_RECORDED)
+        return;
+    if (*a.err_word == CUDA_KERR_NONE)
+        *a.err_word = why;
+    if (code & WHY_OWN) {
+#pragma unroll
+        for (int p = 0; p < MAXR; p++)
+            if (p < a.nranks && p != a.rank)
+                *(volatile uint32_t *)pad_at(a, p, CUDA_PAD_GAVEUP_OFF(a.rank)) = why;
+    }
+    __threadfence_system();
+}
+
+/* Peer src called with signature peer_sig: what the host logs, then give up. Blocks that
+ * see it at the same time may mix their records; each names a real disagreement. */
+__device__ __forceinline__ void give_up_mismatch(const cuda_ar_args_t &a, int src,
+                                                 uint64_t peer_sig)
+{
+    volatile uint32_t *w = a.err_word - CUDA_WORD_ERR;
+    if (w[CUDA_WORD_ERR] == CUDA_KERR_NONE) {
+        w[CUDA_WORD_PEER_SIG] = (uint32_t)peer_sig;
+        w[CUDA_WORD_PEER_SIG + 1] = (uint32_t)(peer_sig >> 32);
+        w[CUDA_WORD_PEER] = (uint32_t)src + 1;
+        w[CUDA_WORD_MY_SIG] = (uint32_t)a.sig;
+        w[CUDA_WORD_MY_SIG + 1] = (uint32_t)(a.sig >> 32);
+        __threadfence_system();
+    }
+    give_up(a, CUDA_KERR_MISMATCH | WHY_OWN);
+}
+
+/* Spin until ready() (which loads what it waits for); false if the wait gave up (the
+ * reason recorded). src: the peer it waits for. */
+template <typename Ready>
+__device__ __forceinline__ bool wait_for(const cuda_ar_args_t &a, int src, Ready ready)
+{
+    unsigned spins = 0;
+    unsigned long long t0 = 0;
+    while (!ready()) {
+        if ((++spins & 4095) == 0) {
+            const uint32_t code = wait_why(a, src, &t0);
+            if (code) {
+                if (ready())
+                    return true;
+                give_up(a, code);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* Block 0, thread t < nranks (t != rank): wait for peer t's call header of call seq and
+ * compare its signature with this launch's; false (the reason recorded) if the wait gave
+ * up or the peer called with other arguments. */
+__device__ __forceinline__ bool header_check(const cuda_ar_args_t &a, int t, uint32_t seq)
+{
+    const char *h = pad_at(a, a.rank, CUDA_PAD_HDR_OFF(seq & 1, t));
+    uint4 v;
+    if (!wait_for(a, t, [&]() {
+            asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                         : "l"(h)
+                         : "memory");
+            return v.y == seq && v.w == seq;
+        }))
+        return false;
+    const uint64_t peer_sig = (uint64_t)v.x | (uint64_t)v.z << 32;
+    if (peer_sig != a.sig) {
+        give_up_mismatch(a, t, peer_sig);
+        return false;
+    }
+    return true;
+}
+
 /* Block-wide barrier with the same block of every peer. Returns false if it gave up
- * (abort or timeout); the caller then returns from the kernel. */
+ * (abort, timeout, a peer that gave up, other arguments); the caller then returns from
+ * the kernel. START of two-shot (publish): each rank also stores its info word and its
+ * signature before the flag, and block 0 first checks the call headers (seq). */
 __device__ __forceinline__ bool barrier(const cuda_ar_args_t &a, int algo, int slot, uint32_t e,
-                                        bool publish, int *s_fail)
+                                        bool publish, uint32_t seq, int *s_fail)
 {
     const int t = threadIdx.x, b = blockIdx.x;
     __syncthreads();
     if (t < a.nranks && t != a.rank) {
-        if (publish)
+        if (publish) {
             *(volatile uint64_t *)((uint64_t *)a.pad[t] + CUDA_PAD_INFO64(b, a.rank)) =
                 a.recv_info;
+            *(volatile uint64_t *)pad_at(a, t, CUDA_PAD_SIG2_OFF(b, a.rank)) = a.sig;
+        }
         /* the release is cumulative: it covers every store of the block ordered before it
          * by the __syncthreads above (PTX causality order), local and remote */
         st_release_sys(a.pad[t] + CUDA_PAD_FLAG(algo, slot, b, a.rank), e);
         const uint32_t *mine = a.pad[a.rank] + CUDA_PAD_FLAG(algo, slot, b, t);
-        unsigned spins = 0;
-        unsigned long long t0 = 0;
-        while ((int32_t)(ld_acquire_sys(mine) - e) < 0) {
-            if ((++spins & 4095) == 0) {
-                if (*a.abort_word) {
-                    *a.err_word = CUDA_KERR_ABORTED;
-                    *s_fail = 1;
-                    break;
-                }
-                if (a.node_word && *a.node_word) {
-                    *a.err_word = CUDA_KERR_PEER;
-                    *s_fail = 1;
-                    break;
-                }
-                unsigned long long now = global_ns();
-                if (!t0) {
-                    t0 = now;
-                } else if (now - t0 > a.timeout_ns) {
-                    *a.err_word = CUDA_KERR_TIMED_OUT;
-                    *s_fail = 1;
-                    break;
-                }
+        bool ok = !seq || header_check(a, t, seq);
+        ok = ok && wait_for(a, t, [&]() { return (int32_t)(ld_acquire_sys(mine) - e) >= 0; });
+        if (ok && publish) {
+            /* stored before the flag just acquired; the peer stores it again only after
+             * this rank's end flag of this call */
+            const uint64_t peer_sig =
+                *(const volatile uint64_t *)pad_at(a, a.rank, CUDA_PAD_SIG2_OFF(b, t));
+            if (peer_sig != a.sig) {
+                give_up_mismatch(a, t, peer_sig);
+                ok = false;
             }
         }
+        if (!ok)
+            *s_fail = 1;
     }
     __syncthreads();
     return !*s_fail;
 }
 
 /* epoch of this block for algo: counted in this rank's own pad, never reset (advance
- * false: the epoch of the launch before, for a call's second launch) */
+ * false: the epoch of the launch before, for a call's second launch). Block 0 of a
+ * launch that starts a call (advance) also counts the call (*s_seq: its number, never 0;
+ * 0 in other blocks and second launches) and stores its header into every peer's pad:
+ * one 16-byte store, no fence (the reader checks the number in both 8-byte halves). */
 __device__ __forceinline__ uint32_t next_epoch(const cuda_ar_args_t &a, int algo, uint32_t *s_e,
-                                               int *s_fail, bool advance = true)
+                                               uint32_t *s_seq, int *s_fail,
+                                               bool advance = true)
 {
     if (threadIdx.x == 0) {
         uint32_t *c = a.pad[a.rank] + CUDA_PAD_COUNTER(algo, 0, blockIdx.x);
-        uint32_t e = *c + (advance ? 1 : 0);
+        uint32_t e = *c + (advance ? 1 : 0), q = 0;
         *c = e;
+        if (blockIdx.x == 0 && advance) {
+            uint32_t *calls = (uint32_t *)pad_at(a, a.rank, CUDA_PAD_CALLS_OFF);
+            q = *calls + 1;
+            q += q == 0;
+            *calls = q;
+        }
         *s_e = e;
+        *s_seq = q;
         *s_fail = 0;
     }
     __syncthreads();
+    const uint32_t q = *s_seq;
+    if (q && threadIdx.x < a.nranks && threadIdx.x != a.rank)
+        asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(
+                         pad_at(a, threadIdx.x, CUDA_PAD_HDR_OFF(q & 1, a.rank))),
+                     "r"((uint32_t)a.sig), "r"(q), "r"((uint32_t)(a.sig >> 32)), "r"(q)
+                     : "memory");
     return *s_e;
 }
 
@@ -295,60 +444,82 @@ template <typename T> union Pay {
     T e[8 / sizeof(T)];
 };
 
-/* poll a record until both of its flags read e; false if the wait gave up */
-__device__ __forceinline__ bool ll_wait(const cuda_ar_args_t &a, const char *p, uint32_t e,
-                                        uint2 *out)
+/* poll peer src's record until both of its flags read e; false if the wait gave up */
+__device__ __forceinline__ bool ll_wait(const cuda_ar_args_t &a, int src, const char *p,
+                                        uint32_t e, uint2 *out)
 {
-    unsigned spins = 0;
-    unsigned long long t0 = 0;
-    for (;;) {
-        const uint4 v = ld_volatile_v4(p);
-        if (v.y == e && v.w == e) {
-            *out = make_uint2(v.x, v.z);
-            return true;
-        }
-        if ((++spins & 4095) == 0) {
-            if (*a.abort_word) {
-                *a.err_word = CUDA_KERR_ABORTED;
-                return false;
-            }
-            const unsigned long long now = global_ns();
-            if (!t0) {
-                t0 = now;
-            } else if (now - t0 > a.timeout_ns) {
-                *a.err_word = CUDA_KERR_TIMED_OUT;
-                return false;
-            }
-        }
+    uint4 v;
+    if (!wait_for(a, src, [&]() {
+            v = ld_volatile_v4(p);
+            return v.y == e && v.w == e;
+        }))
+        return false;
+    *out = make_uint2(v.x, v.z);
+    return true;
+}
+
+/* 32-bit word w of a buffer that is 4-byte aligned (al) or only element-aligned */
+__device__ __forceinline__ uint32_t ld_word(const char *p, size_t w, bool al)
+{
+    if (al)
+        return ((const uint32_t *)p)[w];
+    const unsigned char *b = (const unsigned char *)p + 4 * w;
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+__device__ __forceinline__ void st_word(char *p, size_t w, uint32_t v, bool al)
+{
+    if (al) {
+        ((uint32_t *)p)[w] = v;
+        return;
     }
+    unsigned char *b = (unsigned char *)p + 4 * w;
+    b[0] = (unsigned char)v;
+    b[1] = (unsigned char)(v >> 8);
+    b[2] = (unsigned char)(v >> 16);
+    b[3] = (unsigned char)(v >> 24);
 }
 
 template <typename T, int OP>
 __global__ void __launch_bounds__(CUDA_AR_THREADS, 1) k_oneshot_ll(const cuda_ar_args_t a)
 {
-    __shared__ uint32_t s_e;
+    __shared__ uint32_t s_e, s_seq;
     __shared__ int s_fail;
     const int n = a.nranks, r = a.rank;
     const size_t nw = a.count * sizeof(T) / 4, nrec = (nw + 1) / 2;
-    const uint32_t *send = (const uint32_t *)a.send;
-    uint32_t *recv = (uint32_t *)a.recv;
+    /* buffers are element-aligned; those of 1- and 2-byte types may not be 4-byte
+     * aligned, and every rank must take this kernel whatever its own alignment */
+    const char *send = (const char *)a.send;
+    char *recv = (char *)a.recv;
+    const bool sal = ((uintptr_t)send & 3) == 0, ral = ((uintptr_t)recv & 3) == 0;
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     const size_t i0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     /* the first payload is loaded while thread 0 reads the epoch */
     uint2 mine = make_uint2(0, 0);
     if (i0 < nrec)
-        mine = make_uint2(send[2 * i0], 2 * i0 + 1 < nw ? send[2 * i0 + 1] : 0u);
-    const uint32_t e = next_epoch(a, CUDA_AR_LL, &s_e, &s_fail);
+        mine = make_uint2(ld_word(send, 2 * i0, sal),
+                          2 * i0 + 1 < nw ? ld_word(send, 2 * i0 + 1, sal) : 0u);
+    const uint32_t e = next_epoch(a, CUDA_AR_LL, &s_e, &s_seq, &s_fail);
     const size_t par = (size_t)(e & 1) * n * a.stage_slot;
 
     for (size_t i = i0; i < nrec; i += stride) {
         if (i != i0)
-            mine = make_uint2(send[2 * i], 2 * i + 1 < nw ? send[2 * i + 1] : 0u);
+            mine = make_uint2(ld_word(send, 2 * i, sal),
+                              2 * i + 1 < nw ? ld_word(send, 2 * i + 1, sal) : 0u);
         const uint4 rec = make_uint4(mine.x, e, mine.y, e);
 #pragma unroll
         for (int p = 0; p < MAXR; p++)
             if (p < n && p != r)
                 st_volatile_v4(a.stage[p] + par + r * a.stage_slot + i * 16, rec);
+    }
+    /* block 0: the peers' call headers before their data (the other blocks stop at their
+     * next slow check if this fails) */
+    if (blockIdx.x == 0) {
+        const int t = threadIdx.x;
+        if (t < n && t != r && !header_check(a, t, s_seq))
+            s_fail = 1;
+        __syncthreads();
+        if (s_fail)
+            return;
     }
     for (size_t i = i0; i < nrec; i += stride) {
         Pay<T> v[MAXR], res;
@@ -357,8 +528,9 @@ __global__ void __launch_bounds__(CUDA_AR_THREADS, 1) k_oneshot_ll(const cuda_ar
             if (q >= n)
                 continue;
             if (q == r)
-                v[q].u = make_uint2(send[2 * i], 2 * i + 1 < nw ? send[2 * i + 1] : 0u);
-            else if (!ll_wait(a, a.stage[r] + par + q * a.stage_slot + i * 16, e, &v[q].u))
+                v[q].u = make_uint2(ld_word(send, 2 * i, sal),
+                                    2 * i + 1 < nw ? ld_word(send, 2 * i + 1, sal) : 0u);
+            else if (!ll_wait(a, q, a.stage[r] + par + q * a.stage_slot + i * 16, e, &v[q].u))
                 return;
         }
 #pragma unroll
@@ -369,9 +541,9 @@ __global__ void __launch_bounds__(CUDA_AR_THREADS, 1) k_oneshot_ll(const cuda_ar
                 src[q] = &v[q].e[k]; /* only q < n is read */
             res.e[k] = reduce_elem<T, OP>(src, n);
         }
-        recv[2 * i] = res.u.x;
+        st_word(recv, 2 * i, res.u.x, ral);
         if (2 * i + 1 < nw)
-            recv[2 * i + 1] = res.u.y;
+            st_word(recv, 2 * i + 1, res.u.y, ral);
     }
 }
 
@@ -393,37 +565,18 @@ __device__ __forceinline__ void oneshot_reduce(const cuda_ar_args_t &a, const ch
     st_any<T>(recv + i * 16, reduce_vec<T, OP>(v, a.nranks), ral);
 }
 
-/* wait until every peer's flag of this block reached want */
-__device__ __forceinline__ bool flags_wait(const cuda_ar_args_t &a, uint32_t want, int *s_fail)
+/* wait until every peer's flag of this block reached want; seq (block 0's first wait of
+ * a call): check the peers' call headers first */
+__device__ __forceinline__ bool flags_wait(const cuda_ar_args_t &a, uint32_t want, uint32_t seq,
+                                           int *s_fail)
 {
     const int t = threadIdx.x, b = blockIdx.x;
     if (t < a.nranks && t != a.rank) {
         const uint32_t *f =
             a.pad[a.rank] + CUDA_PAD_FLAG(CUDA_AR_ONESHOT, CUDA_BAR_START, b, t);
-        unsigned spins = 0;
-        unsigned long long t0 = 0;
-        while ((int32_t)(ld_acquire_sys(f) - want) < 0) {
-            if ((++spins & 4095) == 0) {
-                if (*a.abort_word) {
-                    *a.err_word = CUDA_KERR_ABORTED;
-                    *s_fail = 1;
-                    break;
-                }
-                if (a.node_word && *a.node_word) {
-                    *a.err_word = CUDA_KERR_PEER;
-                    *s_fail = 1;
-                    break;
-                }
-                const unsigned long long now = global_ns();
-                if (!t0) {
-                    t0 = now;
-                } else if (now - t0 > a.timeout_ns) {
-                    *a.err_word = CUDA_KERR_TIMED_OUT;
-                    *s_fail = 1;
-                    break;
-                }
-            }
-        }
+        if ((seq && !header_check(a, t, seq)) ||
+            !wait_for(a, t, [&]() { return (int32_t)(ld_acquire_sys(f) - want) >= 0; }))
+            *s_fail = 1;
     }
     __syncthreads();
     return !*s_fail;
@@ -434,7 +587,7 @@ __global__ void __launch_bounds__(CUDA_AR_THREADS, 1) k_oneshot(const cuda_ar_ar
 {
     constexpr int V = 16 / sizeof(T);
     constexpr int U = ONESHOT_UNROLL;
-    __shared__ uint32_t s_e;
+    __shared__ uint32_t s_e, s_seq;
     __shared__ int s_fail;
     const int n = a.nranks, r = a.rank, t = threadIdx.x, b = blockIdx.x, G = gridDim.x;
     const size_t nvec = a.count / V;
@@ -450,7 +603,8 @@ __global__ void __launch_bounds__(CUDA_AR_THREADS, 1) k_oneshot(const cuda_ar_ar
         nch = 1;
     if (nch == 0)
         return;
-    const uint32_t e = next_epoch(a, CUDA_AR_ONESHOT, &s_e, &s_fail);
+    /* block 0 always has a chunk, so every launch counts the call */
+    const uint32_t e = next_epoch(a, CUDA_AR_ONESHOT, &s_e, &s_seq, &s_fail);
     const size_t par = (size_t)(e & 1) * n * a.stage_slot;
     const size_t own = par + r * a.stage_slot;
     const char *mine = a.stage[r] + par;
@@ -493,7 +647,7 @@ __global__ void __launch_bounds__(CUDA_AR_THREADS, 1) k_oneshot(const cuda_ar_ar
         if (k == 0)
             continue;
         /* reduce chunk k - 1 once every peer pushed it */
-        if (!flags_wait(a, base | (uint32_t)k, &s_fail))
+        if (!flags_wait(a, base | (uint32_t)k, k == 1 ? s_seq : 0, &s_fail))
             return;
         const size_t c0 = ((size_t)(k - 1) * G + b) * chv;
 #pragma unroll
@@ -540,10 +694,11 @@ template <typename T, int OP>
 __global__ void __launch_bounds__(CUDA_AR_THREADS, 1) k_twoshot(const cuda_ar_args_t a)
 {
     constexpr int V = 16 / sizeof(T);
-    __shared__ uint32_t s_e;
+    __shared__ uint32_t s_e, s_seq;
     __shared__ int s_fail;
     const int n = a.nranks, r = a.rank, t = threadIdx.x, phase = a.phase;
-    const uint32_t e = next_epoch(a, CUDA_AR_TWOSHOT, &s_e, &s_fail, phase != CUDA_AR_PHASE_AG);
+    const uint32_t e =
+        next_epoch(a, CUDA_AR_TWOSHOT, &s_e, &s_seq, &s_fail, phase != CUDA_AR_PHASE_AG);
     const size_t nvec = a.count / V;
     const int tail = (int)(a.count - nvec * V);
     const char *send = (const char *)a.send;
@@ -556,7 +711,7 @@ __global__ void __launch_bounds__(CUDA_AR_THREADS, 1) k_twoshot(const cuda_ar_ar
     if (phase == CUDA_AR_PHASE_AG)
         goto gather;
 
-    /* 1. push slice p of the input to peer p */
+        /* 1. push slice p of the input to peer p */
 #pragma unroll
     for (int p = 0; p < MAXR; p++) {
         if (p >= n || p == r)
@@ -576,7 +731,7 @@ __global__ void __launch_bounds__(CUDA_AR_THREADS, 1) k_twoshot(const cuda_ar_ar
         if (p == n - 1 && blockIdx.x == 0 && t < tail)
             *(T *)(dst + slot - 16 + t * sizeof(T)) = ((const T *)send)[nvec * V + t];
     }
-    if (!barrier(a, CUDA_AR_TWOSHOT, CUDA_BAR_START, e, true, &s_fail))
+    if (!barrier(a, CUDA_AR_TWOSHOT, CUDA_BAR_START, e, true, s_seq, &s_fail))
         return;
 
     /* 2. reduce the own slice, store it everywhere */
@@ -623,7 +778,7 @@ __global__ void __launch_bounds__(CUDA_AR_THREADS, 1) k_twoshot(const cuda_ar_ar
     if (phase == CUDA_AR_PHASE_RS)
         return;
 gather:
-    if (!barrier(a, CUDA_AR_TWOSHOT, CUDA_BAR_END, e, false, &s_fail))
+    if (!barrier(a, CUDA_AR_TWOSHOT, CUDA_BAR_END, e, false, 0, &s_fail))
         return;
     if (phase == CUDA_AR_PHASE_AG) {
         /* every rank's final slice from its results area, the own one too */

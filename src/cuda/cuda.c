@@ -210,6 +210,13 @@ symcoll_status_t cuda_check_not_capturing(void *stream, const char *what)
 
 /* ---- abort words: comm -> host-mapped word, for symcoll_comm_abort ------------------ */
 
+bool cuda_words_raise(cuda_words_t *w, uint32_t why)
+{
+    uint32_t none = CUDA_KERR_NONE;
+    return __atomic_compare_exchange_n((uint32_t *)&w->host[CUDA_WORD_ABORT], &none, why, false,
+                                       __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
 typedef struct abort_entry {
     const comm_t *comm;
     volatile uint32_t *word;
@@ -225,7 +232,8 @@ symcoll_status_t cuda_words_create(comm_t *comm, cuda_words_t *w)
     cudaError_t err;
     symcoll_status_t status = SYMCOLL_OK;
 
-    err = cudaHostAlloc(&host, 64, cudaHostAllocMapped | cudaHostAllocPortable);
+    err = cudaHostAlloc(&host, CUDA_WORDS * sizeof(uint32_t),
+                        cudaHostAllocMapped | cudaHostAllocPortable);
     if (err != cudaSuccess)
         return cuda_rt_error(err, "cudaHostAlloc(abort word)");
     err = cudaHostGetDevicePointer(&dev, host, 0);
@@ -233,8 +241,10 @@ symcoll_status_t cuda_words_create(comm_t *comm, cuda_words_t *w)
         status = cuda_rt_error(err, "cudaHostGetDevicePointer");
         goto err_free;
     }
-    ((volatile uint32_t *)host)[0] = atomic_load(&comm->aborted) ? 1 : 0;
-    ((volatile uint32_t *)host)[1] = CUDA_KERR_NONE;
+    for (int i = 0; i < CUDA_WORDS; i++)
+        ((volatile uint32_t *)host)[i] = 0;
+    ((volatile uint32_t *)host)[CUDA_WORD_ABORT] =
+        atomic_load(&comm->aborted) ? CUDA_KERR_ABORTED : CUDA_KERR_NONE;
 
     pthread_mutex_lock(&abort_lock);
     if (abort_len == abort_cap) {
@@ -283,6 +293,7 @@ void cuda_abort_notify(comm_t *comm)
     pthread_mutex_lock(&abort_lock);
     for (size_t i = 0; i < abort_len; i++)
         if (abort_tab[i].comm == comm)
-            abort_tab[i].word[0] = 1;
+            __atomic_store_n(&abort_tab[i].word[CUDA_WORD_ABORT], CUDA_KERR_ABORTED,
+                             __ATOMIC_RELEASE);
     pthread_mutex_unlock(&abort_lock);
 }

@@ -67,14 +67,21 @@ symcoll_status_t cuda_stream_capturing(void *stream, bool *capturing_p);
 /* SYMCOLL_ERR_IN_PROGRESS (logged) if stream (cudaStream_t) is being captured. */
 symcoll_status_t cuda_check_not_capturing(void *stream, const char *what);
 
-/* Host-mapped words that kernels poll: word[0] abort (set by symcoll_comm_abort through
- * cuda_abort_notify), word[1] the error a kernel left (CUDA_KERR_*). */
+/* Host-mapped words of a communicator's kernels (CUDA_WORD_* in cuda/kernels.h): the
+ * abort word, a CUDA_KERR_* reason the kernels stop for (ABORTED from
+ * symcoll_comm_abort through cuda_abort_notify, PEER from the watcher of the local
+ * peers), the error a kernel left (CUDA_KERR_*) and what a kernel that saw other
+ * arguments recorded. */
 typedef struct cuda_words {
-    volatile uint32_t *host; /* host view */
+    volatile uint32_t *host; /* host view, CUDA_WORDS words */
     uint32_t *dev;           /* device view */
 } cuda_words_t;
 symcoll_status_t cuda_words_create(comm_t *comm, cuda_words_t *w);
 void cuda_words_destroy(comm_t *comm, cuda_words_t *w);
+
+/* Sets the abort word to why unless it holds a reason already (any thread); true if it
+ * did. */
+bool cuda_words_raise(cuda_words_t *w, uint32_t why);
 
 /* Called by symcoll_comm_abort (any thread): raise the abort word of comm's kernels. */
 void cuda_abort_notify(comm_t *comm);

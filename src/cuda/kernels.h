@@ -41,10 +41,47 @@ enum { CUDA_AR_PHASE_ALL = 0, CUDA_AR_PHASE_RS = 1, CUDA_AR_PHASE_AG = 2 };
 #define CUDA_PAD_WORDS                                                                         \
     (CUDA_PAD_NFLAGS + 2 * (size_t)CUDA_AR_MAX_BLOCKS * CUDA_AR_MAX_RANKS +                    \
      (size_t)CUDA_AR_NALGOS * CUDA_BAR_NSLOTS * CUDA_AR_MAX_BLOCKS)
-#define CUDA_PAD_BYTES (CUDA_PAD_WORDS * 4)
+/* After the uint32 words, byte offsets (16-byte aligned):
+ * - two-shot signatures, 64 bits per (block, source rank), that a peer stores next to its
+ *   info word before its start flag;
+ * - call headers, 16 bytes per (parity of the call number, source rank): {signature low,
+ *   call number, signature high, call number}, stored at once (each 8-byte half is
+ *   single-copy atomic, so a reader that sees the call number in both halves has the
+ *   whole signature) by block 0 of every launch that starts a call, whatever its
+ *   algorithm; block 0 of the peers waits for it and compares;
+ * - this rank's call counter (uint32, block 0's), then a "gave up" word per source rank:
+ *   the CUDA_KERR_* reason a peer's kernel stopped for, never cleared (the communicator
+ *   is broken from then on), so that waits for that peer end at once. */
+#define CUDA_PAD_SIG2_OFF(block, src)                                                          \
+    (CUDA_PAD_WORDS * 4 + ((size_t)(block)*CUDA_AR_MAX_RANKS + (src)) * 8)
+#define CUDA_PAD_HDR_OFF(par, src)                                                             \
+    (CUDA_PAD_SIG2_OFF(CUDA_AR_MAX_BLOCKS, 0) + ((size_t)(par)*CUDA_AR_MAX_RANKS + (src)) * 16)
+#define CUDA_PAD_CALLS_OFF CUDA_PAD_HDR_OFF(2, 0)
+#define CUDA_PAD_GAVEUP_OFF(src) (CUDA_PAD_CALLS_OFF + 16 + (size_t)(src)*4)
+#define CUDA_PAD_BYTES (CUDA_PAD_CALLS_OFF + 16 + 4 * (size_t)CUDA_AR_MAX_RANKS)
 
-/* Values a kernel leaves in the error word (host-mapped) when it gives up. */
-enum { CUDA_KERR_NONE = 0, CUDA_KERR_ABORTED = 1, CUDA_KERR_TIMED_OUT = 2, CUDA_KERR_PEER = 3 };
+/* Values a kernel leaves in the error word (host-mapped) when it gives up, and that the
+ * abort word holds (ABORTED: symcoll_comm_abort on this rank; PEER: a local peer died). */
+enum {
+    CUDA_KERR_NONE = 0,
+    CUDA_KERR_ABORTED = 1,
+    CUDA_KERR_TIMED_OUT = 2,
+    CUDA_KERR_PEER = 3,
+    CUDA_KERR_MISMATCH = 4
+};
+
+/* The host-mapped words of a communicator's kernels (uint32 indices): the abort word,
+ * the error word, and what a kernel that saw other arguments leaves before it raises
+ * the error word: the peer's signature (two words, 8-byte aligned), the peer's local
+ * rank + 1, and this rank's signature. */
+enum {
+    CUDA_WORD_ABORT = 0,
+    CUDA_WORD_ERR = 1,
+    CUDA_WORD_PEER_SIG = 4,
+    CUDA_WORD_PEER = 6,
+    CUDA_WORD_MY_SIG = 8,
+    CUDA_WORDS = 16
+};
 
 typedef struct cuda_ar_args {
     const void *send; /* this rank's input (any device memory) */
@@ -68,14 +105,20 @@ typedef struct cuda_ar_args {
      * every rank's view of pool offset 0 */
     uint64_t recv_info;
     char *pool_base[CUDA_AR_MAX_RANKS];
-    uint32_t *pad[CUDA_AR_MAX_RANKS];    /* every rank's signal pad, as seen from here */
-    const volatile uint32_t *abort_word; /* host-mapped; non-zero: stop */
+    uint32_t *pad[CUDA_AR_MAX_RANKS]; /* every rank's signal pad, as seen from here */
+    /* cuda_ar_sig (cuda/sig.h) of this launch: every rank's launch of the call carries
+     * the same, or the kernels stop with CUDA_KERR_MISMATCH */
+    uint64_t sig;
+    /* host-mapped; non-zero (a CUDA_KERR_* reason): stop */
+    const volatile uint32_t *abort_word;
     /* host-mapped or NULL; non-zero: a rank of the node gave up on the communicator (the
      * hierarchical algorithm across nodes: a rank whose step across nodes failed raises
      * it for every rank of its node, whose kernels then stop waiting for it) */
     const volatile uint32_t *node_word;
-    volatile uint32_t *err_word;         /* host-mapped; set by a kernel that gave up */
-    unsigned long long timeout_ns;       /* a barrier wait longer than this gives up */
+    /* host-mapped, the words at CUDA_WORD_ERR and after: set by a kernel that gave up;
+     * non-zero also makes this rank's later kernels stop waiting */
+    volatile uint32_t *err_word;
+    unsigned long long timeout_ns; /* a barrier wait longer than this gives up */
 } cuda_ar_args_t;
 
 /* Launch the all-reduce kernel on stream (cudaStream_t). Returns a cudaError_t. */

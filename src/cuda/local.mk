@@ -1,7 +1,7 @@
 # cuda: CUDA glue and kernels (built with nvcc when configure finds CUDA). libtool does
 # not know nvcc: scripts/nvcc-lt.sh compiles each .cu into the PIC and non-PIC objects
 # and writes the .lo file that libtool links like any other object.
-noinst_HEADERS += src/cuda/cuda.h src/cuda/kernels.h
+noinst_HEADERS += src/cuda/cuda.h src/cuda/kernels.h src/cuda/sig.h
 EXTRA_DIST += src/cuda/allreduce.cu scripts/nvcc-lt.sh
 
 if HAVE_CUDA
