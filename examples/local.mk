@@ -1,5 +1,11 @@
-# examples: a user program built the way users build it (mpicc + the library), run by
-# 'make check' under Open MPI's mpirun on simulated nodes.
+# examples: user programs built the way users build them, run by 'make check':
+# mpi_allreduce (mpicc + the library, the caller's MPI allgather) under Open MPI's mpirun
+# on simulated nodes, and hello_allreduce (no MPI: the launcher's PMIx server or
+# symcoll_run connects the ranks) by tests/test_pmix.sh and tests/test_hello_run.sh.
+noinst_PROGRAMS += examples/hello_allreduce
+examples_hello_allreduce_SOURCES = examples/hello_allreduce.c
+examples_hello_allreduce_LDADD = libsymcoll.la
+
 EXTRA_DIST += examples/mpi_allreduce.c examples/run_mpi_allreduce.sh \
 	examples/mpi_allreduce_2nodes.sh examples/mpi_allreduce_3nodes.sh
 

@@ -19,6 +19,44 @@ typedef struct info_action {
 
 static const char *prog = "symcoll_info";
 
+static int launched(void);
+static symcoll_comm_h get_comm(int *rank_p);
+
+/* Which bootstrap connected the ranks: the line symcoll_comm_print_topology starts with.
+ * Started by a launcher, every rank creates the communicator and rank 0 prints it. */
+static int show_bootstrap(void)
+{
+    char *text = NULL, *line;
+    size_t len = 0;
+    int rank = 0;
+    symcoll_comm_h comm;
+    FILE *f;
+
+    if (!launched()) {
+        printf("# bootstrap: none (not started by a launcher: mpirun, srun --mpi=pmix or "
+               "symcoll_run)\n");
+        return 0;
+    }
+    comm = get_comm(&rank);
+    if (!comm)
+        return 1;
+    if (rank != 0)
+        return 0;
+    f = open_memstream(&text, &len);
+    if (!f || symcoll_comm_print_topology(comm, f) != SYMCOLL_OK) {
+        if (f)
+            fclose(f);
+        free(text);
+        return 1;
+    }
+    fclose(f);
+    line = strstr(text, "# bootstrap: ");
+    if (line)
+        printf("%.*s\n", (int)strcspn(line, "\n"), line);
+    free(text);
+    return line ? 0 : 1;
+}
+
 static int show_version(void)
 {
     unsigned major, minor, patch;
@@ -27,7 +65,7 @@ static int show_version(void)
     printf("# symcoll version %s (library %u.%u.%u, header API %d.%d)\n",
            symcoll_version_string(), major, minor, patch, SYMCOLL_API_MAJOR, SYMCOLL_API_MINOR);
     printf("# build: %s\n", symcoll_build_info());
-    return 0;
+    return show_bootstrap();
 }
 
 static int show_config(void)
@@ -63,8 +101,8 @@ static void info_comm_release(void)
 
 static int launched(void)
 {
-    static const char *const vars[] = {"SYMCOLL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-                                       "SLURM_PROCID"};
+    static const char *const vars[] = {"SYMCOLL_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK",
+                                       "PMI_RANK", "SLURM_PROCID"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
         if (getenv(vars[i]))
             return 1;
@@ -124,7 +162,8 @@ static int show_algorithms(void)
 }
 
 static const info_action_t actions[] = {
-    {'v', "version", "print the version and build configuration (the default)", show_version},
+    {'v', "version",
+     "print the version, build configuration and bootstrap in use (the default)", show_version},
     {'c', "config", "print every SYMCOLL_* variable: default, current value, documentation",
      show_config},
     {'t', "topology", "probe and print this machine's topology (nodes, GPUs, links)",

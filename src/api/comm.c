@@ -1,6 +1,7 @@
 /* Communicator lifecycle: configuration, bootstrap, topology probe, teardown, abort. */
 #include "api/api.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,6 +122,50 @@ static symcoll_status_t comm_env_rank_size(const config_t *cfg, int *rank, int *
     return SYMCOLL_OK;
 }
 
+/* ---- the bootstrap: caller's allgather > PMIx > SYMCOLL_ADDR ------------- */
+
+/* Under a PMIx server (mpirun, srun --mpi=pmix) without an allgather callback, rank, size
+ * and node come from PMIx, unless the environment names a TCP job itself: SYMCOLL_ADDR
+ * with a rank from SYMCOLL_RANK or the caller, as symcoll_run and the tests set them
+ * (so they work inside a PMIx job too). A rank and size given anyway must agree with
+ * PMIx's. A PMIx that does not answer leaves the other ways. */
+static symcoll_status_t comm_pmix_identity(comm_t *comm, const symcoll_comm_params_t *params,
+                                           uint64_t mask, bool *use_pmix)
+{
+    const uint64_t given = SYMCOLL_COMM_PARAM_FIELD_RANK | SYMCOLL_COMM_PARAM_FIELD_NRANKS;
+    config_t *cfg = &comm->config;
+    bootstrap_pmix_job_t job;
+    long r = cfg->rank, n = cfg->nranks;
+
+    *use_pmix = false;
+    if ((mask & SYMCOLL_COMM_PARAM_FIELD_ALLGATHER) || !bootstrap_pmix_present() ||
+        ((mask & given) && (mask & given) != given) ||
+        (cfg->addr[0] && (r >= 0 || (mask & given))))
+        return SYMCOLL_OK;
+    if (bootstrap_pmix_job(&job) != SYMCOLL_OK) {
+        log_warn("PMIx does not answer: falling back to SYMCOLL_ADDR and the launcher's "
+                 "variables");
+        return SYMCOLL_OK;
+    }
+    if ((mask & given) == given) {
+        r = params->rank;
+        n = params->nranks;
+    }
+    if ((r >= 0 && r != job.rank) || (n >= 0 && n != job.nranks)) {
+        log_error("rank %ld of %ld was given, but the PMIx server places this process at "
+                  "rank %d of %d",
+                  r, n, job.rank, job.nranks);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    comm->rank = job.rank;
+    comm->nranks = job.nranks;
+    /* SYMCOLL_HOST_ID (simulated nodes) still wins over the launcher's node */
+    if (!cfg->host_id[0])
+        snprintf(cfg->host_id, sizeof(cfg->host_id), "%s", job.node_id);
+    *use_pmix = true;
+    return SYMCOLL_OK;
+}
+
 /* ---- create / destroy ---------------------------------------------------- */
 
 #define COMM_PARAM_ALL_FIELDS                                                                  \
@@ -152,6 +197,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create_version(unsigned api_major,
     comm_t *comm;
     symcoll_status_t status;
     uint64_t mask;
+    bool use_pmix = false;
 
     status = comm_check_api_version(api_major, api_minor);
     if (status != SYMCOLL_OK)
@@ -186,7 +232,13 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create_version(unsigned api_major,
             goto err_free;
         }
     }
-    if ((mask & SYMCOLL_COMM_PARAM_FIELD_RANK) && (mask & SYMCOLL_COMM_PARAM_FIELD_NRANKS)) {
+    status = comm_pmix_identity(comm, params, mask, &use_pmix);
+    if (status != SYMCOLL_OK)
+        goto err_free;
+    if (use_pmix) {
+        /* rank and size are PMIx's */
+    } else if ((mask & SYMCOLL_COMM_PARAM_FIELD_RANK) &&
+               (mask & SYMCOLL_COMM_PARAM_FIELD_NRANKS)) {
         comm->rank = params->rank;
         comm->nranks = params->nranks;
     } else if (mask & (SYMCOLL_COMM_PARAM_FIELD_RANK | SYMCOLL_COMM_PARAM_FIELD_NRANKS)) {
@@ -241,6 +293,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create_version(unsigned api_major,
     bp.cookie = comm->config.cookie;
     bp.timeout_sec = comm->timeout_sec;
     bp.aborted = &comm->aborted;
+    bp.pmix = use_pmix;
     status = bootstrap_create(&bp, &comm->bootstrap);
     if (status != SYMCOLL_OK)
         goto err_mutex;
@@ -265,8 +318,10 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create_version(unsigned api_major,
         status = SYMCOLL_ERR_NO_MEMORY;
         goto err_layers;
     }
-    log_info("communicator created: rank %d of %d, %d node(s), local rank %d of %d", comm->rank,
-             comm->nranks, comm->topo->nnodes, comm->topo->local_rank, comm->topo->local_size);
+    log_info("communicator created: rank %d of %d, %d node(s), local rank %d of %d; "
+             "bootstrap: %s",
+             comm->rank, comm->nranks, comm->topo->nnodes, comm->topo->local_rank,
+             comm->topo->local_size, bootstrap_describe(comm->bootstrap));
     *comm_p = comm;
     return SYMCOLL_OK;
 
@@ -358,6 +413,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_print_topology(symcoll_comm_h comm,
 {
     if (!api_comm_valid(comm) || !stream)
         return SYMCOLL_ERR_INVALID_PARAM;
+    fprintf(stream, "# bootstrap: %s\n", bootstrap_describe(comm->bootstrap));
     topo_print(comm->topo, stream);
     return SYMCOLL_OK;
 }

@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <sys/socket.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +49,45 @@ static void bs_warn_no_cookie(const char *addr)
              "to the same random value on every rank (symcoll_run does), e.g. "
              "od -An -N16 -tx1 /dev/urandom | tr -d ' \\n'",
              addr ? addr : "rank 0");
+}
+
+/* Several ranks and nothing to find each other with: say what would do. */
+static void bs_no_way(const bootstrap_t *bs)
+{
+    if (getenv("PMIX_NAMESPACE") && !bootstrap_pmix_built())
+        log_error("bootstrap: %d ranks cannot find each other: this process runs under a "
+                  "PMIx server, but this symcoll was built without PMIx (configure "
+                  "--with-pmix, e.g. with libpmix-dev installed); otherwise set "
+                  "SYMCOLL_ADDR=host:port of rank 0 and SYMCOLL_COOKIE on every rank",
+                  bs->nranks);
+    else
+        log_error("bootstrap: %d ranks cannot find each other: start them with a PMIx "
+                  "launcher (mpirun, srun --mpi=pmix)%s or with symcoll_run, or set "
+                  "SYMCOLL_ADDR=host:port where rank 0 listens (and SYMCOLL_COOKIE, the same "
+                  "random value) on every rank, or pass an allgather callback",
+                  bs->nranks, bootstrap_pmix_built() ? "" : " with a symcoll built with PMIx");
+}
+
+/* PMIx: rank 0's address and a fresh secret come from the job's key-value store; the
+ * rendezvous is then the TCP one, authenticated with that secret. */
+static symcoll_status_t bs_pmix_connect(bootstrap_t *bs, const deadline_t *dl)
+{
+    char addr[320] = "", secret[BS_SECRET_MAX + 1] = "";
+    symcoll_status_t status = SYMCOLL_OK;
+    int lfd = -1;
+
+    status = bs_pmix_rendezvous(bs, dl, addr, sizeof(addr), secret, sizeof(secret), &lfd);
+    if (status == SYMCOLL_OK && bs->nranks > 1) {
+        status = bs_parse_cookie(bs, secret);
+        bs_wipe(secret, sizeof(secret));
+        if (status == SYMCOLL_OK)
+            status = bs->rank == 0 ? bs_tcp_serve(bs, lfd, dl) : bs_tcp_connect(bs, addr, dl);
+        else
+            bs_close(&lfd);
+    }
+    snprintf(bs->how, sizeof(bs->how), "pmix (namespace %.64s, rank 0 at %.64s)",
+             bs_pmix_namespace(), addr[0] ? addr : "itself");
+    return status;
 }
 
 /* Callback path: every contribution travels behind a header that is checked; the first
@@ -112,7 +152,7 @@ symcoll_status_t bootstrap_create(const bootstrap_params_t *params, bootstrap_t 
     bs = calloc(1, sizeof(*bs));
     if (!bs)
         return SYMCOLL_ERR_NO_MEMORY;
-    if (!params->allgather) {
+    if (!params->allgather && !params->pmix) {
         status = bs_parse_cookie(bs, params->cookie);
         if (status != SYMCOLL_OK) {
             free(bs);
@@ -159,10 +199,22 @@ symcoll_status_t bootstrap_create(const bootstrap_params_t *params, bootstrap_t 
         if (status == SYMCOLL_OK)
             memcpy(bs->name_seed, all[0].name_seed, sizeof(bs->name_seed));
         free(all);
+        snprintf(bs->how, sizeof(bs->how), "callback (the caller's allgather)");
+    } else if (params->pmix) {
+        status = bs_pmix_connect(bs, &dl);
     } else if (bs->nranks > 1) {
+        if (!params->addr || !params->addr[0]) {
+            bs_no_way(bs);
+            status = SYMCOLL_ERR_INVALID_PARAM;
+            goto err_free;
+        }
         if (!bs->secret_len)
             bs_warn_no_cookie(params->addr);
+        snprintf(bs->how, sizeof(bs->how), "tcp (rank 0 at SYMCOLL_ADDR %s%s)", params->addr,
+                 bs->secret_len ? "" : ", no SYMCOLL_COOKIE");
         status = bs_tcp_connect(bs, params->addr, &dl);
+    } else {
+        snprintf(bs->how, sizeof(bs->how), "single rank");
     }
     if (status != SYMCOLL_OK)
         goto err_free;
@@ -171,10 +223,7 @@ symcoll_status_t bootstrap_create(const bootstrap_params_t *params, bootstrap_t 
     bs_wipe(bs->secret, sizeof(bs->secret));
     bs->secret_len = 0;
     bs->seq = 1;
-    log_debug("bootstrap: rank %d of %d connected (%s)", bs->rank, bs->nranks,
-              bs->allgather    ? "callback"
-              : bs->nranks > 1 ? "tcp"
-                               : "single rank");
+    log_debug("bootstrap: rank %d of %d connected: %s", bs->rank, bs->nranks, bs->how);
     *bs_p = bs;
     return SYMCOLL_OK;
 
@@ -259,4 +308,9 @@ symcoll_status_t bootstrap_failed(const bootstrap_t *bs)
 uint64_t bootstrap_job_id(const bootstrap_t *bs)
 {
     return bs ? bs->job_id : 0;
+}
+
+const char *bootstrap_describe(const bootstrap_t *bs)
+{
+    return bs && bs->how[0] ? bs->how : "none";
 }

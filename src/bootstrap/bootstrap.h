@@ -1,7 +1,8 @@
 /* Out-of-band exchange used at communicator creation and when a pool grows:
  * a caller-supplied allgather callback, or the built-in TCP rendezvous (rank 0 listens
- * on SYMCOLL_ADDR; ranks prove to each other that they know the job's secret, and every
- * message carries the job's session and a length and is validated before use). Ranks
+ * on SYMCOLL_ADDR, or on a port it publishes through the launcher's PMIx server; ranks
+ * prove to each other that they know the job's secret, and every message carries the
+ * job's session and a length and is validated before use). Ranks
  * of one node also get a Unix-socket channel that passes file descriptors (SCM_RIGHTS)
  * after an SO_PEERCRED uid check.
  *
@@ -39,6 +40,12 @@
  *    one), so another user cannot take a rank's name before the rank binds it; both
  *    ends check SO_PEERCRED (same effective uid) and the session, so another user can
  *    neither connect nor pose as a listener.
+ *  - Under a PMIx server (mpirun, srun --mpi=pmix) the job's namespace is the trust
+ *    boundary: rank 0 draws a fresh random secret and publishes it with its address
+ *    in the job's PMIx key-value store, which only the job's processes read; the
+ *    rendezvous above then runs with it, and SYMCOLL_ADDR and SYMCOLL_COOKIE are not
+ *    read. Rank 0 listens on 127.0.0.1 when the job has a single node, else on every
+ *    address (the secret keeps strangers out).
  *  - With an allgather callback, the first exchange hands out rank 0's job id and name
  *    seed; every later contribution carries the same checked header. The callback
  *    itself is trusted and cannot be interrupted: the deadline and the abort flag
@@ -48,6 +55,7 @@
 #ifndef SYMCOLL_BOOTSTRAP_H
 #define SYMCOLL_BOOTSTRAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,7 +72,30 @@ typedef struct bootstrap_params {
     double timeout_sec;
     const _Atomic int *aborted; /* may be NULL */
     const char *cookie;         /* built-in: SYMCOLL_COOKIE (NULL, "": none) */
+    /* rendezvous through PMIx (no allgather): rank and nranks are PMIx's (see
+     * bootstrap_pmix_job); addr and cookie are not used */
+    bool pmix;
 } bootstrap_params_t;
+
+/* This process's place in a PMIx job. */
+typedef struct bootstrap_pmix_job {
+    int rank;
+    int nranks;
+    int local_rank;    /* PMIX_LOCAL_RANK; -1: not known */
+    int local_size;    /* ranks of the job on this node (PMIX_LOCAL_PEERS); 0: not known */
+    char node_id[128]; /* the launcher's name of this node ("pmix:host#nodeid"); "": none */
+} bootstrap_pmix_job_t;
+
+/* Whether this library was built with PMIx and the environment names a PMIx server
+ * (PMIX_NAMESPACE, PMIX_RANK and a PMIX_SERVER_URI* variable, as mpirun and srun
+ * --mpi=pmix set them). Calls nothing of PMIx, so it is quick and harmless anywhere. */
+bool bootstrap_pmix_present(void);
+/* Whether this library was built with PMIx. */
+bool bootstrap_pmix_built(void);
+
+/* Initialises PMIx (once per process; it is finalised at exit, see pmix.c) and reads
+ * this process's place in the job. */
+symcoll_status_t bootstrap_pmix_job(bootstrap_pmix_job_t *job);
 
 /* Collective over all ranks. */
 symcoll_status_t bootstrap_create(const bootstrap_params_t *params, bootstrap_t **bs_p);
@@ -81,6 +112,10 @@ uint64_t bootstrap_job_id(const bootstrap_t *bs);
 /* SYMCOLL_OK, or the status of the exchange that failed: the channel is unusable and the
  * ranks are out of step. */
 symcoll_status_t bootstrap_failed(const bootstrap_t *bs);
+
+/* Which bootstrap connected the ranks, in words: "pmix (...)", "tcp (...)", "callback
+ * (...)" or "single rank". */
+const char *bootstrap_describe(const bootstrap_t *bs);
 
 /* Open the node-local channel among the ranks listed in local_ranks (global ranks in
  * local-rank order; this process is local_ranks[local_rank]). Collective over the

@@ -87,6 +87,7 @@ struct bootstrap {
     uint8_t name_key[BS_SHA256_LEN]; /* names the local sockets (see bs_local_name) */
     uint64_t seq;                    /* global collectives done */
     symcoll_status_t failed;         /* a channel is out of step: every later call fails */
+    char how[160];                   /* which bootstrap connected the ranks, for reports */
 
     /* TCP: rank 0 holds one socket per rank (peer_fds[0] unused), others root_fd */
     int *peer_fds;
@@ -193,10 +194,25 @@ typedef struct bs_acceptor {
 symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t *a, int missing,
                                   const deadline_t *dl);
 
-/* Built-in TCP rendezvous (tcp.c). */
+/* Built-in TCP rendezvous (tcp.c): rank 0 listens on addr, the others connect to it. */
 symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, const deadline_t *dl);
+/* Rank 0 of a rendezvous whose address travels another way (PMIx): listen on a port the
+ * kernel picks, on the loopback address only or on every address of this host. */
+symcoll_status_t bs_tcp_listen_any(bool loopback, int *fd_p, unsigned *port_p);
+/* Rank 0's side of the rendezvous on a listening socket, which it closes. */
+symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t *dl);
 symcoll_status_t bs_tcp_allgather(bootstrap_t *bs, const void *src, void *dst, size_t size,
                                   const deadline_t *dl);
+
+/* PMIx (pmix.c): rank 0 publishes a listening address and a fresh secret through the
+ * job's key-value store, every rank fences, and the others read them into addr and
+ * secret (hex digits); *lfd_p: rank 0's listening socket (-1 on the others). A job of
+ * one rank exchanges nothing. */
+symcoll_status_t bs_pmix_rendezvous(bootstrap_t *bs, const deadline_t *dl, char *addr,
+                                    size_t addr_len, char *secret, size_t secret_len,
+                                    int *lfd_p);
+/* This process's PMIx namespace ("" before PMIx_Init or without PMIx). */
+const char *bs_pmix_namespace(void);
 
 /* Node-local channel teardown (local.c). */
 void bs_local_close(bootstrap_t *bs);

@@ -1,8 +1,10 @@
-# bootstrap: out-of-band exchange (callback or built-in TCP) and the node-local fd channel
+# bootstrap: out-of-band exchange (callback, built-in TCP, TCP found through PMIx) and the
+# node-local fd channel
 libsymcoll_core_la_SOURCES += \
 	src/bootstrap/accept.c \
 	src/bootstrap/bootstrap.c \
 	src/bootstrap/local.c \
+	src/bootstrap/pmix.c \
 	src/bootstrap/sha256.c \
 	src/bootstrap/tcp.c \
 	src/bootstrap/wire.c
@@ -10,3 +12,5 @@ noinst_HEADERS += \
 	src/bootstrap/bootstrap.h \
 	src/bootstrap/bs_int.h \
 	src/bootstrap/sha256.h
+libsymcoll_core_la_CPPFLAGS += $(PMIX_CPPFLAGS)
+libsymcoll_core_la_LIBADD += $(PMIX_LIBS)

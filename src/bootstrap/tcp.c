@@ -284,11 +284,52 @@ out:
     return status;
 }
 
-/* Rank 0: accept a proven connection for every other rank, then welcome each with its
- * own proof, the job id and the name seed. */
-static symcoll_status_t bs_tcp_root(bootstrap_t *bs, const char *addr, const deadline_t *dl)
+symcoll_status_t bs_tcp_listen_any(bool loopback, int *fd_p, unsigned *port_p)
 {
-    int lfd = -1, n = bs->nranks - 1;
+    struct sockaddr_storage ss;
+    struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+    socklen_t sl;
+    int fd = -1, zero = 0;
+
+    /* every address: one IPv6 socket that takes IPv4 too, or IPv4 alone without IPv6 */
+    if (!loopback) {
+        fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)))
+            bs_close(&fd);
+        if (fd >= 0) {
+            memset(&ss, 0, sizeof(ss));
+            s6->sin6_family = AF_INET6;
+            s6->sin6_addr = in6addr_any;
+            if (bind(fd, (struct sockaddr *)s6, sizeof(*s6)))
+                bs_close(&fd);
+        }
+    }
+    if (fd < 0) {
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            goto fail;
+        memset(&ss, 0, sizeof(ss));
+        s4->sin_family = AF_INET;
+        s4->sin_addr.s_addr = htonl(loopback ? INADDR_LOOPBACK : INADDR_ANY);
+        if (bind(fd, (struct sockaddr *)s4, sizeof(*s4)))
+            goto fail;
+    }
+    sl = sizeof(ss);
+    if (listen(fd, 128) || getsockname(fd, (struct sockaddr *)&ss, &sl))
+        goto fail;
+    *port_p = ntohs(ss.ss_family == AF_INET6 ? s6->sin6_port : s4->sin_port);
+    *fd_p = fd;
+    return SYMCOLL_OK;
+fail:
+    log_error("bootstrap: rank 0 cannot listen on a port of its own: %s", strerror(errno));
+    bs_close(&fd);
+    return SYMCOLL_ERR_BOOTSTRAP;
+}
+
+symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t *dl)
+{
+    int n = bs->nranks - 1;
     bs_welcome_t *welcomes = calloc((size_t)bs->nranks, sizeof(*welcomes));
     bs_xfer_t *x = calloc((size_t)n, sizeof(*x));
     bs_acceptor_t acceptor = {.type = BS_MSG_HELLO,
@@ -309,9 +350,6 @@ static symcoll_status_t bs_tcp_root(bootstrap_t *bs, const char *addr, const dea
     for (int r = 0; r < bs->nranks; r++)
         bs->peer_fds[r] = -1;
     acceptor.slots = bs->peer_fds;
-    status = bs_listen(addr, &lfd);
-    if (status != SYMCOLL_OK)
-        goto out;
     status = bs_accept_hellos(bs, lfd, &acceptor, n, dl);
     /* nobody else may join: stop listening at once */
     bs_close(&lfd);
@@ -329,6 +367,7 @@ static symcoll_status_t bs_tcp_root(bootstrap_t *bs, const char *addr, const dea
     }
     status = bs_xfer_run(bs, x, n, dl);
 out:
+    bs_close(&lfd);
     free(x);
     if (welcomes)
         bs_wipe(welcomes, (size_t)bs->nranks * sizeof(*welcomes));
@@ -410,7 +449,13 @@ static symcoll_status_t bs_tcp_join(bootstrap_t *bs, const char *addr, const dea
 
 symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, const deadline_t *dl)
 {
-    return bs->rank == 0 ? bs_tcp_root(bs, addr, dl) : bs_tcp_join(bs, addr, dl);
+    symcoll_status_t status;
+    int lfd = -1;
+
+    if (bs->rank != 0)
+        return bs_tcp_join(bs, addr, dl);
+    status = bs_listen(addr, &lfd);
+    return status == SYMCOLL_OK ? bs_tcp_serve(bs, lfd, dl) : status;
 }
 
 symcoll_status_t bs_tcp_allgather(bootstrap_t *bs, const void *src, void *dst, size_t size,
