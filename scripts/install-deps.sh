@@ -1,12 +1,13 @@
 #!/bin/sh
 # Installs the Debian/Ubuntu packages symcoll needs to build, test and benchmark
 # (used by scripts/quickstart.sh, scripts/check.sh and .ci/run). Does nothing when they
-# are all installed already. CUDA is not installed here: configure uses /usr/local/cuda
-# when it is present.
+# are all installed already. pandoc renders the man pages, cmake builds the test of the
+# CMake package. CUDA is not installed here: configure uses /usr/local/cuda when it is
+# present.
 set -eu
 
 PACKAGES="build-essential autoconf automake libtool pkg-config libucx-dev check \
-openmpi-bin libopenmpi-dev libhwloc-dev libpmix-dev iproute2"
+openmpi-bin libopenmpi-dev libhwloc-dev libpmix-dev iproute2 pandoc cmake"
 
 missing=
 for p in $PACKAGES; do
