@@ -6,7 +6,7 @@
 set -eu
 
 PACKAGES="build-essential autoconf automake libtool pkg-config libucx-dev check \
-openmpi-bin libopenmpi-dev libhwloc-dev iproute2"
+openmpi-bin libopenmpi-dev libhwloc-dev iproute2 gfortran python3-matplotlib"
 
 missing=
 for p in $PACKAGES; do
