@@ -19,4 +19,14 @@ $(BENCH_MPI_PEER): $(BENCH_MPI_PEER_SRC) $(srcdir)/tools/perf_engine.h \
 	  $(CFLAGS) $(LDFLAGS) -o $@ $(BENCH_MPI_PEER_SRC)
 
 CLEANFILES += $(BENCH_MPI_PEER)
+
+# installed for symcoll_compare, which looks for it in $(pkglibexecdir)
+install-exec-local: install-bench-mpi-peer
+install-bench-mpi-peer: $(BENCH_MPI_PEER)
+	$(MKDIR_P) '$(DESTDIR)$(pkglibexecdir)'
+	$(INSTALL_PROGRAM) $(BENCH_MPI_PEER) '$(DESTDIR)$(pkglibexecdir)/'
+uninstall-local: uninstall-bench-mpi-peer
+uninstall-bench-mpi-peer:
+	rm -f '$(DESTDIR)$(pkglibexecdir)/mpi_allreduce_peer$(EXEEXT)'
+.PHONY: install-bench-mpi-peer uninstall-bench-mpi-peer
 endif

@@ -7,7 +7,8 @@
 set -eu
 
 PACKAGES="build-essential autoconf automake libtool pkg-config libucx-dev check \
-openmpi-bin libopenmpi-dev libhwloc-dev libpmix-dev iproute2 pandoc cmake"
+openmpi-bin libopenmpi-dev libhwloc-dev libpmix-dev iproute2 pandoc cmake gfortran \
+python3-matplotlib"
 
 missing=
 for p in $PACKAGES; do

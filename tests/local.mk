@@ -24,6 +24,8 @@ TOOLS_TESTS = \
 	tests/test_config_vars.sh \
 	tests/test_tools_run.sh \
 	tests/test_tools_info.sh \
+	tests/test_tools_perf.sh \
+	tests/test_tools_compare.sh \
 	tests/test_install.sh
 TESTS += $(TOOLS_TESTS)
 EXTRA_DIST += $(TOOLS_TESTS) tests/testlib.sh tests/installed_hello.c scripts/layers.sh src/LAYERS

@@ -1,6 +1,7 @@
 #!/bin/sh
-# symcoll_info: the version report, the configuration table (an invalid value is marked
-# and fails), the topology and decision reports of a one-process communicator, usage.
+# symcoll_info: the version report (with whether CUDA is built and usable here), the
+# configuration table (an invalid value is marked and fails), the topology and decision
+# reports of a one-process communicator, the same as JSON, usage.
 . "${top_srcdir:-.}/tests/testlib.sh"
 info="$top_builddir/tools/symcoll_info"
 make_tmp info-test
@@ -37,6 +38,15 @@ run "version" 0 env -u SYMCOLL_TIMEOUT "$info" &&
     expect "version" "$tmp/out" '^# symcoll version [0-9]+\.[0-9]+\.[0-9]+ ' &&
     expect "version" "$tmp/out" '^# build: .*UCX [0-9]'
 
+# built with CUDA or not, and whether the driver here runs it, on a line of their own
+run "cuda line" 0 "$info" -v &&
+    expect "cuda line" "$tmp/out" '^# CUDA: (not built \(host memory only\)|built; usable here: (yes \(driver for CUDA [0-9]+\.[0-9]+, [1-9][0-9]* devices?\)|no: .+))$'
+if grep -q '^# build: .*CUDA on' "$tmp/out"; then
+    expect "cuda line, built" "$tmp/out" '^# CUDA: built; '
+else
+    expect "cuda line, not built" "$tmp/out" '^# CUDA: not built'
+fi
+
 run "config, clean environment" 0 env -u SYMCOLL_TIMEOUT "$info" -c &&
     expect "config" "$tmp/out" '^SYMCOLL_TIMEOUT=[^ ]+ +\(default: '
 
@@ -50,6 +60,23 @@ for opt in -t -a; do
         -u PMI_RANK -u SLURM_PROCID "$info" "$opt" &&
         { [ -s "$tmp/out" ] || { echo "FAIL: $opt printed nothing"; status=1; }; }
 done
+
+# --json: one object with a member per report; python3 validates it where present
+unset_launch="-u SYMCOLL_RANK -u SYMCOLL_NRANKS -u OMPI_COMM_WORLD_RANK -u PMI_RANK -u SLURM_PROCID"
+# shellcheck disable=SC2086
+run "json" 0 env -u SYMCOLL_TIMEOUT $unset_launch "$info" --json -v -c -a -t &&
+    for key in version library api build cuda config algorithms topology; do
+        expect "json member $key" "$tmp/out" "^  \"$key\": "
+    done &&
+    expect "json cuda" "$tmp/out" '^  "cuda": \{"built": (true|false), "usable": (true|false), ' &&
+    expect "json config row" "$tmp/out" '^    \{"name": "SYMCOLL_TIMEOUT", "value": "[^"]+", "default": ' &&
+    expect "json decision row" "$tmp/out" '^    \{"mem": "host", "bytes": 8, "algo": "[a-z]+", '
+if command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import json, sys; d = json.load(sys.stdin); assert d["config"] and d["algorithms"]["rows"]' \
+        <"$tmp/out" 2>"$tmp/err" || { echo "FAIL: json: not valid JSON:"; cat "$tmp/err"; status=1; }
+fi
+run "json, invalid value" 1 env SYMCOLL_TIMEOUT=abc "$info" -j -c &&
+    expect "json, invalid value" "$tmp/out" '"name": "SYMCOLL_TIMEOUT", "value": "abc", .*"invalid": true'
 
 run "unknown option" 2 "$info" -x && expect "unknown option" "$tmp/err" '^Usage: symcoll_info'
 run "help" 0 "$info" -h && expect "help" "$tmp/out" '^  -c, --config'

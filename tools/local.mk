@@ -7,3 +7,8 @@ tools_symcoll_run_LDADD = -lm
 
 tools_symcoll_info_SOURCES = tools/symcoll_info.c
 tools_symcoll_info_LDADD = libsymcoll.la
+
+# symcoll_compare: symcoll_perf against the peers' drivers, with plots (Python 3;
+# matplotlib for the plots)
+bin_SCRIPTS += tools/symcoll_compare
+EXTRA_DIST += tools/symcoll_compare

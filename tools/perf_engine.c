@@ -10,7 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
-#define PERF_AUTO_BYTES (256UL << 20) /* auto iteration count: about this much data per size */
+#define PERF_AUTO_BYTES (256UL << 20) /* auto iteration count: about this much data per size   \
+                                       */
 #define PERF_AUTO_ITERS_MIN 3
 #define PERF_AUTO_ITERS_MAX 1000
 
@@ -86,10 +87,23 @@ int perf_parse_size(const char *s, size_t *out)
     if (errno || end == s)
         return -1;
     switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    default: break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        end++;
+        break;
+    default:
+        break;
     }
     if (*end == 'B' || *end == 'b')
         end++;
@@ -114,49 +128,60 @@ static int parse_long(const char *s, long min, long *out)
 
 static void perf_usage(FILE *f, const char *prog, const perf_extra_opts_t *extra)
 {
-    fprintf(f,
-            "usage: %s [options]\n"
-            "  -b MINBYTES   smallest message size (default 8; K, M, G suffixes)\n"
-            "  -e MAXBYTES   largest message size (default 64M)\n"
-            "  -f FACTOR     size multiplier between steps (default 2)\n"
-            "  -d TYPE       int8 uint8 int32 uint32 int64 uint64 float16 bfloat16 float32\n"
-            "                float64 (default float32, as nccl-tests)\n"
-            "  -o OP         sum prod min max avg (default sum)\n"
-            "  -n ITERS      timed calls per repeat (default auto: about 256 MiB moved per\n"
-            "                size, between 3 and 1000 calls)\n"
-            "  -w WARMUP     untimed calls before the repeats (default auto: ITERS/10, 2..20)\n"
-            "  -r REPEATS    timed repeats; the time reported is their median (default 5)\n"
-            "  --inplace     also run in place (rows with placement 'in'); out of place\n"
-            "                always runs\n"
-            "  --csv         print CSV: size,count,type,redop,algo,placement,time_us,\n"
-            "                algbw_GBs,busbw_GBs,wrong\n"
-            "%s"
-            "  -h, --help    this text\n"
-            "Timing: out of place, every rank starts a repeat together (barrier) and runs\n"
-            "ITERS calls back to back, rotating between two input buffers; in place, every\n"
-            "call restores its input (untimed), passes a barrier and is timed alone. The\n"
-            "per-call mean of a repeat is taken as the maximum over ranks; time_us is the\n"
-            "median over repeats. algbw = size / time, busbw = algbw * 2(n-1)/n (GB/s, 1e9).\n"
-            "Checking: inputs are exact small integers from (rank, index, seed) with a fresh\n"
-            "seed every repeat (out of place: a different one for each input buffer); the\n"
-            "result of the last call of every repeat is compared bitwise with a reference\n"
-            "reduction computed locally. wrong = wrong elements summed over ranks and repeats.\n"
-            "Exit status: 0 all right, 1 a wrong result, 2 a failed call or bad option.\n",
-            prog, extra && extra->usage ? extra->usage : "");
+    fprintf(
+        f,
+        "usage: %s [options]\n"
+        "  -b MINBYTES   smallest message size (default 8; K, M, G suffixes)\n"
+        "  -e MAXBYTES   largest message size (default 64M)\n"
+        "  -f FACTOR     size multiplier between steps (default 2)\n"
+        "  -d TYPE       int8 uint8 int32 uint32 int64 uint64 float16 bfloat16 float32\n"
+        "                float64 (default float32, as nccl-tests)\n"
+        "  -o OP         sum prod min max avg (default sum)\n"
+        "  -n ITERS      timed calls per repeat (default auto: about 256 MiB moved per\n"
+        "                size, between 3 and 1000 calls)\n"
+        "  -w WARMUP     untimed calls before the repeats (default auto: ITERS/10, 2..20)\n"
+        "  -r REPEATS    timed repeats; the time reported is their median (default 5)\n"
+        "  -c 0|1        check every repeat's result (default 1); with 0 the wrong\n"
+        "                column is N/A\n"
+        "  -a 0|1|2|3    time_us over ranks, as nccl-tests: 0 rank 0's, 1 the mean,\n"
+        "                2 the minimum, 3 the maximum (default 3, the slowest rank;\n"
+        "                nccl-tests' default is 1)\n"
+        "  --inplace     also run in place (rows with placement 'in'); out of place\n"
+        "                always runs\n"
+        "  --csv         print CSV: size,count,type,redop,algo,placement,time_us,\n"
+        "                algbw_GBs,busbw_GBs,wrong,min_us,max_us (wrong empty with -c 0)\n"
+        "  --json        print one JSON document: the run's parameters and a 'rows' array\n"
+        "                with the CSV columns (wrong null with -c 0)\n"
+        "%s"
+        "  -h, --help    this text\n"
+        "Timing: out of place, every rank starts a repeat together (barrier) and runs\n"
+        "ITERS calls back to back, rotating between two input buffers; in place, every\n"
+        "call restores its input (untimed), passes a barrier and is timed alone. Each\n"
+        "rank's per-call mean of a repeat is combined over ranks as -a says (time_us),\n"
+        "and as the minimum (min_us) and maximum (max_us) over ranks, as OSU's\n"
+        "benchmarks print them; each column is the median over repeats.\n"
+        "algbw = size / time_us, busbw = algbw * 2(n-1)/n (GB/s, 1e9).\n"
+        "Checking: inputs are exact small integers from (rank, index, seed) with a fresh\n"
+        "seed every repeat (out of place: a different one for each input buffer); the\n"
+        "result of the last call of every repeat is compared bitwise with a reference\n"
+        "reduction computed locally. wrong = wrong elements summed over ranks and repeats.\n"
+        "Exit status: 0 all right, 1 a wrong result, 2 a failed call or bad option.\n",
+        prog, extra && extra->usage ? extra->usage : "");
 }
 
 int perf_parse_args(int argc, char **argv, const char *prog, perf_opts_t *opts,
                     const perf_extra_opts_t *extra)
 {
-    enum { OPT_INPLACE = 256, OPT_CSV, OPT_HELP };
+    enum { OPT_INPLACE = 256, OPT_CSV, OPT_JSON, OPT_HELP };
     static const struct option base_long[] = {
         {"inplace", no_argument, NULL, OPT_INPLACE},
         {"csv", no_argument, NULL, OPT_CSV},
+        {"json", no_argument, NULL, OPT_JSON},
         {"help", no_argument, NULL, OPT_HELP},
     };
     const size_t nbase = sizeof(base_long) / sizeof(base_long[0]);
     struct option longopts[32];
-    char shortopts[64] = "b:e:f:d:o:n:w:r:h";
+    char shortopts[64] = "b:e:f:d:o:n:w:r:c:a:h";
     size_t nlong = 0;
     long v;
     int c;
@@ -170,6 +195,8 @@ int perf_parse_args(int argc, char **argv, const char *prog, perf_opts_t *opts,
     opts->iters = 0;
     opts->warmup = -1;
     opts->repeats = 5;
+    opts->check = 1;
+    opts->avg_mode = PERF_AVG_MAX;
     opts->algo = "auto";
 
     for (size_t i = 0; i < nbase; i++)
@@ -218,11 +245,32 @@ int perf_parse_args(int argc, char **argv, const char *prog, perf_opts_t *opts,
             if (parse_long(optarg, 1, &opts->repeats))
                 goto bad;
             break;
-        case OPT_INPLACE: opts->inplace = 1; break;
-        case OPT_CSV: opts->csv = 1; break;
+        case 'c':
+            if (parse_long(optarg, 0, &v) || v > 1)
+                goto bad;
+            opts->check = (int)v;
+            break;
+        case 'a':
+            if (parse_long(optarg, 0, &v) || v > PERF_AVG_MAX)
+                goto bad;
+            opts->avg_mode = (int)v;
+            break;
+        case OPT_INPLACE:
+            opts->inplace = 1;
+            break;
+        case OPT_CSV:
+            opts->csv = 1;
+            break;
+        case OPT_JSON:
+            opts->json = 1;
+            break;
         case 'h':
-        case OPT_HELP: perf_usage(stdout, prog, extra); return 1;
-        case '?': perf_usage(stderr, prog, extra); return -1;
+        case OPT_HELP:
+            perf_usage(stdout, prog, extra);
+            return 1;
+        case '?':
+            perf_usage(stderr, prog, extra);
+            return -1;
         default:
             if (extra && extra->handle && !extra->handle(c, optarg, extra->ctx))
                 break;
@@ -231,6 +279,10 @@ int perf_parse_args(int argc, char **argv, const char *prog, perf_opts_t *opts,
     }
     if (optind < argc) {
         fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[optind]);
+        return -1;
+    }
+    if (opts->csv && opts->json) {
+        fprintf(stderr, "%s: --csv and --json exclude each other\n", prog);
         return -1;
     }
     if (opts->minbytes > opts->maxbytes) {
@@ -291,14 +343,14 @@ typedef struct perf_state {
     size_t esize;
 } perf_state_t;
 
-#define PERF_CALL(st, what, expr)                                                          \
-    do {                                                                                   \
-        int rc_ = (expr);                                                                  \
-        if (rc_) {                                                                         \
-            fprintf(stderr, "rank %d: %s failed: %s\n", (st)->be->rank, (what),            \
-                    (st)->be->strerror((st)->be->ctx, rc_));                               \
-            return -1;                                                                     \
-        }                                                                                  \
+#define PERF_CALL(st, what, expr)                                                              \
+    do {                                                                                       \
+        int rc_ = (expr);                                                                      \
+        if (rc_) {                                                                             \
+            fprintf(stderr, "rank %d: %s failed: %s\n", (st)->be->rank, (what),                \
+                    (st)->be->strerror((st)->be->ctx, rc_));                                   \
+            return -1;                                                                         \
+        }                                                                                      \
     } while (0)
 
 static int perf_fill_buf(perf_state_t *st, void *buf, size_t count, uint64_t seed)
@@ -335,8 +387,8 @@ static int perf_check_buf(perf_state_t *st, const void *buf, size_t count, uint6
         host = st->stage;
     }
     snprintf(what, sizeof(what), "size %zu %s", count * st->esize, placement);
-    *wrong_p = perf_check(host, count, st->o->dtype, st->o->op, be->rank, be->nranks, seed,
-                          what);
+    *wrong_p =
+        perf_check(host, count, st->o->dtype, st->o->op, be->rank, be->nranks, seed, what);
     return 0;
 }
 
@@ -346,9 +398,49 @@ static int perf_cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* One size and placement: warm-up, repeats, check. Writes the median time (seconds,
- * max over ranks) and the wrong count (summed over ranks and repeats). */
-static int perf_measure(perf_state_t *st, size_t count, int inplace, double *time_p,
+static double perf_median(double *v, long n)
+{
+    qsort(v, (size_t)n, sizeof(*v), perf_cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Combines this rank's per-call time @a t over the ranks: as -a says (into agg_p), and
+ * the minimum and maximum. The mean is a sum of picoseconds (exact to 1 ps, up to
+ * 5 hours per call summed over ranks): the backends sum integers only. */
+static int perf_over_ranks(perf_backend_t *be, int mode, double t, double *agg_p, double *min_p,
+                           double *max_p)
+{
+    double mx = t, neg = -t;
+    uint64_t ps = (uint64_t)(t * 1e12 + 0.5);
+    int rc;
+
+    if ((rc = be->max_double(be->ctx, &mx)) || (rc = be->max_double(be->ctx, &neg)))
+        return rc;
+    if (mode == PERF_AVG_MEAN && (rc = be->sum_u64(be->ctx, &ps)))
+        return rc;
+    *min_p = -neg;
+    *max_p = mx;
+    switch (mode) {
+    case PERF_AVG_RANK0:
+        *agg_p = t;
+        break; /* rank 0 prints its own */
+    case PERF_AVG_MEAN:
+        *agg_p = (double)ps * 1e-12 / be->nranks;
+        break;
+    case PERF_AVG_MIN:
+        *agg_p = -neg;
+        break;
+    default:
+        *agg_p = mx;
+        break;
+    }
+    return 0;
+}
+
+/* One size and placement: warm-up, repeats, check. Writes the median times (seconds;
+ * over ranks as -a says, their minimum and maximum) and the wrong count (summed over
+ * ranks and repeats; UINT64_MAX with -c 0). */
+static int perf_measure(perf_state_t *st, size_t count, int inplace, double time_p[3],
                         uint64_t *wrong_p)
 {
     const perf_opts_t *o = st->o;
@@ -360,36 +452,37 @@ static int perf_measure(perf_state_t *st, size_t count, int inplace, double *tim
 
     if (!iters) {
         iters = (long)(PERF_AUTO_BYTES / (bytes ? bytes : 1));
-        iters = iters < PERF_AUTO_ITERS_MIN ? PERF_AUTO_ITERS_MIN
-                : iters > PERF_AUTO_ITERS_MAX ? PERF_AUTO_ITERS_MAX : iters;
+        iters = iters < PERF_AUTO_ITERS_MIN   ? PERF_AUTO_ITERS_MIN
+                : iters > PERF_AUTO_ITERS_MAX ? PERF_AUTO_ITERS_MAX
+                                              : iters;
     }
     if (warmup < 0) {
         warmup = iters / 10;
         warmup = warmup < 2 ? 2 : warmup > 20 ? 20 : warmup;
     }
-    times = calloc((size_t)o->repeats, sizeof(*times));
+    times = calloc(3 * (size_t)o->repeats, sizeof(*times)); /* agg, min, max */
     if (!times) {
         fprintf(stderr, "rank %d: out of memory\n", be->rank);
         return -1;
     }
 
-#define MEASURE_CALL(what, expr)                                                           \
-    do {                                                                                   \
-        int rc_ = (expr);                                                                  \
-        if (rc_) {                                                                         \
-            fprintf(stderr, "rank %d: %s (size %zu, %s) failed: %s\n", be->rank, (what),   \
-                    bytes, inplace ? "in" : "out", be->strerror(be->ctx, rc_));            \
-            free(times);                                                                   \
-            return -1;                                                                     \
-        }                                                                                  \
+#define MEASURE_CALL(what, expr)                                                               \
+    do {                                                                                       \
+        int rc_ = (expr);                                                                      \
+        if (rc_) {                                                                             \
+            fprintf(stderr, "rank %d: %s (size %zu, %s) failed: %s\n", be->rank, (what),       \
+                    bytes, inplace ? "in" : "out", be->strerror(be->ctx, rc_));                \
+            free(times);                                                                       \
+            return -1;                                                                         \
+        }                                                                                      \
     } while (0)
 
     if (inplace) {
         for (long w = 0; w < warmup; w++) {
             if (perf_fill_buf(st, st->out, count, ++st->seed))
                 goto err;
-            MEASURE_CALL("allreduce", be->allreduce(be->ctx, st->out, st->out, count, o->dtype,
-                                                    o->op));
+            MEASURE_CALL("allreduce",
+                         be->allreduce(be->ctx, st->out, st->out, count, o->dtype, o->op));
         }
     } else {
         if (perf_fill_buf(st, st->in[0], count, ++st->seed))
@@ -414,8 +507,8 @@ static int perf_measure(perf_state_t *st, size_t count, int inplace, double *tim
                     goto err;
                 MEASURE_CALL("barrier", be->barrier(be->ctx));
                 MEASURE_CALL("timer", be->timer_start(be->ctx));
-                MEASURE_CALL("allreduce", be->allreduce(be->ctx, st->out, st->out, count,
-                                                        o->dtype, o->op));
+                MEASURE_CALL("allreduce",
+                             be->allreduce(be->ctx, st->out, st->out, count, o->dtype, o->op));
                 MEASURE_CALL("timer", be->timer_stop(be->ctx, &t));
                 sum += t;
             }
@@ -424,9 +517,10 @@ static int perf_measure(perf_state_t *st, size_t count, int inplace, double *tim
             uint64_t seeds[2];
             seeds[0] = ++st->seed;
             seeds[1] = ++st->seed;
-            if (perf_fill_buf(st, st->in[0], count, seeds[0]) ||
-                perf_fill_buf(st, st->in[1], count, seeds[1]) ||
-                perf_poison(st, st->out, count))
+            /* unchecked, the inputs of the first repeat serve every repeat */
+            if ((o->check || r == 0) && (perf_fill_buf(st, st->in[0], count, seeds[0]) ||
+                                         perf_fill_buf(st, st->in[1], count, seeds[1]) ||
+                                         perf_poison(st, st->out, count)))
                 goto err;
             MEASURE_CALL("barrier", be->barrier(be->ctx));
             MEASURE_CALL("timer", be->timer_start(be->ctx));
@@ -440,21 +534,23 @@ static int perf_measure(perf_state_t *st, size_t count, int inplace, double *tim
             MEASURE_CALL("timer", be->timer_stop(be->ctx, &sum));
             seed_last = seeds[(iters - 1) & 1];
         }
-        if (perf_check_buf(st, st->out, count, seed_last, inplace ? "in" : "out",
-                           &wrong_local))
+        if (o->check &&
+            perf_check_buf(st, st->out, count, seed_last, inplace ? "in" : "out", &wrong_local))
             goto err;
-        times[r] = sum / (double)iters;
-        wrong = wrong_local;
-        MEASURE_CALL("max over ranks", be->max_double(be->ctx, &times[r]));
-        MEASURE_CALL("sum over ranks", be->sum_u64(be->ctx, &wrong));
-        wrong_total += wrong;
+        MEASURE_CALL("time over ranks",
+                     perf_over_ranks(be, o->avg_mode, sum / (double)iters, &times[r],
+                                     &times[o->repeats + r], &times[2 * o->repeats + r]));
+        if (o->check) {
+            wrong = wrong_local;
+            MEASURE_CALL("sum over ranks", be->sum_u64(be->ctx, &wrong));
+            wrong_total += wrong;
+        }
     }
 #undef MEASURE_CALL
 
-    qsort(times, (size_t)o->repeats, sizeof(*times), perf_cmp_double);
-    *time_p = o->repeats % 2 ? times[o->repeats / 2]
-                             : 0.5 * (times[o->repeats / 2 - 1] + times[o->repeats / 2]);
-    *wrong_p = wrong_total;
+    for (int k = 0; k < 3; k++)
+        time_p[k] = perf_median(times + k * o->repeats, o->repeats);
+    *wrong_p = o->check ? wrong_total : UINT64_MAX;
     free(times);
     return 0;
 err:
@@ -462,10 +558,49 @@ err:
     return -1;
 }
 
+static const char *const perf_avg_names[] = {"rank0", "mean", "min", "max"};
+
+/* a JSON string (the banner and names hold no control characters, but may hold quotes) */
+static void perf_json_string(const char *v)
+{
+    putchar('"');
+    for (const char *c = v ? v : ""; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            printf("\\%c", *c);
+        else if ((unsigned char)*c < 0x20)
+            printf("\\u%04x", (unsigned)(unsigned char)*c);
+        else
+            putchar(*c);
+    }
+    putchar('"');
+}
+
 static void perf_print_header(const perf_opts_t *o, const perf_backend_t *be)
 {
     if (o->csv) {
-        printf("size,count,type,redop,algo,placement,time_us,algbw_GBs,busbw_GBs,wrong\n");
+        printf("size,count,type,redop,algo,placement,time_us,algbw_GBs,busbw_GBs,wrong,"
+               "min_us,max_us\n");
+    } else if (o->json) {
+        printf("{\n  \"banner\": ");
+        perf_json_string(o->banner);
+        printf(",\n  \"ranks\": %d,\n  \"type\": \"%s\",\n  \"redop\": \"%s\",\n"
+               "  \"algo\": ",
+               be->nranks, perf_dtype_name(o->dtype), perf_op_name(o->op));
+        perf_json_string(o->algo);
+        printf(",\n  \"minbytes\": %zu,\n  \"maxbytes\": %zu,\n  \"factor\": %lu,\n",
+               o->minbytes, o->maxbytes, o->factor);
+        /* null: chosen per size (auto) */
+        if (o->iters)
+            printf("  \"iters\": %ld,\n", o->iters);
+        else
+            printf("  \"iters\": null,\n");
+        if (o->warmup >= 0)
+            printf("  \"warmup\": %ld,\n", o->warmup);
+        else
+            printf("  \"warmup\": null,\n");
+        printf("  \"repeats\": %ld,\n  \"check\": %s,\n  \"time_over_ranks\": \"%s\",\n"
+               "  \"rows\": [",
+               o->repeats, o->check ? "true" : "false", perf_avg_names[o->avg_mode]);
     } else {
         printf("# %s\n", o->banner ? o->banner : "");
         char iters[32] = "auto", warmup[32] = "auto";
@@ -474,31 +609,60 @@ static void perf_print_header(const perf_opts_t *o, const perf_backend_t *be)
         if (o->warmup >= 0)
             snprintf(warmup, sizeof(warmup), "%ld", o->warmup);
         printf("# ranks %d, type %s, op %s, algo %s, sizes %zu..%zu x%lu, iters %s, "
-               "warmup %s, repeats %ld\n",
-               be->nranks, perf_dtype_name(o->dtype), perf_op_name(o->op), o->algo,
-               o->minbytes, o->maxbytes, o->factor, iters, warmup, o->repeats);
-        printf("# time_us: median over repeats of the per-call mean, max over ranks\n");
-        printf("#%11s %12s %9s %6s %10s %5s %12s %10s %10s %7s\n", "size", "count", "type",
-               "redop", "algo", "place", "time_us", "algbw_GBs", "busbw_GBs", "#wrong");
+               "warmup %s, repeats %ld, check %s\n",
+               be->nranks, perf_dtype_name(o->dtype), perf_op_name(o->op), o->algo, o->minbytes,
+               o->maxbytes, o->factor, iters, warmup, o->repeats, o->check ? "on" : "off");
+        printf("# time_us: median over repeats of the per-call mean, %s over ranks (-a %d); "
+               "min_us, max_us: min and max over ranks\n",
+               perf_avg_names[o->avg_mode], o->avg_mode);
+        printf("#%11s %12s %9s %6s %10s %5s %12s %12s %12s %10s %10s %7s\n", "size", "count",
+               "type", "redop", "algo", "place", "time_us", "min_us", "max_us", "algbw_GBs",
+               "busbw_GBs", "#wrong");
     }
     fflush(stdout);
 }
 
+/* sec[3]: time over ranks as -a says, min and max over ranks; wrong UINT64_MAX: -c 0 */
 static void perf_print_row(const perf_opts_t *o, const perf_backend_t *be, size_t bytes,
-                           size_t count, int inplace, double sec, uint64_t wrong)
+                           size_t count, int inplace, const double sec[3], uint64_t wrong,
+                           int first)
 {
     const char *algo = be->algo_name ? be->algo_name(be->ctx, bytes) : o->algo;
-    double algbw = sec > 0 ? (double)bytes / sec / 1e9 : 0;
+    double algbw = sec[0] > 0 ? (double)bytes / sec[0] / 1e9 : 0;
     double busbw = be->nranks > 1 ? algbw * 2.0 * (be->nranks - 1) / be->nranks : 0;
+    char wtext[24];
 
-    if (o->csv)
-        printf("%zu,%zu,%s,%s,%s,%s,%.3f,%.4f,%.4f,%" PRIu64 "\n", bytes, count,
+    if (o->csv) {
+        if (wrong == UINT64_MAX)
+            wtext[0] = '\0';
+        else
+            snprintf(wtext, sizeof(wtext), "%" PRIu64, wrong);
+        printf("%zu,%zu,%s,%s,%s,%s,%.3f,%.4f,%.4f,%s,%.3f,%.3f\n", bytes, count,
                perf_dtype_name(o->dtype), perf_op_name(o->op), algo, inplace ? "in" : "out",
-               sec * 1e6, algbw, busbw, wrong);
-    else
-        printf(" %11zu %12zu %9s %6s %10s %5s %12.2f %10.3f %10.3f %7" PRIu64 "\n", bytes,
+               sec[0] * 1e6, algbw, busbw, wtext, sec[1] * 1e6, sec[2] * 1e6);
+    } else if (o->json) {
+        if (wrong == UINT64_MAX)
+            snprintf(wtext, sizeof(wtext), "null");
+        else
+            snprintf(wtext, sizeof(wtext), "%" PRIu64, wrong);
+        printf("%s\n    {\"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", "
+               "\"algo\": ",
+               first ? "" : ",", bytes, count, perf_dtype_name(o->dtype), perf_op_name(o->op));
+        perf_json_string(algo);
+        printf(", \"placement\": \"%s\", \"time_us\": %.3f, \"min_us\": %.3f, "
+               "\"max_us\": %.3f, \"algbw_GBs\": %.4f, \"busbw_GBs\": %.4f, \"wrong\": %s}",
+               inplace ? "in" : "out", sec[0] * 1e6, sec[1] * 1e6, sec[2] * 1e6, algbw, busbw,
+               wtext);
+    } else {
+        if (wrong == UINT64_MAX)
+            snprintf(wtext, sizeof(wtext), "N/A");
+        else
+            snprintf(wtext, sizeof(wtext), "%" PRIu64, wrong);
+        printf(" %11zu %12zu %9s %6s %10s %5s %12.2f %12.2f %12.2f %10.3f %10.3f %7s\n", bytes,
                count, perf_dtype_name(o->dtype), perf_op_name(o->op), algo,
-               inplace ? "in" : "out", sec * 1e6, algbw, busbw, wrong);
+               inplace ? "in" : "out", sec[0] * 1e6, sec[1] * 1e6, sec[2] * 1e6, algbw, busbw,
+               wtext);
+    }
     fflush(stdout);
 }
 
@@ -506,7 +670,7 @@ int perf_run(const perf_opts_t *o, perf_backend_t *be)
 {
     perf_state_t st = {.o = o, .be = be, .esize = refcheck_dtype_size(o->dtype)};
     size_t maxcount = o->maxbytes / st.esize, allocbytes = (maxcount ? maxcount : 1) * st.esize;
-    int result = 0, nrows = 0;
+    int result = 0, nrows = 0, header = 0;
     double busbw_sum = 0;
     uint64_t wrong_sum = 0;
 
@@ -517,8 +681,10 @@ int perf_run(const perf_opts_t *o, perf_backend_t *be)
         return 2;
     }
     if (be->nranks > REFCHECK_MAX_EXACT_RANKS && be->rank == 0)
-        fprintf(stderr, "warning: inputs are exact only up to %d ranks; wrong counts above "
-                        "that may be rounding\n", REFCHECK_MAX_EXACT_RANKS);
+        fprintf(stderr,
+                "warning: inputs are exact only up to %d ranks; wrong counts above "
+                "that may be rounding\n",
+                REFCHECK_MAX_EXACT_RANKS);
     /* a fixed starting seed per process: every rank draws the same sequence */
     st.seed = 0x5eed;
     for (int b = 0; b < 2; b++) {
@@ -540,25 +706,27 @@ int perf_run(const perf_opts_t *o, perf_backend_t *be)
     }
     if (be->rank == 0)
         perf_print_header(o, be);
+    header = 1;
 
     for (size_t size = o->minbytes;;) {
         size_t count = size / st.esize, bytes = count * st.esize, next;
         for (int inplace = 0; inplace <= o->inplace; inplace++) {
-            double sec;
+            double sec[3];
             uint64_t wrong;
-            if (perf_measure(&st, count, inplace, &sec, &wrong)) {
+            if (perf_measure(&st, count, inplace, sec, &wrong)) {
                 result = 2;
                 if (be->abort)
                     be->abort(be->ctx);
                 goto out;
             }
-            if (wrong && result == 0)
+            if (wrong && wrong != UINT64_MAX && result == 0)
                 result = 1;
             if (be->rank == 0)
-                perf_print_row(o, be, bytes, count, inplace, sec, wrong);
-            if (sec > 0 && be->nranks > 1)
-                busbw_sum += (double)bytes / sec / 1e9 * 2.0 * (be->nranks - 1) / be->nranks;
-            wrong_sum += wrong;
+                perf_print_row(o, be, bytes, count, inplace, sec, wrong, nrows == 0);
+            if (sec[0] > 0 && be->nranks > 1)
+                busbw_sum += (double)bytes / sec[0] / 1e9 * 2.0 * (be->nranks - 1) / be->nranks;
+            if (wrong != UINT64_MAX)
+                wrong_sum += wrong;
             nrows++;
         }
         if (size >= o->maxbytes)
@@ -568,10 +736,28 @@ int perf_run(const perf_opts_t *o, perf_backend_t *be)
             break;
         size = next;
     }
-    if (be->rank == 0 && !o->csv)
-        printf("# %d rows, average busbw %.3f GB/s, wrong elements %" PRIu64 "%s\n", nrows,
-               nrows ? busbw_sum / nrows : 0.0, wrong_sum, wrong_sum ? " (FAILED)" : "");
+    if (be->rank == 0 && !o->csv && !o->json) {
+        if (o->check)
+            printf("# %d rows, average busbw %.3f GB/s, wrong elements %" PRIu64 "%s\n", nrows,
+                   nrows ? busbw_sum / nrows : 0.0, wrong_sum, wrong_sum ? " (FAILED)" : "");
+        else
+            printf("# %d rows, average busbw %.3f GB/s, results not checked (-c 0)\n", nrows,
+                   nrows ? busbw_sum / nrows : 0.0);
+    }
 out:
+    /* the document is closed also after a failure: "status" says what happened */
+    if (be->rank == 0 && o->json && header) {
+        printf("%s  ],\n  \"average_busbw_GBs\": %.4f,\n  \"wrong\": ", nrows ? "\n" : "",
+               nrows ? busbw_sum / nrows : 0.0);
+        if (o->check)
+            printf("%" PRIu64, wrong_sum);
+        else
+            printf("null");
+        printf(",\n  \"status\": \"%s\"\n}\n", result == 2   ? "failed"
+                                               : result == 1 ? "wrong"
+                                                             : "ok");
+        fflush(stdout);
+    }
     if (st.out)
         be->free(be->ctx, st.out);
     for (int b = 1; b >= 0; b--)

@@ -15,7 +15,8 @@ typedef struct perf_backend {
     void *ctx;
     int rank;
     int nranks;
-    int device_mem; /* buffers are not host-accessible: fill and check through upload/download */
+    int device_mem; /* buffers are not host-accessible: fill and check through upload/download
+                     */
     int (*supports)(void *ctx, symcoll_dtype_t dtype, symcoll_op_t op); /* 1 if it can run */
     int (*alloc)(void *ctx, size_t bytes, void **ptr_p);
     void (*free)(void *ctx, void *ptr);
@@ -45,11 +46,15 @@ typedef struct perf_opts {
     unsigned long factor;
     symcoll_dtype_t dtype;
     symcoll_op_t op;
-    long iters;   /* 0: auto (about 256 MiB per size and placement, 3..1000 calls) */
-    long warmup;  /* -1: auto (iters / 10, 2..20) */
+    long iters;  /* 0: auto (about 256 MiB per size and placement, 3..1000 calls) */
+    long warmup; /* -1: auto (iters / 10, 2..20) */
     long repeats;
-    int inplace;  /* also run in place */
+    int inplace; /* also run in place */
     int csv;
+    int json;           /* one JSON document on stdout instead of the text table */
+    int check;          /* -c: compare every repeat's result with the reference (default 1) */
+    int avg_mode;       /* -a, as nccl-tests: the time over ranks is rank 0's (0), the mean (1),
+                           the minimum (2) or the maximum (3, the default) */
     const char *algo;   /* printed in the algo column */
     const char *banner; /* printed in the header of the text output */
 } perf_opts_t;
@@ -77,8 +82,12 @@ int perf_op_from_name(const char *s, symcoll_op_t *op_p);
 const char *perf_dtype_name(symcoll_dtype_t dtype);
 const char *perf_op_name(symcoll_op_t op);
 
-/* Runs the sweep. Returns 0 if every call succeeded and every result was right,
- * 1 if a result was wrong, 2 if a call failed. Collective over the backend's ranks. */
+/* -a values */
+enum { PERF_AVG_RANK0 = 0, PERF_AVG_MEAN = 1, PERF_AVG_MIN = 2, PERF_AVG_MAX = 3 };
+
+/* Runs the sweep. Returns 0 if every call succeeded and every result was right (or
+ * -c 0), 1 if a result was wrong, 2 if a call failed. Collective over the backend's
+ * ranks. */
 int perf_run(const perf_opts_t *opts, perf_backend_t *be);
 
 /* The inputs and reference of tools/refcheck.h, with REFCHECK_AVG_EXACT (any library's

@@ -1,5 +1,8 @@
 /* symcoll_info: prints the library's version and build configuration, and its
- * configuration table (every SYMCOLL_* variable with default, current value and doc). */
+ * configuration table (every SYMCOLL_* variable with default, current value and doc);
+ * as text or, with --json, as one JSON object. */
+#define _GNU_SOURCE /* memmem */
+#include <dlfcn.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +22,114 @@ typedef struct info_action {
 
 static const char *prog = "symcoll_info";
 
+/* --json: every report is a member of one object; json_members counts those printed */
+static int json;
+static int json_members;
+
+static void json_string(const char *v, size_t len)
+{
+    putchar('"');
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c == '\n')
+            printf("\\n");
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+static void json_str(const char *v)
+{
+    json_string(v, strlen(v));
+}
+
+/* starts the member NAME of the top object */
+static void json_member(const char *name)
+{
+    printf("%s\n  \"%s\": ", json_members++ ? "," : "", name);
+}
+
+/* Whether CUDA can run here, asked of the driver itself (libcuda, loaded at run time: the
+ * library links the CUDA runtime statically and starts it only when a call needs it). */
+typedef struct cuda_probe {
+    int usable;
+    int driver_version; /* CUDA version the driver supports, 1000 * major + 10 * minor */
+    int devices;
+    char reason[160]; /* why it is not usable */
+} cuda_probe_t;
+
+static void probe_cuda(cuda_probe_t *p)
+{
+    int (*cu_init)(unsigned);
+    int (*cu_driver_version)(int *);
+    int (*cu_device_count)(int *);
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    int rc;
+
+    memset(p, 0, sizeof(*p));
+    if (!lib) {
+        snprintf(p->reason, sizeof(p->reason), "no CUDA driver (%s)", dlerror());
+        return;
+    }
+    cu_init = (int (*)(unsigned))dlsym(lib, "cuInit");
+    cu_driver_version = (int (*)(int *))dlsym(lib, "cuDriverGetVersion");
+    cu_device_count = (int (*)(int *))dlsym(lib, "cuDeviceGetCount");
+    if (!cu_init || !cu_driver_version || !cu_device_count) {
+        snprintf(p->reason, sizeof(p->reason), "libcuda.so.1 lacks cuInit");
+    } else if (cu_driver_version(&p->driver_version), (rc = cu_init(0)) != 0) {
+        snprintf(p->reason, sizeof(p->reason), "cuInit failed (CUresult %d)", rc);
+    } else if ((rc = cu_device_count(&p->devices)) != 0) {
+        snprintf(p->reason, sizeof(p->reason), "cuDeviceGetCount failed (CUresult %d)", rc);
+    } else if (p->devices == 0) {
+        snprintf(p->reason, sizeof(p->reason), "the driver sees no device");
+    } else {
+        p->usable = 1;
+    }
+    /* libcuda stays loaded: unloading a started driver is not supported */
+}
+
+/* "CUDA on" in the build line: the library was built with its CUDA backend */
+static int cuda_built(void)
+{
+    return strstr(symcoll_build_info(), "CUDA on") != NULL;
+}
+
+static void show_cuda(void)
+{
+    cuda_probe_t p;
+    int built = cuda_built();
+
+    probe_cuda(&p);
+    if (json) {
+        json_member("cuda");
+        printf("{\"built\": %s, \"usable\": %s, \"driver_version\": %d, \"devices\": %d, "
+               "\"reason\": ",
+               built ? "true" : "false", built && p.usable ? "true" : "false", p.driver_version,
+               p.devices);
+        if (!built)
+            json_str("built without CUDA");
+        else if (!p.usable)
+            json_str(p.reason);
+        else
+            printf("null");
+        printf("}");
+        return;
+    }
+    if (!built)
+        printf("# CUDA: not built (host memory only)\n");
+    else if (p.usable)
+        printf("# CUDA: built; usable here: yes (driver for CUDA %d.%d, %d device%s)\n",
+               p.driver_version / 1000, p.driver_version % 1000 / 10, p.devices,
+               p.devices == 1 ? "" : "s");
+    else
+        printf("# CUDA: built; usable here: no: %s\n", p.reason);
+}
+
 static int launched(void);
 static symcoll_comm_h get_comm(int *rank_p);
 
@@ -33,8 +144,14 @@ static int show_bootstrap(void)
     FILE *f;
 
     if (!launched()) {
-        printf("# bootstrap: none (not started by a launcher: mpirun, srun --mpi=pmix or "
-               "symcoll_run)\n");
+        const char *none = "none (not started by a launcher: mpirun, srun --mpi=pmix or "
+                           "symcoll_run)";
+        if (json) {
+            json_member("bootstrap");
+            json_str(none);
+        } else {
+            printf("# bootstrap: %s\n", none);
+        }
         return 0;
     }
     comm = get_comm(&rank);
@@ -51,8 +168,13 @@ static int show_bootstrap(void)
     }
     fclose(f);
     line = strstr(text, "# bootstrap: ");
-    if (line)
+    if (line && json) {
+        line += strlen("# bootstrap: ");
+        json_member("bootstrap");
+        json_string(line, strcspn(line, "\n"));
+    } else if (line) {
         printf("%.*s\n", (int)strcspn(line, "\n"), line);
+    }
     free(text);
     return line ? 0 : 1;
 }
@@ -62,16 +184,108 @@ static int show_version(void)
     unsigned major, minor, patch;
 
     symcoll_get_version(&major, &minor, &patch);
-    printf("# symcoll version %s (library %u.%u.%u, header API %d.%d)\n",
-           symcoll_version_string(), major, minor, patch, SYMCOLL_API_MAJOR, SYMCOLL_API_MINOR);
-    printf("# build: %s\n", symcoll_build_info());
+    if (json) {
+        json_member("version");
+        json_str(symcoll_version_string());
+        json_member("library");
+        printf("{\"major\": %u, \"minor\": %u, \"patch\": %u}", major, minor, patch);
+        json_member("api");
+        printf("{\"major\": %d, \"minor\": %d}", SYMCOLL_API_MAJOR, SYMCOLL_API_MINOR);
+        json_member("build");
+        json_str(symcoll_build_info());
+    } else {
+        printf("# symcoll version %s (library %u.%u.%u, header API %d.%d)\n",
+               symcoll_version_string(), major, minor, patch, SYMCOLL_API_MAJOR,
+               SYMCOLL_API_MINOR);
+        printf("# build: %s\n", symcoll_build_info());
+    }
+    show_cuda();
     return show_bootstrap();
+}
+
+/* A report printed by the library, captured as text (NULL if memory ran out). */
+static char *capture(symcoll_status_t (*print)(void *, FILE *), void *arg, symcoll_status_t *st)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+
+    if (!f) {
+        *st = SYMCOLL_ERR_NO_MEMORY;
+        return NULL;
+    }
+    *st = print(arg, f);
+    fclose(f);
+    return text;
+}
+
+static symcoll_status_t print_config(void *arg, FILE *f)
+{
+    (void)arg;
+    return symcoll_config_print(f, SYMCOLL_CONFIG_PRINT_DOC);
+}
+
+/* The configuration table as JSON: each "NAME=VALUE    (default: D[, from environment])
+ * [<-- INVALID]" line with the "# " lines of documentation before it. */
+static void json_config(const char *text)
+{
+    char doc[1024] = "";
+    int n = 0;
+
+    json_member("config");
+    printf("[");
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        const char *eq = memchr(line, '=', len), *def = NULL, *close;
+
+        if (line[0] == '#') {
+            if (len > 2 && strlen(doc) + len < sizeof(doc) - 2) {
+                if (doc[0])
+                    strcat(doc, " ");
+                strncat(doc, line + 2, len - 2);
+            }
+        } else if (eq) {
+            const char *val_end = eq;
+            while (val_end < line + len && *val_end != ' ')
+                val_end++;
+            def = strstr(line, "(default: ");
+            printf("%s\n    {\"name\": ", n++ ? "," : "");
+            json_string(line, (size_t)(eq - line));
+            printf(", \"value\": ");
+            json_string(eq + 1, (size_t)(val_end - eq - 1));
+            printf(", \"default\": ");
+            if (def && def < line + len) {
+                def += strlen("(default: ");
+                for (close = def; close < line + len && *close != ',' && *close != ')';)
+                    close++;
+                json_string(def, (size_t)(close - def));
+            } else {
+                printf("null");
+            }
+            printf(", \"from_environment\": %s, \"invalid\": %s, \"doc\": ",
+                   memmem(line, len, "from environment", 16) ? "true" : "false",
+                   memmem(line, len, "INVALID", 7) ? "true" : "false");
+            json_str(doc);
+            printf("}");
+            doc[0] = '\0';
+        }
+        line = end ? end + 1 : NULL;
+    }
+    printf("\n  ]");
 }
 
 static int show_config(void)
 {
-    symcoll_status_t st = symcoll_config_print(stdout, SYMCOLL_CONFIG_PRINT_DOC);
+    symcoll_status_t st = SYMCOLL_OK;
 
+    if (json) {
+        char *text = capture(print_config, NULL, &st);
+        json_config(text ? text : "");
+        free(text);
+    } else {
+        st = symcoll_config_print(stdout, SYMCOLL_CONFIG_PRINT_DOC);
+    }
     if (st != SYMCOLL_OK) {
         fflush(stdout);
         fprintf(stderr, "%s: the environment holds an invalid value (marked INVALID): %s\n",
@@ -109,6 +323,19 @@ static int launched(void)
     return 0;
 }
 
+/* This process's rank as the launcher says it; -1 when started alone. */
+static int launched_rank(void)
+{
+    static const char *const vars[] = {"SYMCOLL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                       "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        if (v)
+            return atoi(v);
+    }
+    return -1;
+}
+
 /* The communicator, or NULL after printing why; rank_p says who prints. */
 static symcoll_comm_h get_comm(int *rank_p)
 {
@@ -138,27 +365,89 @@ static symcoll_comm_h get_comm(int *rank_p)
     return info_comm;
 }
 
+static symcoll_status_t print_topology(void *comm, FILE *f)
+{
+    return symcoll_comm_print_topology(comm, f);
+}
+
+static symcoll_status_t print_decisions(void *comm, FILE *f)
+{
+    return symcoll_comm_print_decisions(comm, f);
+}
+
+/* The decision table as JSON: rows "MEM BYTES HUMAN ALGO FAMILY REASON..."; the '#'
+ * lines (settings, selector views) in "notes". */
+static void json_decisions(const char *text)
+{
+    int n = 0, k = 0;
+
+    printf("{\"rows\": [");
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char mem[16], human[16], algo[32], family[32];
+        size_t bytes;
+        int off = 0;
+
+        if (line[0] != '#' &&
+            sscanf(line, "%15s %zu %15s %31s %31s %n", mem, &bytes, human, algo, family,
+                   &off) == 5 &&
+            off > 0 && (size_t)off <= len) {
+            printf("%s\n    {\"mem\": \"%s\", \"bytes\": %zu, \"algo\": \"%s\", "
+                   "\"family\": \"%s\", \"reason\": ",
+                   n++ ? "," : "", mem, bytes, algo, family);
+            json_string(line + off, len - (size_t)off);
+            printf("}");
+        }
+        line = end ? end + 1 : NULL;
+    }
+    printf("\n  ], \"notes\": [");
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        if (line[0] == '#' && len > 2) {
+            printf("%s\n    ", k++ ? "," : "");
+            json_string(line + 2, len - 2);
+        }
+        line = end ? end + 1 : NULL;
+    }
+    printf("\n  ]}");
+}
+
 /* Every rank holds the gathered facts; rank 0 prints them. */
-static int show_topo_report(symcoll_status_t (*print)(symcoll_comm_h, FILE *))
+static int show_topo_report(const char *name, symcoll_status_t (*print)(void *, FILE *))
 {
     int rank = 0;
     symcoll_comm_h comm = get_comm(&rank);
+    symcoll_status_t st;
+    char *text;
 
     if (!comm)
         return 1;
-    if (rank == 0 && print(comm, stdout) != SYMCOLL_OK)
-        return 1;
-    return 0;
+    if (rank != 0)
+        return 0;
+    if (!json)
+        return print(comm, stdout) != SYMCOLL_OK;
+    text = capture(print, comm, &st);
+    if (st == SYMCOLL_OK && text) {
+        json_member(name);
+        if (print == print_decisions)
+            json_decisions(text);
+        else
+            json_str(text); /* the topology report is a table for people */
+    }
+    free(text);
+    return st != SYMCOLL_OK || !text;
 }
 
 static int show_topology(void)
 {
-    return show_topo_report(symcoll_comm_print_topology);
+    return show_topo_report("topology", print_topology);
 }
 
 static int show_algorithms(void)
 {
-    return show_topo_report(symcoll_comm_print_decisions);
+    return show_topo_report("algorithms", print_decisions);
 }
 
 static const info_action_t actions[] = {
@@ -181,15 +470,19 @@ static void usage(FILE *out)
     for (size_t i = 0; i < NACTIONS; i++)
         fprintf(out, "  -%c, --%-12s %s\n", actions[i].opt, actions[i].longname,
                 actions[i].help);
+    fprintf(out, "  -j, --%-12s %s\n", "json",
+            "print the reports as one JSON object (version, library, api, build,\n"
+            "                      cuda, config, algorithms, topology)");
     fprintf(out, "  -h, --%-12s %s\n", "help", "print this help");
     fprintf(out, "\nWith several options, each report is printed in the order above; the exit\n"
-                 "status is the first non-zero status of a report.\n");
+                 "status is the first non-zero status of a report. The CUDA line says whether\n"
+                 "the library was built with CUDA and whether the driver here can run it.\n");
 }
 
 int main(int argc, char **argv)
 {
-    struct option longopts[NACTIONS + 2];
-    char shortopts[2 * NACTIONS + 2];
+    struct option longopts[NACTIONS + 3];
+    char shortopts[2 * NACTIONS + 3];
     int wanted[NACTIONS] = {0};
     int c, any = 0, ret = 0;
     size_t k = 0;
@@ -199,8 +492,10 @@ int main(int argc, char **argv)
         shortopts[k++] = (char)actions[i].opt;
     }
     longopts[NACTIONS] = (struct option){"help", no_argument, NULL, 'h'};
-    longopts[NACTIONS + 1] = (struct option){NULL, 0, NULL, 0};
+    longopts[NACTIONS + 1] = (struct option){"json", no_argument, NULL, 'j'};
+    longopts[NACTIONS + 2] = (struct option){NULL, 0, NULL, 0};
     shortopts[k++] = 'h';
+    shortopts[k++] = 'j';
     shortopts[k] = '\0';
 
     while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
@@ -208,6 +503,10 @@ int main(int argc, char **argv)
         if (c == 'h') {
             usage(stdout);
             return 0;
+        }
+        if (c == 'j') {
+            json = 1;
+            continue;
         }
         for (i = 0; i < NACTIONS && actions[i].opt != c; i++)
             ;
@@ -226,6 +525,14 @@ int main(int argc, char **argv)
     if (!any)
         wanted[0] = 1;
 
+    /* one document: under a launcher only rank 0 prints it (every rank still joins the
+     * communicator of -t and -a) */
+    if (json && launched_rank() > 0 && !freopen("/dev/null", "w", stdout)) {
+        perror(prog);
+        return 1;
+    }
+    if (json)
+        printf("{");
     for (size_t i = 0; i < NACTIONS; i++) {
         if (wanted[i]) {
             int r = actions[i].run();
@@ -233,6 +540,8 @@ int main(int argc, char **argv)
                 ret = r;
         }
     }
+    if (json)
+        printf("\n}\n");
     if (fflush(stdout)) {
         perror(prog);
         return 1;

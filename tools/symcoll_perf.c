@@ -17,6 +17,10 @@
 /* CUDA errors are returned as PERF_CUDA_RC + cudaError_t, symcoll ones as their status */
 #define PERF_CUDA_RC 100000
 
+/* long options without a letter (the engine's letters are nccl-tests'; -a is its
+ * averaging mode) */
+#define SP_OPT_ALGO 1000
+
 typedef struct sp_ctx {
     symcoll_comm_h comm;
     symcoll_mem_type_t mem;
@@ -324,7 +328,7 @@ static int sp_handle_opt(int opt, const char *arg, void *ctx)
         }
         c->mem_name = arg;
         return 0;
-    case 'a':
+    case SP_OPT_ALGO:
         if (!*arg)
             return -1;
         c->algo = arg;
@@ -384,17 +388,17 @@ int main(int argc, char **argv)
         {"pool", no_argument, NULL, 'P'},
         {"graph", no_argument, NULL, 'G'},
         {"mem", required_argument, NULL, 'm'},
-        {"algo", required_argument, NULL, 'a'},
+        {"algo", required_argument, NULL, SP_OPT_ALGO},
         {NULL, 0, NULL, 0},
     };
     sp_ctx_t c = {.mem = SYMCOLL_MEM_HOST, .mem_name = "host", .algo = "auto"};
     perf_extra_opts_t extra = {
-        .shortopts = "m:a:PG",
+        .shortopts = "m:PG",
         .longopts = longopts,
         .handle = sp_handle_opt,
         .ctx = &c,
         .usage = "  -m MEM        host or cuda: where the buffers live (default host)\n"
-                 "  -a ALGO       force an algorithm (sets SYMCOLL_ALGO before the\n"
+                 "  --algo ALGO   force an algorithm (sets SYMCOLL_ALGO before the\n"
                  "                communicator is created; default auto, the library chooses)\n"
                  "  -P, --pool    use buffers from symcoll_mem_alloc (no staging copy)\n"
                  "  -G, --graph   CUDA: capture the ITERS calls of a timing into a CUDA graph\n"

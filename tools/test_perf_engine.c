@@ -3,8 +3,10 @@
  * every datatype and operator, and a wrong, stale or partial one is counted. The ranks
  * are simulated in one process; nothing is timed. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "perf_engine.h"
 #include "refcheck.h"
@@ -196,6 +198,173 @@ START_TEST(test_sizes_and_names)
 }
 END_TEST
 
+/* ---- options and output: a fake backend of 2 ranks in one process ------------------
+ * Its all-reduce copies (so a checked result is wrong), every timing lasts 1 ms on this
+ * rank and the other rank takes 3 ms: max over ranks is 3 ms, min 1 ms, mean 2 ms. */
+static int fake_alloc(void *ctx, size_t bytes, void **p)
+{
+    (void)ctx;
+    *p = malloc(bytes);
+    return *p ? 0 : 1;
+}
+static void fake_free(void *ctx, void *p)
+{
+    (void)ctx;
+    free(p);
+}
+static int fake_allreduce(void *ctx, const void *s, void *r, size_t count, symcoll_dtype_t t,
+                          symcoll_op_t op)
+{
+    (void)ctx, (void)op;
+    memmove(r, s, count * refcheck_dtype_size(t));
+    return 0;
+}
+static int fake_ok(void *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+static int fake_max_double(void *ctx, double *v)
+{
+    (void)ctx;
+    *v = *v > 3 * *v ? *v : 3 * *v;
+    return 0;
+}
+static int fake_sum_u64(void *ctx, uint64_t *v)
+{
+    (void)ctx;
+    *v *= 4;
+    return 0;
+}
+static int fake_timer_stop(void *ctx, double *sec)
+{
+    (void)ctx;
+    *sec = 1e-3;
+    return 0;
+}
+static int fake_supports(void *ctx, symcoll_dtype_t t, symcoll_op_t op)
+{
+    (void)ctx, (void)t, (void)op;
+    return 1;
+}
+static const char *fake_strerror(void *ctx, int rc)
+{
+    (void)ctx, (void)rc;
+    return "fake";
+}
+
+/* Parses the options, runs the sweep on the fake backend; returns its stdout. */
+static char *run_fake(int argc, char **argv, int *rc_p)
+{
+    perf_backend_t be = {
+        .rank = 0,
+        .nranks = 2,
+        .supports = fake_supports,
+        .alloc = fake_alloc,
+        .free = fake_free,
+        .allreduce = fake_allreduce,
+        .barrier = fake_ok,
+        .max_double = fake_max_double,
+        .sum_u64 = fake_sum_u64,
+        .timer_start = fake_ok,
+        .timer_stop = fake_timer_stop,
+        .strerror = fake_strerror,
+    };
+    perf_opts_t o;
+    char path[] = "/tmp/test_perf_engine.XXXXXX", *text = calloc(1, 1 << 16);
+    int fd = mkstemp(path), saved;
+    FILE *f;
+
+    ck_assert_int_ge(fd, 0);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_int_eq(perf_parse_args(argc, argv, "test", &o, NULL), 0);
+    fflush(stdout);
+    saved = dup(1);
+    dup2(fd, 1);
+    *rc_p = perf_run(&o, &be);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    close(fd);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    (void)!fread(text, 1, (1 << 16) - 1, f);
+    fclose(f);
+    unlink(path);
+    return text;
+}
+
+START_TEST(test_time_over_ranks)
+{
+    /* -a 0..3: rank 0's, mean, min, max; min_us and max_us always the extremes */
+    static const double want[4] = {1000, 2000, 1000, 3000};
+    char mode[2] = {0};
+    char *argv[] = {"test", "-b", "64", "-e", "64",    "-n", "1",  "-w", "0",
+                    "-r",   "1",  "-c", "0",  "--csv", "-a", mode, NULL};
+    ck_assert_ptr_nonnull(freopen("/dev/null", "w", stderr));
+    for (int a = 0; a < 4; a++) {
+        char *field[16], *save = NULL, *row;
+        int rc, n = 0;
+        mode[0] = (char)('0' + a);
+        char *out = run_fake((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv, &rc);
+        ck_assert_int_eq(rc, 0);
+        ck_assert_ptr_nonnull(row = strstr(out, "\n64,"));
+        row = strtok_r(row + 1, "\n", &save);
+        /* size,count,type,redop,algo,placement,time_us,algbw,busbw,wrong,min_us,max_us */
+        for (char *p = row, *c; n < 16; p = c + 1) {
+            field[n++] = p;
+            if (!(c = strchr(p, ',')))
+                break;
+            *c = '\0';
+        }
+        ck_assert_int_eq(n, 12);
+        ck_assert_double_eq_tol(strtod(field[6], NULL), want[a], 1e-6);
+        ck_assert_str_eq(field[9], ""); /* not checked */
+        ck_assert_double_eq_tol(strtod(field[10], NULL), 1000, 1e-6);
+        ck_assert_double_eq_tol(strtod(field[11], NULL), 3000, 1e-6);
+        free(out);
+    }
+}
+END_TEST
+
+START_TEST(test_check_and_json)
+{
+    char *on[] = {"test", "-b", "64", "-e", "128", "-n", "1", "-r", "2", "--json", NULL};
+    char *off[] = {"test", "-b", "64",     "-e", "128", "-n", "1",
+                   "-r",   "2",  "--json", "-c", "0",   NULL};
+    char *both[] = {"test", "--json", "--csv", NULL};
+    char *bad_a[] = {"test", "-a", "4", NULL};
+    char *bad_c[] = {"test", "-c", "2", NULL};
+    perf_opts_t o;
+    int rc;
+    char *out;
+
+    ck_assert_ptr_nonnull(freopen("/dev/null", "w", stderr));
+    /* checked: the fake's copies are wrong, and the document says so */
+    out = run_fake(10, on, &rc);
+    ck_assert_int_eq(rc, 1);
+    ck_assert_ptr_nonnull(strstr(out, "\"check\": true"));
+    ck_assert_ptr_nonnull(strstr(out, "\"size\": 128"));
+    ck_assert_ptr_nonnull(strstr(out, "\"status\": \"wrong\""));
+    ck_assert_ptr_null(strstr(out, "\"wrong\": null"));
+    ck_assert_int_eq(out[strlen(out) - 2], '}');
+    free(out);
+    /* -c 0: nothing checked, wrong is null, the run succeeds */
+    out = run_fake(12, off, &rc);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_ptr_nonnull(strstr(out, "\"check\": false"));
+    ck_assert_ptr_nonnull(strstr(out, "\"wrong\": null}"));
+    ck_assert_ptr_nonnull(strstr(out, "\"status\": \"ok\""));
+    free(out);
+    ck_assert_int_eq(perf_parse_args(3, both, "test", &o, NULL), -1);
+    ck_assert_int_eq(perf_parse_args(3, bad_a, "test", &o, NULL), -1);
+    ck_assert_int_eq(perf_parse_args(3, bad_c, "test", &o, NULL), -1);
+    ck_assert_int_eq(perf_parse_args(1, both, "test", &o, NULL), 0);
+    ck_assert_int_eq(o.check, 1);
+    ck_assert_int_eq(o.avg_mode, PERF_AVG_MAX);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("perf_engine");
@@ -209,6 +378,8 @@ int main(void)
     tcase_add_test(tc, test_wrong_results_counted);
     tcase_add_test(tc, test_half_conversions);
     tcase_add_test(tc, test_sizes_and_names);
+    tcase_add_test(tc, test_time_over_ranks);
+    tcase_add_test(tc, test_check_and_json);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

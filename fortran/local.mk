@@ -1,0 +1,59 @@
+# fortran: the module 'use symcoll' (libsymcoll_f: the module's code and its C helpers;
+# a library of its own, so that libsymcoll does not depend on the Fortran runtime) and,
+# when MPI's mpi_f08 works with the same compiler, 'use symcoll_mpi' (libsymcoll_mpi_f).
+# The .mod files are installed in $(fmoddir) (configure --with-fmoddir; default
+# $(includedir), which 'pkg-config --cflags symcoll-fortran' names).
+EXTRA_DIST += fortran/symcoll.f90 fortran/symcoll_f.c fortran/symcoll_f.h \
+	fortran/symcoll_mpi.f90 fortran/test_fortran.f90 fortran/test_fortran_mpi.f90 \
+	fortran/test_fortran.sh fortran/test_constants.sh examples/allreduce.f90
+
+if HAVE_FORTRAN
+# modules are written to and looked up in fortran/ of the build tree
+AM_FCFLAGS = -Jfortran
+lib_LTLIBRARIES += libsymcoll_f.la
+libsymcoll_f_la_SOURCES = fortran/symcoll.f90 fortran/symcoll_f.c fortran/symcoll_f.h
+libsymcoll_f_la_LIBADD = libsymcoll.la
+libsymcoll_f_la_LDFLAGS = -version-info 0:0:0 -no-undefined -Wl,--no-undefined
+
+# written by the compiler with the module's object
+nodist_fmod_DATA = fortran/symcoll.mod
+pkgconfig_DATA += fortran/symcoll-fortran.pc
+fortran/symcoll.mod: fortran/symcoll.lo
+	@:
+CLEANFILES += fortran/*.mod
+
+# the test of every call and type under symcoll_run, the example, and the constants
+# compared with the header
+check_PROGRAMS += fortran/test_fortran examples/allreduce_fortran
+fortran_test_fortran_SOURCES = fortran/test_fortran.f90
+fortran_test_fortran_LDADD = libsymcoll_f.la libsymcoll.la
+fortran/test_fortran.$(OBJEXT): fortran/symcoll.mod
+examples_allreduce_fortran_SOURCES = examples/allreduce.f90
+examples_allreduce_fortran_LDADD = libsymcoll_f.la libsymcoll.la
+examples/allreduce.$(OBJEXT): fortran/symcoll.mod
+FORTRAN_TESTS = fortran/test_fortran.sh fortran/test_constants.sh
+TESTS += $(FORTRAN_TESTS)
+AM_TESTS_ENVIRONMENT += FC='$(FC)'; FCFLAGS='$(FCFLAGS)'; MPIRUN='$(MPIRUN)'; \
+	export FC FCFLAGS MPIRUN;
+
+if HAVE_FORTRAN_MPI
+lib_LTLIBRARIES += libsymcoll_mpi_f.la
+libsymcoll_mpi_f_la_SOURCES = fortran/symcoll_mpi.f90
+libsymcoll_mpi_f_la_FCFLAGS = $(AM_FCFLAGS) $(MPI_FCFLAGS)
+libsymcoll_mpi_f_la_LIBADD = libsymcoll_f.la libsymcoll.la $(MPI_FCLIBS)
+libsymcoll_mpi_f_la_LDFLAGS = -version-info 0:0:0 -no-undefined -Wl,--no-undefined
+# (through a variable: a literal target would replace automake's rule for the object)
+FORTRAN_MPI_LO = fortran/libsymcoll_mpi_f_la-symcoll_mpi.lo
+$(FORTRAN_MPI_LO): fortran/symcoll.mod
+nodist_fmod_DATA += fortran/symcoll_mpi.mod
+fortran/symcoll_mpi.mod: $(FORTRAN_MPI_LO)
+	@:
+
+check_PROGRAMS += fortran/test_fortran_mpi
+fortran_test_fortran_mpi_SOURCES = fortran/test_fortran_mpi.f90
+fortran_test_fortran_mpi_FCFLAGS = $(AM_FCFLAGS) $(MPI_FCFLAGS)
+fortran_test_fortran_mpi_LDADD = libsymcoll_mpi_f.la libsymcoll_f.la libsymcoll.la \
+	$(MPI_FCLIBS)
+fortran/test_fortran_mpi-test_fortran_mpi.$(OBJEXT): fortran/symcoll_mpi.mod
+endif
+endif

@@ -1,0 +1,56 @@
+#!/bin/sh
+# symcoll_perf's options as nccl-tests has them: -c 0|1 (check), -a 0..3 (time over
+# ranks), the forced algorithm as --algo, --json and the min/max columns; 2 ranks.
+. "${top_srcdir:-.}/tests/testlib.sh"
+run=$top_builddir/tools/symcoll_run
+perf=$top_builddir/tools/symcoll_perf
+make_tmp perf-test
+export UCX_TLS="${UCX_TLS:-tcp,self}" UCX_WARN_UNUSED_ENV_VARS=n
+unset SYMCOLL_ALGO SYMCOLL_HOST_ID
+
+# run NAME EXPECTED-STATUS ARGS...: symcoll_perf on 2 ranks; output in $tmp/out, $tmp/err
+run() {
+    name=$1 want=$2
+    shift 2
+    timeout -s KILL 120 "$run" -n 2 -t 100 "$perf" -b 8 -e 4K -f 8 -n 3 -w 1 -r 3 "$@" \
+        >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    if [ $rc -ne "$want" ]; then
+        echo "FAIL: $name: exit status $rc, expected $want; stderr:"
+        sed 's/^/    /' "$tmp/err" | head -20
+        status=1
+        return 1
+    fi
+}
+
+# expect NAME FILE REGEX
+expect() {
+    grep -E -q "$3" "$2" && return 0
+    echo "FAIL: $1: no line matches /$3/ in:"
+    sed 's/^/    /' "$2" | head -20
+    status=1
+}
+
+run "text, -a 1" 0 -a 1 &&
+    expect "text header" "$tmp/out" '^# time_us: .*mean over ranks \(-a 1\)' &&
+    expect "text columns" "$tmp/out" '^# +size +count .* time_us +min_us +max_us ' &&
+    expect "text row" "$tmp/out" '^ +4096 +1024 +float32 +sum .* out( +[0-9.]+){5} +0$'
+
+run "--algo, --json" 0 --algo oneshot --json -c 1 &&
+    expect "json algo" "$tmp/out" '^  "algo": "oneshot",' &&
+    expect "json row" "$tmp/out" '"size": 4096, .*"algo": "oneshot", .*"min_us": [0-9.]+, "max_us": [0-9.]+, .*"wrong": 0\}' &&
+    expect "json status" "$tmp/out" '^  "status": "ok"$'
+if command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import json, sys; d = json.load(sys.stdin); assert len(d["rows"]) == 4' \
+        <"$tmp/out" 2>"$tmp/err" || { echo "FAIL: --json: not valid JSON:"; cat "$tmp/err"; status=1; }
+fi
+
+run "-c 0 --csv" 0 -c 0 --csv &&
+    expect "csv header" "$tmp/out" '^size,count,type,redop,algo,placement,time_us,algbw_GBs,busbw_GBs,wrong,min_us,max_us$' &&
+    expect "csv row, unchecked" "$tmp/out" '^4096,1024,float32,sum,[a-z~]+,out,[0-9.]+,[0-9.]+,[0-9.]+,,[0-9.]+,[0-9.]+$'
+
+# -a is the averaging mode now: an algorithm name there is refused
+run "-a NAME" 2 -a oneshot && expect "-a NAME" "$tmp/err" "bad value 'oneshot' for option -a"
+
+[ $status -eq 0 ] && echo "PASS: symcoll_perf -a, -c, --algo, --json, --csv and the min/max columns"
+exit $status
