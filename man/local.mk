@@ -3,7 +3,8 @@
 # build from it needs no pandoc; symcoll(7) lists the variables of src/core/config.c.
 SYMCOLL_MAN1 = man/symcoll_run.1 man/symcoll_perf.1 man/symcoll_info.1
 SYMCOLL_MAN3 = \
-	man/symcoll_allreduce.3 \
+	man/symcoll_allreduce.3 man/symcoll_reduce_scatter.3 man/symcoll_allgather.3 \
+	man/symcoll_broadcast.3 man/symcoll_barrier.3 \
 	man/symcoll_comm_create.3 man/symcoll_comm_create_version.3 \
 	man/symcoll_comm_destroy.3 man/symcoll_comm_abort.3 \
 	man/symcoll_comm_rank.3 man/symcoll_comm_size.3 \
