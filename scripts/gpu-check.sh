@@ -30,6 +30,9 @@ export SYMCOLL_TIMEOUT=${SYMCOLL_TIMEOUT:-60}
 
 pack() {
     b=$1; d=$2
+    # the test programs are built by make check, not make: build them here, so that the
+    # tree packed is never older than the library beside it
+    ${MAKE:-make} -C "$b" tests/test_cuda tests/test_cuda_net >/dev/null || return 1
     mkdir -p "$d/bin" "$d/lib"
     for p in tests/.libs/test_cuda tests/.libs/test_cuda_net tools/.libs/symcoll_perf \
              tools/symcoll_run tools/.libs/symcoll_info bench/nccl_allreduce_peer; do
@@ -49,8 +52,10 @@ pack() {
             done
         fi
     fi
-    # not installed on the GPU machine's image
-    for l in libsubunit.so.0 libhwloc.so.15; do
+    # not installed on the GPU machine's image (or, for PMIx and what it needs, maybe of
+    # another version than the one the library was linked with)
+    for l in libsubunit.so.0 libhwloc.so.15 libpmix.so.2 libmunge.so.2 libevent_core-2.1.so.7 \
+             libevent_pthreads-2.1.so.7; do
         f=`ldconfig -p | awk -v l=$l '$1 == l { print $NF; exit }'`
         test -n "$f" && cp -L "$f" "$d/lib/"
     done
@@ -106,7 +111,7 @@ run() {
             # step. The timeout cases take 22-23 s, each types case 10-12 s, the others
             # 1-4 s (bench/results/gpu-across-nodes-raw/run14.txt, run16.txt, run21.txt).
             # The limits add up to far more; they only bound a case that hangs.
-            for c in ${NETCASES:-net_capture net_mixed net_kill net_abort net_abort_idle net_timeout net_pool net_types net_hier net_types_plain net_types_lanes3 net_hier_types net_hier_mixed net_hier_flat net_hier_plain net_hier_kill net_hier_abort net_hier_timeout net_hier_pool}; do
+            for c in ${NETCASES:-net_capture net_mixed net_kill net_mismatch net_abort net_abort_idle net_timeout net_pool net_types net_hier net_types_plain net_types_lanes3 net_hier_types net_hier_mixed net_hier_flat net_hier_plain net_hier_kill net_hier_abort net_hier_timeout net_hier_pool}; do
                 case $c in net_types*|net_hier_types) l=240 ;; net_hier*) l=180 ;; net_pool) l=120 ;; *) l=100 ;; esac
                 step "$c" $l env CK_RUN_CASE=$c "$bin"/test_cuda_net
             done

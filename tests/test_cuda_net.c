@@ -374,6 +374,9 @@ static void body_net_kill(int rank, int nranks, void *arg)
     }
     t0 = now_sec();
     st = net_until_failure(&r, count, 100000, &ncalls);
+    /* a death is reported as one, on every survivor (not as an abort) */
+    if (st != SYMCOLL_ERR_PEER_FAILED)
+        harness_fail("a survivor of the kill got %s", symcoll_status_string(st));
     net_after_failure(&r, st, rank, ncalls, t0);
     net_teardown(&r, 0);
     (void)arg;

@@ -113,11 +113,16 @@ static void cnet_lane_tell(cnet_lane_t *ln)
 {
     if (ln->told_peers)
         return;
+    symcoll_status_t why = algo_broken(ln->cn->comm);
+
     ln->told_peers = true;
+    /* the communicator's failure says what happened (ABORTED only for an abort) */
+    if (why == SYMCOLL_OK)
+        why = SYMCOLL_ERR_ABORTED;
     if (ln->own_ucx)
-        algo_net_lane_abort(ln->ucx, ln->cn->host_pool);
+        algo_net_lane_abort(ln->ucx, ln->cn->host_pool, why);
     else
-        algo_net_pool_abort(ln->cn->comm, ln->cn->host_pool);
+        algo_net_pool_fail(ln->cn->comm, ln->cn->host_pool, why);
 }
 
 /* Raises "done" for chunk g that this lane gives up on. Not before the slot's previous

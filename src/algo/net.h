@@ -21,11 +21,11 @@
  * Flags: every rank owns, at the same offset (of its signal pad, or of the pool), one
  * line per sender rank, with one word per receive area (a call's area: see net_state).
  * A sender counts the messages it sent to each receiver; with each message it raises the
- * receiver's word for it, of the call's area, to that count (ucx_put_signal; inside a node: a copy and a release store
- * through the mapping). The receiver counts what it consumed from each sender and waits
- * for the word to reach its count. Counts only grow, so nothing is ever reset; a sender is
- * never more than one call ahead, so a word holds only messages of the receiver's current
- * call, never one of the next (which raises the other area's word).
+ * receiver's word for it, of the call's area, to that count (ucx_put_signal; inside a node: a
+ * copy and a release store through the mapping). The receiver counts what it consumed from each
+ * sender and waits for the word to reach its count. Counts only grow, so nothing is ever reset;
+ * a sender is never more than one call ahead, so a word holds only messages of the receiver's
+ * current call, never one of the next (which raises the other area's word).
  *
  * A word's value: the low NET_CNT_BITS bits hold the count (mod 2^NET_CNT_BITS, compared
  * as a difference), the high bits the call's tag: the arguments the sender called with
@@ -138,8 +138,9 @@ symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes, bool f
  * state's pool memory (every rank in the same order). */
 void algo_net_lane_destroy(ucx_ctx_t *lane, pool_t *pool);
 
-/* A lane's thread gave up: tells the peers' matching lanes (from that thread). */
-void algo_net_lane_abort(ucx_ctx_t *ucx, pool_t *pool);
+/* A lane's thread gave up (why: the communicator's failure): tells the peers' matching
+ * lanes (from that thread), and records why unless a failure is recorded already. */
+void algo_net_lane_abort(ucx_ctx_t *ucx, pool_t *pool, symcoll_status_t why);
 
 /* Fills c for one all-reduce over group g in this call's receive area (AVG divides by
  * the communicator's size), tagged with sig and the call's number, and counts the call. */
@@ -250,6 +251,9 @@ void algo_net_local_index_group(net_state_t *st, net_group_t *g);
 /* The communicator was aborted: tell the peers (their calls end now, not at their
  * deadline). */
 void algo_net_pool_abort(comm_t *comm, pool_t *pool);
+/* The same for a failure that is not an abort: the peers hear why (a dead or silent
+ * peer of ours), so that they report it rather than SYMCOLL_ERR_ABORTED. */
+void algo_net_pool_fail(comm_t *comm, pool_t *pool, symcoll_status_t why);
 
 /* Releases the scratch so that pool_trim can unmap it (collective, like the trim). */
 void algo_net_pool_release(comm_t *comm, pool_t *pool);

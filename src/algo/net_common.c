@@ -322,17 +322,29 @@ void algo_net_lane_destroy(ucx_ctx_t *lane, pool_t *pool)
     net_state_free(st);
 }
 
-void algo_net_lane_abort(ucx_ctx_t *ucx, pool_t *pool)
+void algo_net_lane_abort(ucx_ctx_t *ucx, pool_t *pool, symcoll_status_t why)
 {
     comm_t *comm = pool_comm(pool);
     net_state_t **slot = net_slot(comm, ucx, false);
 
-    algo_break(comm, SYMCOLL_ERR_ABORTED);
+    why = algo_break(comm, why);
     if (!slot || !*slot) {
-        ucx_notify_abort(ucx);
+        ucx_notify_failure(ucx, why);
         return;
     }
-    net_give_up(*slot, SYMCOLL_ERR_ABORTED);
+    net_give_up(*slot, why);
+}
+
+void algo_net_pool_fail(comm_t *comm, pool_t *pool, symcoll_status_t why)
+{
+    net_state_t *st = pool_backend(pool)->mem_type == SYMCOLL_MEM_HOST ? comm->algo->net : NULL;
+
+    if (!comm->ucx)
+        return;
+    if (!st)
+        ucx_notify_failure(comm->ucx, why);
+    else
+        net_give_up(st, why);
 }
 
 void algo_net_pool_abort(comm_t *comm, pool_t *pool)
