@@ -50,7 +50,9 @@ if command -v "${CXX:-c++}" >/dev/null 2>&1; then
 fi
 
 # Build the user program: only the installed header and library (no -I into the sources).
-if ! $CC -std=c11 -Wall -Wextra -Werror -o "$tmp/installed_hello" \
+# A library built with --enable-sanitizers needs its sanitizer runtime loaded first, so a
+# program using it links with the same flags (SANITIZER_CFLAGS, empty otherwise).
+if ! $CC -std=c11 -Wall -Wextra -Werror ${SANITIZER_CFLAGS:-} -o "$tmp/installed_hello" \
     "$top_srcdir/tests/installed_hello.c" $cflags $libs; then
     echo "FAIL: tests/installed_hello.c does not build against the installed symcoll"
     exit 1
