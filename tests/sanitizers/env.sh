@@ -34,15 +34,8 @@ UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTION
 # AddressSanitizer makes the code about two to three times slower.
 CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-3}
 
-# Symbolization: gcc's runtime asks an external symbolizer for file:line, llvm-symbolizer
-# (found on PATH or named by ASAN_SYMBOLIZER_PATH) or else addr2line (binutils).
-if [ -z "${ASAN_SYMBOLIZER_PATH:-}" ]; then
-    for s in llvm-symbolizer $(ls /usr/bin/llvm-symbolizer-* 2>/dev/null | sort -V -r); do
-        if command -v "$s" >/dev/null 2>&1; then
-            ASAN_SYMBOLIZER_PATH=$(command -v "$s")
-            export ASAN_SYMBOLIZER_PATH
-            break
-        fi
-    done
-fi
+# Symbolization needs no tool: gcc's runtime reads the DWARF debug information itself
+# (llvm-symbolizer, when on PATH or named by ASAN_SYMBOLIZER_PATH, is used instead).
+# Frames shown as "<unknown module>" belong to a library unloaded before the report
+# (Open MPI's plug-ins after MPI_Finalize), not to a missing symbolizer.
 export ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS CK_TIMEOUT_MULTIPLIER
