@@ -18,6 +18,16 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__SANITIZE_ADDRESS__)
+#define HARNESS_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HARNESS_LSAN 1
+#endif
+#endif
+#ifdef HARNESS_LSAN
+#include <sanitizer/lsan_interface.h>
+#endif
 
 static int harness_rank = -1;
 
@@ -127,6 +137,12 @@ static void harness_child(int rank, int nranks, int nnodes, int port, pid_t pare
     body(rank, nranks, arg);
     fflush(stdout);
     fflush(stderr);
+#ifdef HARNESS_LSAN
+    /* _exit skips LeakSanitizer's check at exit: run it here, so that memory a rank's
+     * body (and the library under it) left behind fails the test */
+    if (__lsan_do_recoverable_leak_check())
+        _exit(1);
+#endif
     _exit(0);
 }
 

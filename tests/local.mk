@@ -12,8 +12,16 @@ AM_TESTS_ENVIRONMENT = \
 	top_builddir='$(abs_top_builddir)'; top_srcdir='$(abs_top_srcdir)'; \
 	MAKE='$(MAKE)'; CC='$(CC)'; CXX='$(CXX)'; NM='$(NM)'; PKG_CONFIG='$(PKG_CONFIG)'; \
 	prefix='$(prefix)'; bindir='$(bindir)'; libdir='$(libdir)'; \
-	includedir='$(includedir)'; \
-	export top_builddir top_srcdir MAKE CC CXX NM PKG_CONFIG prefix bindir libdir includedir;
+	includedir='$(includedir)'; SANITIZER_CFLAGS='$(SANITIZER_CFLAGS)'; \
+	export top_builddir top_srcdir MAKE CC CXX NM PKG_CONFIG prefix bindir libdir includedir \
+	  SANITIZER_CFLAGS;
+
+# A sanitized build (--enable-sanitizers) runs every test under the sanitizers' options
+# and leak suppressions of tests/sanitizers/.
+if SANITIZERS
+AM_TESTS_ENVIRONMENT += . '$(abs_top_srcdir)/tests/sanitizers/env.sh';
+endif
+EXTRA_DIST += tests/sanitizers/env.sh tests/sanitizers/lsan.supp
 
 # Build-level tests (need no Check): exported symbols, configuration table vs. the
 # variables the sources use, the launcher, and a program built against the installed

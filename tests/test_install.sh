@@ -71,8 +71,10 @@ needs_symcoll() {
 }
 
 # Shared: only the installed header and library (no -I into the sources); the run path
-# is what a user adds for a prefix the dynamic linker does not search.
-if ! $CC -std=c11 -Wall -Wextra -Werror -o "$tmp/hello_shared" \
+# is what a user adds for a prefix the dynamic linker does not search. A library built
+# with --enable-sanitizers needs its sanitizer runtime loaded first, so a program using
+# it links with the same flags (SANITIZER_CFLAGS, empty otherwise).
+if ! $CC -std=c11 -Wall -Wextra -Werror ${SANITIZER_CFLAGS:-} -o "$tmp/hello_shared" \
     "$top_srcdir/tests/installed_hello.c" $cflags $libs -Wl,-rpath,"$dest$libdir"; then
     echo "FAIL: tests/installed_hello.c does not build against the installed symcoll"
     exit 1
@@ -87,7 +89,7 @@ esac
 slibs=$(pc --static --libs) || exit 1
 echo "pkg-config --static --libs symcoll: $slibs"
 # shellcheck disable=SC2086
-if ! $CC -std=c11 -Wall -Wextra -Werror -o "$tmp/hello_static" \
+if ! $CC -std=c11 -Wall -Wextra -Werror ${SANITIZER_CFLAGS:-} -o "$tmp/hello_static" \
     "$top_srcdir/tests/installed_hello.c" $cflags $(echo "$slibs" | sed 's/-lsymcoll\b/-l:libsymcoll.a/'); then
     echo "FAIL: tests/installed_hello.c does not link statically with pkg-config --static"
     exit 1

@@ -442,6 +442,7 @@ static void body_killed(int rank, int n, void *arg)
             ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
             if (!WIFSIGNALED(ws) || WTERMSIG(ws) != SIGKILL)
                 harness_fail("the victim did not die by SIGKILL (status 0x%x)", ws);
+            free(buf);
             return;
         }
         comm = harness_comm_create();
