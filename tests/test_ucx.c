@@ -239,6 +239,7 @@ static float lane_value(int rank, int lane, int round, size_t i)
 static void *lane_main(void *arg)
 {
     lane_run_t *r = arg;
+    net_sig_t sig = {0, SYMCOLL_FLOAT32, SYMCOLL_SUM, SYMCOLL_MEM_HOST, 0};
     static const size_t counts[] = {1, 7, 4099, 60000, LANE_MAX_BYTES / 4, 100003, 230000};
 
     for (int round = 0; round < LANE_ROUNDS && r->status == SYMCOLL_OK; round++) {
@@ -255,14 +256,15 @@ static void *lane_main(void *arg)
         }
         for (size_t i = 0; i < count; i++)
             r->buf[i] = lane_value(r->rank, r->lane, round, i);
+        sig.count = count;
         if (group)
             r->status =
                 algo_net_group_allreduce_on(r->comm, r->ucx, r->comm->pools[SYMCOLL_MEM_HOST],
-                                            r->buf, count, SYMCOLL_FLOAT32, SYMCOLL_SUM);
+                                            r->buf, count, SYMCOLL_FLOAT32, SYMCOLL_SUM, &sig);
         else
             r->status = algo_net_allreduce_on(r->comm, r->ucx, r->comm->pools[SYMCOLL_MEM_HOST],
                                               lane_algo(r->comm, count * 4), r->buf, r->buf,
-                                              count, SYMCOLL_FLOAT32, SYMCOLL_SUM);
+                                              count, SYMCOLL_FLOAT32, SYMCOLL_SUM, &sig);
         if (r->status != SYMCOLL_OK) {
             snprintf(r->why, sizeof(r->why), "lane %d round %d: %s", r->lane, round,
                      symcoll_status_string(r->status));
@@ -390,12 +392,13 @@ END_TEST
 static void *lane_dead_main(void *arg)
 {
     lane_run_t *r = arg;
+    net_sig_t sig = {LANE_MAX_BYTES / 4, SYMCOLL_FLOAT32, SYMCOLL_SUM, SYMCOLL_MEM_HOST, 0};
     double t0 = time_now();
 
     for (int round = 0; round < 100000 && r->status == SYMCOLL_OK; round++)
         r->status = algo_net_allreduce_on(r->comm, r->ucx, r->comm->pools[SYMCOLL_MEM_HOST],
                                           lane_algo(r->comm, LANE_MAX_BYTES), r->buf, r->buf,
-                                          LANE_MAX_BYTES / 4, SYMCOLL_FLOAT32, SYMCOLL_SUM);
+                                          LANE_MAX_BYTES / 4, SYMCOLL_FLOAT32, SYMCOLL_SUM, &sig);
     snprintf(r->why, sizeof(r->why), "lane %d: %s after %.1f s", r->lane,
              symcoll_status_string(r->status), time_now() - t0);
     return NULL;
