@@ -22,7 +22,14 @@
 
 typedef struct shape {
     int nranks, nnodes;
+    const char *algo; /* SYMCOLL_ALGO, or NULL */
 } shape_t;
+
+static void shape_env(const shape_t *sh)
+{
+    if (sh && sh->algo)
+        setenv("SYMCOLL_ALGO", sh->algo, 1);
+}
 
 /* counts per rank: one element, odd, several chunks of the 4 KiB pipeline */
 static const size_t counts[] = {1, 7, 1001, 40009};
@@ -170,11 +177,13 @@ static void body_sweep(int rank, int nranks, void *arg)
     symcoll_comm_h comm;
     uint64_t seed = 1;
 
-    (void)arg;
+    shape_env(arg);
     setenv("UCX_TLS", "tcp,self", 1);
     setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
     setenv("SYMCOLL_TIMEOUT", "60", 1);
     setenv("SYMCOLL_HOST_CHUNK_SIZE", "4K", 1);
+    /* across nodes, the native rings run in many chunks at the large counts */
+    setenv("SYMCOLL_NET_CHUNK_SIZE", "4K", 1);
     comm = harness_comm_create();
     for (int pool = 0; pool < 2; pool++)
         for (int inplace = 0; inplace < 2; inplace++)
@@ -270,16 +279,17 @@ static void body_mismatch(int rank, int nranks, void *arg)
     free(recv);
 }
 
-/* Across nodes the collectives run as all-reduces: ranks in different collectives (or
- * with different roots) whose all-reduces would look alike must still disagree. */
+/* Across nodes the small collectives run as all-reduces: ranks in different collectives
+ * (or with different roots) whose all-reduces would look alike must still disagree; the
+ * large ones run natively and must disagree with all-reduces and with each other. */
 static void body_mismatch_nodes(int rank, int nranks, void *arg)
 {
     symcoll_comm_h comm;
-    size_t count = 96, n = (size_t)nranks;
-    uint8_t *send = calloc(count * n, 8), *recv = calloc(count * n, 8);
+    size_t count = 96, n = (size_t)nranks, big = 20000;
+    uint8_t *send = calloc(big * n, 8), *recv = calloc(big * n, 8);
     symcoll_status_t st;
 
-    (void)arg;
+    shape_env(arg);
     setenv("UCX_TLS", "tcp,self", 1);
     setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
     setenv("SYMCOLL_TIMEOUT", "60", 1);
@@ -301,6 +311,24 @@ static void body_mismatch_nodes(int rank, int nranks, void *arg)
                                 SYMCOLL_SUM, comm, NULL);
     ck_assert_int_eq(st, SYMCOLL_ERR_MISMATCH);
     rs_round(comm, rank, nranks, count, SYMCOLL_INT32, SYMCOLL_SUM, 0, 0, 13);
+    /* a native all-gather against an all-reduce of the same bytes */
+    if (rank == 0)
+        st = symcoll_allreduce(send, recv, big * n, SYMCOLL_FLOAT64, SYMCOLL_MAX, comm, NULL);
+    else
+        st = symcoll_allgather(send, recv, big, SYMCOLL_FLOAT64, comm, NULL);
+    ck_assert_int_eq(st, SYMCOLL_ERR_MISMATCH);
+    ag_round(comm, rank, nranks, big, SYMCOLL_FLOAT64, 0, 1, 14);
+    /* native calls: roots, counts, operators */
+    st = symcoll_broadcast(send, recv, big, SYMCOLL_FLOAT64, rank == 1 ? 1 : 0, comm, NULL);
+    ck_assert_int_eq(st, SYMCOLL_ERR_MISMATCH);
+    st = symcoll_allgather(send, recv, rank == nranks - 1 ? big - 1 : big, SYMCOLL_FLOAT64,
+                           comm, NULL);
+    ck_assert_int_eq(st, SYMCOLL_ERR_MISMATCH);
+    st = symcoll_reduce_scatter(send, recv, big, SYMCOLL_FLOAT64,
+                                rank == 0 ? SYMCOLL_MIN : SYMCOLL_SUM, comm, NULL);
+    ck_assert_int_eq(st, SYMCOLL_ERR_MISMATCH);
+    rs_round(comm, rank, nranks, big, SYMCOLL_FLOAT64, SYMCOLL_SUM, 1, 0, 15);
+    bc_round(comm, rank, big, SYMCOLL_FLOAT64, 1, 1, 0, 16);
     ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
     ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
     free(send);
@@ -344,10 +372,11 @@ static void body_args(int rank, int nranks, void *arg)
     free(buf);
 }
 
-#define SHAPE_TEST(name, nr, nn, body)                                                         \
+#define SHAPE_TEST(name, nr, nn, body) SHAPE_TEST_ALGO(name, nr, nn, NULL, body)
+#define SHAPE_TEST_ALGO(name, nr, nn, algo, body)                                              \
     START_TEST(name)                                                                           \
     {                                                                                          \
-        shape_t sh = {nr, nn};                                                                 \
+        shape_t sh = {nr, nn, algo};                                                           \
         ck_assert_int_eq(harness_run(nr, nn, RUN_TIMEOUT, body, &sh), 0);                      \
     }                                                                                          \
     END_TEST
@@ -356,9 +385,13 @@ SHAPE_TEST(test_sweep_1node_2, 2, 1, body_sweep)
 SHAPE_TEST(test_sweep_1node_3, 3, 1, body_sweep)
 SHAPE_TEST(test_sweep_2nodes_3, 3, 2, body_sweep)
 SHAPE_TEST(test_sweep_2nodes_4, 4, 2, body_sweep)
+/* the ring at every size: every collective across nodes runs natively, odd counts too */
+SHAPE_TEST_ALGO(test_sweep_2nodes_3_ring, 3, 2, "ring", body_sweep)
+SHAPE_TEST_ALGO(test_sweep_2nodes_4_ring, 4, 2, "ring", body_sweep)
 SHAPE_TEST(test_mismatch_1node_3, 3, 1, body_mismatch)
 SHAPE_TEST(test_mismatch_2nodes_4, 4, 2, body_mismatch_nodes)
 SHAPE_TEST(test_mismatch_2nodes_3, 3, 2, body_mismatch_nodes)
+SHAPE_TEST_ALGO(test_mismatch_2nodes_4_ring, 4, 2, "ring", body_mismatch_nodes)
 SHAPE_TEST(test_args_1node_2, 2, 1, body_args)
 SHAPE_TEST(test_args_2nodes_2, 2, 2, body_args)
 
@@ -384,9 +417,12 @@ int main(void)
     tcase_add_test(tc, test_sweep_1node_3);
     tcase_add_test(tc, test_sweep_2nodes_3);
     tcase_add_test(tc, test_sweep_2nodes_4);
+    tcase_add_test(tc, test_sweep_2nodes_3_ring);
+    tcase_add_test(tc, test_sweep_2nodes_4_ring);
     tcase_add_test(tc, test_mismatch_1node_3);
     tcase_add_test(tc, test_mismatch_2nodes_4);
     tcase_add_test(tc, test_mismatch_2nodes_3);
+    tcase_add_test(tc, test_mismatch_2nodes_4_ring);
     tcase_add_test(tc, test_args_1node_2);
     tcase_add_test(tc, test_args_2nodes_2);
     tcase_add_test(tc, test_barrier_1node_3);

@@ -65,8 +65,9 @@ typedef enum { FAULT_KILL, FAULT_STOP, FAULT_ABORT } fault_kind_t;
 
 typedef struct fault_shared {
     fault_kind_t kind;
-    int zombie;        /* kill: reap only after the survivors */
-    size_t count;      /* doubles per call */
+    int zombie;    /* kill: reap only after the survivors */
+    size_t count;  /* doubles per call */
+    int allgather; /* the calls are in-place all-gathers of count doubles, not all-reduces */
     unsigned delay_us; /* from the victim's first call to the fault */
     _Atomic int victim_pid;
     _Atomic int victim_ready;              /* the victim made its first call */
@@ -157,6 +158,18 @@ static void fault_record(fault_shared_t *d, int rank, symcoll_comm_h comm, symco
     atomic_fetch_add(&d->done, 1);
 }
 
+/* One call of the loop: an all-reduce, or an all-gather (native across nodes). */
+static symcoll_status_t fault_call(const fault_shared_t *d, double *buf, int rank, int n,
+                                   symcoll_comm_h comm)
+{
+    size_t block = d->count / (size_t)n;
+
+    if (d->allgather)
+        return symcoll_allgather(buf + (size_t)rank * block, buf, block, SYMCOLL_FLOAT64, comm,
+                                 NULL);
+    return symcoll_allreduce(buf, buf, d->count, SYMCOLL_FLOAT64, SYMCOLL_SUM, comm, NULL);
+}
+
 static void body_fault(int rank, int n, void *arg)
 {
     fault_shared_t *d = arg;
@@ -179,7 +192,11 @@ static void body_fault(int rank, int n, void *arg)
     buf = calloc(d->count, sizeof(double));
     if (!buf)
         harness_fail("out of memory");
-    st = symcoll_allreduce(buf, buf, d->count, SYMCOLL_FLOAT64, SYMCOLL_SUM, comm, NULL);
+    st = fault_call(d, buf, rank, n, comm);
+    /* a rank leaves a ring all-gather once it has every block, maybe long before the
+     * others: the barrier keeps the fault out of anybody's first call */
+    if (st == SYMCOLL_OK && d->allgather)
+        st = symcoll_barrier(comm, NULL);
     if (st != SYMCOLL_OK)
         harness_fail("the first call: %s", symcoll_status_string(st));
     if (victim) {
@@ -191,13 +208,12 @@ static void body_fault(int rank, int n, void *arg)
         else if (d->kind == FAULT_ABORT)
             pthread_create(&th, NULL, fault_abort, &a);
         while (st == SYMCOLL_OK)
-            st =
-                symcoll_allreduce(buf, buf, d->count, SYMCOLL_FLOAT64, SYMCOLL_SUM, comm, NULL);
+            st = fault_call(d, buf, rank, n, comm);
         /* only an abort gets here */
         pthread_join(th, NULL);
     }
     while (st == SYMCOLL_OK && calls++ < 10000000)
-        st = symcoll_allreduce(buf, buf, d->count, SYMCOLL_FLOAT64, SYMCOLL_SUM, comm, NULL);
+        st = fault_call(d, buf, rank, n, comm);
     /* the communicator is broken for good, and says so at once */
     if (symcoll_allreduce(buf, buf, 8, SYMCOLL_FLOAT64, SYMCOLL_SUM, comm, NULL) != st)
         harness_fail("a later call did not repeat %s", symcoll_status_string(st));
@@ -207,9 +223,9 @@ static void body_fault(int rank, int n, void *arg)
 
 /* Runs trials of a fault on nranks over nnodes; every survivor must fail with want
  * within [lo, hi] seconds of the fault and destroy within DESTROY_SEC. */
-static void fault_trials_run(const char *what, fault_kind_t kind, int zombie, size_t count,
-                             int nranks, int nnodes, const char *timeout, symcoll_status_t want,
-                             double lo, double hi, int trials)
+static void fault_trials_run_coll(const char *what, fault_kind_t kind, int zombie, size_t count,
+                                  int allgather, int nranks, int nnodes, const char *timeout,
+                                  symcoll_status_t want, double lo, double hi, int trials)
 {
     fault_shared_t *d = fault_map();
     double worst = 0, worst_destroy = 0;
@@ -222,6 +238,7 @@ static void fault_trials_run(const char *what, fault_kind_t kind, int zombie, si
         d->kind = kind;
         d->zombie = zombie;
         d->count = count;
+        d->allgather = allgather;
         d->delay_us = 5000 + 9000 * (unsigned)trial;
         ck_assert_int_eq(harness_run(nranks, nnodes, RUN_TIMEOUT, body_fault, d), 0);
         ck_assert_msg(!zombie || atomic_load(&d->zombie_seen),
@@ -254,6 +271,14 @@ static void fault_trials_run(const char *what, fault_kind_t kind, int zombie, si
     fprintf(stderr, "%s: max %.3f s to fail, max %.3f s to destroy, %d trials of %d ranks\n",
             what, worst, worst_destroy, trials, answered);
     munmap(d, sizeof(*d));
+}
+
+static void fault_trials_run(const char *what, fault_kind_t kind, int zombie, size_t count,
+                             int nranks, int nnodes, const char *timeout, symcoll_status_t want,
+                             double lo, double hi, int trials)
+{
+    fault_trials_run_coll(what, kind, zombie, count, 0, nranks, nnodes, timeout, want, lo, hi,
+                          trials);
 }
 
 #define SMALL_COUNT ((size_t)8)
@@ -344,6 +369,22 @@ START_TEST(test_abort_thread_2x2)
 {
     fault_trials_run("abort from a thread, 2 nodes x 2", FAULT_ABORT, 0, LARGE_COUNT, 4, 2,
                      "30", SYMCOLL_ERR_ABORTED, 0, 5.0, 2);
+}
+END_TEST
+
+/* the native ring all-gather across nodes: a peer's death and an abort end it too */
+START_TEST(test_kill_allgather_2x2)
+{
+    fault_trials_run_coll("kill, large all-gathers, 2 nodes x 2", FAULT_KILL, 0, LARGE_COUNT, 1,
+                          4, 2, "10", SYMCOLL_ERR_PEER_FAILED, 0, SEEN_SEC, 2);
+}
+END_TEST
+
+START_TEST(test_abort_allgather_3)
+{
+    fault_trials_run_coll("abort from a thread, large all-gathers, 2 nodes, 3 ranks",
+                          FAULT_ABORT, 0, LARGE_COUNT, 1, 3, 2, "30", SYMCOLL_ERR_ABORTED, 0,
+                          5.0, 2);
 }
 END_TEST
 
@@ -711,6 +752,8 @@ int main(void)
     ADD(s, test_stop_large_2x2, 90);
     ADD(s, test_abort_thread_3, 150);
     ADD(s, test_abort_thread_2x2, 150);
+    ADD(s, test_kill_allgather_2x2, 150);
+    ADD(s, test_abort_allgather_3, 150);
     ADD(s, test_abort_between_2, 90);
     ADD(s, test_abort_between_2x2, 90);
     ADD(s, test_abort_in_call_2, 90);

@@ -1,7 +1,8 @@
 /* Reduce-scatter, all-gather, broadcast and barrier: the native host algorithms inside
- * a node (host_coll.c), and every other path as one all-reduce of the path the
- * selector planned (so that every memory type and shape the all-reduce serves, with its
- * argument agreement, deadlines and failure reporting, serves these too). */
+ * a node (host_coll.c) and, above the sizes recursive doubling serves, across nodes
+ * (net_coll.c); every other path as one all-reduce of the path the selector planned (so
+ * that every memory type and shape the all-reduce serves, with its argument agreement,
+ * deadlines and failure reporting, serves these too). */
 #include "algo/algo.h"
 
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "algo/ctx.h"
 #include "algo/host.h"
+#include "algo/net.h"
 #include "topo/topo.h"
 
 const char *algo_coll_name(algo_coll_t coll)
@@ -153,5 +155,8 @@ symcoll_status_t algo_collective(comm_t *comm, const topo_plan_t *plan,
                                comm->topo->local_size) > 0)
             return coll_host(comm, pools[SYMCOLL_MEM_HOST], a);
     }
+    if (a->coll != ALGO_COLL_BARRIER &&
+        algo_net_coll_native(comm, plan, algo_plan_bytes(comm, a)))
+        return algo_net_collective(comm, pools[SYMCOLL_MEM_HOST], a);
     return coll_by_allreduce(comm, plan, pools, a);
 }

@@ -16,6 +16,7 @@ noinst_HEADERS += \
 # inter-node algorithms over UCX
 libsymcoll_core_la_SOURCES += \
 	src/algo/hier.c \
+	src/algo/net_coll.c \
 	src/algo/net_common.c \
 	src/algo/net_rd.c \
 	src/algo/net_ring.c

@@ -1,7 +1,7 @@
-/* Shared machinery of the all-reduce algorithms that cross nodes (recursive doubling, ring,
- * hierarchical): per-communicator state kept in the pool, message counters and flags,
- * transfers that go through UCX to other nodes and through the pool mappings inside a
- * node, and the wait loop. */
+/* Shared machinery of the algorithms that cross nodes (all-reduce by recursive doubling,
+ * ring or hierarchy; reduce-scatter, all-gather and broadcast by rings): per-communicator
+ * state kept in the pool, message counters and flags, transfers that go through UCX to
+ * other nodes and through the pool mappings inside a node, and the wait loop. */
 #ifndef SYMCOLL_ALGO_NET_H
 #define SYMCOLL_ALGO_NET_H
 
@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "algo/algo.h"
 #include "core/core.h"
 #include "pool/pool.h"
 #include "topo/select.h"
@@ -78,6 +79,8 @@ struct net_state {
     const void **srcs; /* local_size sources of a hierarchical reduction */
     int *group;        /* ranks of one hierarchical group (one per node) */
     int *all;          /* 0 .. n-1: the group of a flat call */
+    int *ring;         /* the ranks by node, then local rank: the order of net_coll.c's rings */
+    int ring_me;       /* this rank's place in it */
     bool fixed;        /* a lane's: the scratch may not grow (no pool calls) */
     /* every all-reduce is hierarchical (the selector's choice for any size): calls agree
      * inside the hierarchical steps; else before the flat algorithms (algo_net_rd) */
@@ -257,6 +260,27 @@ void algo_net_pool_fail(comm_t *comm, pool_t *pool, symcoll_status_t why);
 
 /* Releases the scratch so that pool_trim can unmap it (collective, like the trim). */
 void algo_net_pool_release(comm_t *comm, pool_t *pool);
+
+/* A failure that leaves the counters out of step breaks the state (algo_break) and the
+ * peers hear of it; returns status. */
+symcoll_status_t algo_net_finish(net_state_t *st, symcoll_status_t status);
+
+/* The state of the communicator's own worker for a call, unless an earlier call broke
+ * the communicator. */
+symcoll_status_t algo_net_state_usable(comm_t *comm, pool_t *pool, net_state_t **st_p);
+
+/* Whether a reduce-scatter, all-gather or broadcast of host memory across nodes
+ * (family TOPO_FAMILY_NET_HOST) of plan_bytes (algo_plan_bytes) runs natively
+ * (algo_net_collective): where the all-reduce's plan is the ring, or hierarchical above
+ * the size recursive doubling serves. Smaller ones run as the recursive doubling
+ * all-reduce, which agrees in its own messages and is latency-bound anyway. */
+bool algo_net_coll_native(const comm_t *comm, const topo_plan_t *plan, size_t plan_bytes);
+
+/* Reduce-scatter, all-gather or broadcast of host memory across nodes, natively (count
+ * > 0, arguments checked, comm->lock held): the all-reduce's agreement without data (flat
+ * recursive doubling, or the hierarchical steps where every all-reduce is hierarchical),
+ * then a pipelined ring or chain over all ranks in node order. */
+symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args_t *a);
 
 /* Frees the states of the communicator (after its lanes were destroyed). */
 void algo_net_free(comm_t *comm);

@@ -37,6 +37,7 @@ static void net_state_free(net_state_t *st)
     free(st->srcs);
     free(st->group);
     free(st->all);
+    free(st->ring);
     free(st);
 }
 
@@ -88,12 +89,25 @@ static symcoll_status_t net_state_create(comm_t *comm, ucx_ctx_t *ucx, pool_t *p
     st->srcs = calloc((size_t)ls, sizeof(*st->srcs));
     st->group = calloc((size_t)comm->topo->nnodes, sizeof(*st->group));
     st->all = calloc((size_t)n, sizeof(*st->all));
-    if (!st->sent || !st->recvd || !st->srcs || !st->group || !st->all) {
+    st->ring = calloc((size_t)n, sizeof(*st->ring));
+    if (!st->sent || !st->recvd || !st->srcs || !st->group || !st->all || !st->ring) {
         net_state_free(st);
         goto err_nomem;
     }
     for (int r = 0; r < n; r++)
         st->all[r] = r;
+    /* by node, then local rank: the ring crosses between nodes as rarely as it can */
+    for (int k = 0, p = 0; k < comm->topo->nnodes; k++) {
+        for (int l = 0; l < n; l++) {
+            for (int r = 0; r < n; r++) {
+                if (comm->topo->rank_node[r] != k || comm->topo->rank_local_rank[r] != l)
+                    continue;
+                if (r == comm->rank)
+                    st->ring_me = p;
+                st->ring[p++] = r;
+            }
+        }
+    }
     st->chunk_bytes = net_round(comm->config.net_chunk_size);
     /* the same on every rank (the scratch size must match): shape, not this node */
     st->nareas = comm->topo->shape[SYMCOLL_MEM_HOST].ppn > 1 ? 4 : 2;
@@ -651,6 +665,8 @@ symcoll_status_t algo_net_mismatch(net_state_t *st, const net_call_t *c, const n
     comm_t *comm = st->comm;
     net_xsig_t me = {(uint64_t)sig->count, (c->tag >> 24) & 7, sig->salt, (int32_t)sig->dtype,
                      (int32_t)sig->op,     (int32_t)sig->mem,  0};
+    /* the collective run: its own, or the one run as this all-reduce (the same salt) */
+    const char *what = algo_coll_name((algo_coll_t)(sig->salt >> 32));
 
     if (exact) {
         /* every rank of the communicator knows: a bootstrap exchange (error path only) */
@@ -672,10 +688,10 @@ symcoll_status_t algo_net_mismatch(net_state_t *st, const net_call_t *c, const n
             return SYMCOLL_ERR_MISMATCH;
         }
         if (status == SYMCOLL_OK && r < comm->nranks) {
-            log_error("all-reduce across nodes: ranks called with different arguments: rank %d "
+            log_error("%s across nodes: ranks called with different arguments: rank %d "
                       "with count %llu, %s, %s, %s memory (call %llu mod 8); this rank (%d) "
                       "with count %llu, %s, %s, %s memory (call %llu mod 8)",
-                      r, (unsigned long long)all[r].count,
+                      what, r, (unsigned long long)all[r].count,
                       symcoll_dtype_name((symcoll_dtype_t)all[r].dtype),
                       symcoll_op_name((symcoll_op_t)all[r].op), net_mem_name(all[r].mem),
                       (unsigned long long)(all[r].seq & 7), comm->rank,
@@ -693,19 +709,19 @@ symcoll_status_t algo_net_mismatch(net_state_t *st, const net_call_t *c, const n
     }
     if (c->bad_peer >= 0) {
         uint64_t t = c->bad_tag;
-        log_error("all-reduce across nodes: ranks called with different arguments: rank %d "
+        log_error("%s across nodes: ranks called with different arguments: rank %d "
                   "with count %llu (mod 2^24), %s, %s, %s memory (call %llu mod 8); this rank "
                   "(%d) with count %zu, %s, %s, %s memory (call %llu mod 8)",
-                  c->bad_peer, (unsigned long long)(t & 0xffffff),
+                  what, c->bad_peer, (unsigned long long)(t & 0xffffff),
                   symcoll_dtype_name((symcoll_dtype_t)((t >> 27) & 15)),
                   symcoll_op_name((symcoll_op_t)((t >> 31) & 7)),
                   net_mem_name((int)(t >> 34) & 1), (unsigned long long)((t >> 24) & 7),
                   comm->rank, sig->count, symcoll_dtype_name(sig->dtype),
                   symcoll_op_name(sig->op), net_mem_name(sig->mem), (unsigned long long)me.seq);
     } else {
-        log_error("all-reduce across nodes: ranks called with different arguments (this rank, "
+        log_error("%s across nodes: ranks called with different arguments (this rank, "
                   "%d: count %zu, %s, %s, %s memory; another rank's differ)",
-                  comm->rank, sig->count, symcoll_dtype_name(sig->dtype),
+                  what, comm->rank, sig->count, symcoll_dtype_name(sig->dtype),
                   symcoll_op_name(sig->op), net_mem_name(sig->mem));
     }
     return SYMCOLL_ERR_MISMATCH;
@@ -763,6 +779,11 @@ static symcoll_status_t net_state_usable(comm_t *comm, ucx_ctx_t *ucx, pool_t *p
     return algo_check_usable(comm);
 }
 
+symcoll_status_t algo_net_state_usable(comm_t *comm, pool_t *pool, net_state_t **st_p)
+{
+    return net_state_usable(comm, comm->ucx, pool, st_p);
+}
+
 /* Over group g: the agreement (algo_net_rd with check), then algo (rd or ring; its receive
  * area reserved first), to completion; or the agreement alone (algo TOPO_ALGO_HIER: the
  * hierarchical algorithm follows). Where rd's data fits the reserved area, the agreement
@@ -814,8 +835,7 @@ static symcoll_status_t net_run_flat(net_state_t *st, const net_group_t *g, topo
     return status;
 }
 
-/* A failure that leaves the counters out of step breaks the state, and the peers hear. */
-static symcoll_status_t net_finish(net_state_t *st, symcoll_status_t status)
+symcoll_status_t algo_net_finish(net_state_t *st, symcoll_status_t status)
 {
     if (status != SYMCOLL_OK && net_failure_is_sticky(status))
         net_give_up(st, algo_break(st->comm, status));
@@ -837,8 +857,8 @@ symcoll_status_t algo_net_group_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_
         return status;
     algo_net_local_index_group(st, &g);
     rd = count * symcoll_dtype_size(dtype) <= topo_rd_max(&comm->topo->select_cfg, g.n);
-    return net_finish(st, net_run_flat(st, &g, rd ? TOPO_ALGO_RD : TOPO_ALGO_RING, true, buf,
-                                       buf, count, dtype, op, &dl, sig, false));
+    return algo_net_finish(st, net_run_flat(st, &g, rd ? TOPO_ALGO_RD : TOPO_ALGO_RING, true,
+                                            buf, buf, count, dtype, op, &dl, sig, false));
 }
 
 /* algo_net_allreduce_on; exact: from the caller's thread (algo_net_mismatch). */
@@ -887,7 +907,7 @@ static symcoll_status_t net_allreduce(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool
             status = algo_net_hier(st, sendbuf, recvbuf, count, dtype, op, &dl, sig, false,
                                    NULL, NULL);
     }
-    return net_finish(st, status);
+    return algo_net_finish(st, status);
 }
 
 symcoll_status_t algo_net_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,

@@ -1,0 +1,296 @@
+/* Reduce-scatter, all-gather and broadcast of host memory across nodes: pipelined rings
+ * (and a chain) over all ranks, after the same agreement the all-reduce runs.
+ *
+ * The ranks stand in a ring by node, then local rank (net_state's ring), so that the
+ * ring crosses between nodes as few times as it can; a rank sends to the next one
+ * (right) and receives from the one before (left): over UCX to another node, through the
+ * pool mapping inside a node (algo_net_send). Data travels in chunks of
+ * SYMCOLL_NET_CHUNK_SIZE (whole elements), each put straight into the right neighbour's
+ * receive area, at the offset its data has in the whole buffer, with its flag; a rank
+ * handles a chunk as soon as it arrives, so the transfer of one chunk overlaps the work
+ * on the previous one and the steps overlap too.
+ *
+ * All-gather (n blocks, rank r's at block r): at step s a rank receives the block of the
+ * rank s + 1 places to its left in the ring and, but at the last step, forwards it from
+ * its receive area; step 0 sends its own block straight from the caller's buffer. Every
+ * block crosses each link of the ring once at most: (n-1)/n of the output per rank.
+ *
+ * Reduce-scatter (NCCL's layout: rank r gets block r): at step 0 a rank sends its input
+ * of the block of its left neighbour; at step s it receives the partial sum of the block
+ * of the rank s + 2 places to its left, folds its own input into it in its receive area
+ * and forwards it from there; at the last step the block is its own, folded into recvbuf
+ * (AVG divides there, once).
+ *
+ * Broadcast: a chain from the root around the ring; every rank but the root receives each
+ * chunk, forwards it (but the last one) from its receive area and copies it out.
+ *
+ * Every part of a receive area is written once per call, and the puts' sources (the
+ * caller's input, the receive area) do not change during the call, so the puts are only
+ * completed at the end. The agreement that opens a call ends only once every rank has
+ * entered it, so nobody still reads the receive area of this call's parity (net.h).
+ */
+#include "algo/net.h"
+
+#include <string.h>
+
+#include "algo/ctx.h"
+#include "algo/reduce.h"
+#include "topo/topo.h"
+
+bool algo_net_coll_native(const comm_t *comm, const topo_plan_t *plan, size_t plan_bytes)
+{
+    if (plan->family != TOPO_FAMILY_NET_HOST)
+        return false;
+    return plan->algo == TOPO_ALGO_RING ||
+           (plan->algo == TOPO_ALGO_HIER &&
+            plan_bytes > topo_rd_max(&comm->topo->select_cfg, comm->nranks));
+}
+
+/* The agreement of a call whose every all-reduce is hierarchical: the hierarchical
+ * algorithm's own steps without data (hier.c), so that a rank in an all-reduce and a rank
+ * here meet in the same messages and barriers. c is the call over the group of this
+ * rank's local index. */
+static symcoll_status_t coll_agree_hier(net_state_t *st, net_call_t *c, deadline_t *dl,
+                                        const net_sig_t *sig, net_group_t *g)
+{
+    const topo_t *t = st->comm->topo;
+    symcoll_status_t status;
+    bool bad = false;
+
+    algo_net_local_index_group(st, g);
+    algo_net_call_init(c, st, g, NULL, NULL, 0, sig->dtype, sig->op, dl, sig);
+    algo_net_hier_publish(st, NET_WORD_HIER_TAG, c->tag);
+    status = algo_net_local_barrier(st, dl);
+    if (status != SYMCOLL_OK)
+        return status;
+    for (int j = 0; j < t->local_size; j++) {
+        uint64_t tag = algo_net_hier_peek(st, t->local_ranks[j], NET_WORD_HIER_TAG);
+        if (tag != c->tag && c->bad_peer < 0) {
+            c->bad_peer = t->local_ranks[j];
+            c->bad_tag = tag;
+        }
+        bad |= tag != c->tag;
+    }
+    if (bad)
+        c->tag |= NET_TAG_BAD;
+    c->check = true;
+    c->header_only = true;
+    status = algo_net_rd(c);
+    if (status == SYMCOLL_OK)
+        status = ucx_wait_all(st->ucx, dl);
+    if (status != SYMCOLL_OK)
+        return status;
+    algo_net_hier_publish(st, NET_WORD_HIER_BAD, (c->tag & NET_TAG_BAD) != 0);
+    status = algo_net_local_barrier(st, dl);
+    if (status != SYMCOLL_OK)
+        return status;
+    for (int j = 0; j < t->local_size; j++)
+        if (algo_net_hier_peek(st, t->local_ranks[j], NET_WORD_HIER_BAD))
+            c->tag |= NET_TAG_BAD;
+    return SYMCOLL_OK;
+}
+
+/* The agreement of the flat all-reduce (net_common.c): recursive doubling over all ranks
+ * in rank order, messages without data. */
+static symcoll_status_t coll_agree_flat(net_state_t *st, net_call_t *c, deadline_t *dl,
+                                        const net_sig_t *sig, net_group_t *g)
+{
+    symcoll_status_t status;
+
+    g->ranks = st->all;
+    g->n = st->n;
+    g->me = st->comm->rank;
+    algo_net_call_init(c, st, g, NULL, NULL, 0, sig->dtype, sig->op, dl, sig);
+    c->check = true;
+    c->header_only = true;
+    status = algo_net_rd(c);
+    if (status == SYMCOLL_OK)
+        status = ucx_wait_all(st->ucx, dl);
+    return status;
+}
+
+/* One call's ring: chunks of ce elements of esize bytes, blocks of block bytes. */
+typedef struct coll_ring {
+    net_call_t *c;
+    const int *ord; /* ranks in ring order */
+    int n, p;       /* ranks; this rank's place */
+    int left, right;
+    size_t esize, chunk, block;
+    char *area;
+} coll_ring_t;
+
+/* Rank at ring place p + d. */
+static int coll_at(const coll_ring_t *r, int d)
+{
+    return r->ord[((r->p + d) % r->n + r->n) % r->n];
+}
+
+static size_t coll_min(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+/* Sends len bytes from src to bytes [off, off + len) of right's receive area, in
+ * chunks. */
+static symcoll_status_t coll_send_chunks(coll_ring_t *r, const char *src, size_t off,
+                                         size_t len)
+{
+    symcoll_status_t status = SYMCOLL_OK;
+    ucx_req_t req;
+
+    for (size_t k = 0; k < len && status == SYMCOLL_OK; k += r->chunk)
+        status = algo_net_send(r->c, r->right, src + k, coll_min(r->chunk, len - k),
+                               r->c->area_off + off + k, &req);
+    return status;
+}
+
+static symcoll_status_t coll_allgather(coll_ring_t *r)
+{
+    net_call_t *c = r->c;
+    size_t own = (size_t)coll_at(r, 0) * r->block;
+    symcoll_status_t status;
+
+    if (c->recvbuf + own != c->sendbuf)
+        memcpy(c->recvbuf + own, c->sendbuf, r->block);
+    status = coll_send_chunks(r, c->sendbuf, own, r->block);
+    for (int s = 0; s < r->n - 1 && status == SYMCOLL_OK; s++) {
+        size_t off = (size_t)coll_at(r, -s - 1) * r->block;
+        for (size_t k = 0; k < r->block && status == SYMCOLL_OK; k += r->chunk) {
+            size_t len = coll_min(r->chunk, r->block - k);
+            ucx_req_t req;
+
+            status = algo_net_wait(c, r->left);
+            if (status == SYMCOLL_OK && s < r->n - 2)
+                status = algo_net_send(c, r->right, r->area + off + k, len,
+                                       c->area_off + off + k, &req);
+            if (status == SYMCOLL_OK)
+                memcpy(c->recvbuf + off + k, r->area + off + k, len);
+        }
+    }
+    return status;
+}
+
+static symcoll_status_t coll_reduce_scatter(coll_ring_t *r)
+{
+    net_call_t *c = r->c;
+    size_t first = (size_t)coll_at(r, -1) * r->block;
+    symcoll_status_t status = coll_send_chunks(r, c->sendbuf + first, first, r->block);
+
+    for (int s = 0; s < r->n - 1 && status == SYMCOLL_OK; s++) {
+        bool last = s == r->n - 2;
+        size_t off = (size_t)coll_at(r, -s - 2) * r->block;
+        for (size_t k = 0; k < r->block && status == SYMCOLL_OK; k += r->chunk) {
+            size_t len = coll_min(r->chunk, r->block - k);
+            char *part = r->area + off + k;
+            const void *srcs[2] = {c->sendbuf + off + k, part};
+            ucx_req_t req;
+
+            status = algo_net_wait(c, r->left);
+            if (status != SYMCOLL_OK)
+                break;
+            algo_reduce(last ? c->recvbuf + k : part, srcs, 2, len / r->esize, c->dtype, c->op,
+                        last ? c->avg_div : 0);
+            if (!last)
+                status = algo_net_send(c, r->right, part, len, c->area_off + off + k, &req);
+        }
+    }
+    return status;
+}
+
+static symcoll_status_t coll_broadcast(coll_ring_t *r, int root_place)
+{
+    net_call_t *c = r->c;
+    int q = ((r->p - root_place) % r->n + r->n) % r->n; /* places after the root */
+    symcoll_status_t status = SYMCOLL_OK;
+
+    if (q == 0) {
+        if (c->recvbuf != c->sendbuf)
+            memcpy(c->recvbuf, c->sendbuf, r->block);
+        return coll_send_chunks(r, c->sendbuf, 0, r->block);
+    }
+    for (size_t k = 0; k < r->block && status == SYMCOLL_OK; k += r->chunk) {
+        size_t len = coll_min(r->chunk, r->block - k);
+        ucx_req_t req;
+
+        status = algo_net_wait(c, r->left);
+        if (status == SYMCOLL_OK && q < r->n - 1)
+            status = algo_net_send(c, r->right, r->area + k, len, c->area_off + k, &req);
+        if (status == SYMCOLL_OK)
+            memcpy(c->recvbuf + k, r->area + k, len);
+    }
+    return status;
+}
+
+/* The call, after the agreement: its receive area, then the ring, to completion. */
+static symcoll_status_t coll_run(net_state_t *st, net_call_t *c, const algo_args_t *a)
+{
+    size_t esize = symcoll_dtype_size(a->dtype), bytes = a->count * esize;
+    size_t ce = st->chunk_bytes / esize;
+    bool bcast = a->coll == ALGO_COLL_BROADCAST;
+    net_group_t ring = {st->ring, st->n, st->ring_me};
+    coll_ring_t r = {c, st->ring, st->n, st->ring_me, 0, 0, esize, 0, bytes, NULL};
+    int root_place = 0;
+    symcoll_status_t status;
+
+    status = algo_net_reserve(st, 0, 0, bcast ? bytes : bytes * (size_t)st->n);
+    if (status != SYMCOLL_OK)
+        return status;
+    algo_net_call_area(c);
+    c->g = &ring;
+    c->check = false;
+    c->header_only = false;
+    c->sendbuf = a->sendbuf;
+    c->recvbuf = a->recvbuf;
+    c->count = a->count;
+    r.left = coll_at(&r, -1);
+    r.right = coll_at(&r, 1);
+    r.chunk = (ce ? ce : 1) * esize;
+    r.area = algo_net_addr(st, c->area_off);
+    switch (a->coll) {
+    case ALGO_COLL_ALLGATHER:
+        status = coll_allgather(&r);
+        break;
+    case ALGO_COLL_REDUCE_SCATTER:
+        status = coll_reduce_scatter(&r);
+        break;
+    case ALGO_COLL_BROADCAST:
+        while (st->ring[root_place] != a->root)
+            root_place++;
+        status = coll_broadcast(&r, root_place);
+        break;
+    default:
+        status = SYMCOLL_ERR_INTERNAL;
+        break;
+    }
+    if (status == SYMCOLL_OK)
+        status = ucx_wait_all(st->ucx, c->dl);
+    c->g = NULL;
+    return status;
+}
+
+symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args_t *a)
+{
+    deadline_t dl = deadline_make(comm->timeout_sec, &comm->aborted);
+    net_sig_t sig = {a->count, a->dtype, a->op, SYMCOLL_MEM_HOST, ALGO_SALT(a->coll, a->root)};
+    net_state_t *st;
+    net_group_t g;
+    net_call_t c;
+    symcoll_status_t status;
+
+    if (!comm->ucx) {
+        log_error("internal: %s across nodes without a UCX context", algo_coll_name(a->coll));
+        return SYMCOLL_ERR_INTERNAL;
+    }
+    status = algo_net_state_usable(comm, pool, &st);
+    if (status != SYMCOLL_OK)
+        return status;
+    log_debug("%s of %zu elements across nodes: native ring", algo_coll_name(a->coll),
+              a->count);
+    status = st->hier_all ? coll_agree_hier(st, &c, &dl, &sig, &g)
+                          : coll_agree_flat(st, &c, &dl, &sig, &g);
+    if (status == SYMCOLL_OK && (c.tag & NET_TAG_BAD))
+        return algo_net_mismatch(st, &c, &sig, true);
+    if (status == SYMCOLL_OK)
+        status = coll_run(st, &c, a);
+    return algo_net_finish(st, status);
+}
