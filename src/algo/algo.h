@@ -84,8 +84,10 @@ size_t algo_plan_bytes(const comm_t *comm, const algo_args_t *a);
 /* Runs one reduce-scatter, all-gather, broadcast or barrier by the plan of
  * algo_plan_bytes (count > 0 or a barrier, arguments checked, pools of the plan's family
  * in pools[], comm->lock held). Host memory inside a node runs native algorithms over
- * the host pool; every other case runs as one all-reduce of the plan (a broadcast or an
- * all-gather as the bytewise maximum of the root's or each rank's bytes and zeros,
+ * the host pool (host_coll.c); host memory across nodes runs native rings and chains
+ * over UCX (net_coll.c) where the plan is the ring or hierarchical above recursive
+ * doubling's sizes. Every other case runs as one all-reduce of the plan (a broadcast or
+ * an all-gather as the bytewise maximum of the root's or each rank's bytes and zeros,
  * which is exact; a reduce-scatter as the whole reduction, of which each rank keeps its
  * block). */
 symcoll_status_t algo_collective(comm_t *comm, const topo_plan_t *plan,
