@@ -9,7 +9,7 @@ CLEANFILES += $(cmakeconfig_DATA)
 # Directories as make expands them, so a `make prefix=...` override counts too.
 SYMCOLL_CMAKE_CONFIG = VERSION='$(VERSION)' prefix='$(prefix)' libdir='$(libdir)' \
 	includedir='$(includedir)' SIZEOF_VOID_P='$(SYMCOLL_SIZEOF_VOID_P)' \
-	STATIC_LIBS='$(UCX_LIBS) $(HWLOC_LIBS) $(CUDA_LIBS) $(LIBS)' \
+	STATIC_LIBS='$(UCX_LIBS) $(HWLOC_LIBS) $(PMIX_LIBS) $(CUDA_LIBS) $(LIBS)' \
 	$(SHELL) $(srcdir)/cmake/config.sh
 
 cmake/symcollConfig.cmake: cmake/symcollConfig.cmake.in cmake/config.sh libsymcoll.la Makefile
