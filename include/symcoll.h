@@ -461,7 +461,12 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *rec
  * Rules as for symcoll_allreduce(): host memory blocking, CUDA memory ordered on
  * @a stream, the same arguments on every rank, bitwise identical results for a block
  * whichever rank computes it. In place when @a recvbuf == @a sendbuf + rank x
- * @a recvcount elements.
+ * @a recvcount elements. CUDA memory runs on every path of symcoll_allreduce() (inside
+ * a node capturable into a CUDA graph, across nodes queued), as an all-reduce of the
+ * whole @a sendbuf into scratch of the CUDA pool (inside a node: kept and grown like
+ * the staging, so a capture that would make it grow returns SYMCOLL_ERR_IN_PROGRESS;
+ * warm up with the same call first) or of stream-ordered memory (across nodes), from
+ * which this rank's block is copied on @a stream.
  *
  * @param[in]  sendbuf    nranks x @a recvcount elements of this rank
  * @param[out] recvbuf    @a recvcount elements: block (this rank) of the reduction
@@ -483,7 +488,10 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_reduce_scatter(const void *sendbuf, void
  *        rank's @a sendcount elements (collective).
  *
  * Rules as for symcoll_allreduce(). In place when @a sendbuf == @a recvbuf + rank x
- * @a sendcount elements.
+ * @a sendcount elements. CUDA memory runs on every path of symcoll_allreduce() (inside
+ * a node capturable into a CUDA graph, across nodes queued): this rank's block is
+ * copied into @a recvbuf and the others zeroed on @a stream, then all of @a recvbuf is
+ * reduced bytewise with the maximum, which is exact.
  *
  * @param[in]  sendbuf    @a sendcount elements of this rank
  * @param[out] recvbuf    nranks x @a sendcount elements
@@ -504,7 +512,10 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_allgather(const void *sendbuf, void *rec
  *        @a sendbuf (collective).
  *
  * Rules as for symcoll_allreduce(). @a sendbuf is read on @a root only (other ranks
- * may pass NULL); in place when @a sendbuf == @a recvbuf on the root.
+ * may pass NULL); in place when @a sendbuf == @a recvbuf on the root. CUDA memory runs
+ * on every path of symcoll_allreduce() (inside a node capturable into a CUDA graph,
+ * across nodes queued): the root copies its data into @a recvbuf, the others zero it,
+ * on @a stream, then @a recvbuf is reduced bytewise with the maximum, which is exact.
  *
  * @param[in]  sendbuf  on @a root: @a count elements; ignored elsewhere
  * @param[out] recvbuf  @a count elements, on every rank
@@ -523,14 +534,21 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_broadcast(const void *sendbuf, void *rec
 /**
  * @brief Barrier: no rank returns before every rank called it (collective).
  *
- * With @a stream NULL the barrier is among the calling host threads and blocks. A
- * barrier on a CUDA stream (stream-ordered: work queued on @a stream after it starts
- * once every rank's stream reached it) is not implemented yet and returns
- * SYMCOLL_ERR_UNSUPPORTED without side effect.
+ * With @a stream NULL the barrier is among the calling host threads and blocks. With a
+ * CUDA stream it is ordered on that stream and the call returns once it is queued:
+ * work queued on @a stream after the barrier starts only once every rank's stream
+ * reached it, and sees what every rank's stream wrote before it into memory this rank
+ * reads (pool buffers of the peers included). It runs as a one-byte all-reduce of CUDA
+ * memory on every path of symcoll_allreduce(): inside a node capturable into a CUDA
+ * graph once a barrier on a stream ran outside a capture (its byte of the CUDA pool is
+ * allocated then; in a capture before, SYMCOLL_ERR_IN_PROGRESS), across nodes queued.
+ * Since NULL asks for the host barrier, pass the legacy default stream as
+ * cudaStreamLegacy ((void *)0x1); cudaStreamPerThread works too.
  *
  * @param[in]  comm    the communicator
- * @param[in]  stream  NULL (host barrier)
- * @return as symcoll_allreduce()
+ * @param[in]  stream  NULL (host barrier) or a cudaStream_t (stream-ordered barrier)
+ * @return as symcoll_allreduce(); SYMCOLL_ERR_UNSUPPORTED for a stream in a build
+ *         without CUDA
  */
 SYMCOLL_EXPORT symcoll_status_t symcoll_barrier(symcoll_comm_h comm, void *stream);
 

@@ -4,6 +4,7 @@
 #ifndef SYMCOLL_TESTS_CUDA_TESTLIB_H
 #define SYMCOLL_TESTS_CUDA_TESTLIB_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include <cuda_runtime_api.h>
@@ -51,6 +52,45 @@ void gpu_fill(void *dev, void *out, size_t count, symcoll_dtype_t t, symcoll_op_
  * gpu_host_verify does. */
 void gpu_verify(const void *dev, size_t count, symcoll_dtype_t t, symcoll_op_t op, int nranks,
                 int salt, void *host, cudaStream_t s, const char *what);
+
+/* ---- reduce-scatter, all-gather, broadcast and the stream barrier on device memory -- */
+
+/* Every collective besides all-reduce on comm, on stream @a s, checked exactly against a
+ * reference: reduce-scatter of a few datatypes x operators, all-gather of 1-, 2-, 4- and
+ * 8-byte elements, broadcast from the first and the last rank, at 1, 7, 1001 and 40009
+ * elements a rank, in and out of place (out of place: the bytes after the result stay
+ * untouched), on plain (cudaMalloc) and, if @a pool, CUDA pool buffers. @a quick: fewer
+ * datatypes (ranks sharing one GPU across simulated nodes). @a where names the case in
+ * failures. Returns the next unused salt. */
+int gpu_coll_sweep(symcoll_comm_h comm, int rank, int nranks, cudaStream_t s, int pool,
+                   int quick, int salt, const char *where);
+
+/* What the ranks of gpu_barrier_order share (memory mapped before the harness forks):
+ * per round, when each rank's stream finished its work before the barrier and when work
+ * after it started (CLOCK_MONOTONIC ns), and every rank's IPC handle of its buffer. */
+#define GPU_BAR_ROUNDS 4
+#define GPU_BAR_MAX_RANKS 8
+typedef struct {
+    _Atomic long long before[GPU_BAR_ROUNDS][GPU_BAR_MAX_RANKS];
+    _Atomic long long after[GPU_BAR_ROUNDS][GPU_BAR_MAX_RANKS];
+    cudaIpcMemHandle_t handle[GPU_BAR_MAX_RANKS];
+} gpu_bar_shared_t;
+
+/* A shared gpu_bar_shared_t (mmap, MAP_SHARED) for the forks of harness_run. */
+gpu_bar_shared_t *gpu_bar_shared_new(void);
+
+/* The stream barrier (symcoll_barrier on a stream): in each round one rank's stream is
+ * held back (a host function sleeps) before every rank's stream writes a byte value of
+ * (round, rank) into its own device buffer; after the barrier each stream records when
+ * it went on and copies every peer's buffer (CUDA IPC); a second barrier keeps the next
+ * round's writes behind those copies. Every copy must hold the peer's value of the round,
+ * and no stream may go on before every stream finished its work before the barrier.
+ * First, a barrier on a capturing stream, before any stream barrier ran, must return
+ * @a capture_status (SYMCOLL_ERR_IN_PROGRESS inside a node: its scratch is allocated by
+ * the first barrier outside a capture; SYMCOLL_ERR_UNSUPPORTED across nodes); last, a
+ * barrier on cudaStreamLegacy must work. */
+void gpu_barrier_order(symcoll_comm_h comm, int rank, int nranks, gpu_bar_shared_t *sh,
+                       symcoll_status_t capture_status);
 
 /* main() of a GPU test program. Sets UCX over TCP on loopback (unless the caller set
  * UCX_TLS), counts the GPUs in a child process (CUDA must not start before the

@@ -2,7 +2,9 @@
  * GPU each when there are enough), in and out of place, plain and pool buffers, staging
  * growth, CUDA graph capture and replay, growth refused inside a capture, bf16 sums of
  * random data bit for bit, ranks that call with different arguments, and a rank killed
- * while the others wait in a kernel. Exit 77 without GPUs (after the checks of the
+ * while the others wait in a kernel; reduce-scatter, all-gather, broadcast and the stream
+ * barrier on 2 and 3 ranks, captured in a graph, and the barrier's ordering. Exit 77
+ * without GPUs (after the checks of the
  * signature the kernels compare, which need none). The cases across simulated nodes are
  * tests/test_cuda_net.c. */
 #define _GNU_SOURCE
@@ -641,12 +643,219 @@ START_TEST(t_kill_zombie)
 }
 END_TEST
 
+/* ---- reduce-scatter, all-gather, broadcast, the stream barrier ---------------------- */
+
+static void body_coll(int rank, int nranks, void *arg)
+{
+    symcoll_comm_h comm;
+    cudaStream_t s;
+
+    gpu_set_device(rank);
+    comm = harness_comm_create();
+    CK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    (void)gpu_coll_sweep(comm, rank, nranks, s, 1, 0, 100000, "one node");
+    CK_CUDA(cudaStreamSynchronize(s));
+    CK_SC(symcoll_comm_destroy(comm));
+    (void)arg;
+}
+
+START_TEST(t_coll_2ranks)
+{
+    ck_assert_int_eq(harness_run(2, 1, 600, body_coll, NULL), 0);
+}
+END_TEST
+
+START_TEST(t_coll_3ranks)
+{
+    ck_assert_int_eq(harness_run(3, 1, 900, body_coll, NULL), 0);
+}
+END_TEST
+
+static void body_barrier(int rank, int nranks, void *arg)
+{
+    symcoll_comm_h comm;
+
+    gpu_set_device(rank);
+    comm = harness_comm_create();
+    gpu_barrier_order(comm, rank, nranks, arg, SYMCOLL_ERR_IN_PROGRESS);
+    CK_SC(symcoll_comm_destroy(comm));
+}
+
+START_TEST(t_barrier_3ranks)
+{
+    gpu_bar_shared_t *sh = gpu_bar_shared_new();
+    ck_assert_ptr_nonnull(sh);
+    ck_assert_int_eq(harness_run(3, 1, 600, body_barrier, sh), 0);
+    munmap(sh, sizeof(*sh));
+}
+END_TEST
+
+/* The four collectives captured in one CUDA graph after a warm-up, replayed with new
+ * inputs; a reduce-scatter whose scratch would grow is refused inside a capture. */
+#define CG_COUNT 1001
+
+typedef struct {
+    float *rs_send, *rs_recv, *ag, *bc;
+    uint8_t *h;
+} cg_bufs_t;
+
+static uint8_t cg_byte(int r, size_t j, int salt)
+{
+    return (uint8_t)((j * 131 + (size_t)r * 29 + (size_t)salt * 7) % 251 + 1);
+}
+
+static void cg_fill(const cg_bufs_t *b, int rank, int nranks, int salt, cudaStream_t s)
+{
+    size_t n = (size_t)nranks;
+    refcheck_spec_t spec = {SYMCOLL_FLOAT32, SYMCOLL_SUM, nranks, (uint64_t)salt, 0};
+
+    refcheck_fill(&spec, rank, b->h, CG_COUNT * n);
+    CK_CUDA(cudaMemcpyAsync(b->rs_send, b->h, CG_COUNT * n * 4, cudaMemcpyHostToDevice, s));
+    CK_CUDA(cudaStreamSynchronize(s));
+    memset(b->h, 0xa5, CG_COUNT * n * 4);
+    for (size_t j = 0; j < CG_COUNT * 4; j++)
+        b->h[(size_t)rank * CG_COUNT * 4 + j] = cg_byte(rank, j, salt);
+    CK_CUDA(cudaMemcpyAsync(b->ag, b->h, CG_COUNT * n * 4, cudaMemcpyHostToDevice, s));
+    CK_CUDA(cudaStreamSynchronize(s));
+    for (size_t j = 0; j < CG_COUNT * 4; j++)
+        b->h[j] = rank == nranks - 1 ? cg_byte(nranks - 1, j, salt + 1) : 0xa5;
+    CK_CUDA(cudaMemcpyAsync(b->bc, b->h, CG_COUNT * 4, cudaMemcpyHostToDevice, s));
+    CK_CUDA(cudaMemsetAsync(b->rs_recv, 0xa5, CG_COUNT * 4, s));
+    CK_CUDA(cudaStreamSynchronize(s));
+}
+
+static void cg_calls(const cg_bufs_t *b, symcoll_comm_h comm, int rank, int nranks,
+                     cudaStream_t s)
+{
+    CK_SC(symcoll_reduce_scatter(b->rs_send, b->rs_recv, CG_COUNT, SYMCOLL_FLOAT32, SYMCOLL_SUM,
+                                 comm, s));
+    CK_SC(symcoll_allgather(b->ag + (size_t)rank * CG_COUNT, b->ag, CG_COUNT, SYMCOLL_FLOAT32,
+                            comm, s));
+    CK_SC(symcoll_barrier(comm, s));
+    CK_SC(symcoll_broadcast(b->bc, b->bc, CG_COUNT, SYMCOLL_FLOAT32, nranks - 1, comm, s));
+}
+
+static void cg_verify(const cg_bufs_t *b, int rank, int nranks, int salt, cudaStream_t s,
+                      const char *what)
+{
+    size_t n = (size_t)nranks, bad = 0;
+    refcheck_spec_t spec = {SYMCOLL_FLOAT32, SYMCOLL_SUM, nranks, (uint64_t)salt, 0};
+
+    CK_CUDA(cudaMemcpyAsync(b->h, b->rs_recv, CG_COUNT * 4, cudaMemcpyDeviceToHost, s));
+    CK_CUDA(cudaStreamSynchronize(s));
+    for (size_t i = 0; i < CG_COUNT; i++) {
+        float e = 0;
+        refcheck_store(&e, 0, SYMCOLL_FLOAT32,
+                       refcheck_expected(&spec, (size_t)rank * CG_COUNT + i));
+        bad += refcheck_load(b->h, i, SYMCOLL_FLOAT32) != refcheck_load(&e, 0, SYMCOLL_FLOAT32);
+    }
+    if (bad)
+        harness_fail("%s: reduce-scatter: %zu wrong", what, bad);
+    CK_CUDA(cudaMemcpyAsync(b->h, b->ag, CG_COUNT * n * 4, cudaMemcpyDeviceToHost, s));
+    CK_CUDA(cudaStreamSynchronize(s));
+    for (size_t j = 0; j < CG_COUNT * 4 * n; j++)
+        bad += b->h[j] != cg_byte((int)(j / (CG_COUNT * 4)), j % (CG_COUNT * 4), salt);
+    if (bad)
+        harness_fail("%s: all-gather: %zu wrong bytes", what, bad);
+    CK_CUDA(cudaMemcpyAsync(b->h, b->bc, CG_COUNT * 4, cudaMemcpyDeviceToHost, s));
+    CK_CUDA(cudaStreamSynchronize(s));
+    for (size_t j = 0; j < CG_COUNT * 4; j++)
+        bad += b->h[j] != cg_byte(nranks - 1, j, salt + 1);
+    if (bad)
+        harness_fail("%s: broadcast: %zu wrong bytes", what, bad);
+}
+
+static void body_coll_graph(int rank, int nranks, void *arg)
+{
+    const size_t n = (size_t)nranks, big = 40009;
+    symcoll_comm_h comm;
+    cudaStream_t s;
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    cg_bufs_t b;
+    void *bsend, *brecv;
+    symcoll_status_t st;
+    int salt = 7000;
+
+    gpu_set_device(rank);
+    comm = harness_comm_create();
+    CK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CK_CUDA(cudaMalloc((void **)&b.rs_send, CG_COUNT * n * 4));
+    CK_CUDA(cudaMalloc((void **)&b.rs_recv, CG_COUNT * 4));
+    CK_SC(symcoll_mem_alloc(comm, CG_COUNT * n * 4, SYMCOLL_MEM_CUDA, (void **)&b.ag));
+    CK_CUDA(cudaMalloc((void **)&b.bc, CG_COUNT * 4));
+    b.h = malloc(CG_COUNT * n * 4);
+
+    /* warm-up: the pool's scratch and staging for these sizes */
+    cg_fill(&b, rank, nranks, salt, s);
+    cg_calls(&b, comm, rank, nranks, s);
+    cg_verify(&b, rank, nranks, salt, s, "warm-up");
+
+    CK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    cg_calls(&b, comm, rank, nranks, s);
+    CK_CUDA(cudaStreamEndCapture(s, &g));
+    CK_CUDA(cudaGraphInstantiate(&ge, g, 0));
+    for (int it = 0; it < 4; it++) {
+        salt += 2;
+        cg_fill(&b, rank, nranks, salt, s);
+        CK_CUDA(cudaGraphLaunch(ge, s));
+        cg_verify(&b, rank, nranks, salt, s, "graph replay");
+    }
+    /* an eager call between replays, then one more replay */
+    salt += 2;
+    cg_fill(&b, rank, nranks, salt, s);
+    cg_calls(&b, comm, rank, nranks, s);
+    cg_verify(&b, rank, nranks, salt, s, "eager after replays");
+    salt += 2;
+    cg_fill(&b, rank, nranks, salt, s);
+    CK_CUDA(cudaGraphLaunch(ge, s));
+    cg_verify(&b, rank, nranks, salt, s, "graph replay after an eager call");
+
+    /* a larger reduce-scatter needs more scratch: refused inside a capture */
+    CK_CUDA(cudaMalloc(&bsend, big * n * 4));
+    CK_CUDA(cudaMalloc(&brecv, big * 4));
+    CK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    st = symcoll_reduce_scatter(bsend, brecv, big, SYMCOLL_FLOAT32, SYMCOLL_SUM, comm, s);
+    {
+        cudaGraph_t g2 = NULL;
+        if (cudaStreamEndCapture(s, &g2) == cudaSuccess && g2)
+            cudaGraphDestroy(g2);
+        (void)cudaGetLastError();
+    }
+    if (st != SYMCOLL_ERR_IN_PROGRESS)
+        harness_fail("a reduce-scatter growing its scratch in a capture returned %s, "
+                     "expected %s",
+                     symcoll_status_string(st), symcoll_status_string(SYMCOLL_ERR_IN_PROGRESS));
+    /* and works outside it */
+    CK_CUDA(cudaMemsetAsync(bsend, 0, big * n * 4, s));
+    CK_SC(symcoll_reduce_scatter(bsend, brecv, big, SYMCOLL_FLOAT32, SYMCOLL_SUM, comm, s));
+    CK_CUDA(cudaStreamSynchronize(s));
+
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+    CK_CUDA(cudaFree(bsend));
+    CK_CUDA(cudaFree(brecv));
+    CK_CUDA(cudaFree(b.rs_send));
+    CK_CUDA(cudaFree(b.rs_recv));
+    CK_CUDA(cudaFree(b.bc));
+    CK_SC(symcoll_mem_free(comm, b.ag));
+    CK_SC(symcoll_comm_destroy(comm));
+    free(b.h);
+    (void)arg;
+}
+
+START_TEST(t_coll_graph_2ranks)
+{
+    ck_assert_int_eq(harness_run(2, 1, 600, body_coll_graph, NULL), 0);
+}
+END_TEST
+
 /* ---- the signature the kernels compare (no GPU needed) ----------------------------- */
 
 static int check_signatures(void)
 {
     static const size_t counts[] = {
-        1, 2, 1023, 1024, ((size_t)1 << 40) + 5, ((size_t)1 << 52) - 1};
+        1, 2, 1023, 1024, ((size_t)1 << 40) + 5, ((size_t)1 << 45) - 1};
     int bad = 0;
     char buf[160];
 
@@ -681,6 +890,35 @@ static int check_signatures(void)
             }
         }
     }
+    /* the collective an all-reduce serves and its root: packed whole, told apart */
+    for (int coll = 0; coll <= CUDA_AR_COLL_BARRIER; coll++) {
+        for (int root = 0; root < 16; root++) {
+            uint64_t sig = cuda_ar_sig_coll(40009, SYMCOLL_UINT8, SYMCOLL_MAX, CUDA_AR_TWOSHOT,
+                                            0, coll, root),
+                     n;
+            int t2, op2, algo2, ph2, coll2, root2;
+            cuda_ar_sig_unpack_coll(sig, &n, &t2, &op2, &algo2, &ph2, &coll2, &root2);
+            if (n != 40009 || t2 != SYMCOLL_UINT8 || op2 != SYMCOLL_MAX ||
+                algo2 != CUDA_AR_TWOSHOT || ph2 != 0 || coll2 != coll || root2 != root ||
+                (coll == 0 && root == 0 &&
+                 sig != cuda_ar_sig(40009, SYMCOLL_UINT8, SYMCOLL_MAX, CUDA_AR_TWOSHOT, 0)) ||
+                sig == cuda_ar_sig_coll(40009, SYMCOLL_UINT8, SYMCOLL_MAX, CUDA_AR_TWOSHOT, 0,
+                                        (coll + 1) % (CUDA_AR_COLL_BARRIER + 1), root) ||
+                sig == cuda_ar_sig_coll(40009, SYMCOLL_UINT8, SYMCOLL_MAX, CUDA_AR_TWOSHOT, 0,
+                                        coll, (root + 1) % 16)) {
+                fprintf(stderr, "signature of %s does not keep its collective\n",
+                        cuda_ar_sig_describe(sig, buf, sizeof(buf)));
+                bad = 1;
+            }
+        }
+    }
+    cuda_ar_sig_describe(cuda_ar_sig_coll(7, SYMCOLL_UINT8, SYMCOLL_MAX, CUDA_AR_ONESHOT, 0,
+                                          CUDA_AR_COLL_BROADCAST, 3),
+                         buf, sizeof(buf));
+    if (strcmp(buf, "count 7, uint8, max, one-shot, for a broadcast from root 3")) {
+        fprintf(stderr, "signature described as \"%s\"\n", buf);
+        bad = 1;
+    }
     cuda_ar_sig_describe(cuda_ar_sig(1024, SYMCOLL_BFLOAT16, SYMCOLL_MAX, CUDA_AR_LL, 0), buf,
                          sizeof(buf));
     if (strcmp(buf, "count 1024, bfloat16, max, LL")) {
@@ -698,10 +936,18 @@ static Suite *cuda_suite(int ngpus)
         const TTest *test;
         int min_gpus;
     } cases[] = {
-        {"types1", t_types_1rank, 1},      {"bits", t_bits_2ranks, 1},
-        {"graph", t_graph_2ranks, 1},      {"types2", t_types_2ranks, 1},
-        {"pool", t_pool_2ranks, 1},        {"mismatch", t_mismatch_3ranks, 1},
-        {"kill_reaped", t_kill_reaped, 1}, {"kill_zombie", t_kill_zombie, 1},
+        {"types1", t_types_1rank, 1},
+        {"bits", t_bits_2ranks, 1},
+        {"graph", t_graph_2ranks, 1},
+        {"types2", t_types_2ranks, 1},
+        {"pool", t_pool_2ranks, 1},
+        {"mismatch", t_mismatch_3ranks, 1},
+        {"kill_reaped", t_kill_reaped, 1},
+        {"kill_zombie", t_kill_zombie, 1},
+        {"coll2", t_coll_2ranks, 1},
+        {"coll3", t_coll_3ranks, 1},
+        {"coll_graph", t_coll_graph_2ranks, 1},
+        {"barrier_stream", t_barrier_3ranks, 1},
     };
     Suite *su = suite_create("cuda");
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

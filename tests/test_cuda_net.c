@@ -1,7 +1,8 @@
 /* GPU tests of CUDA memory across simulated nodes (UCX over TCP): stream order, pool
  * growth, 2 nodes x 2 ranks (hierarchical over each node's GPUs, and flat), a killed,
  * aborted or absent peer, ranks calling with different arguments, capture refused, host
- * calls between queued GPU calls. Exit 77
+ * calls between queued GPU calls; reduce-scatter, all-gather, broadcast and the stream
+ * barrier, staged and hierarchical. Exit 77
  * without GPUs. Every case carries the Check tag "net" (CK_INCLUDE_TAGS=net). */
 #define _GNU_SOURCE
 #include <check.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -706,6 +708,53 @@ static void body_net_mixed(int rank, int nranks, void *arg)
 
 NET_TEST(t_net_mixed_2x1, 2, 2, 600, body_net_mixed)
 
+/* reduce-scatter, all-gather and broadcast across simulated nodes: staged (uneven ranks
+ * per node) and hierarchical (2 x 2), plain and pool buffers */
+static void body_net_coll(int rank, int nranks, void *arg)
+{
+    net_rank_t r;
+    const int *quick = arg;
+
+    net_setup(&r, rank, 1, 1 << 20);
+    (void)gpu_coll_sweep(r.comm, rank, nranks, r.s, 1, *quick, 40000, "across nodes");
+    CK_CUDA(cudaStreamSynchronize(r.s));
+    net_teardown(&r, 1);
+}
+
+static const int net_coll_full = 0, net_coll_quick = 1;
+
+START_TEST(t_net_coll_3x2)
+{
+    ck_assert_int_eq(harness_run(3, 2, 900, body_net_coll, (void *)&net_coll_full), 0);
+}
+END_TEST
+
+START_TEST(t_net_coll_hier_2x2)
+{
+    ck_assert_int_eq(harness_run(4, 2, 900, body_net_coll, (void *)&net_coll_quick), 0);
+}
+END_TEST
+
+/* the stream barrier across nodes: ordering, what follows sees the peers' writes, a
+ * capture refused */
+static void body_net_barrier(int rank, int nranks, void *arg)
+{
+    net_rank_t r;
+
+    net_setup(&r, rank, 0, 4096);
+    gpu_barrier_order(r.comm, rank, nranks, arg, SYMCOLL_ERR_UNSUPPORTED);
+    net_teardown(&r, 1);
+}
+
+START_TEST(t_net_barrier_3x2)
+{
+    gpu_bar_shared_t *sh = gpu_bar_shared_new();
+    ck_assert_ptr_nonnull(sh);
+    ck_assert_int_eq(harness_run(3, 2, 600, body_net_barrier, sh), 0);
+    munmap(sh, sizeof(*sh));
+}
+END_TEST
+
 static Suite *cuda_net_suite(int ngpus)
 {
     /* one case per test, so that CK_RUN_CASE=net_mixed (say) runs one of them */
@@ -734,6 +783,9 @@ static Suite *cuda_net_suite(int ngpus)
         {"net_hier_pool", t_net_hier_pool_2x2, 1},
         {"net_types_plain", t_net_types_plain, 1},
         {"net_types_lanes3", t_net_types_lanes3, 1},
+        {"net_coll", t_net_coll_3x2, 1},
+        {"net_coll_hier", t_net_coll_hier_2x2, 1},
+        {"net_barrier", t_net_barrier_3x2, 1},
     };
     Suite *su = suite_create("cuda_net");
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -1,8 +1,10 @@
 /* Reduce-scatter, all-gather, broadcast and barrier: the native host algorithms inside
+/* Reduce-scatter, all-gather, broadcast and barrier: the native host algorithms inside
  * a node (host_coll.c) and, above the sizes recursive doubling serves, across nodes
  * (net_coll.c); every other path as one all-reduce of the path the selector planned (so
  * that every memory type and shape the all-reduce serves, with its argument agreement,
- * deadlines and failure reporting, serves these too). */
+ * deadlines and failure reporting, serves these too; for CUDA memory with the zeroing
+ * and copies around it on the caller's stream). */
 #include "algo/algo.h"
 
 #include <stdlib.h>
@@ -11,6 +13,9 @@
 #include "algo/ctx.h"
 #include "algo/host.h"
 #include "algo/net.h"
+#ifdef HAVE_CUDA
+#include "algo/cuda_algo.h"
+#endif
 #include "topo/topo.h"
 
 const char *algo_coll_name(algo_coll_t coll)
@@ -80,6 +85,101 @@ static symcoll_status_t coll_scratch(comm_t *comm, size_t bytes, void **p)
     return SYMCOLL_OK;
 }
 
+#ifdef HAVE_CUDA
+/* Scratch of CUDA memory for one call: inside a node the CUDA pool's (kept, so that a
+ * graph can capture the call; the all-reduce into it needs no staging copy), across
+ * nodes allocated and freed on the stream. */
+static symcoll_status_t coll_cuda_scratch(comm_t *comm, pool_t *cuda_pool,
+                                          algo_cuda_scratch_t which, size_t bytes, void *stream,
+                                          void **p)
+{
+    if (cuda_pool)
+        return algo_cuda_scratch(comm, cuda_pool, which, bytes, stream, p);
+    return algo_cuda_stream_alloc(comm, bytes, stream, p);
+}
+
+static symcoll_status_t coll_cuda_scratch_done(pool_t *cuda_pool, void *p, void *stream,
+                                               symcoll_status_t status)
+{
+    symcoll_status_t freed = cuda_pool ? SYMCOLL_OK : algo_cuda_stream_free(p, stream);
+    return status != SYMCOLL_OK ? status : freed;
+}
+
+/* CUDA memory: the same all-reduces as host memory, with every zeroing and copy queued on
+ * the caller's stream around it (so a call inside a node stays capturable). */
+static symcoll_status_t coll_cuda(comm_t *comm, const topo_plan_t *plan,
+                                  pool_t *const pools[SYMCOLL_MEM_LAST], const algo_args_t *a)
+{
+    const size_t bytes = a->count * symcoll_dtype_size(a->dtype);
+    const size_t n = (size_t)comm->nranks, me = (size_t)comm->rank;
+    pool_t *cuda_pool = plan->family == TOPO_FAMILY_CUDA ? pools[SYMCOLL_MEM_CUDA] : NULL;
+    char *recv = a->recvbuf;
+    symcoll_status_t status;
+    void *tmp = NULL;
+
+    /* nothing serves it (ranks without GPUs, say): the all-reduce says why, with no side
+     * effect */
+    if (plan->family == TOPO_FAMILY_NONE)
+        return algo_allreduce(comm, plan, pools, NULL, NULL, algo_plan_bytes(comm, a),
+                              SYMCOLL_UINT8, SYMCOLL_MAX, a->stream);
+    if (plan->family == TOPO_FAMILY_SELF)
+        return a->coll == ALGO_COLL_BARRIER
+                   ? SYMCOLL_OK
+                   : algo_cuda_copy(a->sendbuf, recv, bytes, a->stream);
+    /* the scratch of the pool is collective: only on a communicator that can still run */
+    if (cuda_pool) {
+        status = algo_check_usable(comm);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    switch (a->coll) {
+    case ALGO_COLL_REDUCE_SCATTER:
+        status = coll_cuda_scratch(comm, cuda_pool, ALGO_CUDA_SCRATCH_REDUCE, bytes * n,
+                                   a->stream, &tmp);
+        if (status != SYMCOLL_OK)
+            return status;
+        status = algo_allreduce(comm, plan, pools, a->sendbuf, tmp, a->count * n, a->dtype,
+                                a->op, a->stream);
+        if (status == SYMCOLL_OK)
+            status = algo_cuda_copy((char *)tmp + me * bytes, recv, bytes, a->stream);
+        return coll_cuda_scratch_done(cuda_pool, tmp, a->stream, status);
+    case ALGO_COLL_ALLGATHER:
+        status = algo_cuda_copy(a->sendbuf, recv + me * bytes, bytes, a->stream);
+        if (status == SYMCOLL_OK)
+            status = algo_cuda_zero(recv, me * bytes, a->stream);
+        if (status == SYMCOLL_OK)
+            status = algo_cuda_zero(recv + (me + 1) * bytes, (n - me - 1) * bytes, a->stream);
+        if (status != SYMCOLL_OK)
+            return status;
+        return algo_allreduce(comm, plan, pools, recv, recv, bytes * n, SYMCOLL_UINT8,
+                              SYMCOLL_MAX, a->stream);
+    case ALGO_COLL_BROADCAST:
+        status = comm->rank == a->root ? algo_cuda_copy(a->sendbuf, recv, bytes, a->stream)
+                                       : algo_cuda_zero(recv, bytes, a->stream);
+        if (status != SYMCOLL_OK)
+            return status;
+        return algo_allreduce(comm, plan, pools, recv, recv, bytes, SYMCOLL_UINT8, SYMCOLL_MAX,
+                              a->stream);
+    case ALGO_COLL_BARRIER:
+        /* one byte, never in whole words: the one-shot kernel, whose flags are released
+         * at system scope after everything before it on the stream (the LL kernel's
+         * flags travel inside the data, without a fence) */
+        status =
+            coll_cuda_scratch(comm, cuda_pool, ALGO_CUDA_SCRATCH_BARRIER, 1, a->stream, &tmp);
+        if (status != SYMCOLL_OK)
+            return status;
+        if (!cuda_pool)
+            status = algo_cuda_zero(tmp, 1, a->stream);
+        if (status == SYMCOLL_OK)
+            status = algo_allreduce(comm, plan, pools, tmp, tmp, 1, SYMCOLL_UINT8, SYMCOLL_MAX,
+                                    a->stream);
+        return coll_cuda_scratch_done(cuda_pool, tmp, a->stream, status);
+    default:
+        return SYMCOLL_ERR_INTERNAL;
+    }
+}
+#endif
+
 /* Every other path: one all-reduce of the planned size. */
 static symcoll_status_t coll_by_allreduce_salted(comm_t *comm, const topo_plan_t *plan,
                                                  pool_t *const pools[SYMCOLL_MEM_LAST],
@@ -91,11 +191,10 @@ static symcoll_status_t coll_by_allreduce_salted(comm_t *comm, const topo_plan_t
     void *tmp;
     uint8_t b = 0;
 
-    if (plan->mem != SYMCOLL_MEM_HOST) {
-        log_error("symcoll %s: CUDA memory is not implemented for this collective yet",
-                  algo_coll_name(a->coll));
-        return SYMCOLL_ERR_UNSUPPORTED;
-    }
+#ifdef HAVE_CUDA
+    if (plan->mem == SYMCOLL_MEM_CUDA)
+        return coll_cuda(comm, plan, pools, a);
+#endif
     switch (a->coll) {
     case ALGO_COLL_REDUCE_SCATTER:
         status = coll_scratch(comm, bytes * (size_t)comm->nranks, &tmp);

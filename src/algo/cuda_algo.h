@@ -28,6 +28,33 @@ symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, topo_algo_t alg
 /* One rank's all-reduce: the input copied to the result on stream (none in place). */
 symcoll_status_t algo_cuda_copy(const void *sendbuf, void *recvbuf, size_t bytes, void *stream);
 
+/* ---- the other collectives, run as all-reduces (algo/coll.c) ---------------------------
+ * Every step is queued on stream, in stream order with the all-reduce around it, so the
+ * calls stay capturable where the all-reduce is. */
+
+/* Zeroes bytes at buf on stream (none: nothing). */
+symcoll_status_t algo_cuda_zero(void *buf, size_t bytes, void *stream);
+
+/* Scratch of the CUDA pool (pool; a call inside a node) that a collective keeps for the
+ * life of the pool: which one, at least bytes, its start (this rank's view) in *p.
+ * Checks first that the kernels can run (as algo_cuda_allreduce does). Growing it is
+ * collective (every rank makes the same call, so it gets the same offset, and the
+ * all-reduce into it writes straight into the peers' scratch): it synchronises stream
+ * first (this rank's kernels may still use the old space), and it is refused while
+ * stream is being captured (SYMCOLL_ERR_IN_PROGRESS: warm up with the same call). */
+typedef enum {
+    ALGO_CUDA_SCRATCH_REDUCE = 0, /* reduce-scatter: the whole all-reduce's result */
+    ALGO_CUDA_SCRATCH_BARRIER,    /* the stream barrier's byte */
+    ALGO_CUDA_SCRATCH_N
+} algo_cuda_scratch_t;
+symcoll_status_t algo_cuda_scratch(comm_t *comm, pool_t *pool, algo_cuda_scratch_t which,
+                                   size_t bytes, void *stream, void **p);
+
+/* Device memory of comm's device for one call (calls across nodes, which no graph
+ * captures): allocated and freed in stream order (cudaMallocAsync, cudaFreeAsync). */
+symcoll_status_t algo_cuda_stream_alloc(comm_t *comm, size_t bytes, void *stream, void **p);
+symcoll_status_t algo_cuda_stream_free(void *p, void *stream);
+
 /* Hierarchical all-reduce of CUDA memory across nodes, the node's part over the CUDA
  * pool (the two halves of two-shot around the step across nodes, algo/cuda_net.c):
  * _rs queues the intra-node reduce-scatter on stream and returns this rank's slice of
@@ -46,7 +73,8 @@ symcoll_status_t algo_cuda_hier_ag(comm_t *comm, pool_t *pool, void *recvbuf, si
                                    symcoll_dtype_t dtype, const volatile uint32_t *node_word,
                                    void *stream);
 
-/* Frees the staging space (after the device finished with it), for pool_trim. */
+/* Frees the staging space and the collectives' scratch (after the device finished with
+ * them), for pool_trim. */
 void algo_cuda_release(comm_t *comm, pool_t *pool);
 
 /* Sets up CUDA memory across nodes before a call runs (comm->lock held): the engine on

@@ -38,6 +38,7 @@
 /* pool_cuda.c; named here so that static links of the library always carry it */
 extern const pool_backend_t pool_cuda_backend;
 #include "bootstrap/bootstrap.h"
+#include "algo/algo.h"
 #include "algo/ctx.h"
 #include "topo/topo.h"
 
@@ -67,8 +68,20 @@ struct cuda_algo_state {
     size_t stage_off[CUDA_AR_NALGOS];
     size_t stage_slot[CUDA_AR_NALGOS];
     size_t stage_out; /* two-shot: offset of the results area */
+    /* the other collectives' scratch (algo_cuda_scratch) */
+    bool has_scratch[ALGO_CUDA_SCRATCH_N];
+    size_t scratch_off[ALGO_CUDA_SCRATCH_N];
+    size_t scratch_bytes[ALGO_CUDA_SCRATCH_N];
 };
 typedef struct cuda_algo_state cuda_algo_state_t;
+
+/* the kernels' signature numbers the collectives as the algorithm layer does */
+_Static_assert((int)CUDA_AR_COLL_REDUCE_SCATTER == (int)ALGO_COLL_REDUCE_SCATTER &&
+                   (int)CUDA_AR_COLL_ALLGATHER == (int)ALGO_COLL_ALLGATHER &&
+                   (int)CUDA_AR_COLL_BROADCAST == (int)ALGO_COLL_BROADCAST &&
+                   (int)CUDA_AR_COLL_BARRIER == (int)ALGO_COLL_BARRIER &&
+                   (int)CUDA_AR_COLL_ALLREDUCE == (int)ALGO_COLL_ALLREDUCE,
+               "CUDA_AR_COLL_* and ALGO_COLL_* differ");
 
 /* ---- the watcher of the local peers' processes ---------------------------------------- */
 
@@ -370,6 +383,11 @@ void algo_cuda_release(comm_t *comm, pool_t *pool)
             pool_free(pool, st->stage_off[a]);
         st->has_stage[a] = false;
     }
+    for (int k = 0; k < ALGO_CUDA_SCRATCH_N; k++) {
+        if (st->has_scratch[k])
+            pool_free(pool, st->scratch_off[k]);
+        st->has_scratch[k] = false;
+    }
 }
 
 /* The status of a kernel's CUDA_KERR_* reason. */
@@ -449,6 +467,17 @@ static symcoll_status_t state_usable(comm_t *comm, pool_t *pool, cuda_algo_state
     return check_gave_up(comm, *st_p);
 }
 
+/* The signature of a launch: the all-reduce's arguments, and the collective it serves
+ * (the salt of algo/coll.c), so that ranks running different collectives as all-reduces
+ * of the same shape stop with SYMCOLL_ERR_MISMATCH too. */
+static uint64_t call_sig(const comm_t *comm, size_t count, int dtype, int op, int algo,
+                         int phase)
+{
+    uint64_t salt = comm->algo->salt;
+    return cuda_ar_sig_coll(count, dtype, op, algo, phase, (int)(salt >> 32),
+                            (int)(uint32_t)salt);
+}
+
 /* The kernel arguments of algo on the staging in place (stage_ensure done). */
 static void fill_args(const comm_t *comm, pool_t *pool, const cuda_algo_state_t *st, int algo,
                       const void *sendbuf, void *recvbuf, size_t count, symcoll_dtype_t dtype,
@@ -477,7 +506,7 @@ static void fill_args(const comm_t *comm, pool_t *pool, const cuda_algo_state_t 
         recvbuf && pool_lookup(pool, recvbuf, count * symcoll_dtype_size(dtype), &off)
             ? (uint64_t)off + 1
             : 0;
-    a->sig = cuda_ar_sig(count, (int)dtype, (int)op, algo, CUDA_AR_PHASE_ALL);
+    a->sig = call_sig(comm, count, (int)dtype, (int)op, algo, CUDA_AR_PHASE_ALL);
     a->abort_word = st->words.dev + CUDA_WORD_ABORT;
     a->err_word = st->words.dev + CUDA_WORD_ERR;
     a->timeout_ns = (unsigned long long)(comm->timeout_sec * 1e9);
@@ -511,6 +540,78 @@ symcoll_status_t algo_cuda_copy(const void *sendbuf, void *recvbuf, size_t bytes
     err = cudaMemcpyAsync(recvbuf, sendbuf, bytes, cudaMemcpyDeviceToDevice,
                           (cudaStream_t)stream);
     return err == cudaSuccess ? SYMCOLL_OK : cuda_rt_error(err, "cudaMemcpyAsync");
+}
+
+symcoll_status_t algo_cuda_zero(void *buf, size_t bytes, void *stream)
+{
+    cudaError_t err;
+
+    if (bytes == 0)
+        return SYMCOLL_OK;
+    err = cudaMemsetAsync(buf, 0, bytes, (cudaStream_t)stream);
+    return err == cudaSuccess ? SYMCOLL_OK : cuda_rt_error(err, "cudaMemsetAsync");
+}
+
+symcoll_status_t algo_cuda_scratch(comm_t *comm, pool_t *pool, algo_cuda_scratch_t which,
+                                   size_t bytes, void *stream, void **p)
+{
+    static const char *const what[ALGO_CUDA_SCRATCH_N] = {"symcoll_reduce_scatter",
+                                                          "symcoll_barrier"};
+    cuda_algo_state_t *st = NULL;
+    symcoll_status_t status = state_usable(comm, pool, &st);
+    cudaError_t err;
+    size_t size;
+
+    if (status != SYMCOLL_OK)
+        return status;
+    if (!st->has_scratch[which] || st->scratch_bytes[which] < bytes) {
+        status = cuda_check_not_capturing(stream, what[which]);
+        if (status != SYMCOLL_OK)
+            return status;
+        if (st->has_scratch[which]) {
+            err = cudaStreamSynchronize((cudaStream_t)stream);
+            if (err != cudaSuccess)
+                return cuda_rt_error(err, "cudaStreamSynchronize");
+            pool_free(pool, st->scratch_off[which]);
+            st->has_scratch[which] = false;
+        }
+        /* half again: a slowly rising size does not grow it on every call */
+        size = round_up(bytes + bytes / 2, POOL_ALIGN);
+        status = pool_alloc(pool, size, POOL_ALLOC_STAGING, &st->scratch_off[which]);
+        if (status != SYMCOLL_OK)
+            return status;
+        st->has_scratch[which] = true;
+        st->scratch_bytes[which] = size;
+        log_debug("%s: %zu bytes of CUDA scratch at pool offset %zu", what[which], size,
+                  st->scratch_off[which]);
+    }
+    *p = pool_peer_addr(pool, st->me, st->scratch_off[which]);
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t algo_cuda_stream_alloc(comm_t *comm, size_t bytes, void *stream, void **p)
+{
+    int dev = -1, prev = -1;
+    symcoll_status_t status = cuda_comm_device(comm, &dev);
+    cudaError_t err;
+
+    if (status != SYMCOLL_OK)
+        return status;
+    /* the legacy stream allocates on the current device: make it the communicator's */
+    if (cudaGetDevice(&prev) == cudaSuccess && prev != dev)
+        cudaSetDevice(dev);
+    else
+        prev = -1;
+    err = cudaMallocAsync(p, bytes, (cudaStream_t)stream);
+    if (prev >= 0)
+        cudaSetDevice(prev);
+    return err == cudaSuccess ? SYMCOLL_OK : cuda_rt_error(err, "cudaMallocAsync");
+}
+
+symcoll_status_t algo_cuda_stream_free(void *p, void *stream)
+{
+    cudaError_t err = cudaFreeAsync(p, (cudaStream_t)stream);
+    return err == cudaSuccess ? SYMCOLL_OK : cuda_rt_error(err, "cudaFreeAsync");
 }
 
 symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, topo_algo_t talgo,
@@ -590,7 +691,7 @@ symcoll_status_t algo_cuda_hier_rs(comm_t *comm, pool_t *pool, const void *sendb
     fill_args(comm, pool, st, CUDA_AR_TWOSHOT, sendbuf, res, count, dtype,
               op == SYMCOLL_AVG ? SYMCOLL_SUM : op, &a);
     a.phase = CUDA_AR_PHASE_RS;
-    a.sig = cuda_ar_sig(count, (int)dtype, a.op, CUDA_AR_TWOSHOT, CUDA_AR_PHASE_RS);
+    a.sig = call_sig(comm, count, (int)dtype, a.op, CUDA_AR_TWOSHOT, CUDA_AR_PHASE_RS);
     a.recv_info = 0;
     a.node_word = node_word;
     lo = nvec * (size_t)st->me / (size_t)st->n;
@@ -609,7 +710,7 @@ symcoll_status_t algo_cuda_hier_ag(comm_t *comm, pool_t *pool, void *recvbuf, si
 
     fill_args(comm, pool, st, CUDA_AR_TWOSHOT, NULL, recvbuf, count, dtype, SYMCOLL_SUM, &a);
     a.phase = CUDA_AR_PHASE_AG;
-    a.sig = cuda_ar_sig(count, (int)dtype, SYMCOLL_SUM, CUDA_AR_TWOSHOT, CUDA_AR_PHASE_AG);
+    a.sig = call_sig(comm, count, (int)dtype, SYMCOLL_SUM, CUDA_AR_TWOSHOT, CUDA_AR_PHASE_AG);
     a.recv_info = 0;
     a.node_word = node_word;
     return launch(st, &a, stream);

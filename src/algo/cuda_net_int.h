@@ -123,7 +123,8 @@ typedef struct cnet_op {
     symcoll_op_t op;
     uint64_t first; /* number of its first chunk */
     uint64_t nchunks;
-    bool group; /* hierarchical: a slice, among the ranks of this local index */
+    bool group;    /* hierarchical: a slice, among the ranks of this local index */
+    uint64_t salt; /* the collective it serves (algo_ctx_t), which the ranks agree on too */
 } cnet_op_t;
 
 #define CNET_WORD_STRIDE 16 /* uint32 per line: one cache line per word */

@@ -75,7 +75,7 @@ static symcoll_status_t cnet_run(cnet_lane_t *ln, const cnet_op_t *op, uint64_t 
     bool first = true;
     /* every chunk agrees on the whole call: chunks of calls of different counts may be
      * of the same size */
-    net_sig_t sig = {op->count, op->dtype, op->op, SYMCOLL_MEM_CUDA, 0};
+    net_sig_t sig = {op->count, op->dtype, op->op, SYMCOLL_MEM_CUDA, op->salt};
 
     for (*k_p = cnet_lane_chunk(ln, 0); *k_p < op->nchunks; *k_p += (uint64_t)cn->nlanes) {
         uint64_t k = *k_p, g = op->first + k;

@@ -134,6 +134,7 @@ symcoll_status_t cnet_enqueue(cuda_net_t *cn, cudaStream_t s, const void *sendbu
     o.dtype = dtype;
     o.op = op;
     o.group = group;
+    o.salt = cn->comm->algo->salt;
     o.first = cn->next_chunk;
     o.nchunks = (count + chunk - 1) / chunk;
     cn->next_chunk += o.nchunks;

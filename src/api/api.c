@@ -27,15 +27,10 @@ static symcoll_status_t api_check_args(const char *fn, const algo_args_t *a, com
         log_error("%s: NULL or destroyed communicator", fn);
         return SYMCOLL_ERR_INVALID_PARAM;
     }
-    if (a->coll == ALGO_COLL_BARRIER) {
-        if (a->stream) {
-            log_error("%s: a barrier on a CUDA stream is not implemented yet (pass NULL for "
-                      "a host barrier)",
-                      fn);
-            return SYMCOLL_ERR_UNSUPPORTED;
-        }
+    /* a barrier on a stream is a CUDA call: its build and stream are checked by
+     * algo_check_call */
+    if (a->coll == ALGO_COLL_BARRIER)
         return SYMCOLL_OK;
-    }
     if ((unsigned)a->dtype >= SYMCOLL_DTYPE_LAST || (unsigned)a->op >= SYMCOLL_OP_LAST) {
         log_error("%s: invalid datatype %d or operator %d", fn, (int)a->dtype, (int)a->op);
         return SYMCOLL_ERR_INVALID_PARAM;
@@ -208,6 +203,8 @@ static symcoll_status_t api_run(const char *fn, comm_t *comm, const algo_args_t 
         status = algo_mem_type(a->sendbuf, a->recvbuf, &mem_type);
         if (status != SYMCOLL_OK || a->count == 0)
             return status;
+    } else if (a->stream) {
+        mem_type = SYMCOLL_MEM_CUDA; /* ordered on the stream, over the CUDA path */
     }
     pthread_mutex_lock(&comm->lock);
     plan = topo_plan(comm->topo, mem_type, algo_plan_bytes(comm, a));
@@ -225,8 +222,9 @@ static symcoll_status_t api_run(const char *fn, comm_t *comm, const algo_args_t 
                              api_pools_missing(comm, need));
     if (status != SYMCOLL_OK)
         goto out;
-    /* calls of another family go after the queued CUDA all-reduces across nodes */
-    if (a->coll != ALGO_COLL_ALLREDUCE || !algo_family_queued(plan->family))
+    /* calls of another family go after the queued CUDA all-reduces across nodes (every
+     * collective of CUDA memory there runs as one of them, queued in turn) */
+    if (!algo_family_queued(plan->family))
         status = algo_quiesce(comm);
     if (status == SYMCOLL_OK)
         status = api_pools_get(comm, need, pools);
