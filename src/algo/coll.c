@@ -1,5 +1,4 @@
 /* Reduce-scatter, all-gather, broadcast and barrier: the native host algorithms inside
-/* Reduce-scatter, all-gather, broadcast and barrier: the native host algorithms inside
  * a node (host_coll.c) and, above the sizes recursive doubling serves, across nodes
  * (net_coll.c); every other path as one all-reduce of the path the selector planned (so
  * that every memory type and shape the all-reduce serves, with its argument agreement,
