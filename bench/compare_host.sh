@@ -80,13 +80,15 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/symcoll-compare.XXXXXX") || exit 2
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
 common="--coll $coll -d float64 -o sum -b $minb -e $maxb -f $factor -r $repeats --csv"
+# each launcher binds its ranks itself (symcoll_run's --bind-to core is its default for
+# 2 ranks); a wrapper binding inside symcoll_run's binding would see one CPU only
 case $bind in
 core)
-    sym_bind="$srcdir/bench/bind_rank.sh"
+    sym_bind="--bind-to core"
     mpirun_base="mpirun --allow-run-as-root -np 2 --bind-to core"
     ;;
 none)
-    sym_bind=
+    sym_bind="--bind-to none"
     mpirun_base="mpirun --allow-run-as-root -np 2 --bind-to none"
     ;;
 *) usage >&2; exit 2 ;;
@@ -206,7 +208,7 @@ EOF
 
 if [ $do_intra = 1 ]; then
     compare host-intra-node$suffix "Host $cname inside a node: symcoll vs Open MPI (shared memory)" \
-        "tools/symcoll_run -n 2 --timeout 600 $sym_bind tools/symcoll_perf -m host $common" \
+        "tools/symcoll_run -n 2 $sym_bind --timeout 600 tools/symcoll_perf -m host $common" \
         "$mpirun_base --mca pml ob1 --mca btl self,vader bench/mpi_allreduce_peer $common" \
         intra
 fi
@@ -216,7 +218,7 @@ if [ $do_inter = 1 ]; then
         tools/symcoll_perf -d float64 -b 8 -e 8 -n 1 -w 0 -r 1 2>&1 |
         sed -n 's/.*UCX transports to other nodes: //p' | head -1)
     compare host-inter-node$suffix "Host $cname across 2 simulated nodes: symcoll over UCX vs Open MPI over TCP loopback" \
-        "tools/symcoll_run -n 2 --sim-nodes 2 --timeout 600 $sym_bind tools/symcoll_perf -m host $common" \
+        "tools/symcoll_run -n 2 --sim-nodes 2 $sym_bind --timeout 600 tools/symcoll_perf -m host $common" \
         "$mpirun_base --mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo bench/mpi_allreduce_peer $common" \
         inter "UCX transports between the simulated nodes (library log): ${tls:-unknown}."
 fi
