@@ -65,32 +65,31 @@ run "-a NAME" 2 -a oneshot && expect "-a NAME" "$tmp/err" "bad value 'oneshot' f
 
 # --coll: every collective checked (wrong 0) in and out of place; the size column is
 # the larger buffer (4096 bytes of doubles: 256 per rank for reduce_scatter and
-# allgather), the operator column "none" where nothing is reduced
+# allgather), the operator column "none" where nothing is reduced; the algo column the
+# path: native inside a node, one all-reduce ("ar:") across nodes
+for case in "one node|native|" "one node, pool|native|-P" "2 simulated nodes, pool|ar:[a-z]+|-P"; do
+    what=${case%%|*} rest=${case#*|}
+    algo=${rest%|*} bufs=${rest##*|}
+    where=
+    case $what in 2*) where="--sim-nodes 2" ;; esac
+    # shellcheck disable=SC2086
+    run "reduce_scatter, $what" 0 $where -- -d float64 --coll reduce_scatter --inplace $bufs &&
+        expect "reduce_scatter, $what" "$tmp/out" "^ +4096 +256 +float64 +sum +$algo +in( +[0-9.]+){5} +0\$" &&
+        expect "reduce_scatter, $what" "$tmp/out" 'wrong elements 0$'
+    # shellcheck disable=SC2086
+    run "allgather, $what" 0 $where -- -d float64 --coll allgather --inplace $bufs &&
+        expect "allgather, $what" "$tmp/out" "^ +4096 +256 +float64 +none +$algo +in( +[0-9.]+){5} +0\$" &&
+        expect "allgather, $what" "$tmp/out" 'wrong elements 0$'
+    # shellcheck disable=SC2086
+    run "broadcast, $what" 0 $where -- -d float64 --coll broadcast --root 1 --inplace $bufs &&
+        expect "broadcast, $what" "$tmp/out" "^ +4096 +512 +float64 +none +$algo +in( +[0-9.]+){5} +0\$" &&
+        expect "broadcast, $what" "$tmp/out" 'wrong elements 0$'
+done
 for where in "" "--sim-nodes 2"; do
-    for bufs in "" "-P"; do
-        what="${where:-one node}${bufs:+, pool}"
-        # shellcheck disable=SC2086
-        run "reduce_scatter, $what" 0 $where -- -d float64 --coll reduce_scatter --inplace $bufs &&
-            expect "reduce_scatter, $what" "$tmp/out" '^ +4096 +256 +float64 +sum +[a-z:~]+ +in( +[0-9.]+){5} +0$' &&
-            expect "reduce_scatter, $what" "$tmp/out" 'wrong elements 0$'
-        # shellcheck disable=SC2086
-        run "allgather, $what" 0 $where -- -d float64 --coll allgather --inplace $bufs &&
-            expect "allgather, $what" "$tmp/out" '^ +4096 +256 +float64 +none +[a-z:~]+ +in( +[0-9.]+){5} +0$' &&
-            expect "allgather, $what" "$tmp/out" 'wrong elements 0$'
-        # shellcheck disable=SC2086
-        run "broadcast, $what" 0 $where -- -d float64 --coll broadcast --root 1 --inplace $bufs &&
-            expect "broadcast, $what" "$tmp/out" '^ +4096 +512 +float64 +none +[a-z:~]+ +in( +[0-9.]+){5} +0$' &&
-            expect "broadcast, $what" "$tmp/out" 'wrong elements 0$'
-    done
     # shellcheck disable=SC2086
     run "barrier, ${where:-one node}" 0 $where -- --coll barrier &&
         expect "barrier" "$tmp/out" '^ +0 +0 +float32 +none +[a-z:~]+ +out( +[0-9.]+){5} +N/A$'
 done
-# the path: the native algorithms inside a node, one all-reduce across nodes
-run "algo column, one node" 0 -- --coll allgather &&
-    expect "algo column, one node" "$tmp/out" '^ +4096 +512 +float32 +none +native +out'
-run "algo column, simulated nodes" 0 --sim-nodes 2 -- --coll allgather &&
-    expect "algo column, simulated nodes" "$tmp/out" '^ +4096 +512 +float32 +none +ar:[a-z]+ +out'
 
 run "--coll NAME" 2 -- --coll alltoall && expect "--coll NAME" "$tmp/err" "bad value 'alltoall' for option --coll"
 run "--root out of range" 2 -- --coll broadcast --root 2 && expect "--root" "$tmp/err" 'root 2: there are 2 ranks'
