@@ -4,5 +4,7 @@
 # jobs, so that symcoll and Open MPI are compared with the same placement.
 set -u
 rank=${SYMCOLL_RANK:-${OMPI_COMM_WORLD_LOCAL_RANK:-0}}
-ncpu=$(nproc)
+# every online CPU: nproc counts only those of the current binding (one, under a
+# launcher that has bound the rank already)
+ncpu=$(getconf _NPROCESSORS_ONLN)
 exec taskset -c $((rank % ncpu)) "$@"

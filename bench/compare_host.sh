@@ -1,6 +1,7 @@
 #!/bin/sh
-# Compares symcoll's host all-reduce with Open MPI's MPI_Allreduce in the same run
-# (2 ranks, doubles, sum) and records markdown tables in bench/results/.
+# Compares symcoll's host collectives with Open MPI's in the same run (2 ranks, doubles,
+# sum; all-reduce unless --coll says another) and records markdown tables in
+# bench/results/.
 #
 #   intra: symcoll, 2 ranks on one node        vs  Open MPI ob1 + vader (shared memory)
 #   inter: symcoll, 2 simulated nodes (UCX)    vs  Open MPI ob1 + tcp over loopback
@@ -10,11 +11,14 @@ set -u
 
 usage() {
     cat <<EOF
-usage: $0 [--intra] [--inter] [--runs K] [-b MIN] [-e MAX] [-r REPEATS] [--bind core|none]
-          [--out DIR] [--no-record] [--commit TEXT]
+usage: $0 [--intra] [--inter] [--coll COLL] [--runs K] [-b MIN] [-e MAX] [-f FACTOR]
+          [-r REPEATS] [--bind core|none] [--out DIR] [--no-record] [--commit TEXT]
   --intra / --inter  which comparison (default: both)
+  --coll COLL        allreduce (default), reduce_scatter, allgather, broadcast or barrier
+                     (symcoll_perf --coll; the MPI peer times the MPI equivalent); the
+                     tables are named host-{intra,inter}-node[-COLL].md
   --runs K           alternate symcoll and Open MPI K times; medians are reported (default 3)
-  -b, -e             size range (default 8 .. 32M, doubling)
+  -b, -e, -f         size range and step factor (default 8 .. 32M, factor 2)
   -r REPEATS         repeats inside each run (symcoll_perf -r; default 5)
   --bind core|none   core (default): rank i on core i mod nproc, for both sides (what
                      mpirun does by default for 2 ranks); none: the scheduler places them
@@ -29,8 +33,8 @@ EOF
 }
 
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
-do_intra=0 do_inter=0 runs=3 minb=8 maxb=32M repeats=5 outdir=$srcdir/bench/results record=1
-bind=core commit=
+do_intra=0 do_inter=0 runs=3 minb=8 maxb=32M factor=2 repeats=5 outdir=$srcdir/bench/results
+record=1 bind=core commit= coll=allreduce
 while [ $# -gt 0 ]; do
     case $1 in
     --intra) do_intra=1 ;;
@@ -38,6 +42,8 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift ;;
     -b) minb=$2; shift ;;
     -e) maxb=$2; shift ;;
+    -f) factor=$2; shift ;;
+    --coll) coll=$2; shift ;;
     -r) repeats=$2; shift ;;
     --bind) bind=$2; shift ;;
     --out) outdir=$2; shift ;;
@@ -49,6 +55,14 @@ while [ $# -gt 0 ]; do
     shift
 done
 [ $do_intra = 0 ] && [ $do_inter = 0 ] && do_intra=1 do_inter=1
+case $coll in
+allreduce) suffix= cname=all-reduce ;;
+reduce_scatter) suffix=-reduce-scatter cname=reduce-scatter ;;
+allgather) suffix=-allgather cname=all-gather ;;
+broadcast) suffix=-broadcast cname=broadcast ;;
+barrier) suffix=-barrier cname=barrier ;;
+*) usage >&2; exit 2 ;;
+esac
 
 for f in tools/symcoll_run tools/symcoll_perf bench/mpi_allreduce_peer; do
     if [ ! -x "$f" ]; then
@@ -65,14 +79,16 @@ fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/symcoll-compare.XXXXXX") || exit 2
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-common="-d float64 -o sum -b $minb -e $maxb -r $repeats --csv"
+common="--coll $coll -d float64 -o sum -b $minb -e $maxb -f $factor -r $repeats --csv"
+# each launcher binds its ranks itself (symcoll_run's --bind-to core is its default for
+# 2 ranks); a wrapper binding inside symcoll_run's binding would see one CPU only
 case $bind in
 core)
-    sym_bind="$srcdir/bench/bind_rank.sh"
+    sym_bind="--bind-to core"
     mpirun_base="mpirun --allow-run-as-root -np 2 --bind-to core"
     ;;
 none)
-    sym_bind=
+    sym_bind="--bind-to none"
     mpirun_base="mpirun --allow-run-as-root -np 2 --bind-to none"
     ;;
 *) usage >&2; exit 2 ;;
@@ -117,8 +133,9 @@ compare() {
         echo "Each side ran $runs times, alternating (symcoll, Open MPI, symcoll, ...). In each run a"
         echo "size is timed as the median over $repeats repeats of the mean time per call (max over"
         echo "ranks); the table shows, per size, the median over the $runs runs, and the range of the"
-        echo "per-run ratios. Every timed result was checked against a reference reduction"
-        echo "(wrong = wrong elements over all runs, both sides)."
+        echo "per-run ratios. Every timed result was checked against a reference (the reduction,"
+        echo "or the byte patterns of all-gather and broadcast; wrong = wrong elements over all"
+        echo "runs, both sides; barrier has nothing to check)."
         echo
         echo "Commands (from the build directory):"
         echo
@@ -127,15 +144,16 @@ compare() {
         echo "$mpi_cmd"
         echo '```'
         echo
-        awk -F, -v runs="$runs" -v rule="$rule" -f - "$tmp"/$name.sym.*.csv "$tmp"/$name.mpi.*.csv <<'EOF'
+        awk -F, -v runs="$runs" -v rule="$rule" -v coll="$coll" -f - "$tmp"/$name.sym.*.csv "$tmp"/$name.mpi.*.csv <<'EOF'
 function median(a, n,    i, j, t, b) {
     for (i = 1; i <= n; i++) b[i] = a[i]
     for (i = 2; i <= n; i++) { t = b[i]; for (j = i - 1; j >= 1 && b[j] > t; j--) b[j + 1] = b[j]; b[j + 1] = t }
     return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2
 }
+# all-reduce: PERF.md's targets for it; the other collectives: PERF.md's common ones
 function target(size) {
-    if (rule == "intra") return size <= 2048 ? 1.0 : (size >= 131072 ? 0.5 : 0)
-    return size >= 1048576 ? 0.7 : 1.0
+    if (rule == "intra") return size <= 2048 ? 1.0 : (size >= 131072 ? (coll == "allreduce" ? 0.5 : 0.6) : 0)
+    return size >= 1048576 && coll == "allreduce" ? 0.7 : 1.0
 }
 FNR == 1 { side = (FILENAME ~ /\.sym\./) ? "s" : "m"; run = FILENAME; sub(/\.csv$/, "", run); sub(/.*\./, "", run); next }
 $1 ~ /^[0-9]+$/ && $6 == "out" {
@@ -189,8 +207,8 @@ EOF
 }
 
 if [ $do_intra = 1 ]; then
-    compare host-intra-node "Host all-reduce inside a node: symcoll vs Open MPI (shared memory)" \
-        "tools/symcoll_run -n 2 --timeout 600 $sym_bind tools/symcoll_perf -m host $common" \
+    compare host-intra-node$suffix "Host $cname inside a node: symcoll vs Open MPI (shared memory)" \
+        "tools/symcoll_run -n 2 $sym_bind --timeout 600 tools/symcoll_perf -m host $common" \
         "$mpirun_base --mca pml ob1 --mca btl self,vader bench/mpi_allreduce_peer $common" \
         intra
 fi
@@ -199,8 +217,8 @@ if [ $do_inter = 1 ]; then
     tls=$(SYMCOLL_LOG_LEVEL=info timeout 120 tools/symcoll_run -n 2 --sim-nodes 2 --timeout 100 \
         tools/symcoll_perf -d float64 -b 8 -e 8 -n 1 -w 0 -r 1 2>&1 |
         sed -n 's/.*UCX transports to other nodes: //p' | head -1)
-    compare host-inter-node "Host all-reduce across 2 simulated nodes: symcoll over UCX vs Open MPI over TCP loopback" \
-        "tools/symcoll_run -n 2 --sim-nodes 2 --timeout 600 $sym_bind tools/symcoll_perf -m host $common" \
+    compare host-inter-node$suffix "Host $cname across 2 simulated nodes: symcoll over UCX vs Open MPI over TCP loopback" \
+        "tools/symcoll_run -n 2 --sim-nodes 2 $sym_bind --timeout 600 tools/symcoll_perf -m host $common" \
         "$mpirun_base --mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo bench/mpi_allreduce_peer $common" \
         inter "UCX transports between the simulated nodes (library log): ${tls:-unknown}."
 fi

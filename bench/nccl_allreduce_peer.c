@@ -1,6 +1,7 @@
-/* NCCL peer of symcoll_perf: times ncclAllReduce with the same options, inputs, check and
- * output (tools/perf_engine.c), eager or under a CUDA graph (-G), on plain cudaMalloc
- * buffers or NCCL symmetric windows (-W: ncclMemAlloc + ncclCommWindowRegister with
+/* NCCL peer of symcoll_perf: times ncclAllReduce (or, with --coll, ncclReduceScatter,
+ * ncclAllGather, ncclBroadcast; NCCL has no barrier) with the same options, inputs, check
+ * and output (tools/perf_engine.c), eager or under a CUDA graph (-G, all-reduce), on plain
+ * cudaMalloc buffers or NCCL symmetric windows (-W: ncclMemAlloc + ncclCommWindowRegister with
  * NCCL_WIN_COLL_SYMMETRIC). Run under symcoll_run (SYMCOLL_RANK, SYMCOLL_NRANKS,
  * SYMCOLL_ADDR): rank 0 passes NCCL's unique id to the others through a file named after
  * SYMCOLL_ADDR, so no MPI is needed. One GPU per rank (rank modulo the devices). */
@@ -145,6 +146,37 @@ static int np_allreduce(void *ctx, const void *sendbuf, void *recvbuf, size_t co
     if (np_type(t, &nt) || np_op(op, &no))
         return (int)ncclInvalidArgument;
     return (int)ncclAllReduce(sendbuf, recvbuf, count, nt, no, c->comm, c->stream);
+}
+
+static int np_reduce_scatter(void *ctx, const void *sendbuf, void *recvbuf, size_t recvcount,
+                             symcoll_dtype_t t, symcoll_op_t op)
+{
+    np_ctx_t *c = ctx;
+    ncclDataType_t nt;
+    ncclRedOp_t no;
+    if (np_type(t, &nt) || np_op(op, &no))
+        return (int)ncclInvalidArgument;
+    return (int)ncclReduceScatter(sendbuf, recvbuf, recvcount, nt, no, c->comm, c->stream);
+}
+
+static int np_allgather(void *ctx, const void *sendbuf, void *recvbuf, size_t sendcount,
+                        symcoll_dtype_t t)
+{
+    np_ctx_t *c = ctx;
+    ncclDataType_t nt;
+    if (np_type(t, &nt))
+        return (int)ncclInvalidArgument;
+    return (int)ncclAllGather(sendbuf, recvbuf, sendcount, nt, c->comm, c->stream);
+}
+
+static int np_broadcast(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                        symcoll_dtype_t t, int root)
+{
+    np_ctx_t *c = ctx;
+    ncclDataType_t nt;
+    if (np_type(t, &nt))
+        return (int)ncclInvalidArgument;
+    return (int)ncclBroadcast(sendbuf, recvbuf, count, nt, root, c->comm, c->stream);
 }
 
 /* -G: capture ITERS calls into one graph (after an eager call) and replay it */
@@ -302,7 +334,8 @@ int main(int argc, char **argv)
         .handle = np_handle_opt,
         .ctx = &c,
         .usage = "  -W, --window  buffers from ncclMemAlloc, registered as symmetric windows\n"
-                 "  -G, --graph   capture the ITERS calls of a timing into a CUDA graph\n",
+                 "  -G, --graph   capture the ITERS calls of a timing into a CUDA graph\n"
+                 "                (allreduce only)\n",
     };
     perf_backend_t be = {0};
     perf_opts_t opts;
@@ -314,6 +347,10 @@ int main(int argc, char **argv)
     rc = perf_parse_args(argc, argv, "nccl_allreduce_peer", &opts, &extra);
     if (rc)
         return rc > 0 ? 0 : 2;
+    if (c.graph && opts.coll != PERF_COLL_ALLREDUCE) {
+        fprintf(stderr, "nccl_allreduce_peer: -G times allreduce only\n");
+        return 2;
+    }
     if (!rs || !ns) {
         fprintf(stderr,
                 "nccl_allreduce_peer: run under symcoll_run (SYMCOLL_RANK, SYMCOLL_NRANKS)\n");
@@ -347,6 +384,9 @@ int main(int argc, char **argv)
     be.download = np_download;
     be.allreduce = np_allreduce;
     be.allreduce_loop = c.graph ? np_allreduce_loop : NULL;
+    be.reduce_scatter = np_reduce_scatter;
+    be.allgather = np_allgather;
+    be.broadcast = np_broadcast;
     be.barrier = np_barrier;
     be.max_double = np_max_double;
     be.sum_u64 = np_sum_u64;
@@ -355,8 +395,8 @@ int main(int argc, char **argv)
     be.strerror = np_strerror;
     be.abort = np_abort;
     ncclGetVersion(&version);
-    snprintf(banner, sizeof(banner), "nccl_allreduce_peer: NCCL %d.%d.%d, %s buffers%s",
-             version / 10000, version / 100 % 100, version % 100,
+    snprintf(banner, sizeof(banner), "nccl_allreduce_peer: NCCL %d.%d.%d, %s, %s buffers%s",
+             version / 10000, version / 100 % 100, version % 100, perf_coll_name(opts.coll),
              c.window ? "symmetric window" : "plain", c.graph ? ", CUDA graph" : "");
     opts.banner = banner;
     opts.algo = c.window ? "nccl-win" : "nccl";

@@ -1,7 +1,8 @@
 #!/bin/sh
 # symcoll_info: the version report (with whether CUDA is built and usable here), the
 # configuration table (an invalid value is marked and fails), the topology and decision
-# reports of a one-process communicator, the same as JSON, usage.
+# reports of a one-process communicator (and -a's paths of the other collectives on one
+# node and on 2 simulated nodes), the same as JSON, usage.
 . "${top_srcdir:-.}/tests/testlib.sh"
 info="$top_builddir/tools/symcoll_info"
 make_tmp info-test
@@ -61,6 +62,18 @@ for opt in -t -a; do
         { [ -s "$tmp/out" ] || { echo "FAIL: $opt printed nothing"; status=1; }; }
 done
 
+# -a also lists the other collectives' path: native inside a node, one all-reduce
+# across (simulated) nodes, not implemented on CUDA memory
+srun="$top_builddir/tools/symcoll_run"
+run "-a, 2 ranks" 0 "$srun" -n 2 -t 100 "$info" -a &&
+    for coll in reduce-scatter all-gather broadcast barrier; do
+        expect "-a, 2 ranks, $coll" "$tmp/out" "^  $coll +host .* native host\$"
+    done &&
+    expect "-a, 2 ranks, cuda" "$tmp/out" '^  all-gather +cuda .* not implemented$'
+run "-a, 2 simulated nodes" 0 "$srun" -n 2 --sim-nodes 2 -t 100 "$info" -a &&
+    expect "-a, 2 nodes" "$tmp/out" '^  reduce-scatter +host +8 +[0-9]+  via all-reduce: [a-z]+ \(net-host\)$' &&
+    expect "-a, 2 nodes, barrier" "$tmp/out" '^  barrier +host +- +-  via all-reduce: [a-z]+ \(net-host\)$'
+
 # --json: one object with a member per report; python3 validates it where present
 unset_launch="-u SYMCOLL_RANK -u SYMCOLL_NRANKS -u OMPI_COMM_WORLD_RANK -u PMI_RANK -u SLURM_PROCID"
 # shellcheck disable=SC2086
@@ -70,9 +83,10 @@ run "json" 0 env -u SYMCOLL_TIMEOUT $unset_launch "$info" --json -v -c -a -t &&
     done &&
     expect "json cuda" "$tmp/out" '^  "cuda": \{"built": (true|false), "usable": (true|false), ' &&
     expect "json config row" "$tmp/out" '^    \{"name": "SYMCOLL_TIMEOUT", "value": "[^"]+", "default": ' &&
-    expect "json decision row" "$tmp/out" '^    \{"mem": "host", "bytes": 8, "algo": "[a-z]+", '
+    expect "json decision row" "$tmp/out" '^    \{"mem": "host", "bytes": 8, "algo": "[a-z]+", ' &&
+    expect "json collective row" "$tmp/out" '^    \{"coll": "broadcast", "mem": "host", "from": 8, "to": [0-9]+, "path": "[^"]+"\}'
 if command -v python3 >/dev/null 2>&1; then
-    python3 -c 'import json, sys; d = json.load(sys.stdin); assert d["config"] and d["algorithms"]["rows"]' \
+    python3 -c 'import json, sys; d = json.load(sys.stdin); assert d["config"] and d["algorithms"]["rows"] and d["algorithms"]["collectives"]' \
         <"$tmp/out" 2>"$tmp/err" || { echo "FAIL: json: not valid JSON:"; cat "$tmp/err"; status=1; }
 fi
 run "json, invalid value" 1 env SYMCOLL_TIMEOUT=abc "$info" -j -c &&

@@ -1,6 +1,8 @@
 #!/bin/sh
 # symcoll_perf's options as nccl-tests has them: -c 0|1 (check), -a 0..3 (time over
-# ranks), the forced algorithm as --algo, --json and the min/max columns; 2 ranks.
+# ranks), the forced algorithm as --algo, --json and the min/max columns, --coll with
+# nccl-tests' sizes for each collective, checked in and out of place, plain and pool
+# buffers, on one node and on 2 simulated nodes; 2 ranks.
 . "${top_srcdir:-.}/tests/testlib.sh"
 run=$top_builddir/tools/symcoll_run
 perf=$top_builddir/tools/symcoll_perf
@@ -12,7 +14,16 @@ unset SYMCOLL_ALGO SYMCOLL_HOST_ID
 run() {
     name=$1 want=$2
     shift 2
-    timeout -s KILL 120 "$run" -n 2 -t 100 "$perf" -b 8 -e 4K -f 8 -n 3 -w 1 -r 3 "$@" \
+    # symcoll_run's options, if any, come before a "--"
+    ropts=
+    case " $* " in
+    *" -- "*)
+        while [ "$1" != "--" ]; do ropts="$ropts $1"; shift; done
+        shift
+        ;;
+    esac
+    # shellcheck disable=SC2086
+    timeout -s KILL 120 "$run" -n 2 -t 100 $ropts "$perf" -b 8 -e 4K -f 8 -n 3 -w 1 -r 3 "$@" \
         >"$tmp/out" 2>"$tmp/err"
     rc=$?
     if [ $rc -ne "$want" ]; then
@@ -52,5 +63,36 @@ run "-c 0 --csv" 0 -c 0 --csv &&
 # -a is the averaging mode now: an algorithm name there is refused
 run "-a NAME" 2 -a oneshot && expect "-a NAME" "$tmp/err" "bad value 'oneshot' for option -a"
 
-[ $status -eq 0 ] && echo "PASS: symcoll_perf -a, -c, --algo, --json, --csv and the min/max columns"
+# --coll: every collective checked (wrong 0) in and out of place; the size column is
+# the larger buffer (4096 bytes of doubles: 256 per rank for reduce_scatter and
+# allgather), the operator column "none" where nothing is reduced; the algo column the
+# path: native inside a node, one all-reduce ("ar:") across nodes
+for case in "one node|native|" "one node, pool|native|-P" "2 simulated nodes, pool|ar:[a-z]+|-P"; do
+    what=${case%%|*} rest=${case#*|}
+    algo=${rest%|*} bufs=${rest##*|}
+    where=
+    case $what in 2*) where="--sim-nodes 2" ;; esac
+    # shellcheck disable=SC2086
+    run "reduce_scatter, $what" 0 $where -- -d float64 --coll reduce_scatter --inplace $bufs &&
+        expect "reduce_scatter, $what" "$tmp/out" "^ +4096 +256 +float64 +sum +$algo +in( +[0-9.]+){5} +0\$" &&
+        expect "reduce_scatter, $what" "$tmp/out" 'wrong elements 0$'
+    # shellcheck disable=SC2086
+    run "allgather, $what" 0 $where -- -d float64 --coll allgather --inplace $bufs &&
+        expect "allgather, $what" "$tmp/out" "^ +4096 +256 +float64 +none +$algo +in( +[0-9.]+){5} +0\$" &&
+        expect "allgather, $what" "$tmp/out" 'wrong elements 0$'
+    # shellcheck disable=SC2086
+    run "broadcast, $what" 0 $where -- -d float64 --coll broadcast --root 1 --inplace $bufs &&
+        expect "broadcast, $what" "$tmp/out" "^ +4096 +512 +float64 +none +$algo +in( +[0-9.]+){5} +0\$" &&
+        expect "broadcast, $what" "$tmp/out" 'wrong elements 0$'
+done
+for where in "" "--sim-nodes 2"; do
+    # shellcheck disable=SC2086
+    run "barrier, ${where:-one node}" 0 $where -- --coll barrier &&
+        expect "barrier" "$tmp/out" '^ +0 +0 +float32 +none +[a-z:~]+ +out( +[0-9.]+){5} +N/A$'
+done
+
+run "--coll NAME" 2 -- --coll alltoall && expect "--coll NAME" "$tmp/err" "bad value 'alltoall' for option --coll"
+run "--root out of range" 2 -- --coll broadcast --root 2 && expect "--root" "$tmp/err" 'root 2: there are 2 ranks'
+
+[ $status -eq 0 ] && echo "PASS: symcoll_perf -a, -c, --algo, --json, --csv, min/max columns and --coll"
 exit $status

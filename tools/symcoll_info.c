@@ -375,6 +375,109 @@ static symcoll_status_t print_decisions(void *comm, FILE *f)
     return symcoll_comm_print_decisions(comm, f);
 }
 
+/* ---- the other collectives' paths ---------------------------------------------------
+ * The library reports the all-reduce's decisions only; the other collectives follow
+ * one rule from them (src/algo/coll.c), applied here to the decision table: a plan of
+ * the host family (host memory inside a node) runs the native host algorithm, every
+ * other plan runs as one all-reduce of the plan's size, which is the larger buffer's
+ * bytes (symcoll_perf's size column; one byte for barrier), and CUDA memory is not
+ * implemented for them yet. */
+#define COLL_ROWS_MAX 128
+
+typedef struct dec_row {
+    char mem[16];
+    size_t bytes;
+    char algo[32];
+    char family[32];
+} dec_row_t;
+
+static const char *const coll_names[] = {"reduce-scatter", "all-gather", "broadcast",
+                                         "barrier"};
+#define NCOLLS (sizeof(coll_names) / sizeof(coll_names[0]))
+
+/* the rule, as lines of the text report (joined by spaces in JSON) */
+static const char *const coll_rule[] = {
+    "a plan of the host family (host memory inside a node) runs the native host",
+    "algorithm; every other plan runs as one all-reduce of the size below (the larger",
+    "buffer: reduce-scatter's send, all-gather's receive; 1 byte for barrier), with the",
+    "all-reduce's algorithm for that size; CUDA memory is not implemented for these",
+    "collectives yet (SYMCOLL_ERR_UNSUPPORTED)",
+};
+
+static int parse_decisions(const char *text, dec_row_t *rows)
+{
+    int n = 0;
+
+    for (const char *line = text; line && *line && n < COLL_ROWS_MAX;) {
+        const char *end = strchr(line, '\n');
+        char human[16];
+        dec_row_t *r = &rows[n];
+        if (line[0] != '#' && sscanf(line, "%15s %zu %15s %31s %31s", r->mem, &r->bytes, human,
+                                     r->algo, r->family) == 5)
+            n++;
+        line = end ? end + 1 : NULL;
+    }
+    return n;
+}
+
+/* The path of one decision row for the other collectives. */
+static void coll_path(const dec_row_t *r, char *path, size_t len)
+{
+    if (!strcmp(r->mem, "cuda"))
+        snprintf(path, len, "not implemented");
+    else if (!strcmp(r->family, "host"))
+        snprintf(path, len, "native host");
+    else
+        snprintf(path, len, "via all-reduce: %s (%s)", r->algo, r->family);
+}
+
+/* For each collective and memory type, the ranges of sizes that share one path. */
+static void print_collectives(const dec_row_t *rows, int n)
+{
+    int k = 0;
+
+    if (json) {
+        printf(", \"collectives_rule\": \"");
+        for (size_t l = 0; l < sizeof(coll_rule) / sizeof(coll_rule[0]); l++)
+            printf("%s%s", l ? " " : "", coll_rule[l]);
+        printf("\", \"collectives\": [");
+    } else {
+        printf("#\n# the other collectives:\n");
+        for (size_t l = 0; l < sizeof(coll_rule) / sizeof(coll_rule[0]); l++)
+            printf("# %s\n", coll_rule[l]);
+        printf("# %-14s %-4s %12s %12s  %s\n", "collective", "mem", "from bytes", "to bytes",
+               "path");
+    }
+    for (size_t c = 0; c < NCOLLS; c++) {
+        const int barrier = !strcmp(coll_names[c], "barrier");
+        for (int i = 0; i < n;) {
+            char path[96], next[96];
+            int j = i;
+            coll_path(&rows[i], path, sizeof(path));
+            /* barrier: its one-byte plan is the first row's (the smallest size) */
+            while (!barrier && j + 1 < n && !strcmp(rows[j + 1].mem, rows[i].mem) &&
+                   (coll_path(&rows[j + 1], next, sizeof(next)), !strcmp(next, path)))
+                j++;
+            if (json)
+                printf("%s\n    {\"coll\": \"%s\", \"mem\": \"%s\", \"from\": %zu, "
+                       "\"to\": %zu, \"path\": \"%s\"}",
+                       k++ ? "," : "", coll_names[c], rows[i].mem, barrier ? 0 : rows[i].bytes,
+                       barrier ? 0 : rows[j].bytes, path);
+            else if (barrier)
+                printf("  %-14s %-4s %12s %12s  %s\n", coll_names[c], rows[i].mem, "-", "-",
+                       path);
+            else
+                printf("  %-14s %-4s %12zu %12zu  %s\n", coll_names[c], rows[i].mem,
+                       rows[i].bytes, rows[j].bytes, path);
+            /* the next memory type */
+            for (i = j + 1; barrier && i < n && !strcmp(rows[i].mem, rows[i - 1].mem); i++)
+                ;
+        }
+    }
+    if (json)
+        printf("\n  ]");
+}
+
 /* The decision table as JSON: rows "MEM BYTES HUMAN ALGO FAMILY REASON..."; the '#'
  * lines (settings, selector views) in "notes". */
 static void json_decisions(const char *text)
@@ -411,7 +514,14 @@ static void json_decisions(const char *text)
         }
         line = end ? end + 1 : NULL;
     }
-    printf("\n  ]}");
+    printf("\n  ]");
+    {
+        dec_row_t *rows = calloc(COLL_ROWS_MAX, sizeof(*rows));
+        if (rows)
+            print_collectives(rows, parse_decisions(text, rows));
+        free(rows);
+    }
+    printf("}");
 }
 
 /* Every rank holds the gathered facts; rank 0 prints them. */
@@ -426,9 +536,19 @@ static int show_topo_report(const char *name, symcoll_status_t (*print)(void *, 
         return 1;
     if (rank != 0)
         return 0;
-    if (!json)
+    if (!json && print != print_decisions)
         return print(comm, stdout) != SYMCOLL_OK;
     text = capture(print, comm, &st);
+    if (!json) {
+        dec_row_t *rows = calloc(COLL_ROWS_MAX, sizeof(*rows));
+        if (st == SYMCOLL_OK && text && rows) {
+            fputs(text, stdout);
+            print_collectives(rows, parse_decisions(text, rows));
+        }
+        free(rows);
+        free(text);
+        return st != SYMCOLL_OK || !text;
+    }
     if (st == SYMCOLL_OK && text) {
         json_member(name);
         if (print == print_decisions)
@@ -457,7 +577,9 @@ static const info_action_t actions[] = {
      show_config},
     {'t', "topology", "probe and print this machine's topology (nodes, GPUs, links)",
      show_topology},
-    {'a', "algorithms", "print the all-reduce decision table (algorithm per size)",
+    {'a', "algorithms",
+     "print the all-reduce decision table (algorithm per size) and the path of\n"
+     "                      every other collective",
      show_algorithms},
 };
 

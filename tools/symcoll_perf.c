@@ -1,5 +1,6 @@
-/* symcoll_perf: all-reduce benchmark in the style of nccl-tests, run under symcoll_run
- * (or any launcher that sets SYMCOLL_RANK/NRANKS/ADDR or the Open MPI, PMI, Slurm ones). */
+/* symcoll_perf: benchmark of symcoll's collectives in the style of nccl-tests, run under
+ * symcoll_run (or any launcher that sets SYMCOLL_RANK/NRANKS/ADDR or the Open MPI, PMI,
+ * Slurm ones). */
 #include "symcoll_config.h"
 
 #include <stdio.h>
@@ -24,21 +25,22 @@
 typedef struct sp_ctx {
     symcoll_comm_h comm;
     symcoll_mem_type_t mem;
-    int pool;        /* buffers from symcoll_mem_alloc */
+    int pool; /* buffers from symcoll_mem_alloc */
     const char *mem_name;
     const char *algo;
     double t0;
     struct {
         size_t bytes;
         char algo[24];
-    } dec[64];       /* the library's decision table for this memory type */
+        int host; /* the plan's family is host memory inside a node */
+    } dec[64];    /* the library's all-reduce decision table for this memory type */
     int ndec;
     char algo_buf[32];
 #ifdef HAVE_CUDA
     cudaStream_t stream;
     cudaEvent_t ev_start, ev_stop;
-    int graph;              /* -G: time replays of a graph of ITERS captured calls */
-    cudaGraphExec_t gexec;  /* the graph of the last (buffers, count, type, op, iters) */
+    int graph;             /* -G: time replays of a graph of ITERS captured calls */
+    cudaGraphExec_t gexec; /* the graph of the last (buffers, count, type, op, iters) */
     struct {
         void *in0, *in1, *out;
         size_t count;
@@ -155,6 +157,35 @@ static int sp_allreduce(void *ctx, const void *sendbuf, void *recvbuf, size_t co
     return symcoll_allreduce(sendbuf, recvbuf, count, dtype, op, c->comm, sp_stream(c));
 }
 
+static int sp_reduce_scatter(void *ctx, const void *sendbuf, void *recvbuf, size_t recvcount,
+                             symcoll_dtype_t dtype, symcoll_op_t op)
+{
+    sp_ctx_t *c = ctx;
+    return symcoll_reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, c->comm,
+                                  sp_stream(c));
+}
+
+static int sp_allgather(void *ctx, const void *sendbuf, void *recvbuf, size_t sendcount,
+                        symcoll_dtype_t dtype)
+{
+    sp_ctx_t *c = ctx;
+    return symcoll_allgather(sendbuf, recvbuf, sendcount, dtype, c->comm, sp_stream(c));
+}
+
+static int sp_broadcast(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                        symcoll_dtype_t dtype, int root)
+{
+    sp_ctx_t *c = ctx;
+    return symcoll_broadcast(sendbuf, recvbuf, count, dtype, root, c->comm, sp_stream(c));
+}
+
+/* the host barrier (the library has no stream-ordered one: -m cuda refuses it) */
+static int sp_barrier_coll(void *ctx)
+{
+    sp_ctx_t *c = ctx;
+    return symcoll_barrier(c->comm, NULL);
+}
+
 #ifdef HAVE_CUDA
 /* -G: the ITERS calls of one timing are captured into a CUDA graph once (after one eager
  * call, which sizes the library's staging: growth is refused under capture) and every
@@ -178,7 +209,8 @@ static int sp_allreduce_loop(void *ctx, void *const in[2], void *recvbuf, size_t
         if (rc)
             return rc;
         if ((e = cudaStreamSynchronize(c->stream)) != cudaSuccess ||
-            (e = cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal)) != cudaSuccess)
+            (e = cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal)) !=
+                cudaSuccess)
             return PERF_CUDA_RC + (int)e;
         for (long it = 0; it < iters; it++) {
             rc = symcoll_allreduce(in[it & 1], recvbuf, count, dtype, op, c->comm, c->stream);
@@ -207,8 +239,8 @@ static int sp_allreduce_loop(void *ctx, void *const in[2], void *recvbuf, size_t
 }
 #endif
 
-/* The library has no barrier: an all-reduce of one word is one, since no rank can
- * leave it before every rank has entered. */
+/* The engine's barrier between timings: an all-reduce of one word (no rank can leave it
+ * before every rank has entered), the same call whichever collective is timed. */
 static int sp_barrier(void *ctx)
 {
     sp_ctx_t *c = ctx;
@@ -266,8 +298,12 @@ static void sp_abort(void *ctx)
     symcoll_comm_abort(c->comm);
 }
 
-/* The algorithm column: the library's own decision table (symcoll_comm_print_decisions),
- * which lists powers of two; other sizes show the row below them, marked '~'. */
+/* The algorithm column: the library's own all-reduce decision table
+ * (symcoll_comm_print_decisions), which lists powers of two; other sizes show the row
+ * below them, marked '~'. The other collectives follow the library's rule (as
+ * symcoll_info -a prints it): a plan of the host family (host memory inside a node) runs
+ * the native host algorithm ("native"); every other plan runs as one all-reduce of the
+ * plan's size ("ar:" and its algorithm), the size column's bytes (one byte for barrier). */
 static void sp_load_decisions(sp_ctx_t *c)
 {
     char *text = NULL, *save = NULL;
@@ -283,13 +319,14 @@ static void sp_load_decisions(sp_ctx_t *c)
     }
     fclose(f);
     for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        char mem[16], human[16], algo[24];
+        char mem[16], human[16], algo[24], family[24];
         size_t bytes;
         if (line[0] == '#' || c->ndec >= (int)(sizeof(c->dec) / sizeof(c->dec[0])))
             continue;
-        if (sscanf(line, "%15s %zu %15s %23s", mem, &bytes, human, algo) == 4 &&
+        if (sscanf(line, "%15s %zu %15s %23s %23s", mem, &bytes, human, algo, family) == 5 &&
             !strcmp(mem, c->mem_name)) {
             c->dec[c->ndec].bytes = bytes;
+            c->dec[c->ndec].host = !strcmp(family, "host");
             snprintf(c->dec[c->ndec].algo, sizeof(c->dec[0].algo), "%s", algo);
             c->ndec++;
         }
@@ -297,19 +334,22 @@ static void sp_load_decisions(sp_ctx_t *c)
     free(text);
 }
 
-static const char *sp_algo_name(void *ctx, size_t bytes)
+static const char *sp_algo_name(void *ctx, perf_coll_t coll, size_t bytes)
 {
     sp_ctx_t *c = ctx;
     int best = 0;
 
     if (!c->ndec)
         return c->algo;
+    if (coll == PERF_COLL_BARRIER)
+        bytes = 1;
     for (int i = 0; i < c->ndec; i++)
         if (c->dec[i].bytes <= bytes)
             best = i;
-    if (c->dec[best].bytes == bytes)
-        return c->dec[best].algo;
-    snprintf(c->algo_buf, sizeof(c->algo_buf), "~%s", c->dec[best].algo);
+    if (coll != PERF_COLL_ALLREDUCE && c->dec[best].host)
+        return "native";
+    snprintf(c->algo_buf, sizeof(c->algo_buf), "%s%s%s", c->dec[best].bytes == bytes ? "" : "~",
+             coll == PERF_COLL_ALLREDUCE ? "" : "ar:", c->dec[best].algo);
     return c->algo_buf;
 }
 
@@ -343,7 +383,8 @@ static int sp_handle_opt(int opt, const char *arg, void *ctx)
 #else
         return -1;
 #endif
-    default: return -1;
+    default:
+        return -1;
     }
 }
 
@@ -352,8 +393,8 @@ static int sp_handle_opt(int opt, const char *arg, void *ctx)
  * modulo the devices visible. */
 static int sp_cuda_setup(sp_ctx_t *c, int *device_p)
 {
-    const char *vars[] = {"SYMCOLL_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
-                          "MPI_LOCALRANKID", "SLURM_LOCALID", "SYMCOLL_RANK"};
+    const char *vars[] = {"SYMCOLL_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                          "SLURM_LOCALID", "SYMCOLL_RANK"};
     int ndev = 0, dev = 0;
     cudaError_t e = cudaGetDeviceCount(&ndev);
 
@@ -402,9 +443,11 @@ int main(int argc, char **argv)
                  "                communicator is created; default auto, the library chooses)\n"
                  "  -P, --pool    use buffers from symcoll_mem_alloc (no staging copy)\n"
                  "  -G, --graph   CUDA: capture the ITERS calls of a timing into a CUDA graph\n"
-                 "                and time its replays (out of place only)\n"
-                 "The algo column is the library's choice for that size, from its decision\n"
-                 "table (symcoll_comm_print_decisions); '~' marks a size between two rows.\n",
+                 "                and time its replays (allreduce, out of place only)\n"
+                 "The algo column is the library's choice for that size, from its all-reduce\n"
+                 "decision table (symcoll_comm_print_decisions); '~' marks a size between\n"
+                 "two rows. Other collectives: 'native' (host memory inside a node) or 'ar:'\n"
+                 "and the algorithm of the one all-reduce they run as (symcoll_info -a).\n",
     };
     symcoll_comm_params_t params = {0};
     perf_backend_t be = {0};
@@ -459,10 +502,15 @@ int main(int argc, char **argv)
     be.strerror = sp_strerror;
     be.abort = sp_abort;
     be.algo_name = sp_algo_name;
+    be.reduce_scatter = sp_reduce_scatter;
+    be.allgather = sp_allgather;
+    be.broadcast = sp_broadcast;
+    be.barrier_coll = c.mem == SYMCOLL_MEM_HOST ? sp_barrier_coll : NULL;
 #ifdef HAVE_CUDA
     if (c.graph) {
-        if (c.mem != SYMCOLL_MEM_CUDA) {
-            fprintf(stderr, "symcoll_perf: -G needs -m cuda\n");
+        if (c.mem != SYMCOLL_MEM_CUDA || opts.coll != PERF_COLL_ALLREDUCE) {
+            fprintf(stderr, "symcoll_perf: -G needs -m cuda and --coll allreduce\n");
+            symcoll_comm_destroy(c.comm);
             return 2;
         }
         be.allreduce_loop = sp_allreduce_loop;
@@ -478,7 +526,7 @@ int main(int argc, char **argv)
 #ifdef HAVE_CUDA
              c.graph ? ", CUDA graph" :
 #endif
-             "");
+                     "");
     opts.banner = banner;
 
     rc = perf_run(&opts, &be);

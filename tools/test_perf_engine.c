@@ -37,11 +37,20 @@ static void naive_reduce_spec(void *out, size_t count, const refcheck_spec_t *s)
             }
             switch (op) {
             case SYMCOLL_SUM:
-            case SYMCOLL_AVG: acc[i] += v; break;
-            case SYMCOLL_PROD: acc[i] *= v; break;
-            case SYMCOLL_MIN: acc[i] = v < acc[i] ? v : acc[i]; break;
-            case SYMCOLL_MAX: acc[i] = v > acc[i] ? v : acc[i]; break;
-            default: break;
+            case SYMCOLL_AVG:
+                acc[i] += v;
+                break;
+            case SYMCOLL_PROD:
+                acc[i] *= v;
+                break;
+            case SYMCOLL_MIN:
+                acc[i] = v < acc[i] ? v : acc[i];
+                break;
+            case SYMCOLL_MAX:
+                acc[i] = v > acc[i] ? v : acc[i];
+                break;
+            default:
+                break;
             }
         }
     }
@@ -253,6 +262,28 @@ static const char *fake_strerror(void *ctx, int rc)
     return "fake";
 }
 
+/* whether the fake has the other collectives (copies too: checked, they are wrong) */
+static int fake_has_colls;
+static int fake_rs(void *ctx, const void *s, void *r, size_t count, symcoll_dtype_t t,
+                   symcoll_op_t op)
+{
+    (void)ctx, (void)op;
+    memmove(r, s, count * refcheck_dtype_size(t));
+    return 0;
+}
+static int fake_ag(void *ctx, const void *s, void *r, size_t count, symcoll_dtype_t t)
+{
+    (void)ctx;
+    memmove(r, s, count * refcheck_dtype_size(t));
+    return 0;
+}
+static int fake_bc(void *ctx, const void *s, void *r, size_t count, symcoll_dtype_t t, int root)
+{
+    (void)ctx, (void)root;
+    memmove(r, s, count * refcheck_dtype_size(t));
+    return 0;
+}
+
 /* Parses the options, runs the sweep on the fake backend; returns its stdout. */
 static char *run_fake(int argc, char **argv, int *rc_p)
 {
@@ -271,6 +302,13 @@ static char *run_fake(int argc, char **argv, int *rc_p)
         .strerror = fake_strerror,
     };
     perf_opts_t o;
+
+    if (fake_has_colls) {
+        be.reduce_scatter = fake_rs;
+        be.allgather = fake_ag;
+        be.broadcast = fake_bc;
+        be.barrier_coll = fake_ok;
+    }
     char path[] = "/tmp/test_perf_engine.XXXXXX", *text = calloc(1, 1 << 16);
     int fd = mkstemp(path), saved;
     FILE *f;
@@ -365,6 +403,102 @@ START_TEST(test_check_and_json)
 }
 END_TEST
 
+/* --coll: nccl-tests' sizes and bus bandwidth for each collective, and the checks of
+ * reduce-scatter's block and of the byte patterns catch a wrong element. */
+START_TEST(test_collectives)
+{
+    perf_shape_t sh;
+    perf_coll_t coll;
+    double ref[64];
+    unsigned char buf[3 * 40];
+    char *argv[] = {"test", "-b", "96", "-e", "96",    "-n",     "1",         "-w", "0",
+                    "-r",   "1",  "-c", "0",  "--csv", "--coll", "allgather", NULL};
+    char *field[16], *save = NULL, *row, *out;
+    int rc, n = 0;
+
+    ck_assert_ptr_nonnull(freopen("/dev/null", "w", stderr));
+    ck_assert_int_eq(perf_coll_from_name("reduce_scatter", &coll), 0);
+    ck_assert_int_eq(coll, PERF_COLL_REDUCE_SCATTER);
+    ck_assert_int_ne(perf_coll_from_name("alltoall", &coll), 0);
+    /* 100 bytes of doubles over 3 ranks: 12 elements, 4 per rank */
+    perf_coll_shape(PERF_COLL_REDUCE_SCATTER, 100, 8, 3, &sh);
+    ck_assert_uint_eq(sh.count, 4);
+    ck_assert_uint_eq(sh.send_elems, 12);
+    ck_assert_uint_eq(sh.recv_elems, 4);
+    ck_assert_uint_eq(sh.bytes, 96);
+    perf_coll_shape(PERF_COLL_ALLGATHER, 100, 8, 3, &sh);
+    ck_assert_uint_eq(sh.count, 4);
+    ck_assert_uint_eq(sh.send_elems, 4);
+    ck_assert_uint_eq(sh.recv_elems, 12);
+    ck_assert_uint_eq(sh.bytes, 96);
+    perf_coll_shape(PERF_COLL_BROADCAST, 100, 8, 3, &sh);
+    ck_assert_uint_eq(sh.count, 12);
+    ck_assert_uint_eq(sh.bytes, 96);
+    perf_coll_shape(PERF_COLL_BARRIER, 100, 8, 3, &sh);
+    ck_assert_uint_eq(sh.bytes, 0);
+    ck_assert_double_eq_tol(perf_busbw_factor(PERF_COLL_ALLREDUCE, 4), 1.5, 1e-12);
+    ck_assert_double_eq_tol(perf_busbw_factor(PERF_COLL_REDUCE_SCATTER, 4), 0.75, 1e-12);
+    ck_assert_double_eq_tol(perf_busbw_factor(PERF_COLL_ALLGATHER, 4), 0.75, 1e-12);
+    ck_assert_double_eq_tol(perf_busbw_factor(PERF_COLL_BROADCAST, 4), 1.0, 1e-12);
+    ck_assert_double_eq_tol(perf_busbw_factor(PERF_COLL_BARRIER, 4), 0.0, 1e-12);
+
+    /* reduce-scatter: rank 1's block (elements 8..15 of the reduction) of 3 ranks */
+    perf_fill(ref, 24, SYMCOLL_FLOAT64, SYMCOLL_SUM, -1, 3, 7);
+    ck_assert_uint_eq(
+        perf_check_block(ref + 8, 8, 8, SYMCOLL_FLOAT64, SYMCOLL_SUM, 1, 3, 7, "t"), 0);
+    /* another rank's block, or a stale seed, is wrong */
+    ck_assert_uint_eq(perf_check_block(ref, 8, 8, SYMCOLL_FLOAT64, SYMCOLL_SUM, 1, 3, 7, "t"),
+                      8);
+    ck_assert_uint_gt(
+        perf_check_block(ref + 8, 8, 8, SYMCOLL_FLOAT64, SYMCOLL_SUM, 1, 3, 8, "t"), 4);
+    ref[13] += 1;
+    ck_assert_uint_eq(
+        perf_check_block(ref + 8, 8, 8, SYMCOLL_FLOAT64, SYMCOLL_SUM, 1, 3, 7, "t"), 1);
+
+    /* patterns: 3 blocks of 40 bytes (5 doubles, 10 float32, 40 int8) */
+    for (int q = 0; q < 3; q++)
+        perf_pattern_fill(buf + 40 * q, 40, q, 99);
+    for (int q = 0; q < 3; q++) {
+        ck_assert_uint_eq(perf_pattern_check(buf + 40 * q, 5, 8, q, 99, "t"), 0);
+        ck_assert_uint_eq(perf_pattern_check(buf + 40 * q, 40, 1, q, 99, "t"), 0);
+    }
+    ck_assert_uint_eq(perf_pattern_check(buf, 5, 8, 1, 99, "t"), 5); /* another rank's bytes */
+    ck_assert_uint_eq(perf_pattern_check(buf, 5, 8, 0, 98, "t"), 5); /* stale seed */
+    buf[40 + 13] ^= 0x10;
+    ck_assert_uint_eq(perf_pattern_check(buf + 40, 10, 4, 1, 99, "t"), 1);
+    ck_assert_uint_eq(perf_pattern_check(buf + 40, 40, 1, 1, 99, "t"), 1);
+
+    /* the fake's 2 ranks: allgather's size is the receive buffer, busbw algbw / 2 */
+    out = run_fake((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv, &rc);
+    ck_assert_int_eq(rc, 2); /* the fake has no allgather */
+    free(out);
+    {
+        perf_opts_t o;
+        ck_assert_int_eq(perf_parse_args(16, argv, "test", &o, NULL), 0);
+        ck_assert_int_eq(o.coll, PERF_COLL_ALLGATHER);
+    }
+    fake_has_colls = 1;
+    out = run_fake((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv, &rc);
+    fake_has_colls = 0;
+    ck_assert_int_eq(rc, 0);
+    ck_assert_ptr_nonnull(row = strstr(out, "\n96,"));
+    row = strtok_r(row + 1, "\n", &save);
+    for (char *p = row, *c; n < 16; p = c + 1) {
+        field[n++] = p;
+        if (!(c = strchr(p, ',')))
+            break;
+        *c = '\0';
+    }
+    ck_assert_int_eq(n, 12);
+    ck_assert_str_eq(field[1], "12");   /* count: float32 elements per rank */
+    ck_assert_str_eq(field[3], "none"); /* no operator */
+    /* 96 bytes in 3 ms (-a 3: the slowest rank) */
+    ck_assert_double_eq_tol(strtod(field[7], NULL), 96 / 3e-3 / 1e9, 1e-4);
+    ck_assert_double_eq_tol(strtod(field[8], NULL), 96 / 3e-3 / 1e9 / 2, 1e-4);
+    free(out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("perf_engine");
@@ -380,6 +514,7 @@ int main(void)
     tcase_add_test(tc, test_sizes_and_names);
     tcase_add_test(tc, test_time_over_ranks);
     tcase_add_test(tc, test_check_and_json);
+    tcase_add_test(tc, test_collectives);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
