@@ -62,16 +62,18 @@ for opt in -t -a; do
         { [ -s "$tmp/out" ] || { echo "FAIL: $opt printed nothing"; status=1; }; }
 done
 
-# -a also lists the other collectives' path: native inside a node, one all-reduce
-# across (simulated) nodes, not implemented on CUDA memory
+# -a also lists the other collectives' path: native inside a node; across (simulated)
+# nodes one all-reduce at recursive doubling's sizes and native rings above; CUDA memory
+# as its all-reduce (none here, without a GPU)
 srun="$top_builddir/tools/symcoll_run"
-run "-a, 2 ranks" 0 "$srun" -n 2 -t 100 "$info" -a &&
+run "-a, 2 ranks" 0 "$srun" -n 2 --timeout 100 "$info" -a &&
     for coll in reduce-scatter all-gather broadcast barrier; do
         expect "-a, 2 ranks, $coll" "$tmp/out" "^  $coll +host .* native host\$"
     done &&
-    expect "-a, 2 ranks, cuda" "$tmp/out" '^  all-gather +cuda .* not implemented$'
-run "-a, 2 simulated nodes" 0 "$srun" -n 2 --sim-nodes 2 -t 100 "$info" -a &&
+    expect "-a, 2 ranks, cuda" "$tmp/out" '^  all-gather +cuda .* (none \(as the all-reduce\)|via all-reduce: .*)$'
+run "-a, 2 simulated nodes" 0 "$srun" -n 2 --sim-nodes 2 --timeout 100 "$info" -a &&
     expect "-a, 2 nodes" "$tmp/out" '^  reduce-scatter +host +8 +[0-9]+  via all-reduce: [a-z]+ \(net-host\)$' &&
+    expect "-a, 2 nodes, ring" "$tmp/out" '^  all-gather +host +[0-9]+ +[0-9]+  native over UCX \(ring, chain\)$' &&
     expect "-a, 2 nodes, barrier" "$tmp/out" '^  barrier +host +- +-  via all-reduce: [a-z]+ \(net-host\)$'
 
 # --json: one object with a member per report; python3 validates it where present

@@ -377,11 +377,13 @@ static symcoll_status_t print_decisions(void *comm, FILE *f)
 
 /* ---- the other collectives' paths ---------------------------------------------------
  * The library reports the all-reduce's decisions only; the other collectives follow
- * one rule from them (src/algo/coll.c), applied here to the decision table: a plan of
- * the host family (host memory inside a node) runs the native host algorithm, every
- * other plan runs as one all-reduce of the plan's size, which is the larger buffer's
- * bytes (symcoll_perf's size column; one byte for barrier), and CUDA memory is not
- * implemented for them yet. */
+ * one rule from them (src/algo/coll.c, net_coll.c), applied here to the decision table
+ * at the plan's size, which is the larger buffer's bytes (symcoll_perf's size column;
+ * one byte for barrier): a plan of the host family (host memory inside a node) runs
+ * the native host algorithm; host memory across nodes runs native rings and chains over
+ * UCX where the all-reduce would run the ring, or the hierarchical algorithm above
+ * recursive doubling's sizes; every other plan (CUDA memory, the barrier) runs as one
+ * all-reduce of that path. */
 #define COLL_ROWS_MAX 128
 
 typedef struct dec_row {
@@ -398,10 +400,11 @@ static const char *const coll_names[] = {"reduce-scatter", "all-gather", "broadc
 /* the rule, as lines of the text report (joined by spaces in JSON) */
 static const char *const coll_rule[] = {
     "a plan of the host family (host memory inside a node) runs the native host",
-    "algorithm; every other plan runs as one all-reduce of the size below (the larger",
-    "buffer: reduce-scatter's send, all-gather's receive; 1 byte for barrier), with the",
-    "all-reduce's algorithm for that size; CUDA memory is not implemented for these",
-    "collectives yet (SYMCOLL_ERR_UNSUPPORTED)",
+    "algorithm; host memory across nodes runs native rings and chains over UCX where the",
+    "all-reduce would run the ring (or the hierarchical algorithm above recursive",
+    "doubling's sizes); every other plan (CUDA memory, the barrier) runs as one",
+    "all-reduce of the size below (the larger buffer: reduce-scatter's send, all-gather's",
+    "receive; 1 byte for barrier), with the all-reduce's algorithm for that size",
 };
 
 static int parse_decisions(const char *text, dec_row_t *rows)
@@ -421,12 +424,16 @@ static int parse_decisions(const char *text, dec_row_t *rows)
 }
 
 /* The path of one decision row for the other collectives. */
-static void coll_path(const dec_row_t *r, char *path, size_t len)
+static void coll_path(const dec_row_t *r, int barrier, char *path, size_t len)
 {
-    if (!strcmp(r->mem, "cuda"))
-        snprintf(path, len, "not implemented");
+    if (!strcmp(r->family, "none"))
+        snprintf(path, len, "none (as the all-reduce)");
     else if (!strcmp(r->family, "host"))
         snprintf(path, len, "native host");
+    else if (!barrier && !strcmp(r->family, "net-host") && !strcmp(r->algo, "ring"))
+        snprintf(path, len, "native over UCX (ring, chain)");
+    else if (!barrier && !strcmp(r->family, "net-host") && !strcmp(r->algo, "hier"))
+        snprintf(path, len, "native over UCX above rd's sizes, else via all-reduce: hier");
     else
         snprintf(path, len, "via all-reduce: %s (%s)", r->algo, r->family);
 }
@@ -453,10 +460,10 @@ static void print_collectives(const dec_row_t *rows, int n)
         for (int i = 0; i < n;) {
             char path[96], next[96];
             int j = i;
-            coll_path(&rows[i], path, sizeof(path));
+            coll_path(&rows[i], barrier, path, sizeof(path));
             /* barrier: its one-byte plan is the first row's (the smallest size) */
             while (!barrier && j + 1 < n && !strcmp(rows[j + 1].mem, rows[i].mem) &&
-                   (coll_path(&rows[j + 1], next, sizeof(next)), !strcmp(next, path)))
+                   (coll_path(&rows[j + 1], barrier, next, sizeof(next)), !strcmp(next, path)))
                 j++;
             if (json)
                 printf("%s\n    {\"coll\": \"%s\", \"mem\": \"%s\", \"from\": %zu, "

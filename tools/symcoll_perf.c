@@ -179,7 +179,7 @@ static int sp_broadcast(void *ctx, const void *sendbuf, void *recvbuf, size_t co
     return symcoll_broadcast(sendbuf, recvbuf, count, dtype, root, c->comm, sp_stream(c));
 }
 
-/* the host barrier (the library has no stream-ordered one: -m cuda refuses it) */
+/* the host barrier (the stream-ordered one is not timed here: -m cuda refuses it) */
 static int sp_barrier_coll(void *ctx)
 {
     sp_ctx_t *c = ctx;
