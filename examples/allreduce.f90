@@ -34,6 +34,7 @@ program allreduce
         if (sum(i) /= nranks * (nranks - 1) / 2 + nranks * mod(i, 7)) wrong = wrong + 1
     end do
     call symcoll_comm_destroy(comm)
+    deallocate (x, sum)
     if (wrong /= 0) then
         write (*, '(a,i0,a,i0,a)') 'rank ', rank, ': FAIL (', wrong, ' wrong elements)'
         error stop 1

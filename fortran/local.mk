@@ -8,8 +8,10 @@ EXTRA_DIST += fortran/symcoll.f90 fortran/symcoll_f.c fortran/symcoll_f.h \
 	fortran/test_fortran.sh fortran/test_constants.sh examples/allreduce.f90
 
 if HAVE_FORTRAN
-# modules are written to and looked up in fortran/ of the build tree
-AM_FCFLAGS = -Jfortran
+# modules are written to and looked up in fortran/ of the build tree; SANITIZER_CFLAGS
+# (empty unless --enable-sanitizers): the Fortran libraries and programs link the
+# sanitized libsymcoll, so they need the sanitizer runtime too (gfortran takes the flags)
+AM_FCFLAGS = -Jfortran $(SANITIZER_CFLAGS)
 lib_LTLIBRARIES += libsymcoll_f.la
 libsymcoll_f_la_SOURCES = fortran/symcoll.f90 fortran/symcoll_f.c fortran/symcoll_f.h
 libsymcoll_f_la_LIBADD = libsymcoll.la
@@ -33,7 +35,7 @@ examples_allreduce_fortran_LDADD = libsymcoll_f.la libsymcoll.la
 examples/allreduce.$(OBJEXT): fortran/symcoll.mod
 FORTRAN_TESTS = fortran/test_fortran.sh fortran/test_constants.sh
 TESTS += $(FORTRAN_TESTS)
-AM_TESTS_ENVIRONMENT += FC='$(FC)'; FCFLAGS='$(FCFLAGS)'; MPIRUN='$(MPIRUN)'; \
+AM_TESTS_ENVIRONMENT += FC='$(FC)'; FCFLAGS='$(FCFLAGS) $(SANITIZER_CFLAGS)'; MPIRUN='$(MPIRUN)'; \
 	export FC FCFLAGS MPIRUN;
 
 if HAVE_FORTRAN_MPI

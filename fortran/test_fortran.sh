@@ -25,11 +25,11 @@ check() {
     fi
 }
 
-check "test_fortran, 3 ranks" 3 "$run" -n 3 -t 200 "$top_builddir/fortran/test_fortran"
+check "test_fortran, 3 ranks" 3 "$run" -n 3 --timeout 200 "$top_builddir/fortran/test_fortran"
 check "test_fortran, 3 ranks on 2 simulated nodes" 3 \
-    "$run" -n 3 --nodes 2 -t 200 "$top_builddir/fortran/test_fortran"
+    "$run" -n 3 --sim-nodes 2 --timeout 200 "$top_builddir/fortran/test_fortran"
 check "examples/allreduce.f90, 2 ranks" 2 \
-    "$run" -n 2 -t 200 "$top_builddir/examples/allreduce_fortran"
+    "$run" -n 2 --timeout 200 "$top_builddir/examples/allreduce_fortran"
 
 if [ -x "$top_builddir/fortran/test_fortran_mpi" ] && [ -n "${MPIRUN:-}" ]; then
     check "symcoll_comm_create_mpi under mpirun, 2 ranks" 2 \

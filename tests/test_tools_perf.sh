@@ -23,7 +23,7 @@ run() {
         ;;
     esac
     # shellcheck disable=SC2086
-    timeout -s KILL 120 "$run" -n 2 -t 100 $ropts "$perf" -b 8 -e 4K -f 8 -n 3 -w 1 -r 3 "$@" \
+    timeout -s KILL 120 "$run" -n 2 --timeout 100 $ropts "$perf" -b 8 -e 4K -f 8 -n 3 -w 1 -r 3 "$@" \
         >"$tmp/out" 2>"$tmp/err"
     rc=$?
     if [ $rc -ne "$want" ]; then
