@@ -36,14 +36,16 @@ case $libdir:$includedir:$bindir in
 esac
 pkgdir="$instlib/cmake/symcoll"
 
-# configure_consumer DIR VERSION: cmake configures the consumer asking for VERSION
+# configure_consumer DIR VERSION: cmake configures the consumer asking for VERSION (with
+# the sanitizer flags of a --enable-sanitizers build: a program using the sanitized
+# library needs their runtime)
 configure_consumer() {
     cc_arg=
     case $CC in *" "*) ;; *) cc_arg="-DCMAKE_C_COMPILER=$CC" ;; esac
     env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL "$CMAKE" -S "$top_srcdir/tests/cmake_consumer" \
         -B "$1" -DCMAKE_PREFIX_PATH="$root" -DCMAKE_FIND_PACKAGE_NO_SYSTEM_PACKAGE_REGISTRY=ON \
         -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON -DSYMCOLL_REQUEST_VERSION="$2" $cc_arg \
-        >"$1.log" 2>&1
+        -DCMAKE_C_FLAGS="${SANITIZER_CFLAGS:-}" >"$1.log" 2>&1
 }
 
 # Self-check: a version the package cannot serve is refused.
