@@ -285,8 +285,16 @@ done
 [ "$(wc -l <"$tmp/out")" -eq 40000 ] || fail "$(wc -l <"$tmp/out") lines, expected 40000"
 
 case="--tag-output, a rank killed"
-launch -n 2 --tag-output sh -c 'echo "before $SYMCOLL_RANK"; printf "cut $SYMCOLL_RANK"
-    if [ "$SYMCOLL_RANK" = 1 ]; then kill -KILL $$; fi; exec sleep 300'
+# rank 1 dies only once rank 0 has written (a mark file says so): otherwise the launcher
+# may stop rank 0 before it ever ran, and there is nothing to lose
+rm -f "$tmp/mark"
+launch -n 2 --tag-output env MARK="$tmp/mark" sh -c 'echo "before $SYMCOLL_RANK"
+    printf "cut $SYMCOLL_RANK"
+    if [ "$SYMCOLL_RANK" = 1 ]; then
+        i=0; while [ ! -e "$MARK" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+        kill -KILL $$
+    fi
+    touch "$MARK"; exec sleep 300'
 expect_rc 137
 for r in 0 1; do
     grep -q "^\\[1,$r\\]<stdout>:before $r\$" "$tmp/out" || fail "rank $r: first line lost"
