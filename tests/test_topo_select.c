@@ -26,48 +26,48 @@ static const topo_select_cfg_t cfg_test = {
 };
 
 /* nranks, nnodes, ppn, uniform, gpu_link, net_cuda, cuda_max_local, cuda_across_nodes,
- * gpus, oversubscribed, gpus_shared */
+ * gpus, oversubscribed, gpus_shared, net_direct */
 static const topo_shape_t one_node_8_nvlink = {
-    8, 1, 8, true, TOPO_LINK_NVLINK, false, 8, true, true, false, false};
+    8, 1, 8, true, TOPO_LINK_NVLINK, false, 8, true, true, false, false, 0};
 static const topo_shape_t one_node_4_pcie_nop2p = {4, 1,    4,    true,  TOPO_LINK_NONE, false,
-                                                   8, true, true, false, false};
+                                                   8, true, true, false, false,          0};
 static const topo_shape_t one_node_4_pcie_p2p = {4, 1,    4,    true,  TOPO_LINK_PCIE, false,
-                                                 8, true, true, false, false};
+                                                 8, true, true, false, false,          0};
 static const topo_shape_t two_nodes_4_nvlink = {
-    8, 2, 4, true, TOPO_LINK_NVLINK, true, 8, true, true, false, false};
+    8, 2, 4, true, TOPO_LINK_NVLINK, true, 8, true, true, false, false, 0};
 /* 2 simulated nodes x 2 ranks on one machine's 2 GPUs: ranks of the two nodes share */
 static const topo_shape_t two_nodes_2_shared = {
-    4, 2, 2, true, TOPO_LINK_NVLINK, false, 8, true, true, false, true};
+    4, 2, 2, true, TOPO_LINK_NVLINK, false, 8, true, true, false, true, 0};
 static const topo_shape_t two_nodes_4_nop2p = {8, 2,    4,    true,  TOPO_LINK_NONE, false,
-                                               8, true, true, false, false};
+                                               8, true, true, false, false,          0};
 static const topo_shape_t sixteen_nodes_1 = {16, 16,   1,    true,  TOPO_LINK_NONE, false,
-                                             8,  true, true, false, false};
+                                             8,  true, true, false, false,          0};
 static const topo_shape_t host_1_node_4 = {4, 1,    4,     true,  TOPO_LINK_NONE, false,
-                                           8, true, false, false, false};
+                                           8, true, false, false, false,          0};
 /* 4 ranks on a node with fewer CPUs than ranks */
 static const topo_shape_t host_1_node_4_oversub = {4, 1,    4,     true, TOPO_LINK_NONE, false,
-                                                   8, true, false, true, false};
+                                                   8, true, false, true, false,          0};
 static const topo_shape_t host_1_rank = {1, 1,    1,     true,  TOPO_LINK_NONE, false,
-                                         8, true, false, false, false};
+                                         8, true, false, false, false,          0};
 static const topo_shape_t host_4_nodes_2 = {8, 4,    2,     true,  TOPO_LINK_NONE, false,
-                                            8, true, false, false, false};
+                                            8, true, false, false, false,          0};
 static const topo_shape_t host_4_nodes_uneven = {7, 4,    2,     false, TOPO_LINK_NONE, false,
-                                                 8, true, false, false, false};
+                                                 8, true, false, false, false,          0};
 static const topo_shape_t one_node_2_nvlink = {
-    2, 1, 2, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false};
+    2, 1, 2, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0};
 static const topo_shape_t two_nodes_1 = {2, 2,    1,    true,  TOPO_LINK_NONE, false,
-                                         8, true, true, false, false};
+                                         8, true, true, false, false,          0};
 static const topo_shape_t one_gpu_rank = {1, 1,     1,    true,  TOPO_LINK_NONE, false,
-                                          8, false, true, false, false};
+                                          8, false, true, false, false,          0};
 static const topo_shape_t one_node_2_same_gpu = {2, 1,    2,    true,  TOPO_LINK_SAME, false,
-                                                 8, true, true, false, false};
+                                                 8, true, true, false, false,          0};
 /* what a build lacks: no CUDA at all, no CUDA path across nodes, kernels for <= 8 ranks */
-static const topo_shape_t build_no_cuda = {4,     1,    4,     true, TOPO_LINK_NVLINK, false, 0,
-                                           false, true, false, false};
+static const topo_shape_t build_no_cuda = {
+    4, 1, 4, true, TOPO_LINK_NVLINK, false, 0, false, true, false, false, 0};
 static const topo_shape_t build_cuda_intra = {
-    8, 2, 4, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false};
+    8, 2, 4, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0};
 static const topo_shape_t one_node_16_nvlink = {
-    16, 1, 16, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false};
+    16, 1, 16, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0};
 
 enum { H = SYMCOLL_MEM_HOST, C = SYMCOLL_MEM_CUDA };
 
@@ -165,12 +165,14 @@ static const select_case_t cases[] = {
     {"2x4 cuda gpu hier rd", &two_nodes_4_nvlink, 0, DFLT, C, 4 * K, TOPO_ALGO_HIER,
      "1K chunks on 4 lanes: 2 nodes, 2 ranks: 1K <= 1M"},
     {"2x4 cuda gpu hier large", &two_nodes_4_nvlink, 0, DFLT, C, 64 * M, TOPO_ALGO_HIER,
-     "16M slice staged (UCX has CUDA, no direct path), 4M chunks on 4 lanes: 2 "
+     "16M slice staged (UCX has CUDA, direct only with one rank a node), 4M chunks on 4 lanes: "
+     "2 "
      "nodes, 2 ranks: 4M > 1M"},
     {"2x4 cuda forced hier", &two_nodes_4_nvlink, TOPO_ALGO_HIER, DFLT, C, 8, TOPO_ALGO_HIER,
      "CUDA hier"},
     {"2x4 cuda below hier_min", &two_nodes_4_nvlink, 0, 1 * M, C, 512 * K, TOPO_ALGO_RING,
-     "CUDA staged via pinned host memory (UCX has CUDA, no direct path), 128K "
+     "CUDA staged via pinned host memory (UCX has CUDA, direct only with one rank a node), "
+     "128K "
      "chunks on 4 lanes: 2 nodes, 8 ranks (not hierarchical)"},
     {"2x4 cuda at hier_min", &two_nodes_4_nvlink, 0, 1 * M, C, 1 * M, TOPO_ALGO_HIER,
      "CUDA hier"},
@@ -185,7 +187,7 @@ static const select_case_t cases[] = {
      "CUDA hier"},
     /* UCX with CUDA on every rank: still staged (no direct path yet), and it says so */
     {"2x4 net cuda", &two_nodes_4_nvlink, 0, DFLT, C, 8, TOPO_ALGO_HIER,
-     "UCX has CUDA, no direct path"},
+     "UCX has CUDA, direct only with one rank a node"},
     /* 16 nodes x 1 rank */
     {"16x1 8B", &sixteen_nodes_1, 0, DFLT, H, 8, TOPO_ALGO_RD, "16 nodes"},
     {"16x1 at rd max", &sixteen_nodes_1, 0, DFLT, C, 64 * K, TOPO_ALGO_RD,
@@ -264,6 +266,67 @@ START_TEST(test_select_table)
                   c->name);
     ck_assert_msg(strstr(d.reason, c->reason_has) != NULL, "%s: reason '%s' lacks '%s'",
                   c->name, d.reason, c->reason_has);
+}
+END_TEST
+
+/* The direct path of CUDA memory across nodes: one rank a node, UCX with CUDA on every
+ * rank, a probe not known to have failed, SYMCOLL_CUDA_NET_PATH and its threshold. */
+START_TEST(test_select_direct)
+{
+    static const struct {
+        const char *name;
+        int nodes, ppn, net_cuda, probed, path;
+        size_t min, bytes;
+        topo_family_t want;
+        const char *reason_has;
+    } rows[] = {
+        {"not probed yet", 2, 1, 1, 0, TOPO_PATH_AUTO, 0, 8, TOPO_FAMILY_NET_CUDA_DIRECT,
+         "probed when the CUDA pool is created"},
+        {"probed", 3, 1, 1, 1, TOPO_PATH_AUTO, 0, 8 * M, TOPO_FAMILY_NET_CUDA_DIRECT,
+         "UCX puts each rank's data into the 2 peers' CUDA pool"},
+        {"probe failed", 2, 1, 1, -1, TOPO_PATH_AUTO, 0, 8, TOPO_FAMILY_NET_CUDA,
+         "the direct probe failed"},
+        {"probe failed, forced", 2, 1, 1, -1, TOPO_PATH_DIRECT, 0, 8, TOPO_FAMILY_NET_CUDA,
+         "the direct probe failed"},
+        {"no CUDA in UCX", 2, 1, 0, 0, TOPO_PATH_AUTO, 0, 8, TOPO_FAMILY_NET_CUDA,
+         "UCX lacks CUDA"},
+        {"forced staged", 2, 1, 1, 1, TOPO_PATH_STAGED, 0, 8, TOPO_FAMILY_NET_CUDA,
+         "SYMCOLL_CUDA_NET_PATH=staged"},
+        {"below the minimum", 2, 1, 1, 1, TOPO_PATH_AUTO, 64 * K, 32 * K, TOPO_FAMILY_NET_CUDA,
+         "below SYMCOLL_CUDA_NET_DIRECT_MIN"},
+        {"at the minimum", 2, 1, 1, 1, TOPO_PATH_AUTO, 64 * K, 64 * K,
+         TOPO_FAMILY_NET_CUDA_DIRECT, "every peer's probe put landed"},
+        {"forced below the minimum", 2, 1, 1, 1, TOPO_PATH_DIRECT, 64 * K, 8,
+         TOPO_FAMILY_NET_CUDA_DIRECT, "forced by SYMCOLL_CUDA_NET_PATH=direct"},
+        {"two ranks a node", 2, 2, 1, 1, TOPO_PATH_AUTO, 0, 8, TOPO_FAMILY_NET_CUDA_HIER,
+         "direct only with one rank a node"},
+        {"17 nodes", 17, 1, 1, 1, TOPO_PATH_AUTO, 0, 8, TOPO_FAMILY_NET_CUDA,
+         "too many ranks for direct"},
+    };
+
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        topo_shape_t sh = two_nodes_1;
+        topo_select_cfg_t cfg = cfg_test;
+        topo_plan_t plan;
+        topo_decision_t d;
+
+        sh.nnodes = rows[i].nodes;
+        sh.ppn = rows[i].ppn;
+        sh.nranks = rows[i].nodes * rows[i].ppn;
+        sh.gpu_link = rows[i].ppn > 1 ? TOPO_LINK_NVLINK : sh.gpu_link;
+        sh.net_cuda = rows[i].net_cuda;
+        sh.net_direct = rows[i].probed;
+        cfg.cuda_net_path = rows[i].path;
+        cfg.cuda_net_direct_min = rows[i].min;
+        topo_select_plan(&cfg, &sh, SYMCOLL_MEM_CUDA, rows[i].bytes, &plan, &d);
+        ck_assert_msg(plan.family == rows[i].want, "%s: family %s, want %s (reason: %s)",
+                      rows[i].name, topo_family_name(plan.family),
+                      topo_family_name(rows[i].want), d.reason);
+        ck_assert_msg(strstr(d.reason, rows[i].reason_has) != NULL,
+                      "%s: reason '%s' lacks '%s'", rows[i].name, d.reason, rows[i].reason_has);
+        ck_assert_int_eq(topo_cuda_net_direct(&cfg, &sh, rows[i].bytes),
+                         rows[i].want == TOPO_FAMILY_NET_CUDA_DIRECT);
+    }
 }
 END_TEST
 
@@ -489,6 +552,7 @@ static Suite *select_suite(void)
 
     tcase_add_loop_test(tc, test_select_table, 0, (int)(sizeof(cases) / sizeof(cases[0])));
     tcase_add_test(tc, test_select_monotonic);
+    tcase_add_test(tc, test_select_direct);
     tcase_add_test(tc, test_thresholds);
     tcase_add_loop_test(tc, test_select_check, 0, (int)(sizeof(checks) / sizeof(checks[0])));
     tcase_add_test(tc, test_algo_names);

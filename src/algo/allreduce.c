@@ -54,7 +54,8 @@ symcoll_status_t algo_check_call(const comm_t *comm, const topo_plan_t *plan,
                   esize);
         return SYMCOLL_ERR_INVALID_PARAM;
     }
-    if (plan->family == TOPO_FAMILY_NET_CUDA || plan->family == TOPO_FAMILY_NET_CUDA_HIER) {
+    if (plan->family == TOPO_FAMILY_NET_CUDA || plan->family == TOPO_FAMILY_NET_CUDA_HIER ||
+        plan->family == TOPO_FAMILY_NET_CUDA_DIRECT) {
         status = cuda_stream_capturing(stream, &capturing);
         if (status != SYMCOLL_OK)
             return status;
@@ -174,6 +175,12 @@ static symcoll_status_t prepare_net_cuda(comm_t *comm, pool_t *const pools[SYMCO
     return algo_cuda_net_prepare(comm, pools[SYMCOLL_MEM_HOST]);
 }
 
+static symcoll_status_t prepare_net_cuda_direct(comm_t *comm,
+                                                pool_t *const pools[SYMCOLL_MEM_LAST])
+{
+    return algo_cuda_net_prepare_direct(comm, pools[SYMCOLL_MEM_HOST], pools[SYMCOLL_MEM_CUDA]);
+}
+
 static symcoll_status_t run_net_cuda(comm_t *comm, const topo_plan_t *plan,
                                      pool_t *const pools[SYMCOLL_MEM_LAST], const void *sendbuf,
                                      void *recvbuf, size_t count, symcoll_dtype_t dtype,
@@ -206,6 +213,10 @@ static const struct {
     [TOPO_FAMILY_NET_CUDA_HIER] = {run_net_cuda,
                                    POOL_BIT(SYMCOLL_MEM_HOST) | POOL_BIT(SYMCOLL_MEM_CUDA),
                                    true, prepare_net_cuda},
+    /* UCX puts into the peers' CUDA pool; staged where the probe found no way */
+    [TOPO_FAMILY_NET_CUDA_DIRECT] = {run_net_cuda,
+                                     POOL_BIT(SYMCOLL_MEM_HOST) | POOL_BIT(SYMCOLL_MEM_CUDA),
+                                     true, prepare_net_cuda_direct},
 #endif
 };
 
@@ -299,6 +310,9 @@ symcoll_status_t algo_pool_attach(comm_t *comm, pool_t *pool)
 #ifdef HAVE_CUDA
     case SYMCOLL_MEM_CUDA:
         status = algo_cuda_attach(comm, pool);
+        /* the direct path's probe, where it can run (it says whether it does) */
+        if (status == SYMCOLL_OK && comm->topo->nnodes > 1 && comm->pools[SYMCOLL_MEM_HOST])
+            status = algo_cuda_net_probe(comm, comm->pools[SYMCOLL_MEM_HOST], pool);
         break;
 #endif
     default:

@@ -83,6 +83,18 @@ void algo_cuda_release(comm_t *comm, pool_t *pool);
  * trim. A failure breaks the communicator. */
 symcoll_status_t algo_cuda_net_prepare(comm_t *comm, pool_t *host_pool);
 
+/* The same for the direct path (TOPO_FAMILY_NET_CUDA_DIRECT): also its probe if it has
+ * not run, and its buffers. Where the probe failed the call runs staged (auto), or fails
+ * with SYMCOLL_ERR_UNSUPPORTED (SYMCOLL_CUDA_NET_PATH=direct). */
+symcoll_status_t algo_cuda_net_prepare_direct(comm_t *comm, pool_t *host_pool,
+                                              pool_t *cuda_pool);
+
+/* The probe of the direct path (collective, when the CUDA pool is created across nodes
+ * with a UCX that reaches CUDA memory on every rank, and the host pool exists): one put
+ * from every rank into every peer's CUDA pool, bounded in time; the result goes to the
+ * topology (symcoll_info -t, the selector). Fails only where the ranks cannot agree. */
+symcoll_status_t algo_cuda_net_probe(comm_t *comm, pool_t *host_pool, pool_t *cuda_pool);
+
 /* ---- CUDA memory across nodes (cuda_net.c) --------------------------------------------
  * Staged through pinned host memory of host_pool by lanes of progress threads, ordered
  * on stream; returns once the operation is queued. Called with comm->lock held. */

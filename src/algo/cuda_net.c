@@ -38,7 +38,7 @@ static symcoll_status_t cnet_create(comm_t *comm, pool_t *host_pool, cuda_net_t 
     cn->nlanes = (int)comm->config.cuda_net_lanes; /* 1 .. 15: checked by the config */
     cn->nslots = cnet_nslots(cn->nlanes);
     cnet_sched_init(&cn->sched, cn->nlanes);
-    words_bytes = (CNET_HIER_LINE(cn) + CNET_WORD_STRIDE) * sizeof(uint32_t);
+    words_bytes = CNET_WORDS_LINES(cn) * CNET_WORD_STRIDE * sizeof(uint32_t);
     cn->drv = cuda_driver("CUDA all-reduce across nodes");
     if (!cn->drv) {
         status = SYMCOLL_ERR_CUDA;
@@ -56,10 +56,12 @@ static symcoll_status_t cnet_create(comm_t *comm, pool_t *host_pool, cuda_net_t 
         goto err_free;
     }
     cn->words_dev = (CUdeviceptr)(uintptr_t)dev;
-    log_info("CUDA memory across nodes: staged through pinned host memory (%s), %d lanes",
+    log_info("CUDA memory across nodes: %s, %d lanes",
              comm->topo->shape[SYMCOLL_MEM_CUDA].net_cuda
-                 ? "UCX reports CUDA memory, but there is no direct path"
-                 : "UCX of some rank has no CUDA memory support",
+                 ? "UCX reports CUDA memory: direct where the probe puts land (one rank a "
+                   "node), else staged through pinned host memory"
+                 : "staged through pinned host memory (UCX of some rank has no CUDA memory "
+                   "support)",
              cn->nlanes);
     *cn_p = cn;
     return SYMCOLL_OK;
@@ -183,6 +185,39 @@ symcoll_status_t algo_cuda_net_prepare(comm_t *comm, pool_t *host_pool)
     return status;
 }
 
+symcoll_status_t algo_cuda_net_prepare_direct(comm_t *comm, pool_t *host_pool,
+                                              pool_t *cuda_pool)
+{
+    const topo_t *topo = comm->topo;
+    symcoll_status_t status = algo_cuda_net_prepare(comm, host_pool);
+    cuda_net_t *cn = comm->algo->cuda_net;
+
+    if (status != SYMCOLL_OK)
+        return status;
+    if (topo->shape[SYMCOLL_MEM_CUDA].net_direct == 0) {
+        /* the CUDA pool was created before the host pool: the probe runs now */
+        status = algo_cuda_net_probe(comm, host_pool, cuda_pool);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    if (topo->shape[SYMCOLL_MEM_CUDA].net_direct < 0) {
+        if (topo->select_cfg.cuda_net_path == TOPO_PATH_DIRECT) {
+            log_error("symcoll_allreduce: SYMCOLL_CUDA_NET_PATH=direct, but the direct path "
+                      "is not available here (see the warnings above, or symcoll_info -t)");
+            return SYMCOLL_ERR_UNSUPPORTED;
+        }
+        return SYMCOLL_OK; /* this call runs staged; the next ones are planned so */
+    }
+    if (cn->direct.scratch && cn->direct.cuda_pool == cuda_pool)
+        return SYMCOLL_OK;
+    status = algo_cuda_net_drain(comm);
+    if (status == SYMCOLL_OK)
+        status = cnet_direct_ensure(cn, cuda_pool);
+    if (status != SYMCOLL_OK)
+        cnet_fail_call(cn, status);
+    return status;
+}
+
 symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, const topo_plan_t *plan,
                                          pool_t *host_pool, pool_t *plan_cuda_pool,
                                          const void *sendbuf, void *recvbuf, size_t count,
@@ -194,11 +229,12 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, const topo_plan_t *plan,
     symcoll_status_t status;
 
     /* alignment and capture were checked by algo_check_call */
-    if (plan->family == TOPO_FAMILY_NET_CUDA_HIER) {
+    if (plan->family == TOPO_FAMILY_NET_CUDA_HIER ||
+        plan->family == TOPO_FAMILY_NET_CUDA_DIRECT) {
         cuda_pool = plan_cuda_pool;
         if (!cuda_pool) {
-            log_error("symcoll_allreduce: internal error: no CUDA pool for the hierarchical "
-                      "algorithm");
+            log_error("symcoll_allreduce: internal error: no CUDA pool for %s",
+                      topo_family_name(plan->family));
             return SYMCOLL_ERR_INTERNAL;
         }
     }
@@ -226,8 +262,12 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, const topo_plan_t *plan,
         log_error("symcoll_allreduce: internal error: no staging for CUDA across nodes");
         return SYMCOLL_ERR_INTERNAL;
     }
-    status = cuda_pool ? cnet_hier(cn, s, cuda_pool, sendbuf, recvbuf, count, dtype, op)
-                       : cnet_enqueue(cn, s, sendbuf, recvbuf, count, dtype, op, false);
+    if (plan->family == TOPO_FAMILY_NET_CUDA_DIRECT && cn->direct.scratch)
+        status = cnet_direct_enqueue(cn, s, sendbuf, recvbuf, count, dtype, op);
+    else if (plan->family == TOPO_FAMILY_NET_CUDA_HIER)
+        status = cnet_hier(cn, s, cuda_pool, sendbuf, recvbuf, count, dtype, op);
+    else
+        status = cnet_enqueue(cn, s, sendbuf, recvbuf, count, dtype, op, false);
     if (status != SYMCOLL_OK)
         cnet_fail_call(cn, status);
     return status;

@@ -125,7 +125,31 @@ typedef struct cnet_op {
     uint64_t nchunks;
     bool group;    /* hierarchical: a slice, among the ranks of this local index */
     uint64_t salt; /* the collective it serves (algo_ctx_t), which the ranks agree on too */
+    /* the direct path (cuda_net_direct.c): lane 0 runs every chunk; src: the input when
+     * it is in the CUDA pool (put from there), else NULL (put from the in slots); tag:
+     * what the flags carry for argument agreement */
+    bool direct;
+    const char *src;
+    uint32_t tag;
 } cnet_op_t;
+
+/* The direct path's buffers: scratch[slot][source rank] and in[slot], chunk_bytes each,
+ * in the CUDA pool (peers put into scratch); host flags[slot][source rank] in the host
+ * pool, plus a row for the probe. Numbered chunks: next (caller's thread). */
+#define CNET_DSLOTS 3
+typedef struct cnet_direct {
+    pool_t *cuda_pool;
+    size_t chunk_bytes;
+    size_t scratch_off, flags_off;
+    char *scratch, *in;
+    uint64_t *flags;
+    uint64_t next;
+} cnet_direct_t;
+
+/* The direct path's host-mapped words, after the hier line: per slot the GPU's input is
+ * ready (DREADY) and the lane is done (DDONE); DCONS: the last chunk the GPU reduced
+ * (slot 0 only). Each holds the low 32 bits of g + 1. */
+enum { CNET_DREADY = 0, CNET_DDONE = 1, CNET_DCONS = 2 };
 
 #define CNET_WORD_STRIDE 16 /* uint32 per line: one cache line per word */
 
@@ -178,6 +202,8 @@ struct cuda_net {
      * bits of the number of the last whose all-gather ran. A hierarchical call's stream
      * waits for the one before it (other streams: they share the CUDA pool's staging) */
     uint64_t hier_seq;
+
+    cnet_direct_t direct;
 
     bool has_stage; /* allocated and pinned */
     bool we_pinned; /* pinned by us (else by UCX: a UCX built with CUDA pins the host
@@ -234,6 +260,25 @@ static inline symcoll_status_t cnet_poll_word(volatile uint32_t *w, uint32_t val
 
 /* the hier word: the line after the slots' */
 #define CNET_HIER_LINE(cn) ((size_t)CNET_NWORDS * (size_t)(cn)->nslots * CNET_WORD_STRIDE)
+/* the direct path's words: the lines after the hier line */
+#define CNET_DIRECT_LINES (2 * CNET_DSLOTS + 1)
+#define CNET_WORDS_LINES(cn) (CNET_HIER_LINE(cn) / CNET_WORD_STRIDE + 1 + CNET_DIRECT_LINES)
+
+static inline size_t cnet_dword_index(cuda_net_t *cn, int which, int slot)
+{
+    return CNET_HIER_LINE(cn) +
+           (1 + (size_t)which * CNET_DSLOTS + (size_t)slot) * CNET_WORD_STRIDE;
+}
+
+static inline volatile uint32_t *cnet_dword(cuda_net_t *cn, int which, int slot)
+{
+    return cn->words + cnet_dword_index(cn, which, slot);
+}
+
+static inline CUdeviceptr cnet_dword_dev(cuda_net_t *cn, int which, int slot)
+{
+    return cn->words_dev + cnet_dword_index(cn, which, slot) * sizeof(uint32_t);
+}
 
 /* ---- the lanes (cuda_net_lane.c) ----------------------------------------------------- */
 
@@ -275,6 +320,26 @@ symcoll_status_t cnet_wait_queued(cuda_net_t *cn, uint64_t max);
 symcoll_status_t cnet_enqueue(cuda_net_t *cn, cudaStream_t s, const void *sendbuf,
                               void *recvbuf, size_t count, symcoll_dtype_t dtype,
                               symcoll_op_t op, bool group);
+
+/* ---- the direct path (cuda_net_direct.c) -------------------------------------------- */
+
+/* Its buffers (caller's thread, nothing queued; collective), and their release (after
+ * cnet_direct_wait_quiet). */
+symcoll_status_t cnet_direct_ensure(cuda_net_t *cn, pool_t *cuda_pool);
+void cnet_direct_release(cuda_net_t *cn);
+
+/* Waits (caller's thread) until the GPU reduced every direct chunk queued. */
+symcoll_status_t cnet_direct_wait_quiet(cuda_net_t *cn);
+
+/* Queues a direct call: its operation for lane 0 and its pipeline on the stream. */
+symcoll_status_t cnet_direct_enqueue(cuda_net_t *cn, cudaStream_t s, const void *sendbuf,
+                                     void *recvbuf, size_t count, symcoll_dtype_t dtype,
+                                     symcoll_op_t op);
+
+/* Lane 0: runs a direct operation (*k_p: the chunk it stopped at on failure), or gives
+ * its chunks from k on up (raises their DDONE). */
+symcoll_status_t cnet_run_direct(cnet_lane_t *ln, const cnet_op_t *op, uint64_t *k_p);
+void cnet_direct_give_up(cnet_lane_t *ln, const cnet_op_t *op, uint64_t k);
 
 /* A hierarchical call (the plan's TOPO_FAMILY_NET_CUDA_HIER) over cuda_pool, queued on s. */
 symcoll_status_t cnet_hier(cuda_net_t *cn, cudaStream_t s, pool_t *cuda_pool,

@@ -177,6 +177,10 @@ static void cnet_lane_fail(cnet_lane_t *ln, const cnet_op_t *op, uint64_t k,
     cuda_net_t *cn = ln->cn;
 
     cnet_lane_break(ln, status, "");
+    if (op->direct) {
+        cnet_direct_give_up(ln, op, k);
+        return;
+    }
     /* release the stream: every chunk of this lane not done yet is "done" (its result is
      * undefined); a slot's next copy in still waits for its copy out */
     for (k = cnet_lane_chunk(ln, k); k < op->nchunks; k += (uint64_t)cn->nlanes)
@@ -286,7 +290,7 @@ static void *cnet_lane_main(void *arg)
         t0 = time_now();
         k = 0;
         if (status == SYMCOLL_OK)
-            status = cnet_run(ln, &op, &k);
+            status = op.direct ? cnet_run_direct(ln, &op, &k) : cnet_run(ln, &op, &k);
         if (status != SYMCOLL_OK)
             cnet_lane_fail(ln, &op, k, status);
         ln->t_busy += time_now() - t0;

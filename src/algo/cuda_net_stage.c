@@ -11,6 +11,13 @@
 void cnet_stage_release(cuda_net_t *cn)
 {
     cnet_lanes_stop(cn);
+    if (cn->direct.scratch || cn->direct.flags) {
+        if (cnet_direct_wait_quiet(cn) == SYMCOLL_OK)
+            cnet_direct_release(cn);
+        else
+            log_error("CUDA across nodes: the GPU did not finish its direct reductions; "
+                      "leaving their buffers allocated");
+    }
     if (!cn->has_stage)
         return;
     /* every queued operation was released (drained); once each slot's last copy out
@@ -129,6 +136,8 @@ symcoll_status_t cnet_wait_quiet(cuda_net_t *cn)
             cnet_poll_word(cnet_word(cn, CNET_FREED, slot), (uint32_t)cn->last_freed[slot],
                            &dl) != SYMCOLL_OK)
             return SYMCOLL_ERR_TIMED_OUT;
+    if (cnet_direct_wait_quiet(cn) != SYMCOLL_OK)
+        return SYMCOLL_ERR_TIMED_OUT;
     return cnet_wait_hier(cn);
 }
 

@@ -33,6 +33,7 @@ if HAVE_CUDA
 libsymcoll_core_la_SOURCES += \
 	src/algo/cuda_allreduce.c \
 	src/algo/cuda_net.c \
+	src/algo/cuda_net_direct.c \
 	src/algo/cuda_net_lane.c \
 	src/algo/cuda_net_queue.c \
 	src/algo/cuda_net_stage.c

@@ -146,10 +146,19 @@ static symcoll_status_t api_pool_get(comm_t *comm, symcoll_mem_type_t mem_type, 
         status = algo_quiesce(comm);
         if (status != SYMCOLL_OK)
             return status;
-        /* only host segments are registered with UCX: CUDA memory crosses nodes staged
-         * through the host pool, and the UCX this builds with may not register VMM
-         * memory (bench/results/ucx-cuda-probe.md) */
-        if (comm->ucx && mem_type == SYMCOLL_MEM_HOST) {
+        /* host segments are registered with UCX; CUDA ones where UCX reaches CUDA
+         * memory on every rank and the direct path may be used (a UCX that cannot
+         * register them says so once, and CUDA data crosses nodes staged through the
+         * host pool, which the probe of the direct path then needs: created first) */
+        if (comm->ucx && (mem_type == SYMCOLL_MEM_HOST ||
+                          (comm->topo->shape[SYMCOLL_MEM_CUDA].net_cuda &&
+                           comm->topo->select_cfg.cuda_net_path != TOPO_PATH_STAGED))) {
+            if (mem_type != SYMCOLL_MEM_HOST) {
+                pool_t *host;
+                status = api_pool_get(comm, SYMCOLL_MEM_HOST, &host);
+                if (status != SYMCOLL_OK)
+                    return status;
+            }
             ucx_pool_listener(comm->ucx, mem_type, &listener);
             params.listener = &listener;
         }

@@ -201,6 +201,16 @@ static int parse_net_protocol_field(const char *s, void *f)
     return parse_string_field(!strcasecmp(s, "am") ? "am" : "auto", f);
 }
 
+static int parse_cuda_net_path_field(const char *s, void *f)
+{
+    if (strcasecmp(s, "auto") && strcasecmp(s, "direct") && strcasecmp(s, "staged"))
+        return -1;
+    return parse_string_field(!strcasecmp(s, "direct")   ? "direct"
+                              : !strcasecmp(s, "staged") ? "staged"
+                                                         : "auto",
+                              f);
+}
+
 static int parse_reduce_isa_field(const char *s, void *f)
 {
     if (strcmp(s, "best") && strcmp(s, "avx2") && strcmp(s, "generic"))
@@ -317,6 +327,17 @@ static const config_row_t config_table[] = {
         "CUDA memory across nodes: chunks in flight across the nodes at once, each on its "
         "own lane (a thread with its own UCX worker and connections), 1 to 15.",
         parse_nonneg_long_field, cuda_net_lanes),
+    ROW("SYMCOLL_CUDA_NET_PATH", "auto",
+        "CUDA memory across nodes: direct (UCX puts each rank's data straight into the "
+        "peers' CUDA pool with rkeys, the GPU reduces; needs a UCX with CUDA support that "
+        "registers the pool, one rank a node, and a probe put per peer that landed at "
+        "creation), staged (through pinned host memory by the lanes), or auto (direct from "
+        "SYMCOLL_CUDA_NET_DIRECT_MIN bytes where available, else staged).",
+        parse_cuda_net_path_field, cuda_net_path),
+    ROW("SYMCOLL_CUDA_NET_DIRECT_MIN", "0",
+        "CUDA memory across nodes: smallest message, bytes, that auto sends on the direct "
+        "path.",
+        parse_size_field, cuda_net_direct_min),
     ROW("SYMCOLL_REDUCE_ISA", "best",
         "Host reductions of float16 and bfloat16: best (AVX-512 or AVX2 with F16C loops where "
         "the CPU has them), "

@@ -1,12 +1,12 @@
 # cuda: CUDA glue and kernels (built with nvcc when configure finds CUDA). libtool does
 # not know nvcc: scripts/nvcc-lt.sh compiles each .cu into the PIC and non-PIC objects
 # and writes the .lo file that libtool links like any other object.
-noinst_HEADERS += src/cuda/cuda.h src/cuda/kernels.h src/cuda/sig.h
-EXTRA_DIST += src/cuda/allreduce.cu scripts/nvcc-lt.sh
+noinst_HEADERS += src/cuda/cuda.h src/cuda/kernels.h src/cuda/sig.h src/cuda/net_direct.h
+EXTRA_DIST += src/cuda/allreduce.cu src/cuda/net_direct.cu scripts/nvcc-lt.sh
 
 if HAVE_CUDA
 libsymcoll_core_la_SOURCES += src/cuda/cuda.c
-CUDA_KERNEL_LOS = src/cuda/allreduce.lo
+CUDA_KERNEL_LOS = src/cuda/allreduce.lo src/cuda/net_direct.lo
 libsymcoll_core_la_LIBADD += $(CUDA_KERNEL_LOS)
 EXTRA_libsymcoll_core_la_DEPENDENCIES = $(CUDA_KERNEL_LOS)
 
@@ -26,6 +26,15 @@ src/cuda/allreduce.lo: $(top_srcdir)/src/cuda/allreduce.cu $(top_srcdir)/src/cud
 		echo "nvcc: register spills in allreduce.cu (details in src/cuda/allreduce.ptxas.log):"; \
 		grep -c -E '[1-9][0-9]* bytes spill stores' src/cuda/allreduce.ptxas.log; fi
 
+src/cuda/net_direct.lo: $(top_srcdir)/src/cuda/net_direct.cu $(top_srcdir)/src/cuda/net_direct.h \
+		$(top_srcdir)/include/symcoll.h $(top_srcdir)/scripts/nvcc-lt.sh
+	@$(MKDIR_P) src/cuda
+	$(AM_V_GEN)$(SHELL) $(top_srcdir)/scripts/nvcc-lt.sh '$(NVCC)' $@ \
+		$(top_srcdir)/src/cuda/net_direct.cu $(NVCC_ALL_FLAGS) >src/cuda/net_direct.ptxas.log 2>&1 \
+		|| { cat src/cuda/net_direct.ptxas.log; exit 1; }
+
+CLEANFILES += src/cuda/net_direct.lo src/cuda/net_direct.o src/cuda/.libs/net_direct.o \
+	src/cuda/net_direct.ptxas.log
 CLEANFILES += src/cuda/allreduce.lo src/cuda/allreduce.o src/cuda/.libs/allreduce.o \
 	src/cuda/allreduce.ptxas.log
 endif

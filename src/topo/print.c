@@ -127,12 +127,24 @@ static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
             !s->cuda_across_nodes || s->cuda_max_local <= 0
                 ? "not available in this build (no CUDA)"
             : !s->gpus ? "not available: some rank has no CUDA device"
-            : s->net_cuda
-                ? "staged through pinned host memory of the pool: UCX reaches CUDA memory "
-                  "on every rank, but there is no direct path (puts into GPU segments with "
-                  "rkeys: UCX 1.13 over TCP crashes on them, bench/results/ucx-cuda-probe.md)"
-                : "staged through pinned host memory of the pool: the UCX of some rank has "
-                  "no CUDA memory support (see ucx-mem), so it cannot put into GPU memory");
+            : !s->net_cuda
+                ? "staged through pinned host memory of the pool: the UCX of some rank has "
+                  "no CUDA memory support (see ucx-mem), so it cannot put into GPU memory"
+            : t->select_cfg.cuda_net_path == TOPO_PATH_STAGED
+                ? "staged through pinned host memory of the pool (SYMCOLL_CUDA_NET_PATH=staged)"
+            : s->nnodes != s->nranks
+                ? "staged through pinned host memory of the pool: UCX reaches CUDA memory, "
+                  "but the direct path serves one rank a node"
+            : s->net_direct > 0
+                ? "direct: UCX puts every rank's data into the peers' CUDA pool with rkeys, "
+                  "the GPU reduces (every probe put landed; staged below "
+                  "SYMCOLL_CUDA_NET_DIRECT_MIN)"
+            : s->net_direct < 0
+                ? "staged through pinned host memory of the pool: UCX reaches CUDA memory, "
+                  "but a probe put into a peer's CUDA pool did not land (per peer below)"
+                : "direct if the probe puts land (UCX reaches CUDA memory on every rank; the "
+                  "probe runs when the CUDA pool is created: allocate CUDA pool memory "
+                  "first to see it), else staged");
         if (s->cuda_across_nodes && s->cuda_max_local > 0 && s->gpus) {
             fprintf(out,
                     "; %d lane(s) (SYMCOLL_CUDA_NET_LANES), chunks of 64K to %s "
@@ -166,6 +178,13 @@ static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
             }
         }
         fprintf(out, "\n");
+        for (int r = 0; t->net_direct_peer && r < t->nranks; r++) {
+            if (t->net_direct_peer[r])
+                fprintf(out, "#   direct path to rank %d (node %d): %s\n", r, t->rank_node[r],
+                        t->net_direct_peer[r] > 0
+                            ? "yes: a probe put into its CUDA pool landed"
+                            : "no: the probe put into its CUDA pool did not land");
+        }
     }
 }
 

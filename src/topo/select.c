@@ -73,6 +73,10 @@ symcoll_status_t topo_select_cfg_from_config(const config_t *config, topo_select
     cfg.hier_min = config->hier_min;
     cfg.cuda_net_chunk = config->cuda_net_chunk;
     cfg.cuda_net_lanes = (int)config->cuda_net_lanes;
+    cfg.cuda_net_path = !strcmp(config->cuda_net_path, "direct")   ? TOPO_PATH_DIRECT
+                        : !strcmp(config->cuda_net_path, "staged") ? TOPO_PATH_STAGED
+                                                                   : TOPO_PATH_AUTO;
+    cfg.cuda_net_direct_min = config->cuda_net_direct_min;
     *cfg_p = cfg;
     return SYMCOLL_OK;
 }
@@ -388,10 +392,10 @@ static void select_inter(const topo_select_cfg_t *cfg, const topo_shape_t *s,
 static void select_impl(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
                         symcoll_mem_type_t mem, size_t bytes, topo_decision_t *d);
 
-/* CUDA memory across nodes moves through pinned host memory of the pool in chunks, each
- * reduced across nodes by the host algorithm for the chunk's size; the direct path
- * (UCX putting into GPU memory with rkeys) is not implemented, so UCX's CUDA support
- * only shows in the reason. */
+/* CUDA memory across nodes, where the direct path does not take it (one rank a node, a
+ * UCX that puts into the CUDA pool: topo_cuda_net_direct), moves through pinned host
+ * memory of the pool in chunks, each reduced across nodes by the host algorithm for the
+ * chunk's size. */
 bool topo_cuda_net_hier(const topo_select_cfg_t *cfg, const topo_shape_t *shape, size_t bytes)
 {
     return shape->nnodes > 1 && shape->ppn > 1 && shape->uniform &&
@@ -399,6 +403,45 @@ bool topo_cuda_net_hier(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
            (cfg->forced == TOPO_ALGO_HIER ||
             (cfg->forced == TOPO_ALGO_AUTO && bytes >= cfg->hier_min &&
              (!shape->gpus_shared || bytes >= TOPO_CUDA_HIER_SHARED_MIN)));
+}
+
+bool topo_cuda_net_direct(const topo_select_cfg_t *cfg, const topo_shape_t *shape, size_t bytes)
+{
+    return shape->nnodes > 1 && shape->nnodes == shape->nranks &&
+           shape->nranks <= TOPO_CUDA_DIRECT_MAX_RANKS && shape->net_cuda &&
+           shape->net_direct >= 0 && cfg->cuda_net_path != TOPO_PATH_STAGED &&
+           (cfg->cuda_net_path == TOPO_PATH_DIRECT || bytes >= cfg->cuda_net_direct_min);
+}
+
+/* The direct path: every rank's data put into every peer's CUDA pool, reduced there in
+ * one pass (the one-shot across nodes: TOPO_ALGO_ONESHOT marks the family). */
+static void select_cuda_direct(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                               topo_decision_t *d)
+{
+    decide(d, TOPO_ALGO_ONESHOT,
+           "CUDA direct: UCX puts each rank's data into the %d peers' CUDA pool with rkeys, "
+           "the GPU reduces; %s",
+           shape->nranks - 1,
+           cfg->cuda_net_path == TOPO_PATH_DIRECT ? "forced by SYMCOLL_CUDA_NET_PATH=direct"
+           : shape->net_direct > 0
+               ? "every peer's probe put landed"
+               : "probed when the CUDA pool is created (staged if it fails)");
+}
+
+/* Why a CUDA call across nodes is staged rather than direct, for the reason. */
+static const char *cuda_staged_why(const topo_select_cfg_t *cfg, const topo_shape_t *shape)
+{
+    if (!shape->net_cuda)
+        return "UCX lacks CUDA";
+    if (cfg->cuda_net_path == TOPO_PATH_STAGED)
+        return "SYMCOLL_CUDA_NET_PATH=staged";
+    if (shape->net_direct < 0)
+        return "UCX has CUDA, the direct probe failed";
+    if (shape->nnodes != shape->nranks)
+        return "UCX has CUDA, direct only with one rank a node";
+    if (shape->nranks > TOPO_CUDA_DIRECT_MAX_RANKS)
+        return "UCX has CUDA, too many ranks for direct";
+    return "UCX has CUDA, below SYMCOLL_CUDA_NET_DIRECT_MIN";
 }
 
 static void select_cuda_staged(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
@@ -437,13 +480,13 @@ static void select_cuda_staged(const topo_select_cfg_t *cfg, const topo_shape_t 
                      "CUDA hier: RS/AG over each node's %d GPUs (%s), each rank's %s "
                      "slice staged (%s), %s chunks on %d lane%s: ",
                      shape->ppn, topo_link_name(shape->gpu_link), msz,
-                     shape->net_cuda ? "UCX has CUDA, no direct path" : "UCX lacks CUDA", sz,
-                     cfg->cuda_net_lanes, cfg->cuda_net_lanes == 1 ? "" : "s");
+                     cuda_staged_why(cfg, shape), sz, cfg->cuda_net_lanes,
+                     cfg->cuda_net_lanes == 1 ? "" : "s");
     else
         n = snprintf(d->reason, sizeof(d->reason),
                      "CUDA staged via pinned host memory (%s), %s chunks on %d lane%s: ",
-                     shape->net_cuda ? "UCX has CUDA, no direct path" : "UCX lacks CUDA", sz,
-                     cfg->cuda_net_lanes, cfg->cuda_net_lanes == 1 ? "" : "s");
+                     cuda_staged_why(cfg, shape), sz, cfg->cuda_net_lanes,
+                     cfg->cuda_net_lanes == 1 ? "" : "s");
     if (n > 0 && (size_t)n < sizeof(d->reason)) {
         /* as much of the inner reason as fits */
         size_t room = sizeof(d->reason) - (size_t)n - 1, len = strnlen(inner, sizeof(inner));
@@ -462,7 +505,10 @@ static void select_impl(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
 
     if (mem == SYMCOLL_MEM_CUDA && shape->nnodes > 1 && shape->cuda_across_nodes &&
         shape->cuda_max_local > 0 && shape->gpus) {
-        select_cuda_staged(cfg, shape, bytes, d);
+        if (topo_cuda_net_direct(cfg, shape, bytes))
+            select_cuda_direct(cfg, shape, d);
+        else
+            select_cuda_staged(cfg, shape, bytes, d);
         return;
     }
     if (cfg->forced != TOPO_ALGO_AUTO) {
@@ -511,6 +557,7 @@ const char *topo_family_name(topo_family_t family)
         [TOPO_FAMILY_NET_HOST] = "net-host",
         [TOPO_FAMILY_NET_CUDA] = "net-cuda",
         [TOPO_FAMILY_NET_CUDA_HIER] = "net-cuda-hier",
+        [TOPO_FAMILY_NET_CUDA_DIRECT] = "net-cuda-direct",
     };
     return (unsigned)family < TOPO_FAMILY_LAST ? names[family] : "?";
 }
@@ -547,6 +594,7 @@ void topo_select_plan(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
     else if (mem == SYMCOLL_MEM_HOST)
         plan->family = TOPO_FAMILY_NET_HOST;
     else
-        plan->family =
-            d->algo == TOPO_ALGO_HIER ? TOPO_FAMILY_NET_CUDA_HIER : TOPO_FAMILY_NET_CUDA;
+        plan->family = d->algo == TOPO_ALGO_HIER      ? TOPO_FAMILY_NET_CUDA_HIER
+                       : d->algo == TOPO_ALGO_ONESHOT ? TOPO_FAMILY_NET_CUDA_DIRECT
+                                                      : TOPO_FAMILY_NET_CUDA;
 }

@@ -48,6 +48,9 @@ typedef struct topo_shape {
                                time-slice, so a kernel that waits for another rank's can
                                hold the GPU until its slice ends (simulated nodes on one
                                machine, more ranks than GPUs) */
+    /* puts into the peers' CUDA pool with UCX rkeys (the direct path): 0 not probed yet
+     * (the probe runs when the CUDA pool is created), 1 every peer's landed, -1 not */
+    int net_direct;
 } topo_shape_t;
 
 /* Overrides and thresholds, from the SYMCOLL_* configuration. */
@@ -60,8 +63,17 @@ typedef struct topo_select_cfg {
     size_t hier_min;              /* SYMCOLL_HIER_MIN: smallest message sent hierarchically */
     size_t cuda_net_chunk;        /* SYMCOLL_CUDA_NET_CHUNK: staging chunk of CUDA memory
                                      across nodes (0: whole messages) */
-    int cuda_net_lanes; /* SYMCOLL_CUDA_NET_LANES: chunks crossing the nodes at once */
+    int cuda_net_lanes;         /* SYMCOLL_CUDA_NET_LANES: chunks crossing the nodes at once */
+    int cuda_net_path;          /* SYMCOLL_CUDA_NET_PATH: TOPO_PATH_* */
+    size_t cuda_net_direct_min; /* SYMCOLL_CUDA_NET_DIRECT_MIN */
 } topo_select_cfg_t;
+
+/* SYMCOLL_CUDA_NET_PATH */
+enum { TOPO_PATH_AUTO = 0, TOPO_PATH_DIRECT, TOPO_PATH_STAGED };
+
+/* Most ranks the direct path of CUDA memory across nodes serves: every rank puts its data
+ * into every peer's pool and the GPU reduces them all in one pass (cuda/net_direct.h). */
+#define TOPO_CUDA_DIRECT_MAX_RANKS 16
 
 #define TOPO_REASON_MAX 256
 
@@ -73,15 +85,18 @@ typedef struct topo_decision {
 
 /* Which engine runs a call: the plan's first half. The algorithm is the second. */
 typedef enum {
-    TOPO_FAMILY_NONE = 0,     /* nothing serves the call (the decision says why) */
-    TOPO_FAMILY_SELF,         /* one rank: the result is the input */
-    TOPO_FAMILY_HOST,         /* host memory inside a node, over the memfd pool */
-    TOPO_FAMILY_CUDA,         /* CUDA memory inside a node, kernels over the VMM pool */
-    TOPO_FAMILY_NET_HOST,     /* host memory across nodes over UCX */
-    TOPO_FAMILY_NET_CUDA,     /* CUDA memory across nodes, staged through pinned host
-                                 memory by the lanes */
-    TOPO_FAMILY_NET_CUDA_HIER, /* CUDA memory across nodes: reduce-scatter over each
-                                  node's GPUs, the slice staged across nodes, all-gather */
+    TOPO_FAMILY_NONE = 0,        /* nothing serves the call (the decision says why) */
+    TOPO_FAMILY_SELF,            /* one rank: the result is the input */
+    TOPO_FAMILY_HOST,            /* host memory inside a node, over the memfd pool */
+    TOPO_FAMILY_CUDA,            /* CUDA memory inside a node, kernels over the VMM pool */
+    TOPO_FAMILY_NET_HOST,        /* host memory across nodes over UCX */
+    TOPO_FAMILY_NET_CUDA,        /* CUDA memory across nodes, staged through pinned host
+                                    memory by the lanes */
+    TOPO_FAMILY_NET_CUDA_HIER,   /* CUDA memory across nodes: reduce-scatter over each
+                                    node's GPUs, the slice staged across nodes, all-gather */
+    TOPO_FAMILY_NET_CUDA_DIRECT, /* CUDA memory across nodes, one rank a node: UCX puts
+                                    every rank's data into the peers' CUDA pool, the GPU
+                                    reduces (staged where the probe found no way) */
     TOPO_FAMILY_LAST
 } topo_family_t;
 
@@ -156,6 +171,13 @@ static inline size_t topo_cuda_net_chunk(size_t bytes, size_t chunk_max, int lan
  * nodes x 2 ranks on 2 GPUs), against 48-107 us flat at 4-64K; the hierarchical
  * algorithm is ahead from 16M (bench/results/gpu-across-nodes.md, "Hierarchical"). */
 #define TOPO_CUDA_HIER_SHARED_MIN ((size_t)16 << 20)
+
+/* Whether a CUDA all-reduce of bytes across nodes goes the direct path on this shape: one
+ * rank a node (the puts go to every peer, none through a node's own mappings), a UCX
+ * with CUDA on every rank, a probe not known to have failed, and SYMCOLL_CUDA_NET_PATH
+ * (auto: from SYMCOLL_CUDA_NET_DIRECT_MIN bytes). */
+bool topo_cuda_net_direct(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                          size_t bytes);
 bool topo_cuda_net_hier(const topo_select_cfg_t *cfg, const topo_shape_t *shape, size_t bytes);
 
 /* The plan for one all-reduce of bytes bytes of mem memory on shape: the family that

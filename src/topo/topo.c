@@ -390,6 +390,18 @@ void topo_set_net_caps(topo_t *t, int rank, uint32_t mem_types, const char *tls)
     }
 }
 
+void topo_set_net_direct(topo_t *t, const signed char *per_rank, bool all_ok)
+{
+    if (!t->net_direct_peer)
+        t->net_direct_peer = calloc((size_t)t->nranks, sizeof(*t->net_direct_peer));
+    if (t->net_direct_peer && per_rank)
+        memcpy(t->net_direct_peer, per_rank, (size_t)t->nranks);
+    for (int mem = 0; mem < SYMCOLL_MEM_LAST; mem++) {
+        t->shape[mem].net_direct = all_ok ? 1 : -1;
+        t->memo[mem].valid = false;
+    }
+}
+
 const topo_plan_t *topo_plan(topo_t *t, symcoll_mem_type_t mem, size_t bytes)
 {
     if (!t->memo[mem].valid || t->memo[mem].bytes != bytes) {
@@ -432,5 +444,6 @@ void topo_destroy(topo_t *t)
     free(t->node_leader);
     free(t->node_size);
     free(t->links);
+    free(t->net_direct_peer);
     free(t);
 }

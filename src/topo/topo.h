@@ -72,6 +72,9 @@ typedef struct topo {
      * NULL when no rank has a GPU */
     topo_link_info_t *links;
     int net_cuda_ranks;                   /* ranks whose UCX reaches CUDA memory */
+    /* per rank: 1 this rank's probe put into that rank's CUDA pool landed, -1 it did
+     * not, 0 not probed (this rank, a rank of this node, or no probe ran) */
+    signed char *net_direct_peer;
     topo_select_cfg_t select_cfg;         /* SYMCOLL_ALGO and thresholds */
     topo_shape_t shape[SYMCOLL_MEM_LAST]; /* what the selector sees, per memory type */
     /* the last plan per memory type (topo_plan): a loop of equal calls asks the selector
@@ -104,6 +107,11 @@ const topo_link_info_t *topo_link(const topo_t *t, int a, int b);
 /* Called by the UCX layer once it knows every rank's capabilities (memory types UCX
  * reaches directly, TOPO_NET_MEM_*, and transport names); updates the shapes. */
 void topo_set_net_caps(topo_t *t, int rank, uint32_t mem_types, const char *tls);
+
+/* Called by the algorithm layer after the collective probe of the direct path of CUDA
+ * memory across nodes: per_rank as net_direct_peer (copied), all_ok: every rank's puts
+ * into every peer landed (the same on every rank). Updates the shapes. */
+void topo_set_net_direct(topo_t *t, const signed char *per_rank, bool all_ok);
 
 /* The plan of one all-reduce of bytes bytes of mem memory on this communicator: the
  * family and algorithm that run it. The data path's one question to the selector: it

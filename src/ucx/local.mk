@@ -1,6 +1,7 @@
 # ucx layer
 libsymcoll_core_la_SOURCES += \
 	src/ucx/ucx_context.c \
+	src/ucx/ucx_direct.c \
 	src/ucx/ucx_ep.c \
 	src/ucx/ucx_mem.c \
 	src/ucx/ucx_rma.c \

@@ -79,11 +79,18 @@ void ucx_region_release(ucx_ctx_t *ucx, ucx_region_t *reg);
 symcoll_status_t ucx_region_create(ucx_ctx_t *ucx, void *addr, size_t size,
                                    ucx_region_t **reg_p);
 
-/* Fills a pool listener that registers every segment of the mem_type pool and exchanges
- * its rkeys during the pool's growth exchange; trim and destroy release them. ucx is the
- * communicator's own; its lanes reach the segments through the shared context. */
+/* Fills a pool listener that registers every segment of the mem_type pool (with that
+ * memory type) and exchanges its rkeys during the pool's growth exchange; trim and
+ * destroy release them. ucx is the communicator's own; its lanes reach the segments
+ * through the shared context. */
 void ucx_pool_listener(ucx_ctx_t *ucx, symcoll_mem_type_t mem_type,
                        struct pool_listener *listener);
+
+/* True if a pool listener registers the mem_type pool's segments and every rank could
+ * register every segment so far: peers may put into it with ucx_put_rma. A listener of
+ * the CUDA pool is soft: a UCX that cannot register GPU memory logs why (once) and the
+ * pool grows anyway, unregistered on every rank. */
+bool ucx_pool_registered(const ucx_ctx_t *ucx, symcoll_mem_type_t mem_type);
 
 /* ---- data path ------------------------------------------------------------------------
  * Every call below must come from the thread that holds the communicator's lock. */
@@ -104,6 +111,14 @@ symcoll_status_t ucx_put(ucx_ctx_t *ucx, int peer, const void *src, size_t len, 
 symcoll_status_t ucx_put_signal(ucx_ctx_t *ucx, int peer, const void *src, size_t len,
                                 void *sym_dst, uint64_t *sym_flag, uint64_t flag_value,
                                 ucx_req_t *req_p);
+
+/* Puts len bytes from local src to the peer's bytes that sym_dst stands for, always with
+ * RMA through the peer's rkey (never an active message), so the target may be GPU memory
+ * of a pool registered with its memory type (ucx_pool_registered). src is best inside a
+ * registered region too (its registration is passed along). Nothing tells the peer:
+ * ucx_flush (remote completion; src reusable after it), then ucx_put_flag. */
+symcoll_status_t ucx_put_rma(ucx_ctx_t *ucx, int peer, const void *src, size_t len,
+                             void *sym_dst);
 
 /* Orders the puts issued so far before the puts issued after (remote completion). */
 symcoll_status_t ucx_fence(ucx_ctx_t *ucx);

@@ -42,6 +42,7 @@ struct ucx_region {
     char *addr;
     size_t size;
     ucp_mem_h memh;
+    bool cuda; /* registered as CUDA memory */
     bool connected;
     ucx_remote_t *remote; /* nranks entries */
 };
@@ -53,6 +54,11 @@ typedef struct ucx_seg_table {
     int nsegs;
     ucx_region_t *signal;
     symcoll_mem_type_t mem_type; /* of the pool whose segments these are */
+    bool listening;              /* a pool listener serves this table */
+    /* soft: a segment UCX cannot register does not fail the growth; the table is then
+     * unregistered on every rank (all see the same empty blob) and nobody puts into it */
+    bool soft;
+    bool unregistered;
 } ucx_seg_table_t;
 
 /* Header of a write carried by an active message: where the payload goes, then which
@@ -146,6 +152,11 @@ ucx_region_t *ucx_region_find(ucx_ctx_t *ucx, const char *addr, size_t len);
 void ucx_region_drop_rkeys(ucx_region_t *reg, int nranks, int w);
 
 /* ---- ucx_rma.c ---- */
+
+/* Where sym (this rank's address of a region byte) lies at peer, and how many of len bytes
+ * from there stay inside that region. rkey_p NULL: no rkey needed (active messages). */
+symcoll_status_t ucx_target(ucx_ctx_t *ucx, int peer, const char *sym, size_t len,
+                            uint64_t *raddr_p, ucp_rkey_h *rkey_p, size_t *piece_p);
 
 /* Active message handlers: a write (ucx_put_signal without RMA), an abort notice. */
 ucs_status_t ucx_write_cb(void *arg, const void *header, size_t header_length, void *data,

@@ -29,19 +29,23 @@ ucx_region_t *ucx_region_find(ucx_ctx_t *ucx, const char *addr, size_t len)
 }
 
 /* mem_type < 0: let UCX detect it */
+/* soft: a failed ucp_mem_map is expected to be survived (logged as a warning that says
+ * so, by the caller) */
 static symcoll_status_t ucx_region_register_typed(ucx_ctx_t *ucx, void *addr, size_t size,
-                                                  int mem_type, void *blob, size_t max_blob,
-                                                  size_t *len_p, ucx_region_t **reg_p);
+                                                  int mem_type, bool soft, void *blob,
+                                                  size_t max_blob, size_t *len_p,
+                                                  ucx_region_t **reg_p);
 
 symcoll_status_t ucx_region_register(ucx_ctx_t *ucx, void *addr, size_t size, void *blob,
                                      size_t max_blob, size_t *len_p, ucx_region_t **reg_p)
 {
-    return ucx_region_register_typed(ucx, addr, size, -1, blob, max_blob, len_p, reg_p);
+    return ucx_region_register_typed(ucx, addr, size, -1, false, blob, max_blob, len_p, reg_p);
 }
 
 static symcoll_status_t ucx_region_register_typed(ucx_ctx_t *ucx, void *addr, size_t size,
-                                                  int mem_type, void *blob, size_t max_blob,
-                                                  size_t *len_p, ucx_region_t **reg_p)
+                                                  int mem_type, bool soft, void *blob,
+                                                  size_t max_blob, size_t *len_p,
+                                                  ucx_region_t **reg_p)
 {
     ucp_mem_map_params_t mp;
     ucx_region_t *reg;
@@ -69,6 +73,7 @@ static symcoll_status_t ucx_region_register_typed(ucx_ctx_t *ucx, void *addr, si
     }
     reg->addr = addr;
     reg->size = size;
+    reg->cuda = mem_type == SYMCOLL_MEM_CUDA;
 
     memset(&mp, 0, sizeof(mp));
     mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
@@ -83,7 +88,12 @@ static symcoll_status_t ucx_region_register_typed(ucx_ctx_t *ucx, void *addr, si
     }
     s = ucp_mem_map(ucx->shared->context, &mp, &reg->memh);
     if (s != UCS_OK) {
-        log_error("ucp_mem_map(%p, %zu): %s", addr, size, ucs_status_string(s));
+        if (soft)
+            log_warn("UCX cannot register the CUDA pool (ucp_mem_map of %zu bytes: %s): CUDA "
+                     "memory across nodes stays staged through host memory",
+                     size, ucs_status_string(s));
+        else
+            log_error("ucp_mem_map(%p, %zu): %s", addr, size, ucs_status_string(s));
         status = ucx_status_of(ucx, s);
         goto err_free;
     }
@@ -255,6 +265,7 @@ static symcoll_status_t ucx_seg_added(void *arg, int seg, void *addr, size_t siz
 {
     ucx_seg_table_t *t = arg;
     ucx_region_t **slot = ucx_seg_slot(t, seg);
+    symcoll_status_t status;
 
     if (!slot)
         return SYMCOLL_ERR_NO_MEMORY;
@@ -262,8 +273,19 @@ static symcoll_status_t ucx_seg_added(void *arg, int seg, void *addr, size_t siz
         log_error("internal: pool segment %d registered twice", seg);
         return SYMCOLL_ERR_INTERNAL;
     }
-    return ucx_region_register_typed(t->ucx, addr, size, (int)t->mem_type, blob,
-                                     t->ucx->shared->blob_max, len_p, slot);
+    if (t->unregistered) {
+        *len_p = 0; /* an earlier segment could not be: nobody puts into this pool */
+        return SYMCOLL_OK;
+    }
+    status = ucx_region_register_typed(t->ucx, addr, size, (int)t->mem_type, t->soft, blob,
+                                       t->ucx->shared->blob_max, len_p, slot);
+    if (status != SYMCOLL_OK && t->soft) {
+        /* the empty blob tells every rank, which all mark the table unregistered */
+        *slot = NULL;
+        *len_p = 0;
+        return SYMCOLL_OK;
+    }
+    return status;
 }
 
 static symcoll_status_t ucx_seg_exchanged(void *arg, int seg, const void *blobs,
@@ -272,6 +294,19 @@ static symcoll_status_t ucx_seg_exchanged(void *arg, int seg, const void *blobs,
     ucx_seg_table_t *t = arg;
     ucx_region_t **slot = ucx_seg_slot(t, seg);
 
+    if (t->soft && slot) {
+        bool missing = t->unregistered || !*slot;
+        for (int r = 0; r < t->ucx->nranks && !missing; r++)
+            missing = ucx_is_remote(t->ucx, r) && lens[r] == 0;
+        if (missing) {
+            if (!t->unregistered)
+                log_info("UCX: some rank could not register its %s pool: no puts into it, its "
+                         "data crosses the nodes staged",
+                         t->mem_type == SYMCOLL_MEM_CUDA ? "CUDA" : "host");
+            t->unregistered = true;
+            return SYMCOLL_OK; /* a registered segment of ours is released at removal */
+        }
+    }
     if (!slot || !*slot) {
         log_error("internal: pool segment %d exchanged before it was added", seg);
         return SYMCOLL_ERR_INTERNAL;
@@ -298,4 +333,13 @@ void ucx_pool_listener(ucx_ctx_t *ucx, symcoll_mem_type_t mem_type, pool_listene
     listener->seg_exchanged = ucx_seg_exchanged;
     listener->seg_removed = ucx_seg_removed;
     listener->arg = &ucx->shared->segtab[mem_type];
+    ucx->shared->segtab[mem_type].listening = true;
+    ucx->shared->segtab[mem_type].soft = mem_type == SYMCOLL_MEM_CUDA;
+    ucx->shared->segtab[mem_type].unregistered = false;
+}
+
+bool ucx_pool_registered(const ucx_ctx_t *ucx, symcoll_mem_type_t mem_type)
+{
+    const ucx_seg_table_t *t = &ucx->shared->segtab[mem_type];
+    return t->listening && !t->unregistered;
 }

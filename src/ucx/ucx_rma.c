@@ -4,10 +4,8 @@
 
 #include "ucx/ucx_int.h"
 
-/* Where sym (this rank's address of a region byte) lies at peer, and how many of len bytes
- * from there stay inside that region. rkey_p NULL: no rkey needed (active messages). */
-static symcoll_status_t ucx_target(ucx_ctx_t *ucx, int peer, const char *sym, size_t len,
-                                   uint64_t *raddr_p, ucp_rkey_h *rkey_p, size_t *piece_p)
+symcoll_status_t ucx_target(ucx_ctx_t *ucx, int peer, const char *sym, size_t len,
+                            uint64_t *raddr_p, ucp_rkey_h *rkey_p, size_t *piece_p)
 {
     ucx_region_t *reg = ucx_region_find(ucx, sym, 1);
     ucx_remote_t *rm;

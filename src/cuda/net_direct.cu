@@ -1,0 +1,169 @@
+/* The reduction kernel of the direct path of CUDA memory across nodes (net_direct.h):
+ * a grid-stride loop, 16-byte vectors where every pointer allows, accumulating as the
+ * intra-node kernels do (integers in 64 bits with wrap-around, half types in float). */
+#include <cstdint>
+#include <type_traits>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "symcoll.h"
+#include "cuda/net_direct.h"
+
+namespace {
+
+constexpr int THREADS = 512;
+constexpr int MAX_BLOCKS = 264; /* two waves of 132 SMs */
+
+template <typename T> struct Acc {
+    typedef typename std::conditional<std::is_signed<T>::value, long long,
+                                      unsigned long long>::type A;
+    __device__ static A in(T x) { return (A)x; }
+    __device__ static T out(A x) { return (T)x; }
+    __device__ static A sum(A a, A b) { return (A)((unsigned long long)a + (unsigned long long)b); }
+    __device__ static A prod(A a, A b) { return (A)((unsigned long long)a * (unsigned long long)b); }
+};
+template <typename F> struct AccF {
+    typedef F A;
+    __device__ static A sum(A a, A b) { return a + b; }
+    __device__ static A prod(A a, A b) { return a * b; }
+};
+template <> struct Acc<float> : AccF<float> {
+    __device__ static float in(float x) { return x; }
+    __device__ static float out(float x) { return x; }
+};
+template <> struct Acc<double> : AccF<double> {
+    __device__ static double in(double x) { return x; }
+    __device__ static double out(double x) { return x; }
+};
+template <> struct Acc<__half> : AccF<float> {
+    __device__ static float in(__half x) { return __half2float(x); }
+    __device__ static __half out(float x) { return __float2half_rn(x); }
+};
+template <> struct Acc<__nv_bfloat16> : AccF<float> {
+    __device__ static float in(__nv_bfloat16 x) { return __bfloat162float(x); }
+    __device__ static __nv_bfloat16 out(float x) { return __float2bfloat16_rn(x); }
+};
+
+template <typename T, int OP>
+__device__ __forceinline__ typename Acc<T>::A apply(typename Acc<T>::A a, typename Acc<T>::A b)
+{
+    if (OP == SYMCOLL_SUM || OP == SYMCOLL_AVG)
+        return Acc<T>::sum(a, b);
+    if (OP == SYMCOLL_PROD)
+        return Acc<T>::prod(a, b);
+    if (OP == SYMCOLL_MIN)
+        return b < a ? b : a;
+    return a < b ? b : a;
+}
+
+template <typename T> union Vec {
+    uint4 u;
+    T e[16 / sizeof(T)];
+};
+
+template <typename T, int OP>
+__global__ void __launch_bounds__(THREADS) k_reduce(const cuda_net_reduce_args_t a)
+{
+    typedef typename Acc<T>::A A;
+    constexpr int V = 16 / sizeof(T);
+    const size_t stride = (size_t)gridDim.x * THREADS;
+    const size_t tid = (size_t)blockIdx.x * THREADS + threadIdx.x;
+    size_t nvec = 0;
+    uintptr_t align = (uintptr_t)a.dst;
+
+    for (int q = 0; q < a.nsrc; q++)
+        align |= (uintptr_t)a.src[q];
+    if ((align & 15) == 0) {
+        nvec = a.count / V;
+        for (size_t v = tid; v < nvec; v += stride) {
+            A s[V];
+            Vec<T> in;
+            in.u = ((const uint4 *)a.src[0])[v];
+#pragma unroll
+            for (int k = 0; k < V; k++)
+                s[k] = Acc<T>::in(in.e[k]);
+            for (int q = 1; q < a.nsrc; q++) {
+                in.u = ((const uint4 *)a.src[q])[v];
+#pragma unroll
+                for (int k = 0; k < V; k++)
+                    s[k] = apply<T, OP>(s[k], Acc<T>::in(in.e[k]));
+            }
+#pragma unroll
+            for (int k = 0; k < V; k++)
+                in.e[k] = Acc<T>::out(OP == SYMCOLL_AVG ? s[k] / (A)a.nsrc : s[k]);
+            ((uint4 *)a.dst)[v] = in.u;
+        }
+    }
+    for (size_t i = nvec * V + tid; i < a.count; i += stride) {
+        A s = Acc<T>::in(((const T *)a.src[0])[i]);
+        for (int q = 1; q < a.nsrc; q++)
+            s = apply<T, OP>(s, Acc<T>::in(((const T *)a.src[q])[i]));
+        ((T *)a.dst)[i] = Acc<T>::out(OP == SYMCOLL_AVG ? s / (A)a.nsrc : s);
+    }
+}
+
+typedef void (*kernel_fn)(const cuda_net_reduce_args_t);
+
+template <typename T> kernel_fn for_op(int op)
+{
+    switch (op) {
+    case SYMCOLL_SUM:
+        return k_reduce<T, SYMCOLL_SUM>;
+    case SYMCOLL_PROD:
+        return k_reduce<T, SYMCOLL_PROD>;
+    case SYMCOLL_MIN:
+        return k_reduce<T, SYMCOLL_MIN>;
+    case SYMCOLL_MAX:
+        return k_reduce<T, SYMCOLL_MAX>;
+    case SYMCOLL_AVG:
+        return k_reduce<T, SYMCOLL_AVG>;
+    default:
+        return nullptr;
+    }
+}
+
+kernel_fn kernel_for(int dtype, int op)
+{
+    switch (dtype) {
+    case SYMCOLL_INT8:
+        return for_op<int8_t>(op);
+    case SYMCOLL_UINT8:
+        return for_op<uint8_t>(op);
+    case SYMCOLL_INT32:
+        return for_op<int32_t>(op);
+    case SYMCOLL_UINT32:
+        return for_op<uint32_t>(op);
+    case SYMCOLL_INT64:
+        return for_op<int64_t>(op);
+    case SYMCOLL_UINT64:
+        return for_op<uint64_t>(op);
+    case SYMCOLL_FLOAT16:
+        return for_op<__half>(op);
+    case SYMCOLL_BFLOAT16:
+        return for_op<__nv_bfloat16>(op);
+    case SYMCOLL_FLOAT32:
+        return for_op<float>(op);
+    case SYMCOLL_FLOAT64:
+        return for_op<double>(op);
+    default:
+        return nullptr;
+    }
+}
+
+} // namespace
+
+extern "C" int cuda_net_reduce_launch(const cuda_net_reduce_args_t *args, void *stream)
+{
+    kernel_fn k = kernel_for(args->dtype, args->op);
+    size_t blocks = (args->count + (size_t)THREADS * 8 - 1) / ((size_t)THREADS * 8);
+
+    if (!k || args->nsrc < 1 || args->nsrc > CUDA_NET_REDUCE_MAX)
+        return (int)cudaErrorInvalidValue;
+    if (args->count == 0)
+        return (int)cudaSuccess;
+    blocks = blocks < 1 ? 1 : blocks > MAX_BLOCKS ? MAX_BLOCKS : blocks;
+    k<<<(unsigned)blocks, THREADS, 0, (cudaStream_t)stream>>>(*args);
+    return (int)cudaGetLastError();
+}

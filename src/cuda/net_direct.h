@@ -1,0 +1,33 @@
+/* The reduction of CUDA memory across nodes on the direct path (algo/cuda_net_direct.c):
+ * one kernel that reduces, element by element in rank order, the sources the peers put
+ * into this rank's CUDA pool with UCX, plus this rank's own input, into the result. Plain
+ * C, shared by the glue and the CUDA source. */
+#ifndef SYMCOLL_CUDA_NET_DIRECT_H
+#define SYMCOLL_CUDA_NET_DIRECT_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Most sources of one reduction: the ranks of a communicator the direct path serves. */
+#define CUDA_NET_REDUCE_MAX 16
+
+typedef struct cuda_net_reduce_args {
+    void *dst;                            /* count elements; may be one of the sources */
+    const void *src[CUDA_NET_REDUCE_MAX]; /* in rank order: every rank sums alike */
+    int nsrc;                             /* 2 .. CUDA_NET_REDUCE_MAX */
+    size_t count;
+    int dtype; /* symcoll_dtype_t */
+    int op;    /* symcoll_op_t; avg divides by nsrc */
+} cuda_net_reduce_args_t;
+
+/* Queues the reduction on stream (cudaStream_t); returns a cudaError_t. */
+int cuda_net_reduce_launch(const cuda_net_reduce_args_t *args, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
