@@ -13,7 +13,8 @@
 #                                              (default all), netbench netsanitize (GPU memory
 #                                              across 2 simulated nodes), hierbench (2 x 2:
 #                                              hierarchical over the GPUs vs flat), ucxcuda (the same
-#                                              with the packed CUDA-enabled UCX), variants
+#                                              with the packed CUDA-enabled UCX), direct
+#                                              directbench (the direct path with it), variants
 #                                              confirm nccl_quick
 #
 # tests runs test_cuda (one node); nettests runs test_cuda_net (across simulated nodes)
@@ -139,6 +140,43 @@ run() {
                 for c in ${UCXCUDA_CASES:-net_types net_kill net_hier}; do
                     step ucxcuda_${c}_$v 240 env LD_LIBRARY_PATH=$u/lib:$LD_LIBRARY_PATH \
                         UCX_MODULE_DIR=$u/lib/ucx UCX_TLS=$tls CK_RUN_CASE=$c "$bin"/test_cuda_net
+                done
+            done
+            ;;
+        direct|directbench)
+            # The direct path (UCX puts into the peers' CUDA pool) with the CUDA-enabled
+            # UCX packed into $dir/ucx-cuda (UCX 1.22: pack with UCX_CUDA_SLIM=...), for
+            # each UCX_TLS of DIRECT_TLS: the topology report of 2 simulated nodes (the
+            # probe per peer), then the net_direct cases (DIRECT_CASES), or (directbench)
+            # symcoll_perf direct against staged, alternating, 2 x 1, bf16 sum.
+            u=$dir/ucx-cuda
+            if ! test -d "$u/lib"; then
+                echo "$s: no $u (pack with UCX_CUDA_SLIM=...)" | tee -a "$out/summary"
+                continue
+            fi
+            U="env LD_LIBRARY_PATH=$u/lib:$LD_LIBRARY_PATH UCX_MODULE_DIR=$u/lib/ucx"
+            step direct_ucx_info 60 $U sh -c \
+                "$u/bin/ucx_info -v; $u/bin/ucx_info -d | grep -iE 'transport|memory types' "
+            R="$bin/symcoll_run --sim-nodes 2"
+            W='SYMCOLL_LOCAL_RANK=$SYMCOLL_RANK exec "$0" "$@"'
+            P="$bin/symcoll_perf -m cuda -d bfloat16 -o sum -n ${DIRECT_ITERS:-20} -r ${REPEATS:-3}"
+            for tls in ${DIRECT_TLS:-cuda_ipc,cuda_copy,tcp,self tcp,cuda_copy,self}; do
+                v=`echo $tls | tr -c 'a-z0-9\n' _`
+                step direct_info_$v 90 $U UCX_TLS=$tls SYMCOLL_LOG_LEVEL=info \
+                    $R -n 2 --timeout 80 sh -c "$W" "$bin"/symcoll_info -t -a
+                if test $s = direct; then
+                    for c in ${DIRECT_CASES:-net_direct_types net_direct_chunks net_direct_pool net_direct_mixed net_direct_coll net_direct_kill net_direct_abort net_direct_timeout net_direct_mismatch}; do
+                        step ${c}_$v 240 $U UCX_TLS=$tls CK_RUN_CASE=$c "$bin"/test_cuda_net
+                    done
+                    continue
+                fi
+                for i in `seq ${DIRECT_ROUNDS:-2}`; do
+                    step direct_perf_${v}_$i 200 $U UCX_TLS=$tls SYMCOLL_CUDA_NET_PATH=direct \
+                        $R -n 2 --timeout 190 sh -c "$W" $P -b 1K -e ${DIRECT_MAX:-64M} -f 4
+                    step direct_pool_perf_${v}_$i 200 $U UCX_TLS=$tls SYMCOLL_CUDA_NET_PATH=direct \
+                        $R -n 2 --timeout 190 sh -c "$W" $P -b 1K -e ${DIRECT_MAX:-64M} -f 4 -P
+                    step staged_perf_${v}_$i 200 $U UCX_TLS=$tls SYMCOLL_CUDA_NET_PATH=staged \
+                        $R -n 2 --timeout 190 sh -c "$W" $P -b 1K -e ${DIRECT_MAX:-64M} -f 4
                 done
             done
             ;;

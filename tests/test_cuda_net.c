@@ -2,7 +2,7 @@
  * growth, 2 nodes x 2 ranks (hierarchical over each node's GPUs, and flat), a killed,
  * aborted or absent peer, ranks calling with different arguments, capture refused, host
  * calls between queued GPU calls; reduce-scatter, all-gather, broadcast and the stream
- * barrier, staged and hierarchical. Exit 77
+ * barrier, staged and hierarchical; the direct path (net_direct_*: a UCX with CUDA). Exit 77
  * without GPUs. Every case carries the Check tag "net" (CK_INCLUDE_TAGS=net). */
 #define _GNU_SOURCE
 #include <check.h>
@@ -755,6 +755,115 @@ START_TEST(t_net_barrier_3x2)
 }
 END_TEST
 
+/* ---- the direct path: UCX puts into the peers' CUDA pool ------------------------------
+ * Only where the UCX in use reaches CUDA memory (a UCX built with CUDA, UCX_TLS with
+ * cuda_copy): the cases force SYMCOLL_CUDA_NET_PATH=direct, so a probe that fails makes
+ * every call fail with SYMCOLL_ERR_UNSUPPORTED, and after the body, a report shows the
+ * plans and the probe per peer. */
+
+/* every rank: one call; rank 0: the reports name the direct path */
+static void body_net_direct_report(int rank, int nranks, void *arg)
+{
+    net_rank_t r;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f;
+
+    net_setup(&r, rank, 3, 1 << 20);
+    net_run(&r, r.d[0], r.d[1], r.d[2], 4099, SYMCOLL_FLOAT32, SYMCOLL_SUM, rank, nranks, 777,
+            "direct report call");
+    if (rank == 0) {
+        f = open_memstream(&text, &len);
+        ck_assert_ptr_nonnull(f);
+        CK_SC(symcoll_comm_print_topology(r.comm, f));
+        CK_SC(symcoll_comm_print_decisions(r.comm, f));
+        fclose(f);
+        printf("%s", text);
+        for (int p = 1; p < nranks; p++) {
+            char want[96];
+            snprintf(want, sizeof(want), "direct path to rank %d (node %d): yes", p, p);
+            ck_assert_msg(strstr(text, want), "the topology report lacks '%s'", want);
+        }
+        ck_assert_msg(strstr(text, "net-cuda-direct"), "no plan of the direct family");
+        free(text);
+    }
+    net_teardown(&r, 1);
+    (void)arg;
+}
+
+static void net_direct(int nranks, int limit, void (*body)(int, int, void *), void *arg)
+{
+    setenv("SYMCOLL_CUDA_NET_PATH", "direct", 1);
+    ck_assert_int_eq(harness_run(nranks, nranks, limit, body, arg), 0);
+    ck_assert_int_eq(harness_run(nranks, nranks, 120, body_net_direct_report, NULL), 0);
+}
+
+/* every type x operator, 0, 1, 4099 elements and 16 MiB (16 chunks over 3 slots), in and
+ * out of place, 3 nodes; with 256K chunks (64 chunks) on 2 */
+START_TEST(t_net_direct_types_3x1)
+{
+    net_direct(3, 900, body_net_types, NULL);
+}
+END_TEST
+
+START_TEST(t_net_direct_chunks_2x1)
+{
+    setenv("SYMCOLL_CUDA_NET_CHUNK", "256K", 1);
+    net_direct(2, 900, body_net_types, NULL);
+}
+END_TEST
+
+START_TEST(t_net_direct_pool_2x1)
+{
+    net_direct(2, 600, body_net_pool, NULL);
+}
+END_TEST
+
+START_TEST(t_net_direct_mixed_2x1)
+{
+    net_direct(2, 600, body_net_mixed, NULL);
+}
+END_TEST
+
+START_TEST(t_net_direct_coll_3x1)
+{
+    net_direct(3, 900, body_net_coll, (void *)&net_coll_full);
+}
+END_TEST
+
+START_TEST(t_net_direct_kill_2x1)
+{
+    setenv("SYMCOLL_CUDA_NET_PATH", "direct", 1);
+    ck_assert_int_eq(harness_run(2, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_kill, NULL), 0);
+}
+END_TEST
+
+START_TEST(t_net_direct_abort_2x1)
+{
+    setenv("SYMCOLL_CUDA_NET_PATH", "direct", 1);
+    ck_assert_int_eq(harness_run(2, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_abort, NULL), 0);
+}
+END_TEST
+
+START_TEST(t_net_direct_timeout_2x1)
+{
+    setenv("SYMCOLL_CUDA_NET_PATH", "direct", 1);
+    ck_assert_int_eq(harness_run(2, 2, NET_SHORT_TIMEOUT * 6 + 60, body_net_timeout, NULL), 0);
+}
+END_TEST
+
+START_TEST(t_net_direct_mismatch_2x1)
+{
+    setenv("SYMCOLL_CUDA_NET_PATH", "direct", 1);
+    ck_assert_int_eq(
+        harness_run(2, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_mismatch, &net_mismatch_dtype),
+        0);
+    ck_assert_int_eq(
+        harness_run(2, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_mismatch, &net_mismatch_count),
+        0);
+}
+END_TEST
+
 static Suite *cuda_net_suite(int ngpus)
 {
     /* one case per test, so that CK_RUN_CASE=net_mixed (say) runs one of them */
@@ -786,6 +895,15 @@ static Suite *cuda_net_suite(int ngpus)
         {"net_coll", t_net_coll_3x2, 1},
         {"net_coll_hier", t_net_coll_hier_2x2, 1},
         {"net_barrier", t_net_barrier_3x2, 1},
+        {"net_direct_types", t_net_direct_types_3x1, 1},
+        {"net_direct_chunks", t_net_direct_chunks_2x1, 1},
+        {"net_direct_pool", t_net_direct_pool_2x1, 1},
+        {"net_direct_mixed", t_net_direct_mixed_2x1, 1},
+        {"net_direct_coll", t_net_direct_coll_3x1, 1},
+        {"net_direct_kill", t_net_direct_kill_2x1, 1},
+        {"net_direct_abort", t_net_direct_abort_2x1, 1},
+        {"net_direct_timeout", t_net_direct_timeout_2x1, 1},
+        {"net_direct_mismatch", t_net_direct_mismatch_2x1, 1},
     };
     Suite *su = suite_create("cuda_net");
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -532,6 +532,30 @@ static void json_decisions(const char *text)
 }
 
 /* Every rank holds the gathered facts; rank 0 prints them. */
+/* With CUDA here, the CUDA pool is created (every rank: collective) before a report, so
+ * that the report shows what its creation decides: across nodes, the probe of the direct
+ * path (puts into the peers' CUDA pool) and its result per peer. */
+static void touch_cuda_pool(symcoll_comm_h comm)
+{
+    static int done;
+    cuda_probe_t p;
+    void *buf = NULL;
+    symcoll_status_t st;
+
+    if (done || !cuda_built() || !launched())
+        return;
+    done = 1;
+    probe_cuda(&p);
+    if (!p.usable)
+        return;
+    st = symcoll_mem_alloc(comm, 256, SYMCOLL_MEM_CUDA, &buf);
+    if (st == SYMCOLL_OK)
+        symcoll_mem_free(comm, buf);
+    else
+        fprintf(stderr, "%s: no CUDA pool memory (%s): the report shows no CUDA pool\n", prog,
+                symcoll_status_string(st));
+}
+
 static int show_topo_report(const char *name, symcoll_status_t (*print)(void *, FILE *))
 {
     int rank = 0;
@@ -541,6 +565,7 @@ static int show_topo_report(const char *name, symcoll_status_t (*print)(void *, 
 
     if (!comm)
         return 1;
+    touch_cuda_pool(comm);
     if (rank != 0)
         return 0;
     if (!json && print != print_decisions)

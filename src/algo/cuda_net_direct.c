@@ -144,7 +144,7 @@ symcoll_status_t algo_cuda_net_probe(comm_t *comm, pool_t *host_pool, pool_t *cu
     symcoll_status_t status, put_status = SYMCOLL_OK;
 
     if (topo->nnodes < 2 || !comm->ucx || topo->shape[SYMCOLL_MEM_CUDA].net_direct != 0 ||
-        !topo->shape[SYMCOLL_MEM_CUDA].net_cuda ||
+        !topo->shape[SYMCOLL_MEM_CUDA].net_cuda || !topo->shape[SYMCOLL_MEM_CUDA].gpus ||
         topo->select_cfg.cuda_net_path == TOPO_PATH_STAGED)
         return SYMCOLL_OK;
     if (!ucx_pool_registered(comm->ucx, SYMCOLL_MEM_CUDA)) {
