@@ -256,6 +256,44 @@ out:
 
 /* ---- buffers ------------------------------------------------------------------------ */
 
+/* Lane 0's worker puts the whole scratch into every peer's once, from the caller's
+ * thread, while nothing of ours is queued on any stream; then a flag barrier that keeps
+ * that worker progressing. UCX maps a peer's GPU memory (cuda_ipc imports and maps it) or
+ * sets up its staging (cuda_copy) on the first transfer to it, and mapping GPU memory
+ * can wait for the device's queued work: done by the lane during a call, that work
+ * would be the call's own stream waiting for the lane, and both would wait for ever. So
+ * those first transfers happen here, and a call's puts only copy. The bytes land in
+ * scratch nobody reads yet (a peer reads a slot only after our flag for it). */
+static symcoll_status_t cnet_direct_warm(cuda_net_t *cn, size_t bytes)
+{
+    cnet_direct_t *d = &cn->direct;
+    comm_t *comm = cn->comm;
+    ucx_ctx_t *ucx = cn->lanes[0].ucx;
+    deadline_t dl = deadline_make(comm->timeout_sec, &comm->aborted);
+    symcoll_status_t status = SYMCOLL_OK;
+
+    if (!ucx) {
+        log_error("internal: CUDA across nodes, direct: no lane");
+        return SYMCOLL_ERR_INTERNAL;
+    }
+    for (int p = 0; p < comm->nranks && status == SYMCOLL_OK; p++)
+        if (ucx_is_remote(ucx, p))
+            status = ucx_put_rma(ucx, p, d->scratch, bytes, d->scratch);
+    if (status == SYMCOLL_OK)
+        status = ucx_flush(ucx, &dl);
+    for (int p = 0; p < comm->nranks && status == SYMCOLL_OK; p++)
+        if (ucx_is_remote(ucx, p))
+            status =
+                ucx_put_flag(ucx, p, 2, cnet_dflag(d, CNET_DSLOTS, comm->rank, comm->nranks));
+    if (status == SYMCOLL_OK)
+        status = cnet_dflags_wait(cn, ucx, CNET_DSLOTS, 2, &dl);
+    if (status != SYMCOLL_OK)
+        log_error(
+            "CUDA across nodes, direct: the first puts into the peers' scratch failed (%s)",
+            symcoll_status_string(status));
+    return status;
+}
+
 symcoll_status_t cnet_direct_ensure(cuda_net_t *cn, pool_t *cuda_pool)
 {
     cnet_direct_t *d = &cn->direct;
@@ -276,6 +314,13 @@ symcoll_status_t cnet_direct_ensure(cuda_net_t *cn, pool_t *cuda_pool)
     d->chunk_bytes = chunk;
     d->scratch = pool_peer_addr(cuda_pool, pool_local_rank(cuda_pool), d->scratch_off);
     d->in = d->scratch + (size_t)CNET_DSLOTS * (size_t)comm->nranks * chunk;
+    status = cnet_direct_warm(cn, bytes);
+    if (status != SYMCOLL_OK) {
+        pool_free(cuda_pool, d->scratch_off);
+        d->scratch = d->in = NULL;
+        d->cuda_pool = NULL;
+        return status;
+    }
     log_debug("CUDA across nodes, direct: %d x %d x %zu bytes of scratch in the CUDA pool",
               CNET_DSLOTS, comm->nranks + 1, chunk);
     return SYMCOLL_OK;
