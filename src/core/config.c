@@ -327,12 +327,14 @@ static const config_row_t config_table[] = {
         "CUDA memory across nodes: chunks in flight across the nodes at once, each on its "
         "own lane (a thread with its own UCX worker and connections), 1 to 15.",
         parse_nonneg_long_field, cuda_net_lanes),
-    ROW("SYMCOLL_CUDA_NET_PATH", "auto",
-        "CUDA memory across nodes: direct (UCX puts each rank's data straight into the "
-        "peers' CUDA pool with rkeys, the GPU reduces; needs a UCX with CUDA support that "
-        "registers the pool, one rank a node, and a probe put per peer that landed at "
-        "creation), staged (through pinned host memory by the lanes), or auto (direct from "
-        "SYMCOLL_CUDA_NET_DIRECT_MIN bytes where available, else staged).",
+    ROW("SYMCOLL_CUDA_NET_PATH", "staged",
+        "CUDA memory across nodes: staged (through pinned host memory by the lanes), direct "
+        "(UCX puts each rank's data straight into the peers' CUDA pool with rkeys, the GPU "
+        "reduces; needs a UCX with CUDA support that registers the pool, one rank a node, "
+        "and a probe put per peer that landed when the CUDA pool was created), or auto "
+        "(direct from SYMCOLL_CUDA_NET_DIRECT_MIN bytes where available, else staged). "
+        "Experimental: direct calls have not yet completed on a GPU machine "
+        "(bench/results/gpu-direct.md), so staged is the default.",
         parse_cuda_net_path_field, cuda_net_path),
     ROW("SYMCOLL_CUDA_NET_DIRECT_MIN", "0",
         "CUDA memory across nodes: smallest message, bytes, that auto sends on the direct "
