@@ -22,10 +22,13 @@ static symcoll_status_t ucx_init_worker(ucx_ctx_t *ucx)
     ucs_status_t s;
 
     memset(&wparams, 0, sizeof(wparams));
-    /* one thread at a time uses a worker: the communicator's lock serialises the calls
-     * on the owner's, and a lane belongs to one progress thread */
+    /* one thread at a time uses a worker, not always the one that created it: the
+     * communicator's lock serialises the calls on the owner's (from whichever thread
+     * calls), and a lane, created by the owner's thread, is then used by its progress
+     * thread. That is UCX's serialized mode; its single mode means the creating thread
+     * only (UCX built with assertions aborts on any other). */
     wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+    wparams.thread_mode = UCS_THREAD_MODE_SERIALIZED;
     s = ucp_worker_create(ucx->shared->context, &wparams, &ucx->worker);
     if (s != UCS_OK) {
         log_error("ucp_worker_create: %s", ucs_status_string(s));
