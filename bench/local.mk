@@ -1,6 +1,6 @@
 # bench: the MPI peer driver (same engine and output as symcoll_perf) and the scripts
 # that compare symcoll with Open MPI and record the tables in bench/results/.
-EXTRA_DIST += bench/mpi_allreduce_peer.c bench/compare_host.sh bench/bind_rank.sh \
+EXTRA_DIST += bench/mpi_allreduce_peer.c bench/compare_host.sh bench/bind_rank.sh bench/ucx_versions.sh \
 	bench/results/README.md
 
 if HAVE_MPI

@@ -6,7 +6,9 @@ tools_symcoll_run_SOURCES = tools/symcoll_run.c
 tools_symcoll_run_LDADD = -lm
 
 tools_symcoll_info_SOURCES = tools/symcoll_info.c
-tools_symcoll_info_LDADD = libsymcoll.la
+# -v asks the UCX that the library loads for its version and memory types
+tools_symcoll_info_CPPFLAGS = $(AM_CPPFLAGS) $(UCX_CFLAGS)
+tools_symcoll_info_LDADD = libsymcoll.la $(UCX_LIBS)
 
 # symcoll_compare: symcoll_perf against the peers' drivers, with plots (Python 3;
 # matplotlib for the plots)

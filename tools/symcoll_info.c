@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ucp/api/ucp.h>
+
 #include "symcoll.h"
 
 #define INFO_EXIT_USAGE 2
@@ -130,6 +132,102 @@ static void show_cuda(void)
         printf("# CUDA: built; usable here: no: %s\n", p.reason);
 }
 
+/* The UCX that the library runs on: its version (the library loaded, which may differ
+ * from the one built against), where it was loaded from, and the memory types its
+ * context reports, asked as the library's UCX layer asks (ucp_context_query). */
+typedef struct ucx_probe {
+    unsigned major, minor, release;
+    char path[256];   /* the loaded libucp; "" if unknown */
+    int queried;      /* a context was created and answered */
+    int host, cuda;   /* memory types the context reports */
+    char reason[160]; /* why not queried */
+} ucx_probe_t;
+
+static void probe_ucx(ucx_probe_t *p)
+{
+    ucp_params_t params;
+    ucp_config_t *config;
+    ucp_context_h context;
+    ucp_context_attr_t attr;
+    ucs_status_t s;
+    Dl_info dl;
+
+    memset(p, 0, sizeof(*p));
+    ucp_get_version(&p->major, &p->minor, &p->release);
+    if (dladdr((void *)ucp_get_version, &dl) && dl.dli_fname)
+        snprintf(p->path, sizeof(p->path), "%s", dl.dli_fname);
+    s = ucp_config_read(NULL, NULL, &config);
+    if (s != UCS_OK) {
+        snprintf(p->reason, sizeof(p->reason), "ucp_config_read: %s", ucs_status_string(s));
+        return;
+    }
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_PARAM_FIELD_FEATURES;
+    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM;
+    s = ucp_init(&params, config, &context);
+    ucp_config_release(config);
+    if (s != UCS_OK) {
+        snprintf(p->reason, sizeof(p->reason), "ucp_init: %s", ucs_status_string(s));
+        return;
+    }
+    memset(&attr, 0, sizeof(attr));
+    attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    s = ucp_context_query(context, &attr);
+    if (s == UCS_OK) {
+        p->queried = 1;
+        p->host = (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_HOST)) != 0;
+        p->cuda = (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+    } else {
+        snprintf(p->reason, sizeof(p->reason), "ucp_context_query: %s", ucs_status_string(s));
+    }
+    ucp_cleanup(context);
+}
+
+/* "UCX 1.22.0 (with CUDA transports)" of the build line, without "UCX " */
+static void ucx_built(char *buf, size_t len)
+{
+    const char *b = strstr(symcoll_build_info(), "; UCX ");
+
+    if (!b) {
+        snprintf(buf, len, "?");
+        return;
+    }
+    b += strlen("; UCX ");
+    snprintf(buf, len, "%.*s", (int)strcspn(b, ";"), b);
+}
+
+static void show_ucx(void)
+{
+    ucx_probe_t p;
+    char built[96];
+
+    probe_ucx(&p);
+    ucx_built(built, sizeof(built));
+    if (json) {
+        json_member("ucx");
+        printf("{\"built\": ");
+        json_str(built);
+        printf(", \"runtime\": \"%u.%u.%u\", \"library\": ", p.major, p.minor, p.release);
+        json_str(p.path);
+        if (p.queried)
+            printf(", \"memory_types\": {\"host\": %s, \"cuda\": %s}, \"reason\": null}",
+                   p.host ? "true" : "false", p.cuda ? "true" : "false");
+        else {
+            printf(", \"memory_types\": null, \"reason\": ");
+            json_str(p.reason);
+            printf("}");
+        }
+        return;
+    }
+    printf("# UCX: built against %s; runs on %u.%u.%u (%s)\n", built, p.major, p.minor,
+           p.release, p.path[0] ? p.path : "?");
+    if (p.queried)
+        printf("# UCX memory types: host %s, cuda %s\n", p.host ? "yes" : "no",
+               p.cuda ? "yes" : "no");
+    else
+        printf("# UCX memory types: unknown: %s\n", p.reason);
+}
+
 static int launched(void);
 static symcoll_comm_h get_comm(int *rank_p);
 
@@ -200,6 +298,7 @@ static int show_version(void)
         printf("# build: %s\n", symcoll_build_info());
     }
     show_cuda();
+    show_ucx();
     return show_bootstrap();
 }
 
@@ -626,11 +725,13 @@ static void usage(FILE *out)
                 actions[i].help);
     fprintf(out, "  -j, --%-12s %s\n", "json",
             "print the reports as one JSON object (version, library, api, build,\n"
-            "                      cuda, config, algorithms, topology)");
+            "                      cuda, ucx, config, algorithms, topology)");
     fprintf(out, "  -h, --%-12s %s\n", "help", "print this help");
     fprintf(out, "\nWith several options, each report is printed in the order above; the exit\n"
                  "status is the first non-zero status of a report. The CUDA line says whether\n"
-                 "the library was built with CUDA and whether the driver here can run it.\n");
+                 "the library was built with CUDA and whether the driver here can run it;\n"
+                 "the UCX lines name the UCX built against, the one loaded, and whether\n"
+                 "its context reports CUDA memory.\n");
 }
 
 int main(int argc, char **argv)

@@ -55,6 +55,11 @@ SYMCOLL_EXPORT void symcoll_get_version(unsigned *major_p, unsigned *minor_p, un
 SYMCOLL_EXPORT const char *symcoll_build_info(void)
 {
     return "symcoll " PACKAGE_VERSION "; UCX " SYMCOLL_UCX_VERSION
+#ifdef SYMCOLL_UCX_CUDA
+           " (with CUDA transports)"
+#else
+           " (without CUDA transports)"
+#endif
 #ifdef HAVE_CUDA
            "; CUDA on (" SYMCOLL_CUDA_DIR ", static runtime)"
 #else

@@ -22,11 +22,11 @@ static symcoll_status_t ucx_init_worker(ucx_ctx_t *ucx)
     ucs_status_t s;
 
     memset(&wparams, 0, sizeof(wparams));
-    /* one thread at a time uses a worker, but not always the same one: the
-     * communicator's lock serialises the calls on the owner's (and a single lane's thread
-     * takes it over while the caller waits), and a lane is set up by the caller's thread
-     * and then used by its progress thread. SINGLE would tie the worker to the first
-     * thread that used it (UCX built with assertions aborts on the next one). */
+    /* one thread at a time uses a worker, not always the one that created it: the
+     * communicator's lock serialises the calls on the owner's (from whichever thread
+     * calls), and a lane, created by the owner's thread, is then used by its progress
+     * thread. That is UCX's serialized mode; its single mode means the creating thread
+     * only (UCX built with assertions aborts on any other). */
     wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     wparams.thread_mode = UCS_THREAD_MODE_SERIALIZED;
     s = ucp_worker_create(ucx->shared->context, &wparams, &ucx->worker);
@@ -39,6 +39,70 @@ static symcoll_status_t ucx_init_worker(ucx_ctx_t *ucx)
         ucx->efd = -1;
     }
     return SYMCOLL_OK;
+}
+
+/* Sets the TCP transport's option NAME (without the TCP_ prefix) in a UCP configuration
+ * for the interfaces it opens; true if UCX took it. A UCP configuration hands options
+ * it does not know to the transports, and UCX releases differ in the name they expect
+ * there: older ones match the transport's own field name ("TX_SEG_SIZE") and accept any
+ * name without checking it; newer ones check the name against every transport's table
+ * and want it prefixed as in the environment ("TCP_TX_SEG_SIZE"), rejecting the bare
+ * one. Both are set: each UCX applies the one it knows and drops the other. */
+static bool ucx_config_tcp(ucp_config_t *config, const char *name, const char *value)
+{
+    char full[64];
+    bool bare, prefixed;
+
+    snprintf(full, sizeof(full), "TCP_%s", name);
+    bare = ucp_config_modify(config, name, value) == UCS_OK;
+    prefixed = ucp_config_modify(config, full, value) == UCS_OK;
+    return bare || prefixed;
+}
+
+/* The value UCX uses for its option NAME (without UCX_), as ucp_config_print reports
+ * it; false if this UCX has no such option. */
+static bool ucx_config_value(const ucp_config_t *config, const char *name, char *val,
+                             size_t len)
+{
+    char *text = NULL, *line, *save = NULL, key[64];
+    size_t text_len = 0, klen;
+    bool found = false;
+    FILE *f = open_memstream(&text, &text_len);
+
+    if (!f)
+        return false;
+    ucp_config_print(config, f, NULL, UCS_CONFIG_PRINT_CONFIG);
+    fclose(f);
+    klen = (size_t)snprintf(key, sizeof(key), "UCX_%s=", name);
+    for (line = strtok_r(text, "\n", &save); line && !found;
+         line = strtok_r(NULL, "\n", &save)) {
+        if (!strncmp(line, key, klen)) {
+            snprintf(val, len, "%s", line + klen);
+            found = true;
+        }
+    }
+    free(text);
+    return found;
+}
+
+/* Fences per endpoint where UCX offers it. ucx_put_signal fences between a transfer and
+ * its flag. UCX's own choice (FENCE_MODE=auto) is the strong fence wherever its
+ * protocol selection (PROTO_ENABLE) is on: every ucp_worker_fence then blocks until
+ * every endpoint's operations completed at the peers, a round trip per transfer. The
+ * endpoint-based fence orders an endpoint's next operation after its earlier ones, and
+ * costs nothing more than the transport's own fence when both go over one lane (TCP,
+ * one InfiniBand rail). A mode chosen in the environment is kept. */
+static void ucx_config_fence(ucp_config_t *config)
+{
+    char fence[32], proto[32];
+
+    if (!ucx_config_value(config, "FENCE_MODE", fence, sizeof(fence)) ||
+        strcmp(fence, "auto") != 0 ||
+        !ucx_config_value(config, "PROTO_ENABLE", proto, sizeof(proto)) ||
+        (proto[0] != 'y' && proto[0] != '1'))
+        return;
+    if (ucp_config_modify(config, "FENCE_MODE", "ep_based") == UCS_OK)
+        log_debug("UCX: endpoint-based fences (FENCE_MODE=ep_based)");
 }
 
 static symcoll_status_t ucx_init_context(ucx_ctx_t *ucx)
@@ -59,12 +123,13 @@ static symcoll_status_t ucx_init_context(ucx_ctx_t *ucx)
         char v[32];
         size_t seg = ucx->comm->config.net_tcp_seg_size;
         snprintf(v, sizeof(v), "%zu", seg);
-        if (ucp_config_modify(config, "TX_SEG_SIZE", v) == UCS_OK &&
-            ucp_config_modify(config, "RX_SEG_SIZE", v) == UCS_OK)
+        if (ucx_config_tcp(config, "TX_SEG_SIZE", v) &&
+            ucx_config_tcp(config, "RX_SEG_SIZE", v))
             ucx->shared->am_piece = (seg - UCX_AM_HDR_ROOM) / 64 * 64;
         else
             log_warn("UCX does not take TCP_TX/RX_SEG_SIZE; keeping its own segment size");
     }
+    ucx_config_fence(config);
     memset(&params, 0, sizeof(params));
     params.field_mask =
         UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME | UCP_PARAM_FIELD_MT_WORKERS_SHARED;

@@ -55,14 +55,16 @@ static void ucx_describe_ep(ucx_ctx_t *ucx, ucp_ep_h ep, bool *native_rma)
     for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         char *lane = strstr(line, "lane[");
         char name[64];
-        if (strstr(line, "rma_bw") || strstr(line, "amo"))
+        if (!lane && (strstr(line, "rma_bw") || strstr(line, "amo")))
             log_info("UCX %s", line + strspn(line, "# "));
-        /* "rma_bw: #1 ..." lists lanes doing RMA in the transport; "rma_bw: mds ..."
-         * has none: UCX would emulate RMA with messages */
-        if (strstr(line, "rma_bw:") && strchr(strstr(line, "rma_bw:"), '#'))
-            *native_rma = true;
         if (!lane)
             continue;
+        /* "lane[1]: 3:rc_mlx5/mlx5_0:1.0 md[2] ... rma_bw#0 amo#0": a lane that moves RMA
+         * in its transport. Without one UCX emulates RMA with messages over its AM lane
+         * (TCP), and every fence then waits for the peer's acknowledgement. Every release
+         * marks the lanes so; the summary lines after them differ between releases. */
+        if (strstr(lane, " rma_bw#"))
+            *native_rma = true;
         log_info("UCX %s", lane);
         lane = strchr(lane, ':');
         if (!lane)
