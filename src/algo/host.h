@@ -145,4 +145,8 @@ symcoll_status_t algo_host_coll_barrier(host_call_t *c);
  * for n ranks). */
 size_t algo_host_rs_piece(size_t chunk_bytes, int n);
 
+/* algo_host_barrier whose signal is not fenced; the peers asleep on it are woken once
+ * the wait is over (host_common.c). */
+symcoll_status_t algo_host_barrier_lazy(host_call_t *c);
+
 #endif

@@ -389,3 +389,33 @@ char *algo_host_out(const host_call_t *c, int r, size_t k, unsigned slot)
         return (char *)pool_peer_addr(c->pool, r, c->st->peer_out[r]) + k * c->st->chunk_bytes;
     return algo_host_staging(c, r, slot);
 }
+
+/*
+ * The barrier of the other collectives (host_coll.c): algo_host_barrier with its signal
+ * stored without a fence. A fenced store waits until the peers' copies of the progress
+ * line are invalidated, a cache-line round trip that at small sizes is as long as the
+ * rest of the call; unfenced, that transfer overlaps the wait for the peers. The futex
+ * handshake (core_word_sleep: count the sleeper, then look at the word) then needs the
+ * fence on our side before we look at the sleepers, so we look after the wait: either
+ * we see a sleeper and wake it, or it saw our signal. A peer asleep on our signal has
+ * signalled this epoch itself, so our wait does not depend on it; it is woken once
+ * every peer has arrived, which it waits for too.
+ */
+symcoll_status_t algo_host_barrier_lazy(host_call_t *c)
+{
+    algo_host_state_t *st = c->st;
+    algo_host_sig_t *me = st->sig[c->me];
+    uint64_t e = ++st->epoch;
+    symcoll_status_t status = SYMCOLL_OK;
+
+    atomic_store_explicit(&me->progress, e, memory_order_release);
+    c->epoch_open = true;
+    for (int i = 1; i < c->n && status == SYMCOLL_OK; i++)
+        status = host_wait(c, (c->me + i) % c->n, e);
+    if (status == SYMCOLL_OK)
+        c->epoch_open = false;
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&me->waiters, memory_order_relaxed))
+        core_word_publish(&me->progress, &me->waiters, e);
+    return status;
+}
