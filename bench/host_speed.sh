@@ -22,6 +22,8 @@ usage: $0 [options] OUTDIR
   --ucx-tls LIST  UCX_TLS for symcoll between simulated nodes (default tcp,self: the
                   same wire as Open MPI's TCP BTL; 'default' leaves UCX to choose)
   --build DIR     the build tree (default ./build)
+  --mpi-extra A   more mpirun arguments for Open MPI's runs, e.g. "--mca
+                  btl_vader_single_copy_mechanism none" (default none)
 Both launchers run at their defaults: symcoll_run binds rank r to core r, mpirun binds
 to cores for 2 ranks; Open MPI runs ob1 with self,vader (one node) or self,tcp on lo
 (simulated nodes). Needs mpirun on PATH.
@@ -29,7 +31,7 @@ EOF
 }
 
 rounds=3 minb=8 maxb=16M factor=2 iters= warmup= repeats=5 only= ucx_tls=tcp,self
-build=./build outdir=
+build=./build outdir= mpi_extra=
 while [ $# -gt 0 ]; do
     case $1 in
     --rounds) rounds=$2; shift ;;
@@ -42,6 +44,7 @@ while [ $# -gt 0 ]; do
     --only) only=$2; shift ;;
     --ucx-tls) ucx_tls=$2; shift ;;
     --build) build=$2; shift ;;
+    --mpi-extra) mpi_extra=" $2"; shift ;;
     -h|--help) usage; exit 0 ;;
     -*) usage >&2; exit 2 ;;
     *) [ -n "$outdir" ] && { usage >&2; exit 2; }; outdir=$1 ;;
@@ -75,8 +78,8 @@ cmd() {
     case $1.$2 in
     intra.sym) echo "$build/tools/symcoll_run -n 2 --timeout 900 $build/tools/symcoll_perf -m host $perf_args$t" ;;
     inter.sym) echo "${env_tls}$build/tools/symcoll_run -n 2 --sim-nodes 2 --timeout 900 $build/tools/symcoll_perf -m host $perf_args$t" ;;
-    intra.mpi) echo "mpirun $root -np 2 --mca pml ob1 --mca btl self,vader $build/bench/mpi_allreduce_peer $perf_args$t" ;;
-    inter.mpi) echo "mpirun $root -np 2 --mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo $build/bench/mpi_allreduce_peer $perf_args$t" ;;
+    intra.mpi) echo "mpirun $root -np 2$mpi_extra --mca pml ob1 --mca btl self,vader $build/bench/mpi_allreduce_peer $perf_args$t" ;;
+    inter.mpi) echo "mpirun $root -np 2$mpi_extra --mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo $build/bench/mpi_allreduce_peer $perf_args$t" ;;
     esac
 }
 
