@@ -270,6 +270,42 @@ static void body_big_all(int rank, int n, void *arg)
     ctx_fini(&x);
 }
 
+/*
+ * Small messages travel through each rank's mailbox lines (56 bytes of data and an
+ * epoch per cache line, up to 280 bytes). Counts on both sides of every line boundary
+ * and of the mailbox's end, one rank late now and then (peers poll its lines while it
+ * writes them, or give up polling and wait on its epoch), back to back so that both
+ * mailboxes are reused; then counts that disagree across the mailbox's end (one rank
+ * uses it, the others stage): a mismatch everywhere, and the staged calls after it
+ * still right (the ranks' staging slots stayed in step).
+ */
+static void body_mailbox(int rank, int n, void *arg)
+{
+    static const size_t bytes[] = {1,   8,   55,  56,  57,  111, 112, 113, 168,
+                                   200, 224, 248, 272, 279, 280, 281, 288, 512};
+    double x[64] = {0};
+    run_ctx_t c;
+    (void)arg;
+
+    ctx_init(&c, rank, n, 4096);
+    for (int round = 0; round < 6; round++)
+        for (size_t b = 0; b < sizeof(bytes) / sizeof(bytes[0]); b++) {
+            symcoll_dtype_t dt = round % 2 ? SYMCOLL_INT8 : SYMCOLL_FLOAT64;
+            size_t count = bytes[b] / symcoll_dtype_size(dt);
+            if ((b + (size_t)round) % 7 == (size_t)rank)
+                usleep(200);
+            if (count)
+                check_call(&c, dt, (symcoll_op_t)((b + (size_t)round) % SYMCOLL_OP_LAST), count,
+                           (int)(b % 3 == 0), (int)((b / 3 + (size_t)round) % 2), b % 4);
+        }
+    ck_assert_int_eq(symcoll_allreduce(x, x, rank == 0 ? 35 : 36, SYMCOLL_FLOAT64, SYMCOLL_SUM,
+                                       c.comm, NULL),
+                     SYMCOLL_ERR_MISMATCH);
+    for (size_t count = 36; count < 42; count++)
+        check_call(&c, SYMCOLL_FLOAT64, SYMCOLL_SUM, count, 0, BUF_PLAIN, 0);
+    ctx_fini(&c);
+}
+
 RANKS_TEST(test_matrix_1, body_matrix, 1)
 RANKS_TEST(test_matrix_2, body_matrix, 2)
 RANKS_TEST(test_matrix_3, body_matrix, 3)
@@ -278,6 +314,8 @@ RANKS_TEST(test_matrix_8, body_matrix, 8)
 RANKS_TEST(test_chunks_3, body_chunks, 3)
 RANKS_TEST(test_mixed_buffers_3, body_mixed, 3)
 RANKS_TEST(test_big_all_ops_3, body_big_all, 3)
+RANKS_TEST(test_mailbox_3, body_mailbox, 3)
+RANKS_TEST(test_mailbox_8, body_mailbox, 8)
 
 int main(void)
 {
@@ -291,5 +329,7 @@ int main(void)
     ADD_CASE(s, test_chunks_3);
     ADD_CASE(s, test_mixed_buffers_3);
     ADD_CASE(s, test_big_all_ops_3);
+    ADD_CASE(s, test_mailbox_3);
+    ADD_CASE(s, test_mailbox_8);
     return pool_tests_run(s);
 }

@@ -228,6 +228,9 @@ static void perf_usage(FILE *f, const char *prog, const perf_extra_opts_t *extra
             "                recv = send + rank x count, allgather: send = recv + rank x\n"
             "                count, broadcast: send == recv; none for barrier); out of place\n"
             "                always runs\n"
+            "  --same-buffer out of place, every call sends the same buffer and receives\n"
+            "                into the same buffer, as OSU's benchmarks do (default: two\n"
+            "                input buffers in turn)\n"
             "  --csv         print CSV: size,count,type,redop,algo,placement,time_us,\n"
             "                algbw_GBs,busbw_GBs,wrong,min_us,max_us (wrong empty with -c 0)\n"
             "  --json        print one JSON document: the run's parameters and a 'rows' array\n"
@@ -235,11 +238,12 @@ static void perf_usage(FILE *f, const char *prog, const perf_extra_opts_t *extra
             "%s"
             "  -h, --help    this text\n"
             "Timing: out of place, every rank starts a repeat together (barrier) and runs\n"
-            "ITERS calls back to back, rotating between two input buffers; in place, every\n"
-            "call restores its input (untimed), passes a barrier and is timed alone. Each\n"
-            "rank's per-call mean of a repeat is combined over ranks as -a says (time_us),\n"
-            "and as the minimum (min_us) and maximum (max_us) over ranks, as OSU's\n"
-            "benchmarks print them; each column is the median over repeats.\n"
+            "ITERS calls back to back, rotating between two input buffers (one with\n"
+            "--same-buffer); in place, every call restores its input (untimed), passes a\n"
+            "barrier and is timed alone. Each rank's per-call mean of a repeat is combined\n"
+            "over ranks as -a says (time_us), and as the minimum (min_us) and maximum\n"
+            "(max_us) over ranks, as OSU's benchmarks print them; each column is the\n"
+            "median over repeats.\n"
             "Sizes as nccl-tests: size is the larger buffer's bytes (reduce_scatter: send,\n"
             "allgather: receive), count the call's count (reduce_scatter and allgather: per\n"
             "rank); barrier has one row of size 0 and prints time only.\n"
@@ -258,9 +262,10 @@ static void perf_usage(FILE *f, const char *prog, const perf_extra_opts_t *extra
 int perf_parse_args(int argc, char **argv, const char *prog, perf_opts_t *opts,
                     const perf_extra_opts_t *extra)
 {
-    enum { OPT_INPLACE = 256, OPT_CSV, OPT_JSON, OPT_HELP, OPT_COLL, OPT_ROOT };
+    enum { OPT_INPLACE = 256, OPT_CSV, OPT_JSON, OPT_HELP, OPT_COLL, OPT_ROOT, OPT_SAME };
     static const struct option base_long[] = {
         {"inplace", no_argument, NULL, OPT_INPLACE},
+        {"same-buffer", no_argument, NULL, OPT_SAME},
         {"coll", required_argument, NULL, OPT_COLL},
         {"root", required_argument, NULL, OPT_ROOT},
         {"csv", no_argument, NULL, OPT_CSV},
@@ -345,6 +350,9 @@ int perf_parse_args(int argc, char **argv, const char *prog, perf_opts_t *opts,
             break;
         case OPT_INPLACE:
             opts->inplace = 1;
+            break;
+        case OPT_SAME:
+            opts->same_buffer = 1;
             break;
         case OPT_COLL:
             if (perf_coll_from_name(optarg, &opts->coll))
@@ -735,6 +743,9 @@ static int perf_measure(perf_state_t *st, const perf_shape_t *sh, int inplace, d
     const int check = o->check && o->coll != PERF_COLL_BARRIER;
     /* the graph hook times all-reduce only */
     const int loop = be->allreduce_loop && o->coll == PERF_COLL_ALLREDUCE;
+    /* out of place, call it sends in[it & alt] */
+    const int alt = o->same_buffer ? 0 : 1;
+    void *const ins[2] = {st->in[0], st->in[alt]};
     long iters = o->iters, warmup = o->warmup;
     double *times, t, sum;
     uint64_t wrong_total = 0;
@@ -780,7 +791,7 @@ static int perf_measure(perf_state_t *st, const perf_shape_t *sh, int inplace, d
         if (perf_fill_input(st, sh, 0, st->in[0], ++st->seed))
             goto err;
         if (loop)
-            MEASURE_CALL(name, be->allreduce_loop(be->ctx, st->in, st->out, sh->count, o->dtype,
+            MEASURE_CALL(name, be->allreduce_loop(be->ctx, ins, st->out, sh->count, o->dtype,
                                                   o->op, iters));
         else
             for (long w = 0; w < warmup; w++)
@@ -809,23 +820,24 @@ static int perf_measure(perf_state_t *st, const perf_shape_t *sh, int inplace, d
             seeds[0] = ++st->seed;
             seeds[1] = ++st->seed;
             /* unchecked, the inputs of the first repeat serve every repeat */
-            if ((check || r == 0) && (perf_fill_input(st, sh, 0, st->in[0], seeds[0]) ||
-                                      perf_fill_input(st, sh, 0, st->in[1], seeds[1]) ||
-                                      perf_poison(st, st->out, sh->recv_elems)))
+            if ((check || r == 0) &&
+                (perf_fill_input(st, sh, 0, st->in[0], seeds[0]) ||
+                 (alt && perf_fill_input(st, sh, 0, st->in[1], seeds[1])) ||
+                 perf_poison(st, st->out, sh->recv_elems)))
                 goto err;
             MEASURE_CALL("barrier", be->barrier(be->ctx));
             MEASURE_CALL("timer", be->timer_start(be->ctx));
             if (loop) {
-                MEASURE_CALL(name, be->allreduce_loop(be->ctx, st->in, st->out, sh->count,
+                MEASURE_CALL(name, be->allreduce_loop(be->ctx, ins, st->out, sh->count,
                                                       o->dtype, o->op, iters));
             } else {
                 for (long it = 0; it < iters; it++) {
-                    perf_buffers(st, sh, 0, (int)(it & 1), &send, &recv);
+                    perf_buffers(st, sh, 0, (int)(it & alt), &send, &recv);
                     MEASURE_CALL(name, perf_call(st, sh, send, recv));
                 }
             }
             MEASURE_CALL("timer", be->timer_stop(be->ctx, &sum));
-            seed_last = seeds[(iters - 1) & 1];
+            seed_last = seeds[(iters - 1) & alt];
             perf_buffers(st, sh, 0, 0, &send, &recv);
         }
         if (check &&
@@ -901,9 +913,10 @@ static void perf_print_header(const perf_opts_t *o, const perf_backend_t *be)
             printf("  \"warmup\": %ld,\n", o->warmup);
         else
             printf("  \"warmup\": null,\n");
-        printf("  \"repeats\": %ld,\n  \"check\": %s,\n  \"time_over_ranks\": \"%s\",\n"
-               "  \"rows\": [",
-               o->repeats, o->check ? "true" : "false", perf_avg_names[o->avg_mode]);
+        printf("  \"repeats\": %ld,\n  \"check\": %s,\n  \"same_buffer\": %s,\n"
+               "  \"time_over_ranks\": \"%s\",\n  \"rows\": [",
+               o->repeats, o->check ? "true" : "false", o->same_buffer ? "true" : "false",
+               perf_avg_names[o->avg_mode]);
     } else {
         printf("# %s\n", o->banner ? o->banner : "");
         char iters[32] = "auto", warmup[32] = "auto";
@@ -915,10 +928,10 @@ static void perf_print_header(const perf_opts_t *o, const perf_backend_t *be)
         if (o->coll == PERF_COLL_BROADCAST)
             snprintf(root, sizeof(root), " (root %d)", o->root);
         printf("# collective %s%s, ranks %d, type %s, op %s, algo %s, sizes %zu..%zu x%lu, "
-               "iters %s, warmup %s, repeats %ld, check %s\n",
+               "iters %s, warmup %s, repeats %ld, check %s%s\n",
                perf_coll_name(o->coll), root, be->nranks, perf_dtype_name(o->dtype),
                perf_redop_name(o), o->algo, o->minbytes, o->maxbytes, o->factor, iters, warmup,
-               o->repeats, o->check ? "on" : "off");
+               o->repeats, o->check ? "on" : "off", o->same_buffer ? ", same buffer" : "");
         printf("# time_us: median over repeats of the per-call mean, %s over ranks (-a %d); "
                "min_us, max_us: min and max over ranks\n",
                perf_avg_names[o->avg_mode], o->avg_mode);

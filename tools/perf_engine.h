@@ -41,7 +41,8 @@ typedef struct perf_backend {
     int (*timer_stop)(void *ctx, double *seconds_p); /* waits for the work started since */
     const char *(*strerror)(void *ctx, int rc);
     void (*abort)(void *ctx); /* after a failure: make peers fail fast (may be NULL) */
-    /* Optional: @a iters out-of-place calls, sendbuf in[it & 1], as one unit (a CUDA
+    /* Optional: @a iters out-of-place calls, sendbuf in[it & 1], as one unit (both
+     * entries the same buffer with --same-buffer) (a CUDA
      * front-end captures them into a graph once and replays it). NULL: the engine loops
      * over allreduce. The engine calls it for the warm-up too, before any timing. */
     int (*allreduce_loop)(void *ctx, void *const in[2], void *recvbuf, size_t count,
@@ -73,7 +74,8 @@ typedef struct perf_opts {
     long iters;  /* 0: auto (about 256 MiB per size and placement, 3..1000 calls) */
     long warmup; /* -1: auto (iters / 10, 2..20) */
     long repeats;
-    int inplace; /* also run in place */
+    int inplace;     /* also run in place */
+    int same_buffer; /* --same-buffer: out of place, every call sends the same buffer (OSU) */
     int csv;
     int json;           /* one JSON document on stdout instead of the text table */
     int check;          /* -c: compare every repeat's result with the reference (default 1) */

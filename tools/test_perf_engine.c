@@ -221,10 +221,18 @@ static void fake_free(void *ctx, void *p)
     (void)ctx;
     free(p);
 }
+/* the send buffers the fake all-reduce saw, in the order first seen (up to 4) */
+static const void *fake_sends[4];
+static int fake_nsends;
 static int fake_allreduce(void *ctx, const void *s, void *r, size_t count, symcoll_dtype_t t,
                           symcoll_op_t op)
 {
+    int k = 0;
     (void)ctx, (void)op;
+    while (k < fake_nsends && fake_sends[k] != s)
+        k++;
+    if (k == fake_nsends && k < 4)
+        fake_sends[fake_nsends++] = s;
     memmove(r, s, count * refcheck_dtype_size(t));
     return 0;
 }
@@ -403,6 +411,32 @@ START_TEST(test_check_and_json)
 }
 END_TEST
 
+/* Out of place, the calls rotate between two send buffers; --same-buffer sends one. */
+START_TEST(test_same_buffer)
+{
+    char *argv[] = {"test", "-b", "64", "-e", "64", "-n",    "4",  "-w",
+                    "0",    "-r", "2",  "-c", "0",  "--csv", NULL, NULL};
+    perf_opts_t o;
+    char *out;
+    int rc;
+
+    ck_assert_ptr_nonnull(freopen("/dev/null", "w", stderr));
+    fake_nsends = 0;
+    out = run_fake(14, argv, &rc);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_int_eq(fake_nsends, 2);
+    free(out);
+    argv[14] = "--same-buffer";
+    ck_assert_int_eq(perf_parse_args(15, argv, "test", &o, NULL), 0);
+    ck_assert_int_eq(o.same_buffer, 1);
+    fake_nsends = 0;
+    out = run_fake(15, argv, &rc);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_int_eq(fake_nsends, 1);
+    free(out);
+}
+END_TEST
+
 /* --coll: nccl-tests' sizes and bus bandwidth for each collective, and the checks of
  * reduce-scatter's block and of the byte patterns catch a wrong element. */
 START_TEST(test_collectives)
@@ -515,6 +549,7 @@ int main(void)
     tcase_add_test(tc, test_time_over_ranks);
     tcase_add_test(tc, test_check_and_json);
     tcase_add_test(tc, test_collectives);
+    tcase_add_test(tc, test_same_buffer);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -41,6 +41,7 @@ static void host_state_free(algo_host_state_t *st)
     free(st->pids);
     free(st->starts);
     free(st->srcs);
+    free(st->ll_in);
     free(st->peer_flags);
     free(st->peer_in);
     free(st->peer_out);
@@ -69,11 +70,12 @@ symcoll_status_t algo_host_state_get(comm_t *comm, pool_t *pool, algo_host_state
         st->pids = calloc((size_t)n, sizeof(*st->pids));
         st->starts = calloc((size_t)n, sizeof(*st->starts));
         st->srcs = calloc((size_t)n, sizeof(*st->srcs));
+        st->ll_in = malloc((size_t)n * HOST_LL_BYTES);
         st->peer_flags = calloc((size_t)n, sizeof(uint64_t));
         st->peer_in = calloc((size_t)n, sizeof(uint64_t));
         st->peer_out = calloc((size_t)n, sizeof(uint64_t));
-        if (!st->sig || !st->pids || !st->starts || !st->srcs || !st->peer_flags ||
-            !st->peer_in || !st->peer_out) {
+        if (!st->sig || !st->pids || !st->starts || !st->srcs || !st->ll_in ||
+            !st->peer_flags || !st->peer_in || !st->peer_out) {
             host_state_free(st);
             goto err_nomem;
         }
@@ -283,6 +285,43 @@ symcoll_status_t algo_host_barrier(host_call_t *c)
         status = host_wait(c, (c->me + i) % c->n, e);
         if (status != SYMCOLL_OK)
             return status;
+    }
+    c->epoch_open = false;
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t algo_host_barrier_ll(host_call_t *c, unsigned parity, size_t lines)
+{
+    algo_host_state_t *st = c->st;
+    uint64_t e = ++st->epoch;
+    symcoll_status_t status;
+
+    /* for peers whose wait lasts, and for the epochs of every later barrier */
+    core_word_publish(&st->sig[c->me]->progress, &st->sig[c->me]->waiters, e);
+    c->epoch_open = true;
+    for (int i = 1; i < c->n; i++) {
+        int r = (c->me + i) % c->n;
+        const algo_host_ll_line_t *ll = st->sig[r]->ll[parity];
+        unsigned spins = 0, pause;
+        size_t k = 0;
+
+        for (size_t j = 0; j < lines; j++)
+            __builtin_prefetch(&ll[j]);
+        while (k < lines) {
+            if (atomic_load_explicit(&ll[k].epoch, memory_order_acquire) == e) {
+                k++;
+                continue;
+            }
+            if (++spins > st->spin_max)
+                break;
+            pause = 0;
+            core_spin_pause(&pause);
+        }
+        if (k < lines) {
+            status = host_wait(c, r, e);
+            if (status != SYMCOLL_OK)
+                return status;
+        }
     }
     c->epoch_open = false;
     return SYMCOLL_OK;
