@@ -345,6 +345,49 @@ int gpu_coll_sweep(symcoll_comm_h comm, int rank, int nranks, cudaStream_t s, in
     return salt;
 }
 
+int gpu_coll_types(symcoll_comm_h comm, int rank, int nranks, cudaStream_t s, int salt,
+                   const char *where)
+{
+    static const size_t counts[] = {7, 1001};
+    coll_ctx_t c = {comm, s, rank, nranks, NULL, NULL, NULL, 0, where, NULL};
+
+    c.room = counts[1] * 8 * (size_t)nranks + 4096;
+    c.h = malloc(c.room);
+    if (!c.h)
+        harness_fail("malloc(%zu)", c.room);
+    for (int p = 1; p >= 0; p--) {
+        c.kind = p ? "pool" : "plain";
+        if (p) {
+            CK_SC(symcoll_mem_alloc(comm, c.room, SYMCOLL_MEM_CUDA, (void **)&c.a));
+            CK_SC(symcoll_mem_alloc(comm, c.room, SYMCOLL_MEM_CUDA, (void **)&c.b));
+        } else {
+            CK_CUDA(cudaMalloc((void **)&c.a, c.room));
+            CK_CUDA(cudaMalloc((void **)&c.b, c.room));
+        }
+        for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+            for (int inplace = 0; inplace < 2; inplace++) {
+                for (int t = 0; t < SYMCOLL_DTYPE_LAST; t++) {
+                    for (int op = 0; op < SYMCOLL_OP_LAST; op++)
+                        coll_rs(&c, counts[k], (symcoll_dtype_t)t, (symcoll_op_t)op, inplace,
+                                ++salt);
+                    coll_ag(&c, counts[k], (symcoll_dtype_t)t, inplace, ++salt);
+                    coll_bc(&c, counts[k], (symcoll_dtype_t)t, t % nranks, inplace, ++salt);
+                }
+            }
+        }
+        CK_CUDA(cudaStreamSynchronize(s));
+        if (p) {
+            CK_SC(symcoll_mem_free(comm, c.a));
+            CK_SC(symcoll_mem_free(comm, c.b));
+        } else {
+            CK_CUDA(cudaFree(c.a));
+            CK_CUDA(cudaFree(c.b));
+        }
+    }
+    free(c.h);
+    return salt;
+}
+
 gpu_bar_shared_t *gpu_bar_shared_new(void)
 {
     void *p = mmap(NULL, sizeof(gpu_bar_shared_t), PROT_READ | PROT_WRITE,

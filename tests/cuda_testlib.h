@@ -65,6 +65,12 @@ void gpu_verify(const void *dev, size_t count, symcoll_dtype_t t, symcoll_op_t o
 int gpu_coll_sweep(symcoll_comm_h comm, int rank, int nranks, cudaStream_t s, int pool,
                    int quick, int salt, const char *where);
 
+/* Every datatype at 7 and 1001 elements a rank, in and out of place, on CUDA pool and
+ * plain buffers: reduce-scatter with every operator, all-gather, and broadcast from rank
+ * (datatype % nranks); checked as gpu_coll_sweep does. Returns the next unused salt. */
+int gpu_coll_types(symcoll_comm_h comm, int rank, int nranks, cudaStream_t s, int salt,
+                   const char *where);
+
 /* What the ranks of gpu_barrier_order share (memory mapped before the harness forks):
  * per round, when each rank's stream finished its work before the barrier and when work
  * after it started (CLOCK_MONOTONIC ns), and every rank's IPC handle of its buffer. */

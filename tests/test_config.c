@@ -148,6 +148,13 @@ START_TEST(test_read_defaults)
     setenv("SYMCOLL_TIMEOUT", "43200m", 1);
     ck_assert_int_eq(config_read(&cfg), SYMCOLL_OK);
     ck_assert_double_eq(cfg.timeout_sec, 2592000.0);
+    /* how the other collectives run on CUDA memory: allreduce by default, any case */
+    clear_env();
+    ck_assert_int_eq(config_read(&cfg), SYMCOLL_OK);
+    ck_assert_str_eq(cfg.cuda_coll, "allreduce");
+    setenv("SYMCOLL_CUDA_COLL", "Auto", 1);
+    ck_assert_int_eq(config_read(&cfg), SYMCOLL_OK);
+    ck_assert_str_eq(cfg.cuda_coll, "auto");
 }
 END_TEST
 
@@ -160,7 +167,8 @@ START_TEST(test_read_bad)
         {"SYMCOLL_POOL_GROWTH", "0.5"}, {"SYMCOLL_POOL_MAX_SIZE", "lots"},
         {"SYMCOLL_ALGO", "fastest"},    {"SYMCOLL_POOL_MIN_SIZE", "128G"},
         {"SYMCOLL_TIMEOUT", "1e308m"},  {"SYMCOLL_TIMEOUT", "2592000.5"},
-        {"SYMCOLL_TIMEOUT", "43201m"},  {"SYMCOLL_TIMEOUT", "1e300"}};
+        {"SYMCOLL_TIMEOUT", "43201m"},  {"SYMCOLL_TIMEOUT", "1e300"},
+        {"SYMCOLL_CUDA_COLL", "native"}};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         config_t cfg;
         clear_env();

@@ -3,7 +3,9 @@
  * growth, CUDA graph capture and replay, growth refused inside a capture, bf16 sums of
  * random data bit for bit, ranks that call with different arguments, and a rank killed
  * while the others wait in a kernel; reduce-scatter, all-gather, broadcast and the stream
- * barrier on 2 and 3 ranks, captured in a graph, and the barrier's ordering. Exit 77
+ * barrier on 2 and 3 ranks, captured in a graph, and the barrier's ordering; the
+ * collectives' own kernels (each forced, few blocks) against their composition from the
+ * all-reduce, every datatype x operator, captured, and ranks that disagree. Exit 77
  * without GPUs (after the checks of the
  * signature the kernels compare, which need none). The cases across simulated nodes are
  * tests/test_cuda_net.c. */
@@ -767,7 +769,8 @@ static void cg_verify(const cg_bufs_t *b, int rank, int nranks, int salt, cudaSt
 
 static void body_coll_graph(int rank, int nranks, void *arg)
 {
-    const size_t n = (size_t)nranks, big = 40009;
+    /* past every one-shot size: a reduce-scatter of it needs more of the pool */
+    const size_t n = (size_t)nranks, big = (size_t)1 << 22;
     symcoll_comm_h comm;
     cudaStream_t s;
     cudaGraph_t g;
@@ -777,6 +780,8 @@ static void body_coll_graph(int rank, int nranks, void *arg)
     symcoll_status_t st;
     int salt = 7000;
 
+    if (arg) /* "SYMCOLL_ALGO=..." */
+        putenv((char *)arg);
     gpu_set_device(rank);
     comm = harness_comm_create();
     CK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -841,12 +846,177 @@ static void body_coll_graph(int rank, int nranks, void *arg)
     CK_SC(symcoll_mem_free(comm, b.ag));
     CK_SC(symcoll_comm_destroy(comm));
     free(b.h);
-    (void)arg;
 }
 
 START_TEST(t_coll_graph_2ranks)
 {
     ck_assert_int_eq(harness_run(2, 1, 600, body_coll_graph, NULL), 0);
+}
+END_TEST
+
+/* the same with the collectives' own kernels forced one-shot, then two-shot, and run as
+ * all-reduces */
+START_TEST(t_coll_graph_native)
+{
+    static char one[] = "SYMCOLL_ALGO=oneshot", two[] = "SYMCOLL_ALGO=twoshot",
+                composed[] = "SYMCOLL_CUDA_COLL=allreduce";
+    setenv("SYMCOLL_CUDA_COLL", "auto", 1); /* the ranks' own kernels (not the default) */
+    ck_assert_int_eq(harness_run(2, 1, 600, body_coll_graph, one), 0);
+    ck_assert_int_eq(harness_run(3, 1, 600, body_coll_graph, two), 0);
+    ck_assert_int_eq(harness_run(2, 1, 600, body_coll_graph, composed), 0);
+}
+END_TEST
+
+/* ---- the collectives' own kernels against their composition from the all-reduce -----
+ * Each configuration (environment of the ranks) runs the sweep of gpu_coll_sweep and
+ * every datatype x operator (gpu_coll_types): the automatic choice, each kernel forced,
+ * each with 4 blocks (one-shot: several chunks a block; two-shot: several strides a
+ * thread), and the composition from the all-reduce. */
+static const char *const native_cfgs[][3] = {
+    /* SYMCOLL_ALGO, SYMCOLL_CUDA_NBLOCKS, SYMCOLL_CUDA_COLL */
+    {"auto", "0", "auto"},    {"oneshot", "0", "auto"}, {"twoshot", "0", "auto"},
+    {"oneshot", "4", "auto"}, {"twoshot", "4", "auto"}, {"auto", "0", "allreduce"},
+};
+
+static void body_coll_native(int rank, int nranks, void *arg)
+{
+    const size_t first = arg ? *(const size_t *)arg : 0;
+    const size_t ncfg = sizeof(native_cfgs) / sizeof(native_cfgs[0]);
+    int salt = 300000;
+    cudaStream_t s;
+
+    gpu_set_device(rank);
+    CK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    for (size_t c = first; c < ncfg; c++) {
+        char where[96];
+        symcoll_comm_h comm;
+
+        setenv("SYMCOLL_ALGO", native_cfgs[c][0], 1);
+        setenv("SYMCOLL_CUDA_NBLOCKS", native_cfgs[c][1], 1);
+        setenv("SYMCOLL_CUDA_COLL", native_cfgs[c][2], 1);
+        snprintf(where, sizeof(where), "algo %s, %s blocks, %s:", native_cfgs[c][0],
+                 native_cfgs[c][1], native_cfgs[c][2]);
+        comm = harness_comm_create();
+        salt = gpu_coll_sweep(comm, rank, nranks, s, 1, 0, salt, where);
+        salt = gpu_coll_types(comm, rank, nranks, s, salt, where);
+        CK_CUDA(cudaStreamSynchronize(s));
+        CK_SC(symcoll_comm_destroy(comm));
+    }
+    CK_CUDA(cudaStreamDestroy(s));
+}
+
+START_TEST(t_coll_native_2ranks)
+{
+    ck_assert_int_eq(harness_run(2, 1, 1200, body_coll_native, NULL), 0);
+}
+END_TEST
+
+START_TEST(t_coll_native_3ranks)
+{
+    static const size_t from = 1; /* the forced kernels and the composition */
+    ck_assert_int_eq(harness_run(3, 1, 1200, body_coll_native, (void *)&from), 0);
+}
+END_TEST
+
+/* Ranks that call different collectives, roots or operators with the same count: every
+ * rank's call after it returns SYMCOLL_ERR_MISMATCH, on both kernels of the collectives
+ * and against the all-reduce's. */
+#define CM_COUNT 1001
+enum { CM_RS, CM_AG, CM_BC0, CM_BC1, CM_AR };
+
+static const struct {
+    const char *name;
+    int call[2]; /* the other ranks', the last rank's */
+    symcoll_op_t op[2];
+} cm_cases[] = {
+    {"broadcast root", {CM_BC0, CM_BC1}, {SYMCOLL_SUM, SYMCOLL_SUM}},
+    {"all-gather against broadcast", {CM_AG, CM_BC0}, {SYMCOLL_SUM, SYMCOLL_SUM}},
+    {"reduce-scatter operator", {CM_RS, CM_RS}, {SYMCOLL_SUM, SYMCOLL_MAX}},
+    {"reduce-scatter against all-gather", {CM_RS, CM_AG}, {SYMCOLL_SUM, SYMCOLL_SUM}},
+    {"reduce-scatter against all-reduce", {CM_RS, CM_AR}, {SYMCOLL_SUM, SYMCOLL_SUM}},
+};
+
+static symcoll_status_t cm_call(int call, symcoll_op_t op, float *a, float *b, int rank,
+                                int nranks, symcoll_comm_h comm, cudaStream_t s)
+{
+    switch (call) {
+    case CM_RS:
+        return symcoll_reduce_scatter(a, b, CM_COUNT, SYMCOLL_FLOAT32, op, comm, s);
+    case CM_AG:
+        return symcoll_allgather(b + (size_t)rank * CM_COUNT, a, CM_COUNT, SYMCOLL_FLOAT32,
+                                 comm, s);
+    case CM_BC0:
+    case CM_BC1:
+        return symcoll_broadcast(a, a, CM_COUNT, SYMCOLL_FLOAT32, call == CM_BC0 ? 0 : 1, comm,
+                                 s);
+    default:
+        return symcoll_allreduce(a, a, CM_COUNT * (size_t)nranks, SYMCOLL_FLOAT32, op, comm, s);
+    }
+}
+
+static void body_coll_mismatch(int rank, int nranks, void *arg)
+{
+    static const char *const algos[] = {"oneshot", "twoshot"};
+    const int odd = rank == nranks - 1;
+    const size_t bytes = CM_COUNT * (size_t)nranks * 4;
+    float *a, *b;
+    cudaStream_t s;
+
+    (void)arg;
+    setenv("SYMCOLL_TIMEOUT", MM_TIMEOUT, 1);
+    gpu_set_device(rank);
+    CK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CK_CUDA(cudaMalloc((void **)&a, bytes));
+    CK_CUDA(cudaMalloc((void **)&b, bytes));
+    CK_CUDA(cudaMemset(a, 0, bytes));
+    CK_CUDA(cudaMemset(b, 0, bytes));
+    for (size_t g = 0; g < 2; g++) {
+        for (size_t c = 0; c < sizeof(cm_cases) / sizeof(cm_cases[0]); c++) {
+            symcoll_comm_h comm;
+            symcoll_status_t st[3];
+            double t;
+
+            setenv("SYMCOLL_ALGO", algos[g], 1);
+            comm = harness_comm_create();
+            /* every staging and scratch at its size first: the mismatched call grows none */
+            for (int k = CM_RS; k <= CM_AR; k++)
+                CK_SC(cm_call(k, SYMCOLL_SUM, a, b, rank, nranks, comm, s));
+            CK_CUDA(cudaStreamSynchronize(s));
+            t = mono_sec();
+            st[0] = cm_call(cm_cases[c].call[odd], cm_cases[c].op[odd], a, b, rank, nranks,
+                            comm, s);
+            CK_CUDA(cudaStreamSynchronize(s));
+            for (int k = 1; k < 3; k++) {
+                st[k] = cm_call(CM_BC0, SYMCOLL_SUM, a, b, rank, nranks, comm, s);
+                CK_CUDA(cudaStreamSynchronize(s));
+            }
+            fprintf(stderr, "collective mismatch %s (%s): rank %d got %s, %s, %s in %.3f s\n",
+                    cm_cases[c].name, algos[g], rank, symcoll_status_string(st[0]),
+                    symcoll_status_string(st[1]), symcoll_status_string(st[2]), mono_sec() - t);
+            if (st[0] != SYMCOLL_OK && st[0] != SYMCOLL_ERR_MISMATCH)
+                harness_fail("collective mismatch %s (%s): the call returned %s",
+                             cm_cases[c].name, algos[g], symcoll_status_string(st[0]));
+            if (st[1] != SYMCOLL_ERR_MISMATCH || st[2] != SYMCOLL_ERR_MISMATCH)
+                harness_fail("collective mismatch %s (%s): the calls after it returned %s and "
+                             "%s, expected %s",
+                             cm_cases[c].name, algos[g], symcoll_status_string(st[1]),
+                             symcoll_status_string(st[2]),
+                             symcoll_status_string(SYMCOLL_ERR_MISMATCH));
+            t = mono_sec();
+            CK_SC(symcoll_comm_destroy(comm));
+            if (mono_sec() - t > 1.0)
+                harness_fail("collective mismatch %s (%s): destroy took %.3f s",
+                             cm_cases[c].name, algos[g], mono_sec() - t);
+        }
+    }
+    CK_CUDA(cudaFree(a));
+    CK_CUDA(cudaFree(b));
+    CK_CUDA(cudaStreamDestroy(s));
+}
+
+START_TEST(t_coll_mismatch_3ranks)
+{
+    ck_assert_int_eq(harness_run(3, 1, 600, body_coll_mismatch, NULL), 0);
 }
 END_TEST
 
@@ -947,6 +1117,10 @@ static Suite *cuda_suite(int ngpus)
         {"coll2", t_coll_2ranks, 1},
         {"coll3", t_coll_3ranks, 1},
         {"coll_graph", t_coll_graph_2ranks, 1},
+        {"coll_graph_native", t_coll_graph_native, 1},
+        {"coll_native2", t_coll_native_2ranks, 1},
+        {"coll_native3", t_coll_native_3ranks, 1},
+        {"coll_mismatch", t_coll_mismatch_3ranks, 1},
         {"barrier_stream", t_barrier_3ranks, 1},
     };
     Suite *su = suite_create("cuda");

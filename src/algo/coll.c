@@ -1,5 +1,6 @@
 /* Reduce-scatter, all-gather, broadcast and barrier: the native host algorithms inside
- * a node (host_coll.c) and, above the sizes recursive doubling serves, across nodes
+ * a node (host_coll.c), the native CUDA kernels inside a node (cuda_allreduce.c,
+ * cuda/coll.cu) and, above the sizes recursive doubling serves, across nodes
  * (net_coll.c); every other path as one all-reduce of the path the selector planned (so
  * that every memory type and shape the all-reduce serves, with its argument agreement,
  * deadlines and failure reporting, serves these too; for CUDA memory with the zeroing
@@ -104,8 +105,10 @@ static symcoll_status_t coll_cuda_scratch_done(pool_t *cuda_pool, void *p, void 
     return status != SYMCOLL_OK ? status : freed;
 }
 
-/* CUDA memory: the same all-reduces as host memory, with every zeroing and copy queued on
- * the caller's stream around it (so a call inside a node stays capturable). */
+/* CUDA memory: inside a node the collectives' own kernels where they serve
+ * (algo_cuda_coll_native); else the same all-reduces as host memory, with every zeroing
+ * and copy queued on the caller's stream around it (so a call inside a node stays
+ * capturable). */
 static symcoll_status_t coll_cuda(comm_t *comm, const topo_plan_t *plan,
                                   pool_t *const pools[SYMCOLL_MEM_LAST], const algo_args_t *a)
 {
@@ -130,6 +133,8 @@ static symcoll_status_t coll_cuda(comm_t *comm, const topo_plan_t *plan,
         status = algo_check_usable(comm);
         if (status != SYMCOLL_OK)
             return status;
+        if (algo_cuda_coll_native(comm, cuda_pool, plan, a))
+            return algo_cuda_coll(comm, cuda_pool, plan, a);
     }
     switch (a->coll) {
     case ALGO_COLL_REDUCE_SCATTER:

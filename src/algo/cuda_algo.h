@@ -3,6 +3,7 @@
 #ifndef SYMCOLL_ALGO_CUDA_H
 #define SYMCOLL_ALGO_CUDA_H
 
+#include "algo/algo.h"
 #include "core/core.h"
 #include "pool/pool.h"
 #include "topo/select.h"
@@ -28,6 +29,20 @@ symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, topo_algo_t alg
 /* One rank's all-reduce: the input copied to the result on stream (none in place). */
 symcoll_status_t algo_cuda_copy(const void *sendbuf, void *recvbuf, size_t bytes, void *stream);
 
+/* ---- reduce-scatter, all-gather and broadcast by their own kernels (cuda/coll.cu) ------
+ * algo_cuda_coll_native: whether a's collective runs natively on plan (the CUDA family
+ * inside a node, one-shot or two-shot, at most CUDA_AR_MAX_RANKS GPUs, the kernels' state
+ * set up, SYMCOLL_CUDA_COLL not "allreduce"); the same answer on every rank for the same
+ * arguments. algo_cuda_coll runs it (count > 0, arguments checked, comm->lock held):
+ * one-shot over the all-reduce one-shot's staging, two-shot straight from the peers'
+ * pool buffers (a source outside the pool is first copied into the pool scratch
+ * ALGO_CUDA_SCRATCH_COLL, which grows as algo_cuda_scratch says: refused while the stream
+ * is captured). Queued on stream; failures as algo_cuda_allreduce's. */
+bool algo_cuda_coll_native(const comm_t *comm, pool_t *pool, const topo_plan_t *plan,
+                           const algo_args_t *a);
+symcoll_status_t algo_cuda_coll(comm_t *comm, pool_t *pool, const topo_plan_t *plan,
+                                const algo_args_t *a);
+
 /* ---- the other collectives, run as all-reduces (algo/coll.c) ---------------------------
  * Every step is queued on stream, in stream order with the all-reduce around it, so the
  * calls stay capturable where the all-reduce is. */
@@ -45,6 +60,7 @@ symcoll_status_t algo_cuda_zero(void *buf, size_t bytes, void *stream);
 typedef enum {
     ALGO_CUDA_SCRATCH_REDUCE = 0, /* reduce-scatter: the whole all-reduce's result */
     ALGO_CUDA_SCRATCH_BARRIER,    /* the stream barrier's byte */
+    ALGO_CUDA_SCRATCH_COLL,       /* the native kernels' two-shot: sources outside the pool */
     ALGO_CUDA_SCRATCH_N
 } algo_cuda_scratch_t;
 symcoll_status_t algo_cuda_scratch(comm_t *comm, pool_t *pool, algo_cuda_scratch_t which,

@@ -218,6 +218,13 @@ static int parse_reduce_isa_field(const char *s, void *f)
     return parse_string_field(s, f);
 }
 
+static int parse_cuda_coll_field(const char *s, void *f)
+{
+    if (strcasecmp(s, "auto") && strcasecmp(s, "allreduce"))
+        return -1;
+    return parse_string_field(strcasecmp(s, "auto") ? "allreduce" : "auto", f);
+}
+
 static int parse_algo_field(const char *s, void *f)
 {
     static const char *const names[] = {"auto", "oneshot", "twoshot", "ring", "rd", "hier"};
@@ -293,6 +300,13 @@ static const config_row_t config_table[] = {
         "CUDA memory inside a node: largest one-shot message, "
         "bytes, sent with its flags inside the data (no barrier; twice the bytes on the link).",
         parse_size_field, cuda_ll_max),
+    ROW("SYMCOLL_CUDA_COLL", "allreduce",
+        "CUDA memory inside a node: how reduce-scatter, all-gather and broadcast run: "
+        "allreduce (as one all-reduce, with the copies around it on the stream) or auto "
+        "(their own one-shot and two-shot kernels, where the all-reduce's serve). "
+        "Experimental: the kernels of auto have not yet run on a GPU, so allreduce is the "
+        "default.",
+        parse_cuda_coll_field, cuda_coll),
     ROW("SYMCOLL_NET_RD_MAX", "32K",
         "Across nodes: largest message, bytes, reduced by "
         "recursive doubling; larger ones use the ring (2 ranks: 16 times this).",

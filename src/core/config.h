@@ -41,6 +41,7 @@ typedef struct config {
     size_t cuda_pcie_oneshot_max;       /* SYMCOLL_CUDA_PCIE_ONESHOT_MAX */
     long cuda_nblocks;                  /* SYMCOLL_CUDA_NBLOCKS (0: auto) */
     size_t cuda_ll_max;                 /* SYMCOLL_CUDA_LL_MAX */
+    char cuda_coll[CONFIG_STR_MAX];     /* SYMCOLL_CUDA_COLL: auto or allreduce */
     size_t net_rd_max;                  /* SYMCOLL_NET_RD_MAX */
     size_t hier_min;                    /* SYMCOLL_HIER_MIN */
     size_t net_chunk_size;              /* SYMCOLL_NET_CHUNK_SIZE */
