@@ -126,6 +126,7 @@ symcoll_status_t cnet_enqueue(cuda_net_t *cn, cudaStream_t s, const void *sendbu
     status = cnet_wait_queued(cn, CNET_QUEUE - 1);
     if (status != SYMCOLL_OK)
         return status;
+    memset(&o, 0, sizeof(o)); /* a staged operation: not direct, no source, no tag */
     chunk = topo_cuda_net_chunk(count * esize, cn->slot_bytes, cn->nlanes) / esize;
     if (chunk == 0)
         chunk = 1; /* count 0 never comes here; keep the division below defined anyway */
