@@ -357,6 +357,7 @@ void algo_pool_release(comm_t *comm, pool_t *pool)
         break;
 #ifdef HAVE_CUDA
     case SYMCOLL_MEM_CUDA:
+        algo_cuda_net_release_direct(comm); /* its scratch lives in the CUDA pool */
         algo_cuda_release(comm, pool);
         break;
 #endif

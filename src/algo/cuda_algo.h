@@ -128,6 +128,9 @@ symcoll_status_t algo_cuda_net_drain(comm_t *comm);
 /* Drains, then frees the host staging (pool trim). */
 void algo_cuda_net_release(comm_t *comm);
 
+/* Drains, then frees the direct path's scratch in the CUDA pool (its trim). */
+void algo_cuda_net_release_direct(comm_t *comm);
+
 /* Drains, stops the lanes and frees everything (communicator destroy). */
 void algo_cuda_net_destroy(comm_t *comm);
 

@@ -113,6 +113,15 @@ void algo_cuda_net_release(comm_t *comm)
     cnet_stage_release(cn);
 }
 
+void algo_cuda_net_release_direct(comm_t *comm)
+{
+    cuda_net_t *cn = comm->algo->cuda_net;
+
+    if (!cn || !cn->direct.scratch || algo_cuda_net_drain(comm) == SYMCOLL_ERR_TIMED_OUT)
+        return;
+    cnet_direct_release_scratch(cn);
+}
+
 void algo_cuda_net_destroy(comm_t *comm)
 {
     cuda_net_t *cn = comm->algo->cuda_net;

@@ -119,8 +119,14 @@ static symcoll_status_t cnet_dflags_wait(cuda_net_t *cn, ucx_ctx_t *ucx, int slo
                 status = ucx_progress(ucx);
             if (status == SYMCOLL_OK)
                 status = deadline_check(dl);
-            if (status != SYMCOLL_OK)
+            if (status != SYMCOLL_OK) {
+                log_error("CUDA across nodes, direct: gave up waiting for rank %d's flag %u of "
+                          "slot %d (it holds %u): %s",
+                          p, (unsigned)value, slot,
+                          (unsigned)(uint32_t)__atomic_load_n(f, __ATOMIC_ACQUIRE),
+                          symcoll_status_string(status));
                 return status;
+            }
             core_spin_pause(&iter);
         }
     }
@@ -281,12 +287,15 @@ static symcoll_status_t cnet_direct_warm(cuda_net_t *cn, size_t bytes)
             status = ucx_put_rma(ucx, p, d->scratch, bytes, d->scratch);
     if (status == SYMCOLL_OK)
         status = ucx_flush(ucx, &dl);
+    /* every rank warms up as often (collective calls): the same value, a new one each time
+     * (the probe's barrier used 1) */
+    d->warm_epoch = d->warm_epoch < 2 ? 2 : d->warm_epoch + 1;
     for (int p = 0; p < comm->nranks && status == SYMCOLL_OK; p++)
         if (ucx_is_remote(ucx, p))
-            status =
-                ucx_put_flag(ucx, p, 2, cnet_dflag(d, CNET_DSLOTS, comm->rank, comm->nranks));
+            status = ucx_put_flag(ucx, p, d->warm_epoch,
+                                  cnet_dflag(d, CNET_DSLOTS, comm->rank, comm->nranks));
     if (status == SYMCOLL_OK)
-        status = cnet_dflags_wait(cn, ucx, CNET_DSLOTS, 2, &dl);
+        status = cnet_dflags_wait(cn, ucx, CNET_DSLOTS, d->warm_epoch, &dl);
     if (status != SYMCOLL_OK)
         log_error(
             "CUDA across nodes, direct: the first puts into the peers' scratch failed (%s)",
@@ -326,27 +335,41 @@ symcoll_status_t cnet_direct_ensure(cuda_net_t *cn, pool_t *cuda_pool)
     return SYMCOLL_OK;
 }
 
+void cnet_direct_release_scratch(cuda_net_t *cn)
+{
+    cnet_direct_t *d = &cn->direct;
+
+    if (!d->scratch)
+        return;
+    if (cnet_direct_wait_quiet(cn) != SYMCOLL_OK) {
+        log_error("CUDA across nodes: the GPU did not finish its direct reductions; leaving "
+                  "their scratch allocated");
+        return;
+    }
+    pool_free(d->cuda_pool, d->scratch_off);
+    d->scratch = d->in = NULL;
+    d->cuda_pool = NULL;
+}
+
 void cnet_direct_release(cuda_net_t *cn)
 {
     cnet_direct_t *d = &cn->direct;
 
     /* the caller waited until the GPU left them (cnet_wait_quiet) */
-    if (d->scratch)
-        pool_free(d->cuda_pool, d->scratch_off);
-    if (d->flags)
+    cnet_direct_release_scratch(cn);
+    if (d->flags && !d->scratch)
         pool_free(cn->host_pool, d->flags_off);
-    d->scratch = d->in = NULL;
-    d->flags = NULL;
-    d->cuda_pool = NULL;
+    if (!d->scratch)
+        d->flags = NULL;
 }
 
 symcoll_status_t cnet_direct_wait_quiet(cuda_net_t *cn)
 {
     deadline_t dl = deadline_make(cn->comm->timeout_sec, NULL);
 
-    if (!cn->direct.next)
+    if (!cn->direct.cons_queued)
         return SYMCOLL_OK;
-    return cnet_poll_word(cnet_dword(cn, CNET_DCONS, 0), (uint32_t)cn->direct.next, &dl);
+    return cnet_poll_word(cnet_dword(cn, CNET_DCONS, 0), (uint32_t)cn->direct.cons_queued, &dl);
 }
 
 /* ---- the call (caller's thread) ----------------------------------------------------- */
@@ -485,6 +508,8 @@ symcoll_status_t cnet_direct_enqueue(cuda_net_t *cn, cudaStream_t s, const void 
             status = cnet_dq_reduce(&q, k);
         if (status == SYMCOLL_OK)
             status = cnet_dq_word(&q, CNET_DCONS, 0, (uint32_t)(g + 1), false);
+        if (status == SYMCOLL_OK)
+            d->cons_queued = g + 1;
         if (status == SYMCOLL_OK && k + CNET_DSLOTS < o.nchunks)
             status = cnet_dq_in(&q, k + CNET_DSLOTS);
     }

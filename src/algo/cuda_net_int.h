@@ -144,6 +144,10 @@ typedef struct cnet_direct {
     char *scratch, *in;
     uint64_t *flags;
     uint64_t next;
+    /* DCONS of the last chunk whose stream commands were all queued (what the GPU will
+     * reach; less than next after a call that failed while it queued them) */
+    uint64_t cons_queued;
+    uint32_t warm_epoch; /* the value of the last warm-up's barrier flags */
 } cnet_direct_t;
 
 /* The direct path's host-mapped words, after the hier line: per slot the GPU's input is
@@ -327,6 +331,9 @@ symcoll_status_t cnet_enqueue(cuda_net_t *cn, cudaStream_t s, const void *sendbu
  * cnet_direct_wait_quiet). */
 symcoll_status_t cnet_direct_ensure(cuda_net_t *cn, pool_t *cuda_pool);
 void cnet_direct_release(cuda_net_t *cn);
+
+/* The scratch only (CUDA pool trim), once the GPU left it; the flags stay. */
+void cnet_direct_release_scratch(cuda_net_t *cn);
 
 /* Waits (caller's thread) until the GPU reduced every direct chunk queued. */
 symcoll_status_t cnet_direct_wait_quiet(cuda_net_t *cn);
