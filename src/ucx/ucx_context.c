@@ -47,16 +47,17 @@ static symcoll_status_t ucx_init_worker(ucx_ctx_t *ucx)
  * there: older ones match the transport's own field name ("TX_SEG_SIZE") and accept any
  * name without checking it; newer ones check the name against every transport's table
  * and want it prefixed as in the environment ("TCP_TX_SEG_SIZE"), rejecting the bare
- * one. Both are set: each UCX applies the one it knows and drops the other. */
+ * one. The bare name first; the prefixed one only where it was rejected (an older UCX
+ * would take the prefixed one too, and then warn at every worker that it matches no
+ * field). */
 static bool ucx_config_tcp(ucp_config_t *config, const char *name, const char *value)
 {
     char full[64];
-    bool bare, prefixed;
 
+    if (ucp_config_modify(config, name, value) == UCS_OK)
+        return true;
     snprintf(full, sizeof(full), "TCP_%s", name);
-    bare = ucp_config_modify(config, name, value) == UCS_OK;
-    prefixed = ucp_config_modify(config, full, value) == UCS_OK;
-    return bare || prefixed;
+    return ucp_config_modify(config, full, value) == UCS_OK;
 }
 
 /* The value UCX uses for its option NAME (without UCX_), as ucp_config_print reports
