@@ -312,6 +312,12 @@ symcoll_status_t cnet_direct_ensure(cuda_net_t *cn, pool_t *cuda_pool)
 
     if (d->scratch && d->cuda_pool == cuda_pool)
         return SYMCOLL_OK;
+    if (!d->preloaded) {
+        cudaError_t err = (cudaError_t)cuda_net_reduce_preload();
+        if (err != cudaSuccess)
+            return cuda_rt_error(err, "CUDA across nodes, direct: loading the reduction kernels");
+        d->preloaded = true;
+    }
     status = cnet_flags_ensure(cn);
     if (status != SYMCOLL_OK)
         return status;

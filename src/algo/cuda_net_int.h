@@ -148,6 +148,7 @@ typedef struct cnet_direct {
      * reach; less than next after a call that failed while it queued them) */
     uint64_t cons_queued;
     uint32_t warm_epoch; /* the value of the last warm-up's barrier flags */
+    bool preloaded;      /* cuda_net_reduce_preload ran (the kernels stay loaded) */
 } cnet_direct_t;
 
 /* The direct path's host-mapped words, after the hier line: per slot the GPU's input is

@@ -167,3 +167,21 @@ extern "C" int cuda_net_reduce_launch(const cuda_net_reduce_args_t *args, void *
     k<<<(unsigned)blocks, THREADS, 0, (cudaStream_t)stream>>>(*args);
     return (int)cudaGetLastError();
 }
+
+extern "C" int cuda_net_reduce_preload(void)
+{
+    for (int t = SYMCOLL_INT8; t <= SYMCOLL_FLOAT64; t++)
+        for (int op = SYMCOLL_SUM; op <= SYMCOLL_AVG; op++) {
+            kernel_fn k = kernel_for(t, op);
+            cudaFuncAttributes attr;
+            cudaError_t err;
+
+            if (!k)
+                continue;
+            /* asking for a kernel's attributes loads it */
+            err = cudaFuncGetAttributes(&attr, (const void *)k);
+            if (err != cudaSuccess)
+                return (int)err;
+        }
+    return (int)cudaSuccess;
+}

@@ -26,6 +26,13 @@ typedef struct cuda_net_reduce_args {
 /* Queues the reduction on stream (cudaStream_t); returns a cudaError_t. */
 int cuda_net_reduce_launch(const cuda_net_reduce_args_t *args, void *stream);
 
+/* Loads every reduction kernel now; returns a cudaError_t. CUDA loads a kernel on its
+ * first launch by default (lazy loading), and that load may wait for the device's queued
+ * work while holding the driver's lock; on the direct path that work is the stream
+ * waiting for lane 0, and lane 0 calls the driver through UCX, so a load during a call
+ * never ends (seen on the H200). Run before the first direct call is queued. */
+int cuda_net_reduce_preload(void);
+
 #ifdef __cplusplus
 }
 #endif

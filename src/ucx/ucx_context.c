@@ -19,6 +19,7 @@ const char *ucx_transports(const ucx_ctx_t *ucx)
 static symcoll_status_t ucx_init_worker(ucx_ctx_t *ucx)
 {
     ucp_worker_params_t wparams;
+    ucp_context_attr_t cattr;
     ucs_status_t s;
 
     memset(&wparams, 0, sizeof(wparams));
@@ -34,7 +35,19 @@ static symcoll_status_t ucx_init_worker(ucx_ctx_t *ucx)
         log_error("ucp_worker_create: %s", ucs_status_string(s));
         return SYMCOLL_ERR_UCX;
     }
-    if (ucp_worker_get_efd(ucx->worker, &ucx->efd) != UCS_OK) {
+    ucx->efd = -1;
+    /* Arming a worker whose transports move CUDA memory (cuda_copy, cuda_ipc) calls the
+     * CUDA driver (cuStreamAddCallback), which waits for a lock that another thread of the
+     * process holds while it waits inside the driver (a stream synchronisation, a kernel
+     * loaded on its first launch): a lane doing that while the caller's stream waits for
+     * the lane never returns (seen on the H200: bench/results/gpu-direct.md). Such
+     * workers never arm; their long waits yield. */
+    memset(&cattr, 0, sizeof(cattr));
+    cattr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    if (ucp_context_query(ucx->shared->context, &cattr) == UCS_OK &&
+        (cattr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)))
+        log_debug("UCX moves CUDA memory: its worker is never armed, long waits yield");
+    else if (ucp_worker_get_efd(ucx->worker, &ucx->efd) != UCS_OK) {
         log_debug("UCX worker has no event fd: long waits yield instead of sleeping");
         ucx->efd = -1;
     }
