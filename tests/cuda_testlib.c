@@ -68,6 +68,10 @@ void gpu_fill(void *dev, void *out, size_t count, symcoll_dtype_t t, symcoll_op_
 void gpu_verify(const void *dev, size_t count, symcoll_dtype_t t, symcoll_op_t op, int nranks,
                 int salt, void *host, cudaStream_t s, const char *what)
 {
+    /* the stream first, then the copy into pageable memory (which blocks inside the
+     * driver): a forced direct path across nodes over transports that call the driver
+     * from its lane needs that order (README, SYMCOLL_CUDA_NET_PATH) */
+    CK_CUDA(cudaStreamSynchronize(s));
     CK_CUDA(
         cudaMemcpyAsync(host, dev, count * refcheck_dtype_size(t), cudaMemcpyDeviceToHost, s));
     CK_CUDA(cudaStreamSynchronize(s));

@@ -533,8 +533,11 @@ static void kill_parent(kill_shared_t *d, pid_t pid, int n)
     if (d->zombie) {
         while (atomic_load(&d->done) < n - 1 && mono_ns() < end)
             usleep(1000);
+        /* the survivors are done and the victim is not reaped yet: wait for it to exit
+         * without reaping it (a process that held a GPU context can take a while to go
+         * after SIGKILL, long after its sockets closed) */
         memset(&si, 0, sizeof(si));
-        if (!waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) && si.si_pid == pid)
+        if (!waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) && si.si_pid == pid)
             atomic_store(&d->zombie_seen, 1);
     }
     if (waitpid(pid, &ws, 0) != pid)

@@ -26,48 +26,48 @@ static const topo_select_cfg_t cfg_test = {
 };
 
 /* nranks, nnodes, ppn, uniform, gpu_link, net_cuda, cuda_max_local, cuda_across_nodes,
- * gpus, oversubscribed, gpus_shared, net_direct */
+ * gpus, oversubscribed, gpus_shared, net_direct, net_direct_drv */
 static const topo_shape_t one_node_8_nvlink = {
-    8, 1, 8, true, TOPO_LINK_NVLINK, false, 8, true, true, false, false, 0};
-static const topo_shape_t one_node_4_pcie_nop2p = {4, 1,    4,    true,  TOPO_LINK_NONE, false,
-                                                   8, true, true, false, false,          0};
-static const topo_shape_t one_node_4_pcie_p2p = {4, 1,    4,    true,  TOPO_LINK_PCIE, false,
-                                                 8, true, true, false, false,          0};
+    8, 1, 8, true, TOPO_LINK_NVLINK, false, 8, true, true, false, false, 0, false};
+static const topo_shape_t one_node_4_pcie_nop2p = {
+    4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false};
+static const topo_shape_t one_node_4_pcie_p2p = {
+    4, 1, 4, true, TOPO_LINK_PCIE, false, 8, true, true, false, false, 0, false};
 static const topo_shape_t two_nodes_4_nvlink = {
-    8, 2, 4, true, TOPO_LINK_NVLINK, true, 8, true, true, false, false, 0};
+    8, 2, 4, true, TOPO_LINK_NVLINK, true, 8, true, true, false, false, 0, false};
 /* 2 simulated nodes x 2 ranks on one machine's 2 GPUs: ranks of the two nodes share */
 static const topo_shape_t two_nodes_2_shared = {
-    4, 2, 2, true, TOPO_LINK_NVLINK, false, 8, true, true, false, true, 0};
-static const topo_shape_t two_nodes_4_nop2p = {8, 2,    4,    true,  TOPO_LINK_NONE, false,
-                                               8, true, true, false, false,          0};
-static const topo_shape_t sixteen_nodes_1 = {16, 16,   1,    true,  TOPO_LINK_NONE, false,
-                                             8,  true, true, false, false,          0};
-static const topo_shape_t host_1_node_4 = {4, 1,    4,     true,  TOPO_LINK_NONE, false,
-                                           8, true, false, false, false,          0};
+    4, 2, 2, true, TOPO_LINK_NVLINK, false, 8, true, true, false, true, 0, false};
+static const topo_shape_t two_nodes_4_nop2p = {
+    8, 2, 4, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false};
+static const topo_shape_t sixteen_nodes_1 = {
+    16, 16, 1, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false};
+static const topo_shape_t host_1_node_4 = {
+    4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false};
 /* 4 ranks on a node with fewer CPUs than ranks */
-static const topo_shape_t host_1_node_4_oversub = {4, 1,    4,     true, TOPO_LINK_NONE, false,
-                                                   8, true, false, true, false,          0};
-static const topo_shape_t host_1_rank = {1, 1,    1,     true,  TOPO_LINK_NONE, false,
-                                         8, true, false, false, false,          0};
-static const topo_shape_t host_4_nodes_2 = {8, 4,    2,     true,  TOPO_LINK_NONE, false,
-                                            8, true, false, false, false,          0};
-static const topo_shape_t host_4_nodes_uneven = {7, 4,    2,     false, TOPO_LINK_NONE, false,
-                                                 8, true, false, false, false,          0};
+static const topo_shape_t host_1_node_4_oversub = {
+    4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, false, true, false, 0, false};
+static const topo_shape_t host_1_rank = {
+    1, 1, 1, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false};
+static const topo_shape_t host_4_nodes_2 = {
+    8, 4, 2, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false};
+static const topo_shape_t host_4_nodes_uneven = {
+    7, 4, 2, false, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false};
 static const topo_shape_t one_node_2_nvlink = {
-    2, 1, 2, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0};
-static const topo_shape_t two_nodes_1 = {2, 2,    1,    true,  TOPO_LINK_NONE, false,
-                                         8, true, true, false, false,          0};
-static const topo_shape_t one_gpu_rank = {1, 1,     1,    true,  TOPO_LINK_NONE, false,
-                                          8, false, true, false, false,          0};
-static const topo_shape_t one_node_2_same_gpu = {2, 1,    2,    true,  TOPO_LINK_SAME, false,
-                                                 8, true, true, false, false,          0};
+    2, 1, 2, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0, false};
+static const topo_shape_t two_nodes_1 = {
+    2, 2, 1, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false};
+static const topo_shape_t one_gpu_rank = {
+    1, 1, 1, true, TOPO_LINK_NONE, false, 8, false, true, false, false, 0, false};
+static const topo_shape_t one_node_2_same_gpu = {
+    2, 1, 2, true, TOPO_LINK_SAME, false, 8, true, true, false, false, 0, false};
 /* what a build lacks: no CUDA at all, no CUDA path across nodes, kernels for <= 8 ranks */
 static const topo_shape_t build_no_cuda = {
-    4, 1, 4, true, TOPO_LINK_NVLINK, false, 0, false, true, false, false, 0};
+    4, 1, 4, true, TOPO_LINK_NVLINK, false, 0, false, true, false, false, 0, false};
 static const topo_shape_t build_cuda_intra = {
-    8, 2, 4, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0};
+    8, 2, 4, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0, false};
 static const topo_shape_t one_node_16_nvlink = {
-    16, 1, 16, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0};
+    16, 1, 16, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0, false};
 
 enum { H = SYMCOLL_MEM_HOST, C = SYMCOLL_MEM_CUDA };
 
@@ -279,29 +279,34 @@ START_TEST(test_select_direct)
         size_t min, bytes;
         topo_family_t want;
         const char *reason_has;
+        bool drv; /* UCX's lanes call the CUDA driver (cuda_ipc, cuda_copy) */
     } rows[] = {
         {"not probed yet", 2, 1, 1, 0, TOPO_PATH_AUTO, 0, 8, TOPO_FAMILY_NET_CUDA_DIRECT,
-         "probed when the CUDA pool is created"},
+         "probed when the CUDA pool is created", false},
         {"probed", 3, 1, 1, 1, TOPO_PATH_AUTO, 0, 8 * M, TOPO_FAMILY_NET_CUDA_DIRECT,
-         "UCX puts each rank's data into the 2 peers' CUDA pool"},
+         "UCX puts each rank's data into the 2 peers' CUDA pool", false},
         {"probe failed", 2, 1, 1, -1, TOPO_PATH_AUTO, 0, 8, TOPO_FAMILY_NET_CUDA,
-         "the direct probe failed"},
+         "the direct probe failed", false},
         {"probe failed, forced", 2, 1, 1, -1, TOPO_PATH_DIRECT, 0, 8, TOPO_FAMILY_NET_CUDA,
-         "the direct probe failed"},
+         "the direct probe failed", false},
         {"no CUDA in UCX", 2, 1, 0, 0, TOPO_PATH_AUTO, 0, 8, TOPO_FAMILY_NET_CUDA,
-         "UCX lacks CUDA"},
+         "UCX lacks CUDA", false},
         {"forced staged", 2, 1, 1, 1, TOPO_PATH_STAGED, 0, 8, TOPO_FAMILY_NET_CUDA,
-         "SYMCOLL_CUDA_NET_PATH=staged"},
+         "SYMCOLL_CUDA_NET_PATH=staged", false},
         {"below the minimum", 2, 1, 1, 1, TOPO_PATH_AUTO, 64 * K, 32 * K, TOPO_FAMILY_NET_CUDA,
-         "below SYMCOLL_CUDA_NET_DIRECT_MIN"},
+         "below SYMCOLL_CUDA_NET_DIRECT_MIN", false},
         {"at the minimum", 2, 1, 1, 1, TOPO_PATH_AUTO, 64 * K, 64 * K,
-         TOPO_FAMILY_NET_CUDA_DIRECT, "every peer's probe put landed"},
+         TOPO_FAMILY_NET_CUDA_DIRECT, "every peer's probe put landed", false},
         {"forced below the minimum", 2, 1, 1, 1, TOPO_PATH_DIRECT, 64 * K, 8,
-         TOPO_FAMILY_NET_CUDA_DIRECT, "forced by SYMCOLL_CUDA_NET_PATH=direct"},
+         TOPO_FAMILY_NET_CUDA_DIRECT, "forced by SYMCOLL_CUDA_NET_PATH=direct", false},
         {"two ranks a node", 2, 2, 1, 1, TOPO_PATH_AUTO, 0, 8, TOPO_FAMILY_NET_CUDA_HIER,
-         "direct only with one rank a node"},
+         "direct only with one rank a node", false},
         {"17 nodes", 17, 1, 1, 1, TOPO_PATH_AUTO, 0, 8, TOPO_FAMILY_NET_CUDA,
-         "too many ranks for direct"},
+         "too many ranks for direct", false},
+        {"lanes call the driver", 2, 1, 1, 1, TOPO_PATH_AUTO, 0, 8 * M, TOPO_FAMILY_NET_CUDA,
+         "call the CUDA driver", true},
+        {"lanes call the driver, forced", 2, 1, 1, 1, TOPO_PATH_DIRECT, 0, 8,
+         TOPO_FAMILY_NET_CUDA_DIRECT, "forced by SYMCOLL_CUDA_NET_PATH=direct", true},
     };
 
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
@@ -316,6 +321,7 @@ START_TEST(test_select_direct)
         sh.gpu_link = rows[i].ppn > 1 ? TOPO_LINK_NVLINK : sh.gpu_link;
         sh.net_cuda = rows[i].net_cuda;
         sh.net_direct = rows[i].probed;
+        sh.net_direct_drv = rows[i].drv;
         cfg.cuda_net_path = rows[i].path;
         cfg.cuda_net_direct_min = rows[i].min;
         topo_select_plan(&cfg, &sh, SYMCOLL_MEM_CUDA, rows[i].bytes, &plan, &d);

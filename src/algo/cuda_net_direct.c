@@ -144,7 +144,7 @@ symcoll_status_t algo_cuda_net_probe(comm_t *comm, pool_t *host_pool, pool_t *cu
     signed char *landed = NULL, *all = NULL, *mine = NULL;
     char *area;
     cuda_net_t *cn;
-    bool ok = true;
+    bool ok = true, drv = false;
     double sec = comm->timeout_sec < CNET_PROBE_SEC ? comm->timeout_sec : CNET_PROBE_SEC;
     deadline_t dl;
     symcoll_status_t status, put_status = SYMCOLL_OK;
@@ -155,7 +155,7 @@ symcoll_status_t algo_cuda_net_probe(comm_t *comm, pool_t *host_pool, pool_t *cu
         return SYMCOLL_OK;
     if (!ucx_pool_registered(comm->ucx, SYMCOLL_MEM_CUDA)) {
         /* every rank knows (the registrations' exchange told them): no probe */
-        topo_set_net_direct(topo, NULL, false);
+        topo_set_net_direct(topo, NULL, false, false);
         return SYMCOLL_OK;
     }
     status = algo_cuda_net_prepare(comm, host_pool);
@@ -217,8 +217,12 @@ symcoll_status_t algo_cuda_net_probe(comm_t *comm, pool_t *host_pool, pool_t *cu
          * is not used on this path again */
     }
 
-    /* what landed here, from each peer */
+    /* what landed here, from each peer; in this rank's own entry (no probe of itself):
+     * 2 where its UCX moves CUDA memory through a transport that calls the CUDA driver
+     * from the lane (cuda_copy and cuda_ipc lanes, named in the endpoints' lanes; a put
+     * into GPU memory over TCP goes through cuda_copy) */
     status = be->memcpy(bctx, host, area, bytes);
+    landed[me] = strstr(ucx_transports(comm->ucx), "cuda_") ? 2 : 0;
     for (int p = 0; p < n && status == SYMCOLL_OK; p++) {
         if (p == me || !ucx_is_remote(comm->ucx, p))
             continue;
@@ -237,8 +241,10 @@ symcoll_status_t algo_cuda_net_probe(comm_t *comm, pool_t *host_pool, pool_t *cu
             if (all[(size_t)q * (size_t)n + (size_t)p] < 0)
                 ok = false;
     for (int q = 0; q < n; q++)
-        mine[q] = all[(size_t)q * (size_t)n + (size_t)me];
-    topo_set_net_direct(topo, mine, ok);
+        drv = drv || all[(size_t)q * (size_t)n + (size_t)q] == 2;
+    for (int q = 0; q < n; q++)
+        mine[q] = q == me ? 0 : all[(size_t)q * (size_t)n + (size_t)me];
+    topo_set_net_direct(topo, mine, ok, drv);
     if (ok)
         log_info("CUDA across nodes: every probe put into a peer's CUDA pool landed; direct "
                  "path available (UCX %s)",
@@ -314,9 +320,24 @@ symcoll_status_t cnet_direct_ensure(cuda_net_t *cn, pool_t *cuda_pool)
         return SYMCOLL_OK;
     if (!d->preloaded) {
         cudaError_t err = (cudaError_t)cuda_net_reduce_preload();
+        int dev, can = 0;
+        CUdevice cudev;
+
         if (err != cudaSuccess)
-            return cuda_rt_error(err, "CUDA across nodes, direct: loading the reduction kernels");
+            return cuda_rt_error(err,
+                                 "CUDA across nodes, direct: loading the reduction kernels");
         d->preloaded = true;
+        /* A NIC's writes into GPU memory (GPUDirect RDMA) may still be on their way inside
+         * the GPU when the flag that follows them reaches host memory; where the device
+         * can, the stream's wait for the lane flushes them before the reduction reads. */
+        if (cuda_comm_device(comm, &dev) == SYMCOLL_OK &&
+            cn->drv->device_get(&cudev, dev) == CUDA_SUCCESS &&
+            cn->drv->device_get_attribute(&can, CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES,
+                                          cudev) == CUDA_SUCCESS &&
+            can)
+            d->wait_flush = CU_STREAM_WAIT_VALUE_FLUSH;
+        log_debug("CUDA across nodes, direct: the stream's wait %s remote writes",
+                  d->wait_flush ? "flushes" : "cannot flush (the device does not)");
     }
     status = cnet_flags_ensure(cn);
     if (status != SYMCOLL_OK)
@@ -405,9 +426,11 @@ static symcoll_status_t cnet_dq_word(cnet_dq_t *q, int which, int slot, uint32_t
                                      bool wait)
 {
     CUdeviceptr w = cnet_dword_dev(q->cn, which, slot);
-    CUresult res =
-        wait ? q->cn->drv->stream_wait_value32(q->s, w, value, CU_STREAM_WAIT_VALUE_GEQ)
-             : q->cn->drv->stream_write_value32(q->s, w, value, 0);
+    CUresult res = wait ? q->cn->drv->stream_wait_value32(
+                              q->s, w, value,
+                              CU_STREAM_WAIT_VALUE_GEQ |
+                                  (which == CNET_DDONE ? q->cn->direct.wait_flush : 0u))
+                        : q->cn->drv->stream_write_value32(q->s, w, value, 0);
     if (res != CUDA_SUCCESS)
         return cuda_drv_error(res, wait ? "cuStreamWaitValue32" : "cuStreamWriteValue32");
     return SYMCOLL_OK;

@@ -149,6 +149,7 @@ typedef struct cnet_direct {
     uint64_t cons_queued;
     uint32_t warm_epoch; /* the value of the last warm-up's barrier flags */
     bool preloaded;      /* cuda_net_reduce_preload ran (the kernels stay loaded) */
+    unsigned wait_flush; /* CU_STREAM_WAIT_VALUE_FLUSH where the device can, else 0 */
 } cnet_direct_t;
 
 /* The direct path's host-mapped words, after the hier line: per slot the GPU's input is

@@ -304,8 +304,8 @@ static const config_row_t config_table[] = {
         "CUDA memory inside a node: how reduce-scatter, all-gather and broadcast run: "
         "allreduce (as one all-reduce, with the copies around it on the stream) or auto "
         "(their own one-shot and two-shot kernels, where the all-reduce's serve). "
-        "Experimental: the kernels of auto have not yet run on a GPU, so allreduce is the "
-        "default.",
+        "The kernels of auto ran correctly on one H200 (ranks sharing it) but are not yet "
+        "measured against allreduce on separate GPUs, so allreduce is the default.",
         parse_cuda_coll_field, cuda_coll),
     ROW("SYMCOLL_NET_RD_MAX", "32K",
         "Across nodes: largest message, bytes, reduced by "
@@ -346,9 +346,11 @@ static const config_row_t config_table[] = {
         "(UCX puts each rank's data straight into the peers' CUDA pool with rkeys, the GPU "
         "reduces; needs a UCX with CUDA support that registers the pool, one rank a node, "
         "and a probe put per peer that landed when the CUDA pool was created), or auto "
-        "(direct from SYMCOLL_CUDA_NET_DIRECT_MIN bytes where available, else staged). "
-        "Experimental: direct calls have not yet completed on a GPU machine "
-        "(bench/results/gpu-direct.md), so staged is the default.",
+        "(direct from SYMCOLL_CUDA_NET_DIRECT_MIN bytes where available and UCX's lanes do "
+        "not call the CUDA driver, i.e. not cuda_ipc or cuda_copy, else staged). Forced "
+        "direct over cuda_ipc or cuda_copy: synchronise the stream before a blocking CUDA "
+        "call (README). Staged is the default: direct is unmeasured on GPUDirect RDMA "
+        "(bench/results/gpu-direct.md).",
         parse_cuda_net_path_field, cuda_net_path),
     ROW("SYMCOLL_CUDA_NET_DIRECT_MIN", "0",
         "CUDA memory across nodes: smallest message, bytes, that auto sends on the direct "

@@ -135,6 +135,12 @@ static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
             : s->nnodes != s->nranks
                 ? "staged through pinned host memory of the pool: UCX reaches CUDA memory, "
                   "but the direct path serves one rank a node"
+            : s->net_direct > 0 && s->net_direct_drv &&
+                    t->select_cfg.cuda_net_path != TOPO_PATH_DIRECT
+                ? "staged through pinned host memory of the pool: every probe put into the "
+                  "peers' CUDA pool landed, but UCX moves it through transports that call the "
+                  "CUDA driver from the lane (cuda_ipc, cuda_copy), so direct only when forced "
+                  "with SYMCOLL_CUDA_NET_PATH=direct"
             : s->net_direct > 0
                 ? "direct: UCX puts every rank's data into the peers' CUDA pool with rkeys, "
                   "the GPU reduces (every probe put landed; staged below "

@@ -410,7 +410,8 @@ bool topo_cuda_net_direct(const topo_select_cfg_t *cfg, const topo_shape_t *shap
     return shape->nnodes > 1 && shape->nnodes == shape->nranks &&
            shape->nranks <= TOPO_CUDA_DIRECT_MAX_RANKS && shape->net_cuda &&
            shape->net_direct >= 0 && cfg->cuda_net_path != TOPO_PATH_STAGED &&
-           (cfg->cuda_net_path == TOPO_PATH_DIRECT || bytes >= cfg->cuda_net_direct_min);
+           (cfg->cuda_net_path == TOPO_PATH_DIRECT ||
+            (!shape->net_direct_drv && bytes >= cfg->cuda_net_direct_min));
 }
 
 /* The direct path: every rank's data put into every peer's CUDA pool, reduced there in
@@ -441,6 +442,8 @@ static const char *cuda_staged_why(const topo_select_cfg_t *cfg, const topo_shap
         return "UCX has CUDA, direct only with one rank a node";
     if (shape->nranks > TOPO_CUDA_DIRECT_MAX_RANKS)
         return "UCX has CUDA, too many ranks for direct";
+    if (shape->net_direct_drv)
+        return "UCX has CUDA, but its lanes call the CUDA driver (direct only when forced)";
     return "UCX has CUDA, below SYMCOLL_CUDA_NET_DIRECT_MIN";
 }
 

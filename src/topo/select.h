@@ -51,6 +51,13 @@ typedef struct topo_shape {
     /* puts into the peers' CUDA pool with UCX rkeys (the direct path): 0 not probed yet
      * (the probe runs when the CUDA pool is created), 1 every peer's landed, -1 not */
     int net_direct;
+    /* UCX moves CUDA memory to some peer through a transport that calls the CUDA driver
+     * from the lane for every transfer (cuda_ipc, cuda_copy: one host, or TCP): a lane
+     * blocked there while the caller's thread waits inside the driver for the call's own
+     * stream (a copy to pageable memory, a first kernel launch) never returns. Such a
+     * direct path runs only when forced (SYMCOLL_CUDA_NET_PATH=direct, the program
+     * synchronising the stream before any blocking CUDA call); auto keeps it staged. */
+    bool net_direct_drv;
 } topo_shape_t;
 
 /* Overrides and thresholds, from the SYMCOLL_* configuration. */

@@ -390,7 +390,7 @@ void topo_set_net_caps(topo_t *t, int rank, uint32_t mem_types, const char *tls)
     }
 }
 
-void topo_set_net_direct(topo_t *t, const signed char *per_rank, bool all_ok)
+void topo_set_net_direct(topo_t *t, const signed char *per_rank, bool all_ok, bool drv)
 {
     if (!t->net_direct_peer)
         t->net_direct_peer = calloc((size_t)t->nranks, sizeof(*t->net_direct_peer));
@@ -398,6 +398,7 @@ void topo_set_net_direct(topo_t *t, const signed char *per_rank, bool all_ok)
         memcpy(t->net_direct_peer, per_rank, (size_t)t->nranks);
     for (int mem = 0; mem < SYMCOLL_MEM_LAST; mem++) {
         t->shape[mem].net_direct = all_ok ? 1 : -1;
+        t->shape[mem].net_direct_drv = drv;
         t->memo[mem].valid = false;
     }
 }

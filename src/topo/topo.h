@@ -71,7 +71,7 @@ typedef struct topo {
     /* links[r * max_node_size + j]: rank r's GPU to the GPU of local rank j of r's node;
      * NULL when no rank has a GPU */
     topo_link_info_t *links;
-    int net_cuda_ranks;                   /* ranks whose UCX reaches CUDA memory */
+    int net_cuda_ranks; /* ranks whose UCX reaches CUDA memory */
     /* per rank: 1 this rank's probe put into that rank's CUDA pool landed, -1 it did
      * not, 0 not probed (this rank, a rank of this node, or no probe ran) */
     signed char *net_direct_peer;
@@ -110,8 +110,10 @@ void topo_set_net_caps(topo_t *t, int rank, uint32_t mem_types, const char *tls)
 
 /* Called by the algorithm layer after the collective probe of the direct path of CUDA
  * memory across nodes: per_rank as net_direct_peer (copied), all_ok: every rank's puts
- * into every peer landed (the same on every rank). Updates the shapes. */
-void topo_set_net_direct(topo_t *t, const signed char *per_rank, bool all_ok);
+ * into every peer landed (the same on every rank); drv: some rank's UCX moves CUDA memory
+ * through a transport that calls the CUDA driver from the lane (the same on every rank:
+ * topo_shape_t's net_direct_drv). Updates the shapes. */
+void topo_set_net_direct(topo_t *t, const signed char *per_rank, bool all_ok, bool drv);
 
 /* The plan of one all-reduce of bytes bytes of mem memory on this communicator: the
  * family and algorithm that run it. The data path's one question to the selector: it
