@@ -852,6 +852,50 @@ START_TEST(t_net_direct_timeout_2x1)
 }
 END_TEST
 
+/* SYMCOLL_CUDA_NET_PATH=auto, plain buffers (the first call creates the CUDA pool and
+ * runs the probe): where UCX's lanes call the CUDA driver (cuda_ipc, cuda_copy) every call
+ * stays staged, so a blocking copy into pageable memory right behind a call on its
+ * stream returns (on the direct path it would wait for ever: README) */
+static void body_net_direct_auto(int rank, int nranks, void *arg)
+{
+    const size_t count = 4099;
+    net_rank_t r;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f;
+
+    net_setup(&r, rank, 3, 1 << 20);
+    for (int i = 0; i < 3; i++) {
+        net_bufs_t b = {r.d[0], r.d[1], r.d[2]};
+        net_enqueue(r.comm, &b, count, SYMCOLL_FLOAT32, SYMCOLL_SUM, rank, nranks, 910 + i,
+                    r.host, NULL);
+        CK_CUDA(cudaMemcpy(r.host, b.copy, count * sizeof(float), cudaMemcpyDeviceToHost));
+        gpu_host_verify(r.host, count, SYMCOLL_FLOAT32, SYMCOLL_SUM, nranks, 910 + i,
+                        "auto, blocking copy behind the call");
+    }
+    if (rank == 0) {
+        f = open_memstream(&text, &len);
+        ck_assert_ptr_nonnull(f);
+        CK_SC(symcoll_comm_print_topology(r.comm, f));
+        CK_SC(symcoll_comm_print_decisions(r.comm, f));
+        fclose(f);
+        printf("%s", text);
+        if (strstr(text, "transports that call the CUDA driver from the lane"))
+            ck_assert_msg(!strstr(text, "net-cuda-direct"),
+                          "auto plans the direct path over lanes that call the CUDA driver");
+        free(text);
+    }
+    net_teardown(&r, 1);
+    (void)arg;
+}
+
+START_TEST(t_net_direct_auto_2x1)
+{
+    setenv("SYMCOLL_CUDA_NET_PATH", "auto", 1);
+    ck_assert_int_eq(harness_run(2, 2, 300, body_net_direct_auto, NULL), 0);
+}
+END_TEST
+
 START_TEST(t_net_direct_mismatch_2x1)
 {
     setenv("SYMCOLL_CUDA_NET_PATH", "direct", 1);
@@ -904,6 +948,7 @@ static Suite *cuda_net_suite(int ngpus)
         {"net_direct_abort", t_net_direct_abort_2x1, 1},
         {"net_direct_timeout", t_net_direct_timeout_2x1, 1},
         {"net_direct_mismatch", t_net_direct_mismatch_2x1, 1},
+        {"net_direct_auto", t_net_direct_auto_2x1, 1},
     };
     Suite *su = suite_create("cuda_net");
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

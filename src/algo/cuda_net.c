@@ -217,6 +217,11 @@ symcoll_status_t algo_cuda_net_prepare_direct(comm_t *comm, pool_t *host_pool,
         }
         return SYMCOLL_OK; /* this call runs staged; the next ones are planned so */
     }
+    /* planned before the probe that told: auto does not run it where UCX's lanes call the
+     * CUDA driver (topo_shape_t's net_direct_drv); every rank knows the same */
+    if (topo->shape[SYMCOLL_MEM_CUDA].net_direct_drv &&
+        topo->select_cfg.cuda_net_path != TOPO_PATH_DIRECT)
+        return SYMCOLL_OK;
     if (cn->direct.scratch && cn->direct.cuda_pool == cuda_pool)
         return SYMCOLL_OK;
     status = algo_cuda_net_drain(comm);

@@ -217,12 +217,17 @@ symcoll_status_t algo_cuda_net_probe(comm_t *comm, pool_t *host_pool, pool_t *cu
          * is not used on this path again */
     }
 
-    /* what landed here, from each peer; in this rank's own entry (no probe of itself):
-     * 2 where its UCX moves CUDA memory through a transport that calls the CUDA driver
-     * from the lane (cuda_copy and cuda_ipc lanes, named in the endpoints' lanes; a put
-     * into GPU memory over TCP goes through cuda_copy) */
+    /* what landed here, from each peer; in this rank's own entry (no probe of itself): 2
+     * unless its UCX moves CUDA memory only through network RMA lanes, which do not call
+     * the CUDA driver per put (InfiniBand/RoCE: rc_*, dc_*). cuda_ipc lanes call it; so
+     * does TCP, and so does a network without GPUDirect RDMA, through UCX's cuda_copy
+     * staging, which the endpoints' lanes do not name. */
     status = be->memcpy(bctx, host, area, bytes);
-    landed[me] = strstr(ucx_transports(comm->ucx), "cuda_") ? 2 : 0;
+    {
+        const char *tls = ucx_transports(comm->ucx);
+        bool net_rma = strstr(tls, "rc_") || strstr(tls, "dc_");
+        landed[me] = !net_rma || strstr(tls, "cuda_") || strstr(tls, "tcp") ? 2 : 0;
+    }
     for (int p = 0; p < n && status == SYMCOLL_OK; p++) {
         if (p == me || !ucx_is_remote(comm->ucx, p))
             continue;

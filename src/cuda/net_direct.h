@@ -30,7 +30,7 @@ int cuda_net_reduce_launch(const cuda_net_reduce_args_t *args, void *stream);
  * first launch by default (lazy loading), and that load may wait for the device's queued
  * work while holding the driver's lock; on the direct path that work is the stream
  * waiting for lane 0, and lane 0 calls the driver through UCX, so a load during a call
- * never ends (seen on the H200). Run before the first direct call is queued. */
+ * never ends. Run before the first direct call is queued. */
 int cuda_net_reduce_preload(void);
 
 #ifdef __cplusplus

@@ -139,8 +139,13 @@ static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
                     t->select_cfg.cuda_net_path != TOPO_PATH_DIRECT
                 ? "staged through pinned host memory of the pool: every probe put into the "
                   "peers' CUDA pool landed, but UCX moves it through transports that call the "
-                  "CUDA driver from the lane (cuda_ipc, cuda_copy), so direct only when forced "
-                  "with SYMCOLL_CUDA_NET_PATH=direct"
+                  "CUDA driver from the lane (cuda_ipc, or cuda_copy under TCP or a network "
+                  "without GPUDirect RDMA), so direct only when forced with "
+                  "SYMCOLL_CUDA_NET_PATH=direct"
+            : s->net_direct > 0 && s->net_direct_drv
+                ? "direct (forced): UCX puts every rank's data into the peers' CUDA pool with "
+                  "rkeys through transports that call the CUDA driver from the lane: "
+                  "synchronise the stream before blocking CUDA calls (README)"
             : s->net_direct > 0
                 ? "direct: UCX puts every rank's data into the peers' CUDA pool with rkeys, "
                   "the GPU reduces (every probe put landed; staged below "

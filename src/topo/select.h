@@ -52,7 +52,8 @@ typedef struct topo_shape {
      * (the probe runs when the CUDA pool is created), 1 every peer's landed, -1 not */
     int net_direct;
     /* UCX moves CUDA memory to some peer through a transport that calls the CUDA driver
-     * from the lane for every transfer (cuda_ipc, cuda_copy: one host, or TCP): a lane
+     * from the lane for every transfer (cuda_ipc on one host; cuda_copy staging under TCP
+     * or a network without GPUDirect RDMA; any lanes but rc_ and dc_ ones): a lane
      * blocked there while the caller's thread waits inside the driver for the call's own
      * stream (a copy to pageable memory, a first kernel launch) never returns. Such a
      * direct path runs only when forced (SYMCOLL_CUDA_NET_PATH=direct, the program

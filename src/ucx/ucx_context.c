@@ -40,15 +40,15 @@ static symcoll_status_t ucx_init_worker(ucx_ctx_t *ucx)
      * CUDA driver (cuStreamAddCallback), which waits for a lock that another thread of the
      * process holds while it waits inside the driver (a stream synchronisation, a kernel
      * loaded on its first launch): a lane doing that while the caller's stream waits for
-     * the lane never returns (seen on the H200: bench/results/gpu-direct.md). Such
-     * workers never arm; their long waits yield. */
+     * the lane never returns (bench/results/gpu-direct.md). Such workers never arm; their
+     * long waits nap (ucx_idle). */
     memset(&cattr, 0, sizeof(cattr));
     cattr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
     if (ucp_context_query(ucx->shared->context, &cattr) == UCS_OK &&
         (cattr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)))
-        log_debug("UCX moves CUDA memory: its worker is never armed, long waits yield");
+        log_debug("UCX moves CUDA memory: its worker is never armed, long waits nap");
     else if (ucp_worker_get_efd(ucx->worker, &ucx->efd) != UCS_OK) {
-        log_debug("UCX worker has no event fd: long waits yield instead of sleeping");
+        log_debug("UCX worker has no event fd: long waits nap instead of sleeping on it");
         ucx->efd = -1;
     }
     return SYMCOLL_OK;

@@ -45,7 +45,7 @@ static ucs_status_t ucx_hello_cb(void *arg, const void *header, size_t header_le
 static void ucx_describe_ep(ucx_ctx_t *ucx, ucp_ep_h ep, bool *native_rma)
 {
     char *text = NULL, *line, *save = NULL;
-    size_t text_len = 0, used = 0;
+    size_t text_len = 0, used = strlen(ucx->shared->transports);
     FILE *f = open_memstream(&text, &text_len);
 
     if (!f)

@@ -2,6 +2,7 @@
  * operations in flight every transfer of a worker goes through. */
 #include <poll.h>
 #include <sched.h>
+#include <time.h>
 
 #include "ucx/ucx_int.h"
 
@@ -48,6 +49,9 @@ symcoll_status_t ucx_progress(ucx_ctx_t *ucx)
 #define UCX_SPIN_TURNS 256
 #define UCX_SLEEP_AFTER 2048
 #define UCX_SLEEP_MS 1
+/* A worker without an event fd (none, or never armed: ucx_worker_create) naps this long
+ * instead: short, as nothing wakes it early, yet not a busy core. */
+#define UCX_NAP_NS 50000
 
 void ucx_idle(ucx_ctx_t *ucx, unsigned *iter)
 {
@@ -57,8 +61,13 @@ void ucx_idle(ucx_ctx_t *ucx, unsigned *iter)
         core_spin_pause(&(unsigned){0});
         return;
     }
-    if (*iter < UCX_SLEEP_AFTER || ucx->efd < 0) {
+    if (*iter < UCX_SLEEP_AFTER) {
         sched_yield();
+        return;
+    }
+    if (ucx->efd < 0) {
+        struct timespec nap = {0, UCX_NAP_NS};
+        nanosleep(&nap, NULL);
         return;
     }
     /* armed: the fd fires on the next event; busy: events are pending, progress now */
