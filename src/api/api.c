@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "algo/algo.h"
+#include "bootstrap/bootstrap.h"
 #include "pool/pool.h"
 #include "topo/topo.h"
 #include "ucx/ucx.h"
@@ -224,6 +225,8 @@ static symcoll_status_t api_run(const char *fn, comm_t *comm, const algo_args_t 
         (void)algo_quiesce(comm);
         if (comm->pools[mem_type])
             algo_pool_abort(comm, comm->pools[mem_type]);
+        /* and peers waiting for us in a bootstrap exchange (a pool's growth) */
+        bootstrap_abort(comm->bootstrap);
         status = SYMCOLL_ERR_ABORTED;
         goto out;
     }
@@ -349,6 +352,8 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_mem_alloc(symcoll_comm_h comm, size_t si
     pthread_mutex_lock(&comm->lock);
     if (atomic_load_explicit(&comm->aborted, memory_order_relaxed)) {
         log_error("symcoll_mem_alloc: communicator aborted");
+        /* peers waiting for us in this allocation's exchanges stop now */
+        bootstrap_abort(comm->bootstrap);
         status = SYMCOLL_ERR_ABORTED;
         goto out;
     }

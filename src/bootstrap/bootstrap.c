@@ -305,6 +305,14 @@ symcoll_status_t bootstrap_failed(const bootstrap_t *bs)
     return bs ? bs->failed : SYMCOLL_OK;
 }
 
+void bootstrap_abort(bootstrap_t *bs)
+{
+    if (!bs || bs->failed != SYMCOLL_OK)
+        return;
+    bs->failed = SYMCOLL_ERR_ABORTED;
+    bs_shut_all(bs);
+}
+
 uint64_t bootstrap_job_id(const bootstrap_t *bs)
 {
     return bs ? bs->job_id : 0;

@@ -113,6 +113,13 @@ uint64_t bootstrap_job_id(const bootstrap_t *bs);
  * ranks are out of step. */
 symcoll_status_t bootstrap_failed(const bootstrap_t *bs);
 
+/* This rank gave up on the communicator (an abort): the channel fails with
+ * SYMCOLL_ERR_ABORTED and its connections are shut down, so that peers waiting for us in
+ * an exchange see it end now (as a closed connection: the channel carries no reason)
+ * rather than at our destroy or their deadline. Not collective; from the thread that
+ * owns the channel. */
+void bootstrap_abort(bootstrap_t *bs);
+
 /* Which bootstrap connected the ranks, in words: "pmix (...)", "tcp (...)", "callback
  * (...)" or "single rank". */
 const char *bootstrap_describe(const bootstrap_t *bs);

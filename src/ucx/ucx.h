@@ -37,8 +37,10 @@ symcoll_status_t ucx_create(comm_t *comm, ucx_ctx_t **ucx_p);
 symcoll_status_t ucx_lane_create(ucx_ctx_t *owner, ucx_ctx_t **lane_p);
 
 /* First half of teardown: flush outstanding operations, destroy every unpacked rkey and
- * close the endpoints (flushing them; peers that failed are closed by force). Regions
- * stay registered until ucx_region_release or ucx_destroy. Idempotent. */
+ * close the endpoints (flushing them; peers that failed are closed by force). After our
+ * give-up notice (not a timeout's) it first waits, bounded, for every remote peer to
+ * answer or end, so that the notice reaches them before the end of our endpoints.
+ * Regions stay registered until ucx_region_release or ucx_destroy. Idempotent. */
 void ucx_close(ucx_ctx_t *ucx);
 
 /* Second half: ucx_close if not done, then destroy the worker. The communicator's own
@@ -143,8 +145,9 @@ void ucx_mark_broken(ucx_ctx_t *ucx);
  * fd, so that ranks waiting long leave their cores to the ranks that work. */
 void ucx_idle(ucx_ctx_t *ucx, unsigned *iter);
 
-/* One round of progress; SYMCOLL_ERR_PEER_FAILED once a peer failed,
- * SYMCOLL_ERR_ABORTED once a peer aborted. */
+/* One round of progress; once a peer gave up, the status its notice carried
+ * (SYMCOLL_ERR_ABORTED for an abort), else SYMCOLL_ERR_PEER_FAILED once an endpoint
+ * failed (the end of a peer's endpoint after its notice is no failure). */
 symcoll_status_t ucx_progress(ucx_ctx_t *ucx);
 
 /* Progress until *flag >= value (acquire), the deadline passes, the communicator is

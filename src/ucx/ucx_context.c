@@ -314,9 +314,11 @@ err_free:
     return status;
 }
 
-/* How long a close after a failure lets the forced closes and the give-up notice go out:
- * nothing waits for a peer then, so this bounds only local work. */
+/* How long a close after a failure lets the forced closes go out: nothing waits for a
+ * peer then, so this bounds only local work. */
 #define UCX_CLOSE_BROKEN_SEC 0.25
+/* How long a close after our give-up notice waits for the peers' answers (below). */
+#define UCX_CLOSE_ANSWER_SEC 0.5
 
 /* Nothing that a peer's help would complete is worth waiting for: the communicator
  * failed (a call timed out, a peer died or gave up, an abort), or a peer is known dead. */
@@ -324,6 +326,35 @@ static bool ucx_close_broken(const ucx_ctx_t *ucx)
 {
     return atomic_load(&ucx->shared->broken) || atomic_load(&ucx->failed) ||
            atomic_load(&ucx->remote_abort) != SYMCOLL_OK || atomic_load(&ucx->comm->aborted);
+}
+
+/* After our give-up notice, before the endpoints close: a peer must read the notice
+ * before it sees its endpoint to us end, or it reports a failed peer instead of what
+ * happened. Once our endpoint closes, whatever of ours is still in the peer's socket or
+ * UCX's queues may be lost (a closed TCP socket that still had data to read resets the
+ * connection), and a peer that is sending to us sees the reset first. So the close
+ * waits, progressing, until every remote peer answered (a peer gives up when it reads
+ * our notice, and its own notice is the answer), or its endpoint ended, or the bound
+ * passed: then a peer that was silent all along, between calls or stopped, sees the end
+ * instead, in its next call. */
+static void ucx_await_answers(ucx_ctx_t *ucx)
+{
+    deadline_t dl = deadline_make(UCX_CLOSE_ANSWER_SEC, NULL);
+    unsigned iter = 0;
+
+    for (int r = 0; r < ucx->nranks; r++) {
+        const ucx_peer_t *p = &ucx->peers[r];
+        while (p->ep && !atomic_load(&p->failed) && !atomic_load(&p->gave_up)) {
+            if (deadline_check(&dl) != SYMCOLL_OK) {
+                log_debug("UCX close: rank %d did not answer our give-up notice", r);
+                return;
+            }
+            if (ucp_worker_progress(ucx->worker))
+                iter = 0;
+            else
+                ucx_idle(ucx, &iter);
+        }
+    }
 }
 
 void ucx_close(ucx_ctx_t *ucx)
@@ -337,6 +368,14 @@ void ucx_close(ucx_ctx_t *ucx)
     if (atomic_load(&ucx->comm->aborted))
         ucx_notify_abort(ucx);
     broken = ucx_close_broken(ucx);
+    if (broken) {
+        /* from here on endpoint errors are expected */
+        ucx->closing = true;
+        /* after a timeout a peer stopped answering: waiting would cost the whole bound,
+         * and the peers that still answer time out by themselves */
+        if (ucx->abort_sent && ucx->give_up[1] != SYMCOLL_ERR_TIMED_OUT)
+            ucx_await_answers(ucx);
+    }
     dl = deadline_make(broken ? UCX_CLOSE_BROKEN_SEC : ucx->comm->timeout_sec, NULL);
     if (!broken) {
         (void)ucx_wait_all(ucx, &dl);

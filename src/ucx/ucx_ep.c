@@ -16,8 +16,9 @@ typedef struct ucx_caps {
 static void ucx_err_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     ucx_peer_t *peer = arg;
-    if (peer->ucx->closing) {
-        /* expected once peers close; the closing handshake skips it */
+    /* expected once we close (the closing handshake skips it), and once the peer told
+     * us that it gave up: it closes its endpoints then, and its notice says why */
+    if (peer->ucx->closing || atomic_load(&peer->gave_up)) {
         atomic_store(&peer->failed, 1);
         log_debug("UCX endpoint to rank %d closed: %s", peer->rank, ucs_status_string(status));
         return;

@@ -24,9 +24,10 @@ typedef struct ucx_shared ucx_shared_t;
 typedef struct ucx_peer {
     ucx_ctx_t *ucx;
     int rank;
-    ucp_ep_h ep;        /* NULL for ranks of this node */
-    int hello;          /* check messages received: 1 at creation, 2 at close */
-    _Atomic int failed; /* set by the endpoint error callback */
+    ucp_ep_h ep;         /* NULL for ranks of this node */
+    int hello;           /* check messages received: 1 at creation, 2 at close */
+    _Atomic int failed;  /* set by the endpoint error callback */
+    _Atomic int gave_up; /* its give-up notice came: its endpoint's end is no failure */
 } ucx_peer_t;
 
 /* Remote view of a region: one per rank. */

@@ -6,8 +6,25 @@
 
 #include "ucx/ucx_int.h"
 
+/* What ends every wait besides its own deadline: a peer that gave up, a failed one. A
+ * peer's give-up notice comes before its endpoints close (they close because it gave
+ * up), so the notice's status wins: an abort, a timeout or a dead rank it saw. */
+static symcoll_status_t ucx_peer_status(const ucx_ctx_t *ucx)
+{
+    symcoll_status_t why =
+        (symcoll_status_t)atomic_load_explicit(&ucx->remote_abort, memory_order_relaxed);
+
+    if (why != SYMCOLL_OK)
+        return why;
+    if (atomic_load_explicit(&ucx->failed, memory_order_relaxed))
+        return SYMCOLL_ERR_PEER_FAILED;
+    return SYMCOLL_OK;
+}
+
 symcoll_status_t ucx_status_of(const ucx_ctx_t *ucx, ucs_status_t s)
 {
+    symcoll_status_t peers = ucx_peer_status(ucx);
+
     switch (s) {
     case UCS_OK:
         return SYMCOLL_OK;
@@ -18,22 +35,14 @@ symcoll_status_t ucx_status_of(const ucx_ctx_t *ucx, ucs_status_t s)
     case UCS_ERR_UNREACHABLE:
     case UCS_ERR_REJECTED:
     case UCS_ERR_NOT_CONNECTED:
-        return SYMCOLL_ERR_PEER_FAILED;
+        /* a peer gone: PEER_FAILED, unless a peer told us why it gave up */
+        return peers != SYMCOLL_OK ? peers : SYMCOLL_ERR_PEER_FAILED;
     case UCS_ERR_CANCELED:
-        /* requests of a failed endpoint are cancelled */
-        return atomic_load(&ucx->failed) ? SYMCOLL_ERR_PEER_FAILED : SYMCOLL_ERR_UCX;
+        /* requests of a failed or closed endpoint are cancelled */
+        return peers != SYMCOLL_OK ? peers : SYMCOLL_ERR_UCX;
     default:
         return SYMCOLL_ERR_UCX;
     }
-}
-
-/* What ends every wait besides its own deadline: a failed peer, an aborted one. */
-static symcoll_status_t ucx_peer_status(const ucx_ctx_t *ucx)
-{
-    if (atomic_load_explicit(&ucx->failed, memory_order_relaxed))
-        return SYMCOLL_ERR_PEER_FAILED;
-    /* what the peer gave up with: an abort, a timeout or a dead rank it saw */
-    return (symcoll_status_t)atomic_load_explicit(&ucx->remote_abort, memory_order_relaxed);
 }
 
 symcoll_status_t ucx_progress(ucx_ctx_t *ucx)

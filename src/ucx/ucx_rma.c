@@ -254,9 +254,14 @@ ucs_status_t ucx_abort_cb(void *arg, const void *header, size_t header_length, v
     if (header_length == sizeof(h))
         memcpy(h, header, sizeof(h));
     status = ucx_give_up_status(h[1]);
+    /* before any error of its endpoint, which the sender closes after this notice */
+    if (h[0] >= 0 && h[0] < ucx->nranks && h[0] != ucx->rank)
+        atomic_store(&ucx->peers[h[0]].gave_up, 1);
     /* the first notice tells what happened; later ones follow from it */
     if (atomic_compare_exchange_strong(&ucx->remote_abort, &none, (int)status)) {
-        if (status == SYMCOLL_ERR_ABORTED)
+        if (ucx->abort_sent) /* its answer to ours */
+            log_debug("rank %d gave up too: %s", (int)h[0], symcoll_status_string(status));
+        else if (status == SYMCOLL_ERR_ABORTED)
             log_error("rank %d aborted the communicator", (int)h[0]);
         else
             log_error("rank %d gave up: %s", (int)h[0], symcoll_status_string(status));
