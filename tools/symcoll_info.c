@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <ucp/api/ucp.h>
 
@@ -481,8 +482,9 @@ static symcoll_status_t print_decisions(void *comm, FILE *f)
  * one byte for barrier): a plan of the host family (host memory inside a node) runs
  * the native host algorithm; host memory across nodes runs native rings and chains over
  * UCX where the all-reduce would run the ring, or the hierarchical algorithm above
- * recursive doubling's sizes; every other plan (CUDA memory, the barrier) runs as one
- * all-reduce of that path. */
+ * recursive doubling's sizes; with SYMCOLL_CUDA_COLL=auto, a one-shot or two-shot plan
+ * of CUDA memory inside a node runs the collective's own kernel; every other plan (CUDA
+ * memory, the barrier) runs as one all-reduce of that path. */
 #define COLL_ROWS_MAX 128
 
 typedef struct dec_row {
@@ -501,7 +503,9 @@ static const char *const coll_rule[] = {
     "a plan of the host family (host memory inside a node) runs the native host",
     "algorithm; host memory across nodes runs native rings and chains over UCX where the",
     "all-reduce would run the ring (or the hierarchical algorithm above recursive",
-    "doubling's sizes); every other plan (CUDA memory, the barrier) runs as one",
+    "doubling's sizes); with SYMCOLL_CUDA_COLL=auto, CUDA memory inside a node runs",
+    "the collective's own one-shot or two-shot kernel where the all-reduce would; every",
+    "other plan (CUDA memory, the barrier) runs as one",
     "all-reduce of the size below (the larger buffer: reduce-scatter's send, all-gather's",
     "receive; 1 byte for barrier), with the all-reduce's algorithm for that size",
 };
@@ -533,6 +537,10 @@ static void coll_path(const dec_row_t *r, int barrier, char *path, size_t len)
         snprintf(path, len, "native over UCX (ring, chain)");
     else if (!barrier && !strcmp(r->family, "net-host") && !strcmp(r->algo, "hier"))
         snprintf(path, len, "native over UCX above rd's sizes, else via all-reduce: hier");
+    else if (!barrier && !strcmp(r->family, "cuda") && getenv("SYMCOLL_CUDA_COLL") &&
+             !strcasecmp(getenv("SYMCOLL_CUDA_COLL"), "auto") &&
+             (!strcmp(r->algo, "oneshot") || !strcmp(r->algo, "twoshot")))
+        snprintf(path, len, "native CUDA kernel: %s (SYMCOLL_CUDA_COLL=auto)", r->algo);
     else
         snprintf(path, len, "via all-reduce: %s (%s)", r->algo, r->family);
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #ifdef HAVE_CUDA
@@ -33,6 +34,7 @@ typedef struct sp_ctx {
         size_t bytes;
         char algo[24];
         int host; /* the plan's family is host memory inside a node */
+        int cuda; /* CUDA memory inside a node */
     } dec[64];    /* the library's all-reduce decision table for this memory type */
     int ndec;
     char algo_buf[32];
@@ -327,6 +329,7 @@ static void sp_load_decisions(sp_ctx_t *c)
             !strcmp(mem, c->mem_name)) {
             c->dec[c->ndec].bytes = bytes;
             c->dec[c->ndec].host = !strcmp(family, "host");
+            c->dec[c->ndec].cuda = !strcmp(family, "cuda");
             snprintf(c->dec[c->ndec].algo, sizeof(c->dec[0].algo), "%s", algo);
             c->ndec++;
         }
@@ -348,6 +351,15 @@ static const char *sp_algo_name(void *ctx, perf_coll_t coll, size_t bytes)
             best = i;
     if (coll != PERF_COLL_ALLREDUCE && c->dec[best].host)
         return "native";
+    /* CUDA memory inside a node with SYMCOLL_CUDA_COLL=auto: the collective's own one-shot
+     * or two-shot kernel where the all-reduce would run that (src/algo/cuda_allreduce.c) */
+    if (coll != PERF_COLL_ALLREDUCE && coll != PERF_COLL_BARRIER && c->dec[best].cuda &&
+        getenv("SYMCOLL_CUDA_COLL") && !strcasecmp(getenv("SYMCOLL_CUDA_COLL"), "auto") &&
+        (!strcmp(c->dec[best].algo, "oneshot") || !strcmp(c->dec[best].algo, "twoshot"))) {
+        snprintf(c->algo_buf, sizeof(c->algo_buf), "%snative:%s",
+                 c->dec[best].bytes == bytes ? "" : "~", c->dec[best].algo);
+        return c->algo_buf;
+    }
     snprintf(c->algo_buf, sizeof(c->algo_buf), "%s%s%s", c->dec[best].bytes == bytes ? "" : "~",
              coll == PERF_COLL_ALLREDUCE ? "" : "ar:", c->dec[best].algo);
     return c->algo_buf;
