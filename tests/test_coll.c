@@ -382,6 +382,9 @@ static void body_args(int rank, int nranks, void *arg)
 
 SHAPE_TEST(test_sweep_1node_2, 2, 1, body_sweep)
 SHAPE_TEST(test_sweep_1node_3, 3, 1, body_sweep)
+/* one rank a node: reduce-scatter and all-gather of 2 ranks run as native pairs above
+ * rd's sizes (src/algo/coll.c, coll_net_native_pair) */
+SHAPE_TEST(test_sweep_2nodes_2, 2, 2, body_sweep)
 SHAPE_TEST(test_sweep_2nodes_3, 3, 2, body_sweep)
 SHAPE_TEST(test_sweep_2nodes_4, 4, 2, body_sweep)
 /* the ring at every size: every collective across nodes runs natively, odd counts too */
@@ -414,6 +417,7 @@ int main(void)
     tcase_set_timeout(tc, RUN_TIMEOUT + 60);
     tcase_add_test(tc, test_sweep_1node_2);
     tcase_add_test(tc, test_sweep_1node_3);
+    tcase_add_test(tc, test_sweep_2nodes_2);
     tcase_add_test(tc, test_sweep_2nodes_3);
     tcase_add_test(tc, test_sweep_2nodes_4);
     tcase_add_test(tc, test_sweep_2nodes_3_ring);
