@@ -344,21 +344,24 @@ static void body_bc_mismatch(int rank, int nranks, void *arg)
     symcoll_comm_h comm;
     uint8_t buf[64] = {0};
     symcoll_status_t st;
-    int fails = 0;
+    int fails = 0, stream = *(const int *)arg;
 
-    (void)arg;
+    setenv("UCX_TLS", "tcp,self", 1);
+    setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
     setenv("SYMCOLL_TIMEOUT", "60", 1);
     comm = harness_comm_create();
     for (int i = 0; i < 5; i++)
         bc_round(comm, rank, 5 + (size_t)i, SYMCOLL_FLOAT32, i % nranks, 0, 0,
                  40 + (uint64_t)i);
+    /* every message so far consumed: a rank that fails below cannot take one with it */
+    ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
     st = symcoll_broadcast(buf, buf, rank == 0 ? 16 : 17, SYMCOLL_UINT8, 0, comm, NULL);
     if (rank != 0) {
         ck_assert_int_eq(st, SYMCOLL_ERR_MISMATCH);
         ck_assert_int_ne(symcoll_barrier(comm, NULL), SYMCOLL_OK);
     } else {
         ck_assert_int_eq(st, SYMCOLL_OK);
-        if (arg) {
+        if (stream) {
             /* further eager broadcasts: one fails before the ring runs out of credits */
             for (int i = 0; i < 40 && !fails; i++)
                 fails =
@@ -378,7 +381,7 @@ static void body_bc_mismatch(int rank, int nranks, void *arg)
 static void body_mismatch_nodes(int rank, int nranks, void *arg)
 {
     symcoll_comm_h comm;
-    size_t count = 96, n = (size_t)nranks, big = 20000;
+    size_t count = 96, n = (size_t)nranks, big = 20000, mid = 1024;
     uint8_t *send = calloc(big * n, 8), *recv = calloc(big * n, 8);
     symcoll_status_t st;
 
@@ -387,15 +390,16 @@ static void body_mismatch_nodes(int rank, int nranks, void *arg)
     setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
     setenv("SYMCOLL_TIMEOUT", "60", 1);
     comm = harness_comm_create();
-    /* the same bytes of uint8: a broadcast against an all-gather */
+    /* the same bytes of uint8: a broadcast against an all-gather (above the eager
+     * broadcast's size: an eager broadcast does not meet the other ranks) */
     if (rank == 1)
-        st = symcoll_broadcast(send, recv, count * n, SYMCOLL_UINT8, 0, comm, NULL);
+        st = symcoll_broadcast(send, recv, mid * n, SYMCOLL_UINT8, 0, comm, NULL);
     else
-        st = symcoll_allgather(send, recv, count, SYMCOLL_UINT8, comm, NULL);
+        st = symcoll_allgather(send, recv, mid, SYMCOLL_UINT8, comm, NULL);
     ck_assert_int_eq(st, SYMCOLL_ERR_MISMATCH);
     ag_round(comm, rank, nranks, count, SYMCOLL_UINT8, 0, 0, 11);
     /* different roots */
-    st = symcoll_broadcast(send, recv, count, SYMCOLL_UINT8, rank == nranks - 1 ? 1 : 0, comm,
+    st = symcoll_broadcast(send, recv, mid * n, SYMCOLL_UINT8, rank == nranks - 1 ? 1 : 0, comm,
                            NULL);
     ck_assert_int_eq(st, SYMCOLL_ERR_MISMATCH);
     bc_round(comm, rank, count, SYMCOLL_FLOAT64, nranks - 1, 0, 0, 12);
@@ -489,16 +493,29 @@ SHAPE_TEST(test_bc_stream_1node_3, 3, 1, body_bc_stream)
 SHAPE_TEST(test_bc_stream_2nodes_3, 3, 2, body_bc_stream)
 SHAPE_TEST(test_bc_stream_2nodes_5, 5, 2, body_bc_stream)
 
+static int bc_barrier_next = 0, bc_stream_next = 1;
+
 START_TEST(test_bc_mismatch_1node_3)
 {
-    ck_assert_int_eq(harness_run(3, 1, RUN_TIMEOUT, body_bc_mismatch, NULL), 0);
+    ck_assert_int_eq(harness_run(3, 1, RUN_TIMEOUT, body_bc_mismatch, &bc_barrier_next), 0);
 }
 END_TEST
 
 START_TEST(test_bc_mismatch_stream_1node_2)
 {
-    static int stream = 1;
-    ck_assert_int_eq(harness_run(2, 1, RUN_TIMEOUT, body_bc_mismatch, &stream), 0);
+    ck_assert_int_eq(harness_run(2, 1, RUN_TIMEOUT, body_bc_mismatch, &bc_stream_next), 0);
+}
+END_TEST
+
+START_TEST(test_bc_mismatch_2nodes_3)
+{
+    ck_assert_int_eq(harness_run(3, 2, RUN_TIMEOUT, body_bc_mismatch, &bc_barrier_next), 0);
+}
+END_TEST
+
+START_TEST(test_bc_mismatch_stream_2nodes_2)
+{
+    ck_assert_int_eq(harness_run(2, 2, RUN_TIMEOUT, body_bc_mismatch, &bc_stream_next), 0);
 }
 END_TEST
 
@@ -539,6 +556,8 @@ int main(void)
     tcase_add_test(tc, test_bc_stream_2nodes_5);
     tcase_add_test(tc, test_bc_mismatch_1node_3);
     tcase_add_test(tc, test_bc_mismatch_stream_1node_2);
+    tcase_add_test(tc, test_bc_mismatch_2nodes_3);
+    tcase_add_test(tc, test_bc_mismatch_stream_2nodes_2);
     tcase_add_test(tc, test_args_1node_2);
     tcase_add_test(tc, test_args_2nodes_2);
     tcase_add_test(tc, test_barrier_1node_3);
