@@ -344,17 +344,20 @@ static void body_bc_mismatch(int rank, int nranks, void *arg)
     symcoll_comm_h comm;
     uint8_t buf[64] = {0};
     symcoll_status_t st;
-    int fails = 0, stream = *(const int *)arg;
+    int fails = 0, stream = *(const int *)arg & 1, warm = !(*(const int *)arg & 2);
 
     setenv("UCX_TLS", "tcp,self", 1);
     setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
     setenv("SYMCOLL_TIMEOUT", "60", 1);
     comm = harness_comm_create();
-    for (int i = 0; i < 5; i++)
+    /* the ring in use first; then every message so far consumed, so that a rank that
+     * fails below cannot take one with it. Not with 3 ranks across nodes: there a
+     * failure notice may overtake the barrier's last message to a third rank. */
+    for (int i = 0; warm && i < 5; i++)
         bc_round(comm, rank, 5 + (size_t)i, SYMCOLL_FLOAT32, i % nranks, 0, 0,
                  40 + (uint64_t)i);
-    /* every message so far consumed: a rank that fails below cannot take one with it */
-    ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
+    if (warm)
+        ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
     st = symcoll_broadcast(buf, buf, rank == 0 ? 16 : 17, SYMCOLL_UINT8, 0, comm, NULL);
     if (rank != 0) {
         ck_assert_int_eq(st, SYMCOLL_ERR_MISMATCH);
@@ -493,7 +496,8 @@ SHAPE_TEST(test_bc_stream_1node_3, 3, 1, body_bc_stream)
 SHAPE_TEST(test_bc_stream_2nodes_3, 3, 2, body_bc_stream)
 SHAPE_TEST(test_bc_stream_2nodes_5, 5, 2, body_bc_stream)
 
-static int bc_barrier_next = 0, bc_stream_next = 1;
+/* mode: 1 the root's next calls are broadcasts (else a barrier); 2 no warm-up */
+static int bc_barrier_next = 0, bc_stream_next = 1, bc_cold_barrier_next = 2;
 
 START_TEST(test_bc_mismatch_1node_3)
 {
@@ -509,7 +513,8 @@ END_TEST
 
 START_TEST(test_bc_mismatch_2nodes_3)
 {
-    ck_assert_int_eq(harness_run(3, 2, RUN_TIMEOUT, body_bc_mismatch, &bc_barrier_next), 0);
+    ck_assert_int_eq(harness_run(3, 2, RUN_TIMEOUT, body_bc_mismatch, &bc_cold_barrier_next),
+                     0);
 }
 END_TEST
 

@@ -317,6 +317,10 @@ symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args
  * waits for that receiver (within NET_BC_SLOTS broadcasts); an eager call that already
  * heard of it fails at once. The other collectives keep their own counters, flag words
  * and receive areas, so their synchronisation is untouched.
+ *
+ * As with any eager protocol without a progress thread, bytes that the transport could
+ * not hand to the network at once (a full socket) move on at the root's next call that
+ * progresses UCX; a receiver waits for them, bounded by its deadline.
  */
 
 bool algo_net_bc_eager(const comm_t *comm, const topo_plan_t *plan, size_t bytes)
@@ -459,8 +463,10 @@ symcoll_status_t algo_net_bc_run(comm_t *comm, pool_t *pool, const algo_args_t *
             return status;
         st->has_bc = true;
     }
-    /* a peer that gave up (a receiver's mismatch, a failure): fail at once */
-    status = ucx_progress(st->ucx);
+    /* a peer that gave up (a receiver's mismatch, a failure): fail at once. Remote peers'
+     * notices arrive while UCX progresses: every wait does; a root that never waits does
+     * every NET_BC_SLOTS / 2 calls (each progress is a system call on TCP) */
+    status = st->bc_seq % (NET_BC_SLOTS / 2) == 0 ? ucx_progress(st->ucx) : SYMCOLL_OK;
     for (int r = 0; r < st->n && status == SYMCOLL_OK; r++)
         if (r != comm->rank && !ucx_is_remote(st->ucx, r))
             status = algo_net_peer_gave_up(st, r);

@@ -445,12 +445,14 @@ static bool net_reached(uint64_t word, uint64_t target)
 }
 
 /* Word 2 of a rank's flags: 0, or once it gave up (abort or a failed call) the status it
- * gave up with, which its waiters report: ABORTED only for an abort. */
+ * gave up with, which its waiters report: ABORTED only for an abort, MISMATCH only for an
+ * eager broadcast it received with other arguments. */
 static symcoll_status_t net_peer_gave_up(const net_state_t *st, int rank)
 {
     int64_t why = (int64_t)atomic_load_explicit((_Atomic uint64_t *)net_flag(st, rank, 0) + 2,
                                                 memory_order_relaxed);
-    if (!why || why == SYMCOLL_ERR_ABORTED || why == SYMCOLL_ERR_TIMED_OUT)
+    if (!why || why == SYMCOLL_ERR_ABORTED || why == SYMCOLL_ERR_TIMED_OUT ||
+        why == SYMCOLL_ERR_MISMATCH)
         return (symcoll_status_t)why;
     return SYMCOLL_ERR_PEER_FAILED;
 }
@@ -873,9 +875,24 @@ static symcoll_status_t net_run_flat(net_state_t *st, const net_group_t *g, topo
     return status;
 }
 
+/* Whether a peer gave up (a mismatch it received in an eager broadcast ends our waits
+ * with SYMCOLL_ERR_MISMATCH too, and is sticky like any give-up, unlike a mismatch our
+ * own agreement finds, after which the ranks stay in step). */
+static bool net_any_gave_up(net_state_t *st)
+{
+    if (st->ucx && ucx_progress(st->ucx) != SYMCOLL_OK)
+        return true;
+    for (int r = 0; r < st->n; r++)
+        if (r != st->comm->rank && !ucx_is_remote(st->ucx, r) &&
+            net_peer_gave_up(st, r) != SYMCOLL_OK)
+            return true;
+    return false;
+}
+
 symcoll_status_t algo_net_finish(net_state_t *st, symcoll_status_t status)
 {
-    if (status != SYMCOLL_OK && net_failure_is_sticky(status))
+    if (status != SYMCOLL_OK && (net_failure_is_sticky(status) ||
+                                 (status == SYMCOLL_ERR_MISMATCH && net_any_gave_up(st))))
         net_give_up(st, algo_break(st->comm, status));
     return status;
 }
