@@ -248,6 +248,8 @@ static void body_mismatch(int rank, int nranks, void *arg)
     size_t count = 64;
     float *send = malloc(count * (size_t)nranks * sizeof(float));
     float *recv = malloc(count * (size_t)nranks * sizeof(float));
+    size_t bigcount = 1024;
+    float *big = calloc(2 * bigcount, sizeof(float));
     symcoll_status_t st;
 
     (void)arg;
@@ -258,8 +260,9 @@ static void body_mismatch(int rank, int nranks, void *arg)
                            NULL);
     ck_assert_int_eq(st, SYMCOLL_ERR_MISMATCH);
     ag_round(comm, rank, nranks, count, SYMCOLL_FLOAT32, 0, 0, 7);
-    /* root */
-    st = symcoll_broadcast(send, recv, count, SYMCOLL_FLOAT32, rank == 1 ? 1 : 0, comm, NULL);
+    /* root, above the eager broadcast's size (an eager root does not meet the others) */
+    st = symcoll_broadcast(big, big + bigcount, bigcount, SYMCOLL_FLOAT32, rank == 1 ? 1 : 0,
+                           comm, NULL);
     ck_assert_int_eq(st, SYMCOLL_ERR_MISMATCH);
     bc_round(comm, rank, count, SYMCOLL_FLOAT32, nranks - 1, 0, 0, 8);
     /* operator */
@@ -277,6 +280,102 @@ static void body_mismatch(int rank, int nranks, void *arg)
     ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
     free(send);
     free(recv);
+    free(big);
+}
+
+/* Small broadcasts back to back (the eager path inside a node: the root does not wait),
+ * roots and sizes changing every call, interleaved with the other collectives, each
+ * checked exactly; many more than the ring's slots between two calls that wait. */
+static void body_bc_stream(int rank, int nranks, void *arg)
+{
+    static const size_t sizes[] = {1, 8, 31, 32, 33, 100, 511, 2048, 2049, 4096};
+    const size_t nsizes = sizeof(sizes) / sizeof(sizes[0]);
+    symcoll_comm_h comm;
+    uint8_t *recv = malloc(4096 * (size_t)nranks), *send = malloc(4096);
+    uint64_t seed = 100;
+
+    shape_env(arg);
+    setenv("UCX_TLS", "tcp,self", 1);
+    setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
+    setenv("SYMCOLL_TIMEOUT", "60", 1);
+    comm = harness_comm_create();
+    for (int i = 0; i < 600; i++, seed++) {
+        size_t bytes = sizes[(size_t)i * 7 % nsizes];
+        int root = (i / 3) % nranks, in_place = i % 5 == 0;
+        uint8_t *out = recv;
+
+        memset(recv, 0xa5, bytes);
+        if (rank == root)
+            fill_bytes(in_place ? recv : send, bytes, root, seed);
+        check_status(symcoll_broadcast(in_place ? recv : send, recv, bytes, SYMCOLL_UINT8, root,
+                                       comm, NULL),
+                     "broadcast", bytes, SYMCOLL_UINT8, root);
+        if (bad_bytes(out, bytes, root, seed))
+            harness_fail("broadcast %d of %zu bytes from %d: wrong bytes", i, bytes, root);
+        /* the root's buffer changes at once: a receiver must not see it */
+        if (rank == root)
+            memset(in_place ? recv : send, 0x5a, bytes);
+        if (i % 97 == 0)
+            ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
+        if (i % 41 == 0)
+            ag_round(comm, rank, nranks, 1 + (size_t)i % 13, SYMCOLL_UINT8, 0, 0, seed);
+        if (i % 53 == 0)
+            rs_round(comm, rank, nranks, 3, SYMCOLL_INT32, SYMCOLL_SUM, 0, 0, seed);
+        if (i % 61 == 0) {
+            int64_t v = rank + i, sum = 0;
+            ck_assert_int_eq(
+                symcoll_allreduce(&v, &sum, 1, SYMCOLL_INT64, SYMCOLL_SUM, comm, NULL),
+                SYMCOLL_OK);
+            ck_assert_int_eq(sum, (int64_t)nranks * i + (int64_t)nranks * (nranks - 1) / 2);
+        }
+    }
+    ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+    free(send);
+    free(recv);
+}
+
+/* An eager broadcast whose receivers were called with another count: every receiver
+ * gets SYMCOLL_ERR_MISMATCH at that call, the root an error at its next call that waits
+ * (a barrier here), or within the ring's slots of further broadcasts; the communicator
+ * is broken everywhere afterwards. */
+static void body_bc_mismatch(int rank, int nranks, void *arg)
+{
+    symcoll_comm_h comm;
+    uint8_t buf[64] = {0};
+    symcoll_status_t st;
+    int fails = 0, stream = *(const int *)arg & 1, warm = !(*(const int *)arg & 2);
+
+    setenv("UCX_TLS", "tcp,self", 1);
+    setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
+    setenv("SYMCOLL_TIMEOUT", "60", 1);
+    comm = harness_comm_create();
+    /* the ring in use first; then every message so far consumed, so that a rank that
+     * fails below cannot take one with it. Not with 3 ranks across nodes: there a
+     * failure notice may overtake the barrier's last message to a third rank. */
+    for (int i = 0; warm && i < 5; i++)
+        bc_round(comm, rank, 5 + (size_t)i, SYMCOLL_FLOAT32, i % nranks, 0, 0,
+                 40 + (uint64_t)i);
+    if (warm)
+        ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
+    st = symcoll_broadcast(buf, buf, rank == 0 ? 16 : 17, SYMCOLL_UINT8, 0, comm, NULL);
+    if (rank != 0) {
+        ck_assert_int_eq(st, SYMCOLL_ERR_MISMATCH);
+        ck_assert_int_ne(symcoll_barrier(comm, NULL), SYMCOLL_OK);
+    } else {
+        ck_assert_int_eq(st, SYMCOLL_OK);
+        if (stream) {
+            /* further eager broadcasts: one fails before the ring runs out of credits */
+            for (int i = 0; i < 40 && !fails; i++)
+                fails =
+                    symcoll_broadcast(buf, buf, 16, SYMCOLL_UINT8, 0, comm, NULL) != SYMCOLL_OK;
+            ck_assert_int_eq(fails, 1);
+        } else {
+            ck_assert_int_ne(symcoll_barrier(comm, NULL), SYMCOLL_OK);
+        }
+    }
+    ck_assert_int_ne(symcoll_broadcast(buf, buf, 16, SYMCOLL_UINT8, 0, comm, NULL), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
 }
 
 /* Across nodes the small collectives run as all-reduces: ranks in different collectives
@@ -285,7 +384,7 @@ static void body_mismatch(int rank, int nranks, void *arg)
 static void body_mismatch_nodes(int rank, int nranks, void *arg)
 {
     symcoll_comm_h comm;
-    size_t count = 96, n = (size_t)nranks, big = 20000;
+    size_t count = 96, n = (size_t)nranks, big = 20000, mid = 1024;
     uint8_t *send = calloc(big * n, 8), *recv = calloc(big * n, 8);
     symcoll_status_t st;
 
@@ -294,15 +393,16 @@ static void body_mismatch_nodes(int rank, int nranks, void *arg)
     setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
     setenv("SYMCOLL_TIMEOUT", "60", 1);
     comm = harness_comm_create();
-    /* the same bytes of uint8: a broadcast against an all-gather */
+    /* the same bytes of uint8: a broadcast against an all-gather (above the eager
+     * broadcast's size: an eager broadcast does not meet the other ranks) */
     if (rank == 1)
-        st = symcoll_broadcast(send, recv, count * n, SYMCOLL_UINT8, 0, comm, NULL);
+        st = symcoll_broadcast(send, recv, mid * n, SYMCOLL_UINT8, 0, comm, NULL);
     else
-        st = symcoll_allgather(send, recv, count, SYMCOLL_UINT8, comm, NULL);
+        st = symcoll_allgather(send, recv, mid, SYMCOLL_UINT8, comm, NULL);
     ck_assert_int_eq(st, SYMCOLL_ERR_MISMATCH);
     ag_round(comm, rank, nranks, count, SYMCOLL_UINT8, 0, 0, 11);
     /* different roots */
-    st = symcoll_broadcast(send, recv, count, SYMCOLL_UINT8, rank == nranks - 1 ? 1 : 0, comm,
+    st = symcoll_broadcast(send, recv, mid * n, SYMCOLL_UINT8, rank == nranks - 1 ? 1 : 0, comm,
                            NULL);
     ck_assert_int_eq(st, SYMCOLL_ERR_MISMATCH);
     bc_round(comm, rank, count, SYMCOLL_FLOAT64, nranks - 1, 0, 0, 12);
@@ -394,6 +494,39 @@ SHAPE_TEST(test_mismatch_1node_3, 3, 1, body_mismatch)
 SHAPE_TEST(test_mismatch_2nodes_4, 4, 2, body_mismatch_nodes)
 SHAPE_TEST(test_mismatch_2nodes_3, 3, 2, body_mismatch_nodes)
 SHAPE_TEST_ALGO(test_mismatch_2nodes_4_ring, 4, 2, "ring", body_mismatch_nodes)
+SHAPE_TEST(test_bc_stream_1node_2, 2, 1, body_bc_stream)
+SHAPE_TEST(test_bc_stream_1node_3, 3, 1, body_bc_stream)
+SHAPE_TEST(test_bc_stream_2nodes_3, 3, 2, body_bc_stream)
+SHAPE_TEST(test_bc_stream_2nodes_5, 5, 2, body_bc_stream)
+
+/* mode: 1 the root's next calls are broadcasts (else a barrier); 2 no warm-up */
+static int bc_barrier_next = 0, bc_stream_next = 1, bc_cold_barrier_next = 2;
+
+START_TEST(test_bc_mismatch_1node_3)
+{
+    ck_assert_int_eq(harness_run(3, 1, RUN_TIMEOUT, body_bc_mismatch, &bc_barrier_next), 0);
+}
+END_TEST
+
+START_TEST(test_bc_mismatch_stream_1node_2)
+{
+    ck_assert_int_eq(harness_run(2, 1, RUN_TIMEOUT, body_bc_mismatch, &bc_stream_next), 0);
+}
+END_TEST
+
+START_TEST(test_bc_mismatch_2nodes_3)
+{
+    ck_assert_int_eq(harness_run(3, 2, RUN_TIMEOUT, body_bc_mismatch, &bc_cold_barrier_next),
+                     0);
+}
+END_TEST
+
+START_TEST(test_bc_mismatch_stream_2nodes_2)
+{
+    ck_assert_int_eq(harness_run(2, 2, RUN_TIMEOUT, body_bc_mismatch, &bc_stream_next), 0);
+}
+END_TEST
+
 SHAPE_TEST(test_args_1node_2, 2, 1, body_args)
 SHAPE_TEST(test_args_2nodes_2, 2, 2, body_args)
 
@@ -426,6 +559,14 @@ int main(void)
     tcase_add_test(tc, test_mismatch_2nodes_4);
     tcase_add_test(tc, test_mismatch_2nodes_3);
     tcase_add_test(tc, test_mismatch_2nodes_4_ring);
+    tcase_add_test(tc, test_bc_stream_1node_2);
+    tcase_add_test(tc, test_bc_stream_1node_3);
+    tcase_add_test(tc, test_bc_stream_2nodes_3);
+    tcase_add_test(tc, test_bc_stream_2nodes_5);
+    tcase_add_test(tc, test_bc_mismatch_1node_3);
+    tcase_add_test(tc, test_bc_mismatch_stream_1node_2);
+    tcase_add_test(tc, test_bc_mismatch_2nodes_3);
+    tcase_add_test(tc, test_bc_mismatch_stream_2nodes_2);
     tcase_add_test(tc, test_args_1node_2);
     tcase_add_test(tc, test_args_2nodes_2);
     tcase_add_test(tc, test_barrier_1node_3);

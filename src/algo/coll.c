@@ -274,6 +274,14 @@ symcoll_status_t algo_collective(comm_t *comm, const topo_plan_t *plan,
                                comm->topo->local_size) > 0)
             return coll_host(comm, pools[SYMCOLL_MEM_HOST], a);
     }
+    /* small broadcasts across nodes: eager, the root does not wait (net_coll.c) */
+    if (a->coll == ALGO_COLL_BROADCAST &&
+        algo_net_bc_eager(comm, plan, algo_plan_bytes(comm, a))) {
+        symcoll_status_t status = algo_check_usable(comm);
+        if (status != SYMCOLL_OK)
+            return status;
+        return algo_net_bc_run(comm, pools[SYMCOLL_MEM_HOST], a);
+    }
     if (a->coll != ALGO_COLL_BARRIER &&
         (algo_net_coll_native(comm, plan, algo_plan_bytes(comm, a)) ||
          coll_net_native_pair(comm, plan, a)))

@@ -41,6 +41,31 @@ typedef struct algo_host_ll_line {
 #define HOST_LL_LINES 5
 #define HOST_LL_BYTES (HOST_LL_LINES * HOST_LL_DATA)
 
+/*
+ * Eager broadcast (host_coll.c): broadcasts of at most HOST_BC_EAGER_MAX bytes do not
+ * wait for the receivers. Every rank owns a ring of HOST_BC_SLOTS slots in the pool
+ * (same offset everywhere); as root it writes its k-th message into slot k mod
+ * HOST_BC_SLOTS and returns; each receiver reads it from there. A slot is one header
+ * line (stamp last, 32 bytes of data inline) and the rest of the data after it.
+ * Credits: receiver r counts the messages it consumed from each root and publishes
+ * the count in its pad (bc_cons[root]) every HOST_BC_SLOTS / 2 messages; a root writes
+ * message k only once every receiver published at least k - HOST_BC_SLOTS + 1, so no
+ * receiver still reads a slot the root writes again.
+ */
+#define HOST_BC_EAGER_MAX 2048
+#define HOST_BC_SLOTS 16
+#define HOST_BC_INLINE 32
+#define HOST_BC_SLOT_BYTES (64 + (HOST_BC_EAGER_MAX - HOST_BC_INLINE + 63) / 64 * 64)
+#define HOST_BC_MAX_RANKS 256 /* local ranks with a word each in bc_cons */
+
+typedef struct algo_host_bc_hdr {
+    _Atomic uint64_t stamp; /* message number from this root + 1, stored last */
+    _Atomic uint64_t seq;   /* the root's count of broadcasts on the communicator */
+    _Atomic uint64_t count; /* elements */
+    _Atomic uint64_t sig;   /* datatype | root << 32 */
+    uint8_t data[HOST_BC_INLINE];
+} algo_host_bc_hdr_t;
+
 /* Layout of the first bytes of each rank's host signal pad. Only its owner writes it;
  * peers read it. Every word sits on its own cache line (or pair) to avoid false
  * sharing between the polled flag and the rest. The pad's remaining bytes are free
@@ -60,6 +85,15 @@ typedef struct algo_host_sig {
      * mailbox of epoch e is written again at epoch e + 2 at the earliest, after the
      * owner passed epoch e + 1, which no peer reaches before it read epoch e's data */
     algo_host_ll_line_t ll[2][HOST_LL_LINES];
+    /* eager broadcast: peers asleep on a word of ours (a ring stamp, bc_cons) */
+    _Atomic uint64_t bc_waiters;
+    uint8_t pad3[56];
+    /* while a receive waits long: the broadcast it waits for ((seq + 1) << 12 | root),
+     * so that two ranks that each wait for the other as root see the disagreement */
+    _Atomic uint64_t bc_wait;
+    uint8_t pad4[56];
+    /* messages consumed from each local root, published every HOST_BC_SLOTS / 2 */
+    _Atomic uint64_t bc_cons[HOST_BC_MAX_RANKS];
 } algo_host_sig_t;
 
 #define HOST_SIG_FREE_OFF 4096
@@ -81,6 +115,13 @@ struct algo_host_state {
     const void **srcs;  /* n source pointers for the reduction */
     char *ll_in;        /* n x HOST_LL_BYTES: the peers' mailbox data, made contiguous */
     uint64_t *peer_flags, *peer_in, *peer_out; /* descriptors read from the peers */
+    /* eager broadcast: the ring (HOST_BC_SLOTS x HOST_BC_SLOT_BYTES at bc_off) */
+    bool has_bc;
+    size_t bc_off;
+    uint64_t bc_seq;    /* broadcasts this rank took part in (also in every descriptor) */
+    uint64_t bc_sent;   /* messages written as root */
+    uint64_t bc_credit; /* the least count the receivers published, as last read */
+    uint64_t *bc_recvd; /* messages consumed from each local root */
 };
 typedef struct algo_host_state algo_host_state_t;
 
@@ -163,6 +204,12 @@ symcoll_status_t algo_host_done(host_call_t *c, symcoll_status_t status);
  * status) and tells the peers. */
 symcoll_status_t algo_host_fail(host_call_t *c, symcoll_status_t status);
 
+/* Why local peer gave up (its pad says), as its waiters report it. */
+symcoll_status_t algo_host_peer_reason(const algo_host_sig_t *peer);
+
+/* The slow checks of a wait for local rank r: abort, deadline, r gave up, r alive. */
+symcoll_status_t algo_host_wait_check(host_call_t *c, int r);
+
 symcoll_status_t algo_host_oneshot(host_call_t *c);
 symcoll_status_t algo_host_twoshot(host_call_t *c);
 
@@ -170,6 +217,8 @@ symcoll_status_t algo_host_twoshot(host_call_t *c);
 symcoll_status_t algo_host_reduce_scatter(host_call_t *c);
 symcoll_status_t algo_host_allgather(host_call_t *c);
 symcoll_status_t algo_host_broadcast(host_call_t *c, int root);
+/* Whether a broadcast of nbytes on this state goes eager (every rank decides alike). */
+bool algo_host_bc_eager(const algo_host_state_t *st, size_t nbytes);
 symcoll_status_t algo_host_coll_barrier(host_call_t *c);
 
 /* Bytes of each block one reduce-scatter chunk carries (0: the staging slot is too small

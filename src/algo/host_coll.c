@@ -2,7 +2,8 @@
  * the host pool, with the all-reduce's machinery (host.h): signal pads, call
  * descriptors (argument agreement), staging slots, the barrier.
  *
- * Every algorithm moves its data in chunks through the staging slots, one barrier per
+ * Broadcasts of at most HOST_BC_EAGER_MAX bytes are eager and meet no barrier (below).
+ * Every other call moves its data in chunks through the staging slots, one barrier per
  * chunk: a rank copies its part of chunk k into a slot (or exposes it in place when the
  * caller's buffer is in the pool), passes barrier k, and copies or reduces what it
  * needs of chunk k straight from its peers' slots into its output. The slot rotation
@@ -20,7 +21,10 @@
 
 #include <string.h>
 
+#include "algo/ctx.h"
 #include "algo/reduce.h"
+#include "core/wait.h"
+#include "topo/topo.h"
 
 /* Inputs of fewer bytes are copied into the staging slots even from a pool buffer. */
 #define HOST_COLL_LINEAR_MIN 16384
@@ -99,14 +103,224 @@ static size_t host_bc_piece(size_t nbytes, size_t chunk)
     return piece < chunk ? piece : chunk;
 }
 
+/*
+ * Eager broadcast (at most HOST_BC_EAGER_MAX bytes; the ring and its credits: host.h).
+ * The root does not wait for the receivers: it writes header and data into the next slot
+ * of its ring and returns, waiting (bounded, like every wait) only while the ring is full,
+ * so that a loop of broadcasts pipelines as a FIFO does. A receiver checks the header
+ * (the broadcast's number on the communicator, count, datatype, root) against its own
+ * arguments. A mismatched broadcast is reported by every receiver at that call and by
+ * the root no later than its next call that waits for that receiver (any other
+ * collective, or a broadcast that finds the ring full: within HOST_BC_SLOTS broadcasts):
+ * the receiver fails with SYMCOLL_ERR_MISMATCH, breaks the communicator and gives up in
+ * its pad, which every wait reads and the root reads at each eager call too (a line that
+ * does not change costs no transfer), so an eager call after the receiver gave up fails
+ * at once. Ranks that
+ * all think themselves root read nothing; the broadcast numbers in the next headers and
+ * descriptors then disagree. Ranks that wait for each other as root see each other's
+ * bc_wait word.
+ *
+ * Other collectives do not touch the ring or its counters and keep their own
+ * synchronisation; the ring needs none with them: a root reuses a slot only after every
+ * receiver said it consumed the message there.
+ */
+
+bool algo_host_bc_eager(const algo_host_state_t *st, size_t nbytes)
+{
+    return st->has_bc && nbytes <= HOST_BC_EAGER_MAX;
+}
+
+static algo_host_bc_hdr_t *host_bc_slot(const host_call_t *c, int r, uint64_t k)
+{
+    return (algo_host_bc_hdr_t *)pool_peer_addr(
+        c->pool, r, c->st->bc_off + (size_t)(k % HOST_BC_SLOTS) * HOST_BC_SLOT_BYTES);
+}
+
+/* Fails an eager call: the communicator breaks, the peers hear it. */
+static symcoll_status_t host_bc_fail(host_call_t *c, symcoll_status_t status)
+{
+    algo_break(c->comm, status);
+    return algo_host_fail(c, status);
+}
+
+/* A peer that gave up (an abort, a failure, a mismatch it received): this call fails. */
+static symcoll_status_t host_bc_peers_ok(host_call_t *c)
+{
+    for (int r = 0; r < c->n; r++) {
+        if (r == c->me || !atomic_load_explicit(&c->st->sig[r]->aborted, memory_order_acquire))
+            continue;
+        symcoll_status_t why = algo_host_peer_reason(c->st->sig[r]);
+        log_error("broadcast: rank %d (local rank %d) gave up: %s",
+                  c->comm->topo->local_ranks[r], r, symcoll_status_string(why));
+        return host_bc_fail(c, why);
+    }
+    return SYMCOLL_OK;
+}
+
+typedef struct host_bc_wait_arg {
+    host_call_t *c;
+    int r;          /* the rank waited for */
+    uint64_t mark;  /* receiver: our bc_wait value; 0 for the root */
+    bool published; /* bc_wait stored */
+} host_bc_wait_arg_t;
+
+static symcoll_status_t host_bc_check(void *arg)
+{
+    host_bc_wait_arg_t *a = arg;
+    algo_host_sig_t *peer = a->c->st->sig[a->r];
+
+    if (a->mark) {
+        uint64_t theirs = atomic_load_explicit(&peer->bc_wait, memory_order_relaxed);
+        if (!a->published) {
+            atomic_store_explicit(&a->c->st->sig[a->c->me]->bc_wait, a->mark,
+                                  memory_order_relaxed);
+            a->published = true;
+        }
+        /* our root waits as a receiver of the same broadcast */
+        if (theirs >> 12 == a->mark >> 12) {
+            log_error("broadcast: local rank %d, the root here, waits for root %d there", a->r,
+                      (int)(theirs & 0xfff));
+            return SYMCOLL_ERR_MISMATCH;
+        }
+    }
+    return algo_host_wait_check(a->c, a->r);
+}
+
+static symcoll_status_t host_bc_wait(host_call_t *c, int r, _Atomic uint64_t *word,
+                                     uint64_t target, uint64_t mark)
+{
+    host_bc_wait_arg_t arg = {c, r, mark, false};
+    core_wait_t w = {.spin_max = c->st->spin_max,
+                     .yields = 2,
+                     .sleep_ns = 1000000L,
+                     .progress = NULL,
+                     .check = host_bc_check,
+                     .arg = &arg};
+    symcoll_status_t status = core_wait_word(&w, word, &c->st->sig[r]->bc_waiters, target);
+
+    if (status == SYMCOLL_OK)
+        return SYMCOLL_OK;
+    if (status != SYMCOLL_ERR_MISMATCH)
+        log_error("broadcast: waiting for rank %d (local rank %d): %s",
+                  c->comm->topo->local_ranks[r], r, symcoll_status_string(status));
+    return host_bc_fail(c, status);
+}
+
+static uint64_t host_bc_sig(const host_call_t *c, int root)
+{
+    return (uint64_t)(c->dtype & 0xff) | (uint64_t)(uint32_t)root << 32;
+}
+
+static symcoll_status_t host_bc_send(host_call_t *c, int root, size_t nbytes, uint64_t seq)
+{
+    algo_host_state_t *st = c->st;
+    uint64_t k = st->bc_sent;
+    algo_host_sig_t *me = st->sig[c->me];
+    algo_host_bc_hdr_t *h;
+    size_t head = nbytes < HOST_BC_INLINE ? nbytes : HOST_BC_INLINE;
+
+    if (k - st->bc_credit >= HOST_BC_SLOTS) {
+        /* the ring is full as far as we know: every receiver's latest count */
+        uint64_t least = UINT64_MAX, need = k - HOST_BC_SLOTS + 1;
+        for (int r = 0; r < c->n; r++) {
+            uint64_t v;
+            if (r == c->me)
+                continue;
+            v = atomic_load_explicit(&st->sig[r]->bc_cons[c->me], memory_order_acquire);
+            if (v < need) {
+                symcoll_status_t status =
+                    host_bc_wait(c, r, &st->sig[r]->bc_cons[c->me], need, 0);
+                if (status != SYMCOLL_OK)
+                    return status;
+                v = atomic_load_explicit(&st->sig[r]->bc_cons[c->me], memory_order_acquire);
+            }
+            least = v < least ? v : least;
+        }
+        st->bc_credit = least;
+    }
+    h = host_bc_slot(c, c->me, k);
+    memcpy(h->data, c->sendbuf, head);
+    if (nbytes > head)
+        memcpy((char *)h + 64, c->sendbuf + head, nbytes - head);
+    atomic_store_explicit(&h->seq, seq, memory_order_relaxed);
+    atomic_store_explicit(&h->count, c->count, memory_order_relaxed);
+    atomic_store_explicit(&h->sig, host_bc_sig(c, root), memory_order_relaxed);
+    atomic_store_explicit(&h->stamp, k + 1, memory_order_release);
+    /* a receiver asleep on the stamp (rare: the check is not fenced, a wake-up it misses
+     * ends its bounded sleep) */
+    if (atomic_load_explicit(&me->bc_waiters, memory_order_relaxed))
+        core_word_publish(&h->stamp, &me->bc_waiters, k + 1);
+    st->bc_sent = k + 1;
+    if (c->sendbuf != c->recvbuf)
+        memcpy(c->recvbuf, c->sendbuf, nbytes);
+    return SYMCOLL_OK;
+}
+
+static symcoll_status_t host_bc_recv(host_call_t *c, int root, size_t nbytes, uint64_t seq)
+{
+    algo_host_state_t *st = c->st;
+    uint64_t k = st->bc_recvd[root], hseq, hcount, hsig;
+    algo_host_bc_hdr_t *h = host_bc_slot(c, root, k);
+    size_t head = nbytes < HOST_BC_INLINE ? nbytes : HOST_BC_INLINE;
+    bool match;
+    symcoll_status_t status;
+
+    if (atomic_load_explicit(&h->stamp, memory_order_acquire) < k + 1) {
+        status = host_bc_wait(c, root, &h->stamp, k + 1, (seq + 1) << 12 | (uint64_t)root);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    hseq = atomic_load_explicit(&h->seq, memory_order_relaxed);
+    hcount = atomic_load_explicit(&h->count, memory_order_relaxed);
+    hsig = atomic_load_explicit(&h->sig, memory_order_relaxed);
+    match = hseq == seq && hcount == c->count && hsig == host_bc_sig(c, root);
+    if (match) {
+        memcpy(c->recvbuf, h->data, head);
+        if (nbytes > head)
+            memcpy(c->recvbuf + head, (const char *)h + 64, nbytes - head);
+    }
+    /* consumed either way, so that the root's credits stay right */
+    st->bc_recvd[root] = ++k;
+    /* in a loop the root is ahead: the next header is likely written already, and its
+     * transfer then overlaps the rest of this call and the start of the next */
+    __builtin_prefetch(host_bc_slot(c, root, k));
+    if (k % (HOST_BC_SLOTS / 2) == 0)
+        core_word_publish(&st->sig[c->me]->bc_cons[root], &st->sig[c->me]->bc_waiters, k);
+    if (match)
+        return SYMCOLL_OK;
+    log_error("broadcast: local rank %d (rank %d), the root, called with different arguments: "
+              "count %llu %s root %d as broadcast %llu there, count %zu %s root %d as "
+              "broadcast %llu here",
+              root, c->comm->topo->local_ranks[root], (unsigned long long)hcount,
+              symcoll_dtype_name((symcoll_dtype_t)(hsig & 0xff)), (int)(uint32_t)(hsig >> 32),
+              (unsigned long long)hseq, c->count, symcoll_dtype_name(c->dtype), root,
+              (unsigned long long)seq);
+    return host_bc_fail(c, SYMCOLL_ERR_MISMATCH);
+}
+
+static symcoll_status_t host_bc_eager_run(host_call_t *c, int root, size_t nbytes, uint64_t seq)
+{
+    symcoll_status_t status = host_bc_peers_ok(c);
+
+    if (status != SYMCOLL_OK)
+        return status;
+    return c->me == root ? host_bc_send(c, root, nbytes, seq)
+                         : host_bc_recv(c, root, nbytes, seq);
+}
+
 /* The local rank root's count elements to every local rank's recvbuf. */
 symcoll_status_t algo_host_broadcast(host_call_t *c, int root)
 {
     algo_host_state_t *st = c->st;
     size_t nbytes = c->count * c->esize, off, in_off = 0;
     size_t piece = host_bc_piece(nbytes, st->chunk_bytes);
-    bool in_linear = c->me == root && host_coll_linear(c, c->sendbuf, nbytes, &in_off);
+    bool in_linear;
+    uint64_t seq = st->bc_seq++;
     symcoll_status_t status;
+
+    if (algo_host_bc_eager(st, nbytes))
+        return host_bc_eager_run(c, root, nbytes, seq);
+    in_linear = c->me == root && host_coll_linear(c, c->sendbuf, nbytes, &in_off);
 
     algo_host_desc_publish(c, HOST_ALGO_BROADCAST, in_linear ? HOST_DESC_IN_LINEAR : 0, in_off,
                            0);

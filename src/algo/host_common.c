@@ -45,6 +45,7 @@ static void host_state_free(algo_host_state_t *st)
     free(st->peer_flags);
     free(st->peer_in);
     free(st->peer_out);
+    free(st->bc_recvd);
     free(st);
 }
 
@@ -74,8 +75,9 @@ symcoll_status_t algo_host_state_get(comm_t *comm, pool_t *pool, algo_host_state
         st->peer_flags = calloc((size_t)n, sizeof(uint64_t));
         st->peer_in = calloc((size_t)n, sizeof(uint64_t));
         st->peer_out = calloc((size_t)n, sizeof(uint64_t));
+        st->bc_recvd = calloc((size_t)n, sizeof(uint64_t));
         if (!st->sig || !st->pids || !st->starts || !st->srcs || !st->ll_in ||
-            !st->peer_flags || !st->peer_in || !st->peer_out) {
+            !st->peer_flags || !st->peer_in || !st->peer_out || !st->bc_recvd) {
             host_state_free(st);
             goto err_nomem;
         }
@@ -89,6 +91,8 @@ symcoll_status_t algo_host_state_get(comm_t *comm, pool_t *pool, algo_host_state
         st->chunk_bytes = comm->config.host_chunk_size / POOL_ALIGN * POOL_ALIGN;
         /* the pad words start at 0 everywhere and never go back: resume from them */
         st->epoch = atomic_load(&st->sig[st->me]->progress);
+        /* messages of our eager broadcasts every receiver consumed: none yet */
+        st->bc_credit = 0;
         /* more ranks than cores: a peer we wait for is likely waiting for our core */
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         st->spin_max = ncpu > 0 && n > ncpu ? 8 : HOST_SPIN_MAX;
@@ -101,6 +105,17 @@ symcoll_status_t algo_host_state_get(comm_t *comm, pool_t *pool, algo_host_state
         if (status != SYMCOLL_OK)
             return status;
         st->has_staging = true;
+    }
+    if (!st->has_bc && st->n > 1 && st->n <= HOST_BC_MAX_RANKS) {
+        /* the eager broadcast's ring, like the staging: same decision on every rank.
+         * Its counters live in the state and the pad, so a ring given back at trim and
+         * made again goes on where it was (every message of it was consumed: trim
+         * follows every rank's calls) */
+        status = pool_alloc(pool, HOST_BC_SLOTS * HOST_BC_SLOT_BYTES, POOL_ALLOC_STAGING,
+                            &st->bc_off);
+        if (status != SYMCOLL_OK)
+            return status;
+        st->has_bc = true;
     }
     *st_p = st;
     return SYMCOLL_OK;
@@ -137,7 +152,13 @@ symcoll_status_t algo_host_call_init(host_call_t *c, comm_t *comm, pool_t *pool,
 void algo_host_release(comm_t *comm, pool_t *pool)
 {
     algo_host_state_t *st = comm->algo->host;
-    if (!st || !st->has_staging)
+    if (!st)
+        return;
+    if (st->has_bc) {
+        pool_free(pool, st->bc_off);
+        st->has_bc = false;
+    }
+    if (!st->has_staging)
         return;
     pool_free(pool, st->staging_off);
     st->has_staging = false;
@@ -155,11 +176,13 @@ static void host_give_up(algo_host_sig_t *me, uint64_t epoch, symcoll_status_t w
     atomic_store_explicit(&me->aborted, epoch, memory_order_release);
 }
 
-/* Why a local peer gave up, as its waiters report it: an abort, a timeout or a death. */
-static symcoll_status_t host_peer_reason(const algo_host_sig_t *peer)
+/* Why a local peer gave up, as its waiters report it: an abort, a timeout, a mismatch
+ * of an eager broadcast it received, or a death. */
+symcoll_status_t algo_host_peer_reason(const algo_host_sig_t *peer)
 {
     int64_t why = atomic_load_explicit(&peer->reason, memory_order_relaxed);
-    if (why == SYMCOLL_ERR_ABORTED || why == SYMCOLL_ERR_TIMED_OUT)
+    if (why == SYMCOLL_ERR_ABORTED || why == SYMCOLL_ERR_TIMED_OUT ||
+        why == SYMCOLL_ERR_MISMATCH)
         return (symcoll_status_t)why;
     return SYMCOLL_ERR_PEER_FAILED;
 }
@@ -175,8 +198,9 @@ void algo_host_abort(comm_t *comm, pool_t *pool)
 
 symcoll_status_t algo_host_fail(host_call_t *c, symcoll_status_t status)
 {
+    /* a mismatch here is a peer's eager broadcast receive that gave up with it */
     if (status == SYMCOLL_ERR_TIMED_OUT || status == SYMCOLL_ERR_PEER_FAILED ||
-        status == SYMCOLL_ERR_ABORTED) {
+        status == SYMCOLL_ERR_ABORTED || status == SYMCOLL_ERR_MISMATCH) {
         algo_break(c->comm, status);
         /* peers still waiting for us learn it at once instead of at their deadline;
          * the epoch we did not complete tells them whether this touches their call */
@@ -196,7 +220,7 @@ symcoll_status_t algo_host_done(host_call_t *c, symcoll_status_t status)
         uint64_t gave_up = atomic_load_explicit(&c->st->sig[r]->aborted, memory_order_acquire);
         /* a peer that gave up after this call's last epoch completed it */
         if (r != c->me && gave_up && gave_up <= c->st->epoch) {
-            symcoll_status_t why = host_peer_reason(c->st->sig[r]);
+            symcoll_status_t why = algo_host_peer_reason(c->st->sig[r]);
             log_error("all-reduce: rank %d (local rank %d) gave up during the call: %s",
                       c->comm->topo->local_ranks[r], r, symcoll_status_string(why));
             return algo_host_fail(c, why);
@@ -206,7 +230,7 @@ symcoll_status_t algo_host_done(host_call_t *c, symcoll_status_t status)
 }
 
 /* Slow part of the wait loop: abort, deadline, the peer's own abort word, liveness. */
-static symcoll_status_t host_wait_check(host_call_t *c, int r)
+symcoll_status_t algo_host_wait_check(host_call_t *c, int r)
 {
     algo_host_state_t *st = c->st;
     double now;
@@ -214,7 +238,7 @@ static symcoll_status_t host_wait_check(host_call_t *c, int r)
     if (atomic_load_explicit(&c->comm->aborted, memory_order_relaxed))
         return SYMCOLL_ERR_ABORTED;
     if (atomic_load_explicit(&st->sig[r]->aborted, memory_order_acquire))
-        return host_peer_reason(st->sig[r]);
+        return algo_host_peer_reason(st->sig[r]);
     now = time_now();
     if (c->dl.end == 0) {
         /* the clock is read only once a wait gets long: calls that never wait (small
@@ -240,7 +264,7 @@ typedef struct host_wait_arg {
 static symcoll_status_t host_wait_check_hook(void *arg)
 {
     host_wait_arg_t *a = arg;
-    return host_wait_check(a->c, a->r);
+    return algo_host_wait_check(a->c, a->r);
 }
 
 static symcoll_status_t host_wait(host_call_t *c, int r, uint64_t target)
@@ -346,11 +370,14 @@ static const char *host_or_q(const char *name)
 }
 
 /* The arguments that must agree besides the count, packed side by side (exact: equal
- * words mean equal fields). */
+ * words mean equal fields), and the number of broadcasts so far mod 256: an eager
+ * broadcast does not meet the other ranks, so a rank that skipped or added one
+ * disagrees at the next call that does. */
 static uint64_t host_signature(const host_call_t *c, int algo)
 {
-    return (uint64_t)(uint32_t)c->root << 32 | (uint64_t)(algo & 0xff) << 16 |
-           (uint64_t)(c->op & 0xff) << 8 | (uint64_t)(c->dtype & 0xff);
+    return (uint64_t)(uint32_t)c->root << 32 | (c->st->bc_seq & 0xff) << 24 |
+           (uint64_t)(algo & 0xff) << 16 | (uint64_t)(c->op & 0xff) << 8 |
+           (uint64_t)(c->dtype & 0xff);
 }
 
 void algo_host_desc_publish(host_call_t *c, int algo, uint64_t flags, size_t in_off,
@@ -393,15 +420,16 @@ symcoll_status_t algo_host_desc_collect(host_call_t *c, int algo)
             if (status == SYMCOLL_OK)
                 log_error(
                     "collective: local rank %d (rank %d) called with different arguments: "
-                    "%s count %llu %s %s root %d chunk %llu there, %s count %zu %s "
-                    "%s root %d chunk %zu here",
+                    "%s count %llu %s %s root %d chunk %llu after %llu broadcasts (mod "
+                    "256) there, %s count %zu %s %s root %d chunk %zu after %llu here",
                     r, c->comm->topo->local_ranks[r], host_algo_name((int)(s >> 16 & 0xff)),
                     (unsigned long long)n,
                     host_or_q(symcoll_dtype_name((symcoll_dtype_t)(s & 0xff))),
                     host_or_q(symcoll_op_name((symcoll_op_t)(s >> 8 & 0xff))),
                     (int)(uint32_t)(s >> 32), (unsigned long long)(f >> 8),
-                    host_algo_name(algo), c->count, host_or_q(symcoll_dtype_name(c->dtype)),
-                    host_or_q(symcoll_op_name(c->op)), c->root, st->chunk_bytes);
+                    (unsigned long long)(s >> 24 & 0xff), host_algo_name(algo), c->count,
+                    host_or_q(symcoll_dtype_name(c->dtype)), host_or_q(symcoll_op_name(c->op)),
+                    c->root, st->chunk_bytes, (unsigned long long)(st->bc_seq & 0xff));
             status = SYMCOLL_ERR_MISMATCH;
         }
     }

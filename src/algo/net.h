@@ -85,6 +85,15 @@ struct net_state {
     /* every all-reduce is hierarchical (the selector's choice for any size): calls agree
      * inside the hierarchical steps; else before the flat algorithms (algo_net_rd) */
     bool hier_all;
+    /* eager broadcast (net_coll.c): the ring (n roots x NET_BC_SLOTS slots at bc_off,
+     * made on the first eager call, given back at trim), and its counters, which stay */
+    bool has_bc;
+    size_t bc_off;
+    uint64_t bc_seq;    /* broadcasts this rank took part in */
+    uint64_t bc_sent;   /* messages sent as root */
+    uint64_t bc_credit; /* the least count the receivers returned, as last read */
+    uint64_t *bc_recvd; /* messages consumed from each root */
+    ucx_req_t *bc_reqs; /* NET_BC_SLOTS x n: the puts from each slot of ours */
 };
 typedef struct net_state net_state_t;
 
@@ -281,6 +290,40 @@ bool algo_net_coll_native(const comm_t *comm, const topo_plan_t *plan, size_t pl
  * recursive doubling, or the hierarchical steps where every all-reduce is hierarchical),
  * then a pipelined ring or chain over all ranks in node order. */
 symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args_t *a);
+
+/* Eager broadcast across nodes (net_coll.c): at most NET_BC_EAGER_MAX bytes, up to
+ * NET_BC_MAX_RANKS ranks. Flag words of a sender's line (see the flags above) that the
+ * all-reduce's receive areas leave free: the messages of a root, in the receiver's flags;
+ * the credits of a receiver, in the root's flags. */
+#define NET_BC_EAGER_MAX 2048
+#define NET_BC_SLOTS 16
+#define NET_BC_SLOT_BYTES (64 + NET_BC_EAGER_MAX)
+#define NET_BC_MAX_RANKS 16
+#define NET_WORD_BC_DATA 5
+#define NET_WORD_BC_CREDIT 6
+
+/* Whether a broadcast of bytes of host memory across nodes goes eager. */
+bool algo_net_bc_eager(const comm_t *comm, const topo_plan_t *plan, size_t bytes);
+
+/* The eager broadcast (count > 0, arguments checked, comm->lock held). */
+symcoll_status_t algo_net_bc_run(comm_t *comm, pool_t *pool, const algo_args_t *a);
+
+/* Word word of sender's line in owner's flags (for owner == this rank, or symmetric:
+ * this rank's address standing for a remote owner's). */
+uint64_t *algo_net_flag_word(const net_state_t *st, int owner, int sender, int word);
+
+/* Waits until *word (this rank's flags) reaches target (as the algorithms' waits). */
+symcoll_status_t algo_net_wait_flag(net_state_t *st, const uint64_t *word, uint64_t target,
+                                    int peer, deadline_t *dl, double *next_alive);
+
+/* Local rank rank's view of pool offset off (rank a rank of this node). */
+char *algo_net_peer_addr(const net_state_t *st, int rank, size_t off);
+
+/* The failure status of a local peer that gave up (SYMCOLL_OK if it did not). */
+symcoll_status_t algo_net_peer_gave_up(const net_state_t *st, int rank);
+
+/* Breaks the communicator with why and tells every peer. */
+symcoll_status_t algo_net_give_up(net_state_t *st, symcoll_status_t why);
 
 /* Frees the states of the communicator (after its lanes were destroyed). */
 void algo_net_free(comm_t *comm);

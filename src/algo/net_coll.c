@@ -294,3 +294,187 @@ symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args
         status = coll_run(st, &c, a);
     return algo_net_finish(st, status);
 }
+
+/*
+ * Eager broadcast across nodes (at most NET_BC_EAGER_MAX bytes, up to NET_BC_MAX_RANKS
+ * ranks): as inside a node (host_coll.c), the root does not wait for the receivers. Every
+ * rank keeps, in its pool, a ring of NET_BC_SLOTS slots per root (same offset
+ * everywhere); the root writes header (the broadcast's number on the communicator,
+ * count, datatype, root) and data into its own row of that ring, then sends the slot to
+ * each receiver's matching slot with the message count in the root's NET_WORD_BC_DATA
+ * word of the receiver's flags (ucx_put_signal to another node: data, fence, flag or one
+ * active message; a copy and a release store inside the node), and returns. A receiver
+ * waits for the word, checks the header against its own arguments and copies the data
+ * out. Credits: a receiver returns its consumed count to the root's NET_WORD_BC_CREDIT
+ * word every NET_BC_SLOTS / 2 messages; the root sends message k only once every
+ * receiver returned at least k - NET_BC_SLOTS + 1, so no receiver still reads a slot
+ * that is written again, and waits (bounded, progressing UCX) only while the ring is
+ * full. A receiver never withholds a credit the root needs: it returns them before it
+ * lags by NET_BC_SLOTS / 2.
+ *
+ * A mismatched broadcast is reported by every receiver at that call (it breaks the
+ * communicator and tells every peer) and by the root no later than its next call that
+ * waits for that receiver (within NET_BC_SLOTS broadcasts); an eager call that already
+ * heard of it fails at once. The other collectives keep their own counters, flag words
+ * and receive areas, so their synchronisation is untouched.
+ *
+ * As with any eager protocol without a progress thread, bytes that the transport could
+ * not hand to the network at once (a full socket) move on at the root's next call that
+ * progresses UCX; a receiver waits for them, bounded by its deadline.
+ */
+
+bool algo_net_bc_eager(const comm_t *comm, const topo_plan_t *plan, size_t bytes)
+{
+    return plan->family == TOPO_FAMILY_NET_HOST && bytes <= NET_BC_EAGER_MAX &&
+           comm->nranks <= NET_BC_MAX_RANKS;
+}
+
+typedef struct net_bc_hdr {
+    uint64_t seq, count, sig, pad[5];
+} net_bc_hdr_t;
+
+static size_t net_bc_slot(int root, uint64_t k)
+{
+    return ((size_t)root * NET_BC_SLOTS + (size_t)(k % NET_BC_SLOTS)) * NET_BC_SLOT_BYTES;
+}
+
+static symcoll_status_t net_bc_send(net_state_t *st, const algo_args_t *a, size_t nbytes,
+                                    deadline_t *dl, double *next_alive)
+{
+    int me = st->comm->rank, n = st->n;
+    uint64_t k = st->bc_sent;
+    size_t off = st->bc_off + net_bc_slot(me, k);
+    char *slot = algo_net_addr(st, off);
+    net_bc_hdr_t h = {
+        st->bc_seq, a->count, (uint64_t)a->dtype | (uint64_t)(uint32_t)a->root << 32, {0}};
+    uint64_t *flag = algo_net_flag_word(st, me, me, NET_WORD_BC_DATA);
+    symcoll_status_t status;
+
+    if (k - st->bc_credit >= NET_BC_SLOTS) {
+        uint64_t least = UINT64_MAX, need = k - NET_BC_SLOTS + 1;
+        for (int r = 0; r < n; r++) {
+            uint64_t *w = algo_net_flag_word(st, me, r, NET_WORD_BC_CREDIT), v;
+            if (r == me)
+                continue;
+            status = algo_net_wait_flag(st, w, need, r, dl, next_alive);
+            if (status != SYMCOLL_OK)
+                return status;
+            v = atomic_load_explicit((_Atomic uint64_t *)w, memory_order_acquire);
+            least = v < least ? v : least;
+        }
+        st->bc_credit = least;
+    }
+    /* the puts from this slot NET_BC_SLOTS messages ago were consumed; free their
+     * requests before the slot changes */
+    for (int r = 0; r < n; r++) {
+        ucx_req_t *req = &st->bc_reqs[(size_t)(k % NET_BC_SLOTS) * (size_t)n + (size_t)r];
+        status = ucx_req_wait(st->ucx, *req, dl);
+        *req = NULL;
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    memcpy(slot, &h, sizeof(h));
+    memcpy(slot + 64, a->sendbuf, nbytes);
+    for (int i = 1; i < n; i++) {
+        int r = (me + i) % n;
+        if (ucx_is_remote(st->ucx, r)) {
+            status = ucx_put_signal(
+                st->ucx, r, slot, 64 + nbytes, slot, flag, k + 1,
+                &st->bc_reqs[(size_t)(k % NET_BC_SLOTS) * (size_t)n + (size_t)r]);
+            if (status != SYMCOLL_OK)
+                return status;
+        } else {
+            memcpy(algo_net_peer_addr(st, r, off), slot, 64 + nbytes);
+            atomic_store_explicit(
+                (_Atomic uint64_t *)algo_net_flag_word(st, r, me, NET_WORD_BC_DATA), k + 1,
+                memory_order_release);
+        }
+    }
+    st->bc_sent = k + 1;
+    if (a->recvbuf != a->sendbuf)
+        memcpy(a->recvbuf, a->sendbuf, nbytes);
+    return SYMCOLL_OK;
+}
+
+static symcoll_status_t net_bc_recv(net_state_t *st, const algo_args_t *a, size_t nbytes,
+                                    deadline_t *dl, double *next_alive)
+{
+    int me = st->comm->rank, root = a->root;
+    uint64_t k = st->bc_recvd[root];
+    const char *slot = algo_net_addr(st, st->bc_off + net_bc_slot(root, k));
+    uint64_t sig = (uint64_t)a->dtype | (uint64_t)(uint32_t)root << 32;
+    symcoll_status_t status;
+    net_bc_hdr_t h;
+    bool match;
+
+    status = algo_net_wait_flag(st, algo_net_flag_word(st, me, root, NET_WORD_BC_DATA), k + 1,
+                                root, dl, next_alive);
+    if (status != SYMCOLL_OK)
+        return status;
+    memcpy(&h, slot, sizeof(h));
+    match = h.seq == st->bc_seq && h.count == a->count && h.sig == sig;
+    if (match)
+        memcpy(a->recvbuf, slot + 64, nbytes);
+    /* consumed either way, so that the root's credits stay right */
+    st->bc_recvd[root] = ++k;
+    if (k % (NET_BC_SLOTS / 2) == 0) {
+        uint64_t *w = algo_net_flag_word(st, me, me, NET_WORD_BC_CREDIT);
+        if (ucx_is_remote(st->ucx, root))
+            status = ucx_put_flag(st->ucx, root, k, w);
+        else
+            atomic_store_explicit(
+                (_Atomic uint64_t *)algo_net_flag_word(st, root, me, NET_WORD_BC_CREDIT), k,
+                memory_order_release);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    if (match)
+        return SYMCOLL_OK;
+    log_error("broadcast across nodes: rank %d, the root, called with different arguments: "
+              "count %llu %s root %d as broadcast %llu there, count %zu %s root %d as "
+              "broadcast %llu here",
+              root, (unsigned long long)h.count,
+              symcoll_dtype_name((symcoll_dtype_t)(h.sig & 0xff)), (int)(uint32_t)(h.sig >> 32),
+              (unsigned long long)h.seq, a->count, symcoll_dtype_name(a->dtype), root,
+              (unsigned long long)st->bc_seq);
+    return SYMCOLL_ERR_MISMATCH;
+}
+
+symcoll_status_t algo_net_bc_run(comm_t *comm, pool_t *pool, const algo_args_t *a)
+{
+    deadline_t dl = deadline_make(comm->timeout_sec, &comm->aborted);
+    double next_alive = time_now() + 0.005;
+    size_t nbytes = a->count * symcoll_dtype_size(a->dtype);
+    net_state_t *st;
+    symcoll_status_t status;
+
+    if (!comm->ucx) {
+        log_error("internal: broadcast across nodes without a UCX context");
+        return SYMCOLL_ERR_INTERNAL;
+    }
+    status = algo_net_state_usable(comm, pool, &st);
+    if (status != SYMCOLL_OK)
+        return status;
+    if (!st->has_bc) {
+        /* every rank makes the same call here: same decision, same offset */
+        status = pool_alloc(pool, (size_t)st->n * NET_BC_SLOTS * NET_BC_SLOT_BYTES,
+                            POOL_ALLOC_STAGING, &st->bc_off);
+        if (status != SYMCOLL_OK)
+            return status;
+        st->has_bc = true;
+    }
+    /* a peer that gave up (a receiver's mismatch, a failure): fail at once. Remote peers'
+     * notices arrive while UCX progresses: every wait does; a root that never waits does
+     * every NET_BC_SLOTS / 2 calls (each progress is a system call on TCP) */
+    status = st->bc_seq % (NET_BC_SLOTS / 2) == 0 ? ucx_progress(st->ucx) : SYMCOLL_OK;
+    for (int r = 0; r < st->n && status == SYMCOLL_OK; r++)
+        if (r != comm->rank && !ucx_is_remote(st->ucx, r))
+            status = algo_net_peer_gave_up(st, r);
+    if (status == SYMCOLL_OK)
+        status = comm->rank == a->root ? net_bc_send(st, a, nbytes, &dl, &next_alive)
+                                       : net_bc_recv(st, a, nbytes, &dl, &next_alive);
+    st->bc_seq++;
+    if (status != SYMCOLL_OK)
+        return algo_net_give_up(st, status);
+    return SYMCOLL_OK;
+}

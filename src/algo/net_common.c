@@ -38,6 +38,8 @@ static void net_state_free(net_state_t *st)
     free(st->group);
     free(st->all);
     free(st->ring);
+    free(st->bc_recvd);
+    free(st->bc_reqs);
     free(st);
 }
 
@@ -90,7 +92,10 @@ static symcoll_status_t net_state_create(comm_t *comm, ucx_ctx_t *ucx, pool_t *p
     st->group = calloc((size_t)comm->topo->nnodes, sizeof(*st->group));
     st->all = calloc((size_t)n, sizeof(*st->all));
     st->ring = calloc((size_t)n, sizeof(*st->ring));
-    if (!st->sent || !st->recvd || !st->srcs || !st->group || !st->all || !st->ring) {
+    st->bc_recvd = calloc((size_t)n, sizeof(*st->bc_recvd));
+    st->bc_reqs = calloc((size_t)n * NET_BC_SLOTS, sizeof(*st->bc_reqs));
+    if (!st->sent || !st->recvd || !st->srcs || !st->group || !st->all || !st->ring ||
+        !st->bc_recvd || !st->bc_reqs) {
         net_state_free(st);
         goto err_nomem;
     }
@@ -387,6 +392,21 @@ void algo_net_pool_release(comm_t *comm, pool_t *pool)
         st->has_scratch = false;
         st->in_bytes = st->acc_bytes = st->area_bytes = 0;
     }
+    if (st && st->has_bc) {
+        /* trim follows every rank's calls: every message in the ring was consumed */
+        pool_free(pool, st->bc_off);
+        st->has_bc = false;
+    }
+}
+
+uint64_t *algo_net_flag_word(const net_state_t *st, int owner, int sender, int word)
+{
+    return net_flag(st, owner, 1 + sender) + word;
+}
+
+char *algo_net_peer_addr(const net_state_t *st, int rank, size_t off)
+{
+    return net_peer_addr(st, rank, off);
 }
 
 symcoll_status_t algo_net_send(net_call_t *c, int rank, const void *src, size_t len, size_t off,
@@ -425,12 +445,14 @@ static bool net_reached(uint64_t word, uint64_t target)
 }
 
 /* Word 2 of a rank's flags: 0, or once it gave up (abort or a failed call) the status it
- * gave up with, which its waiters report: ABORTED only for an abort. */
+ * gave up with, which its waiters report: ABORTED only for an abort, MISMATCH only for an
+ * eager broadcast it received with other arguments. */
 static symcoll_status_t net_peer_gave_up(const net_state_t *st, int rank)
 {
     int64_t why = (int64_t)atomic_load_explicit((_Atomic uint64_t *)net_flag(st, rank, 0) + 2,
                                                 memory_order_relaxed);
-    if (!why || why == SYMCOLL_ERR_ABORTED || why == SYMCOLL_ERR_TIMED_OUT)
+    if (!why || why == SYMCOLL_ERR_ABORTED || why == SYMCOLL_ERR_TIMED_OUT ||
+        why == SYMCOLL_ERR_MISMATCH)
         return (symcoll_status_t)why;
     return SYMCOLL_ERR_PEER_FAILED;
 }
@@ -483,6 +505,24 @@ static symcoll_status_t net_wait_word(net_state_t *st, const uint64_t *word, uin
     }
     *value_p = value;
     return SYMCOLL_OK;
+}
+
+symcoll_status_t algo_net_wait_flag(net_state_t *st, const uint64_t *word, uint64_t target,
+                                    int peer, deadline_t *dl, double *next_alive)
+{
+    uint64_t value;
+    return net_wait_word(st, word, target, peer, dl, next_alive, &value);
+}
+
+symcoll_status_t algo_net_peer_gave_up(const net_state_t *st, int rank)
+{
+    return net_peer_gave_up(st, rank);
+}
+
+symcoll_status_t algo_net_give_up(net_state_t *st, symcoll_status_t why)
+{
+    net_give_up(st, algo_break(st->comm, why));
+    return why;
 }
 
 symcoll_status_t algo_net_wait(net_call_t *c, int rank)
@@ -835,9 +875,24 @@ static symcoll_status_t net_run_flat(net_state_t *st, const net_group_t *g, topo
     return status;
 }
 
+/* Whether a peer gave up (a mismatch it received in an eager broadcast ends our waits
+ * with SYMCOLL_ERR_MISMATCH too, and is sticky like any give-up, unlike a mismatch our
+ * own agreement finds, after which the ranks stay in step). */
+static bool net_any_gave_up(net_state_t *st)
+{
+    if (st->ucx && ucx_progress(st->ucx) != SYMCOLL_OK)
+        return true;
+    for (int r = 0; r < st->n; r++)
+        if (r != st->comm->rank && !ucx_is_remote(st->ucx, r) &&
+            net_peer_gave_up(st, r) != SYMCOLL_OK)
+            return true;
+    return false;
+}
+
 symcoll_status_t algo_net_finish(net_state_t *st, symcoll_status_t status)
 {
-    if (status != SYMCOLL_OK && net_failure_is_sticky(status))
+    if (status != SYMCOLL_OK && (net_failure_is_sticky(status) ||
+                                 (status == SYMCOLL_ERR_MISMATCH && net_any_gave_up(st))))
         net_give_up(st, algo_break(st->comm, status));
     return status;
 }

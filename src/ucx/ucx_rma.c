@@ -230,13 +230,15 @@ ucs_status_t ucx_write_cb(void *arg, const void *header, size_t header_length, v
     return UCS_OK;
 }
 
-/* A peer's status as it reaches us: what ended its call, never success. */
+/* A peer's status as it reaches us: what ended its call, never success (a mismatch: a
+ * receiver of an eager broadcast saw other arguments). */
 static symcoll_status_t ucx_give_up_status(int32_t s)
 {
     switch (s) {
     case SYMCOLL_ERR_ABORTED:
     case SYMCOLL_ERR_TIMED_OUT:
     case SYMCOLL_ERR_PEER_FAILED:
+    case SYMCOLL_ERR_MISMATCH:
         return (symcoll_status_t)s;
     default:
         return SYMCOLL_ERR_PEER_FAILED;
