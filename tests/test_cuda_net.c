@@ -761,24 +761,32 @@ END_TEST
  * every call fail with SYMCOLL_ERR_UNSUPPORTED, and after the body, a report shows the
  * plans and the probe per peer. */
 
+/* The communicator's topology report and decision table, printed and returned (free) */
+static char *net_reports(symcoll_comm_h comm)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+
+    ck_assert_ptr_nonnull(f);
+    CK_SC(symcoll_comm_print_topology(comm, f));
+    CK_SC(symcoll_comm_print_decisions(comm, f));
+    fclose(f);
+    printf("%s", text);
+    return text;
+}
+
 /* every rank: one call; rank 0: the reports name the direct path */
 static void body_net_direct_report(int rank, int nranks, void *arg)
 {
     net_rank_t r;
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f;
+    char *text;
 
     net_setup(&r, rank, 3, 1 << 20);
     net_run(&r, r.d[0], r.d[1], r.d[2], 4099, SYMCOLL_FLOAT32, SYMCOLL_SUM, rank, nranks, 777,
             "direct report call");
     if (rank == 0) {
-        f = open_memstream(&text, &len);
-        ck_assert_ptr_nonnull(f);
-        CK_SC(symcoll_comm_print_topology(r.comm, f));
-        CK_SC(symcoll_comm_print_decisions(r.comm, f));
-        fclose(f);
-        printf("%s", text);
+        text = net_reports(r.comm);
         for (int p = 1; p < nranks; p++) {
             char want[96];
             snprintf(want, sizeof(want), "direct path to rank %d (node %d): yes", p, p);
@@ -860,9 +868,7 @@ static void body_net_direct_auto(int rank, int nranks, void *arg)
 {
     const size_t count = 4099;
     net_rank_t r;
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f;
+    char *text;
 
     net_setup(&r, rank, 3, 1 << 20);
     for (int i = 0; i < 3; i++) {
@@ -874,12 +880,7 @@ static void body_net_direct_auto(int rank, int nranks, void *arg)
                         "auto, blocking copy behind the call");
     }
     if (rank == 0) {
-        f = open_memstream(&text, &len);
-        ck_assert_ptr_nonnull(f);
-        CK_SC(symcoll_comm_print_topology(r.comm, f));
-        CK_SC(symcoll_comm_print_decisions(r.comm, f));
-        fclose(f);
-        printf("%s", text);
+        text = net_reports(r.comm);
         if (strstr(text, "transports that call the CUDA driver from the lane"))
             ck_assert_msg(!strstr(text, "net-cuda-direct"),
                           "auto plans the direct path over lanes that call the CUDA driver");
