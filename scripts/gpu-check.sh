@@ -14,8 +14,10 @@
 #                                              across 2 simulated nodes), hierbench (2 x 2:
 #                                              hierarchical over the GPUs vs flat), ucxcuda (the same
 #                                              with the packed CUDA-enabled UCX), direct
-#                                              directbench (the direct path with it), variants
-#                                              confirm nccl_quick
+#                                              directbench (the direct path with it), coll
+#                                              (the collectives' cases), variants confirm
+#                                              nccl_quick; STACKS_AFTER=S: stacks of a step
+#                                              still running after S seconds
 #
 # tests runs test_cuda (one node); nettests runs test_cuda_net (across simulated nodes)
 # one case per step (NETCASES to choose some). netbench: symcoll vs NCCL on its socket
@@ -63,12 +65,40 @@ pack() {
     ls -l "$d/bin" "$d/lib"
 }
 
-# run NAME TIMEOUT COMMAND...: log to $out/NAME.log, one status line to $out/summary
+# Every thread's stack of our programs still running, into file $1: the GPU machine's
+# image has no gdb, but cuda-gdb attaches to a running process (as root).
+stacks() {
+    gdb=`command -v cuda-gdb || echo /usr/local/cuda/bin/cuda-gdb`
+    for p in `for n in test_cuda test_cuda_net symcoll_perf symcoll_info nccl_allreduce_; do
+                  pgrep -x $n; done`; do
+        echo "######## pid $p: `tr '\0' ' ' </proc/$p/cmdline 2>/dev/null`"
+        timeout 60 "$gdb" -q -batch -p "$p" -ex "thread apply all bt 30" 2>&1 |
+            grep -v '^\[New \|^warning: \|libcudadebugger'
+    done >>"$1" 2>&1
+}
+
+# run NAME TIMEOUT COMMAND...: log to $out/NAME.log, one status line to $out/summary.
+# With STACKS_AFTER=SECONDS, a step still running after that long leaves the stacks of
+# its processes in the log (once a step): how hangs inside the CUDA driver were found.
 step() {
     name=$1; limit=$2; shift 2
     t0=`date +%s`
-    timeout -k 10 "$limit" "$@" >"$out/$name.log" 2>&1
+    timeout -k 10 "$limit" "$@" >"$out/$name.log" 2>&1 &
+    pid=$!
+    if test -n "${STACKS_AFTER:-}"; then
+        dumped=
+        while kill -0 $pid 2>/dev/null; do
+            sleep 2
+            if test -z "$dumped" && test `expr \`date +%s\` - $t0` -gt "$STACKS_AFTER"; then
+                dumped=1
+                stacks "$out/$name.stacks"
+            fi
+        done
+    fi
+    wait $pid
     rc=$?
+    test -f "$out/$name.stacks" && cat "$out/$name.stacks" >>"$out/$name.log" &&
+        rm -f "$out/$name.stacks"
     echo "$name: rc=$rc (`expr \`date +%s\` - $t0` s)" | tee -a "$out/summary"
     collect
     return $rc
@@ -106,6 +136,14 @@ run() {
         tests)
             # one node; the cross-node cases (test_cuda_net) run in the nettests step
             step tests ${TEST_TIMEOUT:-900} "$bin"/test_cuda
+            ;;
+        coll)
+            # the collectives on one node, one case a step: their own kernels
+            # (SYMCOLL_CUDA_COLL=auto, set by the native cases) and as all-reduces. 1-70 s
+            # each with 2-3 ranks on one H200 (bench/results/gpu-coll-native.md).
+            for c in ${COLLCASES:-coll_native2 coll_native3 coll_graph_native coll_mismatch barrier_stream coll2 coll3 coll_graph}; do
+                step "$c" 180 env CK_RUN_CASE=$c "$bin"/test_cuda
+            done
             ;;
         nettests)
             # GPU memory across 2 simulated nodes (UCX over TCP on loopback), one case a
