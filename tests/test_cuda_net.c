@@ -2,13 +2,15 @@
  * growth, 2 nodes x 2 ranks (hierarchical over each node's GPUs, and flat), a killed,
  * aborted or absent peer, ranks calling with different arguments, capture refused, host
  * calls between queued GPU calls; reduce-scatter, all-gather, broadcast and the stream
- * barrier, staged and hierarchical; the direct path (net_direct_*: a UCX with CUDA). Exit 77
+ * barrier, staged and hierarchical; the direct path (net_direct_*: a UCX with CUDA), flat
+ * and as the hierarchical algorithm's inter-node step (net_direct_hier_*). Exit 77
  * without GPUs. Every case carries the Check tag "net" (CK_INCLUDE_TAGS=net). */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -776,27 +778,35 @@ static char *net_reports(symcoll_comm_h comm)
     return text;
 }
 
-/* every rank: one call; rank 0: the reports name the direct path */
+/* every rank: one call (an average); rank 0: the reports name the direct family and a
+ * landed probe put to each rank of another node. arg: non-NULL for 2 nodes x 2 ranks
+ * (ranks 0 and 1 on node 0), hierarchical with the direct inter-node step (each rank's
+ * slice of its node's sum put into the CUDA pool of the rank of its local index on the
+ * other node); NULL for one rank a node */
+static const int net_report_hier = 1;
+
 static void body_net_direct_report(int rank, int nranks, void *arg)
 {
+    const bool hier = arg != NULL;
     net_rank_t r;
     char *text;
 
     net_setup(&r, rank, 3, 1 << 20);
-    net_run(&r, r.d[0], r.d[1], r.d[2], 4099, SYMCOLL_FLOAT32, SYMCOLL_SUM, rank, nranks, 777,
+    net_run(&r, r.d[0], r.d[1], r.d[2], 4099, SYMCOLL_FLOAT32, SYMCOLL_AVG, rank, nranks, 777,
             "direct report call");
     if (rank == 0) {
         text = net_reports(r.comm);
-        for (int p = 1; p < nranks; p++) {
+        for (int p = hier ? nranks / 2 : 1; p < nranks; p++) {
             char want[96];
-            snprintf(want, sizeof(want), "direct path to rank %d (node %d): yes", p, p);
+            snprintf(want, sizeof(want), "direct path to rank %d (node %d): yes", p,
+                     hier ? 1 : p);
             ck_assert_msg(strstr(text, want), "the topology report lacks '%s'", want);
         }
-        ck_assert_msg(strstr(text, "net-cuda-direct"), "no plan of the direct family");
+        ck_assert_msg(strstr(text, hier ? "net-cuda-hier-direct" : "net-cuda-direct"),
+                      "no plan of the direct family");
         free(text);
     }
     net_teardown(&r, 1);
-    (void)arg;
 }
 
 static void net_direct(int nranks, int limit, void (*body)(int, int, void *), void *arg)
@@ -857,6 +867,54 @@ START_TEST(t_net_direct_timeout_2x1)
 {
     setenv("SYMCOLL_CUDA_NET_PATH", "direct", 1);
     ck_assert_int_eq(harness_run(2, 2, NET_SHORT_TIMEOUT * 6 + 60, body_net_timeout, NULL), 0);
+}
+END_TEST
+
+static void net_direct_hier(int limit, void (*body)(int, int, void *), void *arg)
+{
+    setenv("SYMCOLL_CUDA_NET_PATH", "direct", 1);
+    ck_assert_int_eq(harness_run(4, 2, limit, body, arg), 0);
+    ck_assert_int_eq(harness_run(4, 2, 120, body_net_direct_report, (void *)&net_report_hier),
+                     0);
+}
+
+/* every type x operator as net_direct_types, every call hierarchical */
+START_TEST(t_net_direct_hier_types_2x2)
+{
+    setenv("SYMCOLL_ALGO", "hier", 1);
+    net_direct_hier(900, body_net_types, NULL);
+}
+END_TEST
+
+/* as net_hier: hierarchical direct from 16M (a GPU serves two ranks here), below it flat
+ * and staged (two ranks a node) on the same lanes; pool buffers, trims behind a call */
+START_TEST(t_net_direct_hier_mixed_2x2)
+{
+    net_direct_hier(900, body_net_hier, NULL);
+}
+END_TEST
+
+START_TEST(t_net_direct_hier_kill_2x2)
+{
+    setenv("SYMCOLL_CUDA_NET_PATH", "direct", 1);
+    setenv("SYMCOLL_ALGO", "hier", 1);
+    ck_assert_int_eq(harness_run(4, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_kill, NULL), 0);
+}
+END_TEST
+
+START_TEST(t_net_direct_hier_timeout_2x2)
+{
+    setenv("SYMCOLL_CUDA_NET_PATH", "direct", 1);
+    setenv("SYMCOLL_ALGO", "hier", 1);
+    ck_assert_int_eq(harness_run(4, 2, NET_SHORT_TIMEOUT * 6 + 60, body_net_timeout, NULL), 0);
+}
+END_TEST
+
+START_TEST(t_net_direct_hier_abort_2x2)
+{
+    setenv("SYMCOLL_CUDA_NET_PATH", "direct", 1);
+    setenv("SYMCOLL_ALGO", "hier", 1);
+    ck_assert_int_eq(harness_run(4, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_abort, NULL), 0);
 }
 END_TEST
 
@@ -950,6 +1008,11 @@ static Suite *cuda_net_suite(int ngpus)
         {"net_direct_timeout", t_net_direct_timeout_2x1, 1},
         {"net_direct_mismatch", t_net_direct_mismatch_2x1, 1},
         {"net_direct_auto", t_net_direct_auto_2x1, 1},
+        {"net_direct_hier_types", t_net_direct_hier_types_2x2, 1},
+        {"net_direct_hier_mixed", t_net_direct_hier_mixed_2x2, 1},
+        {"net_direct_hier_kill", t_net_direct_hier_kill_2x2, 1},
+        {"net_direct_hier_abort", t_net_direct_hier_abort_2x2, 1},
+        {"net_direct_hier_timeout", t_net_direct_hier_timeout_2x2, 1},
     };
     Suite *su = suite_create("cuda_net");
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

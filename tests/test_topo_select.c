@@ -35,6 +35,9 @@ static const topo_shape_t one_node_4_pcie_p2p = {
     4, 1, 4, true, TOPO_LINK_PCIE, false, 8, true, true, false, false, 0, false};
 static const topo_shape_t two_nodes_4_nvlink = {
     8, 2, 4, true, TOPO_LINK_NVLINK, true, 8, true, true, false, false, 0, false};
+/* the same where UCX has no CUDA: every CUDA call across nodes is staged */
+static const topo_shape_t two_nodes_4_nvlink_staged = {
+    8, 2, 4, true, TOPO_LINK_NVLINK, false, 8, true, true, false, false, 0, false};
 /* 2 simulated nodes x 2 ranks on one machine's 2 GPUs: ranks of the two nodes share */
 static const topo_shape_t two_nodes_2_shared = {
     4, 2, 2, true, TOPO_LINK_NVLINK, false, 8, true, true, false, true, 0, false};
@@ -159,21 +162,18 @@ static const select_case_t cases[] = {
      TOPO_ALGO_HIER, "staged"},
     /* 2 nodes x 4 GPUs with NVLink: hierarchical over each node's GPUs, only a rank's
      * quarter staged across nodes (a 64M message: 16M slices in 4M chunks, the ring among
-     * the 2 nodes; a small one: rd), flat staging below SYMCOLL_HIER_MIN */
-    {"2x4 cuda gpu hier small", &two_nodes_4_nvlink, 0, DFLT, C, 8, TOPO_ALGO_HIER,
+     * the 2 nodes; a small one: rd); flat staging below SYMCOLL_HIER_MIN */
+    {"2x4 cuda gpu hier small", &two_nodes_4_nvlink_staged, 0, DFLT, C, 8, TOPO_ALGO_HIER,
      "CUDA hier: RS/AG over each node's 4 GPUs (NVLink), each rank's 2B slice staged"},
-    {"2x4 cuda gpu hier rd", &two_nodes_4_nvlink, 0, DFLT, C, 4 * K, TOPO_ALGO_HIER,
+    {"2x4 cuda gpu hier rd", &two_nodes_4_nvlink_staged, 0, DFLT, C, 4 * K, TOPO_ALGO_HIER,
      "1K chunks on 4 lanes: 2 nodes, 2 ranks: 1K <= 1M"},
     {"2x4 cuda gpu hier large", &two_nodes_4_nvlink, 0, DFLT, C, 64 * M, TOPO_ALGO_HIER,
-     "16M slice staged (UCX has CUDA, direct only with one rank a node), 4M chunks on 4 lanes: "
-     "2 "
-     "nodes, 2 ranks: 4M > 1M"},
+     "16M slice staged (UCX has CUDA, the hierarchical direct step only when forced)"},
     {"2x4 cuda forced hier", &two_nodes_4_nvlink, TOPO_ALGO_HIER, DFLT, C, 8, TOPO_ALGO_HIER,
      "CUDA hier"},
     {"2x4 cuda below hier_min", &two_nodes_4_nvlink, 0, 1 * M, C, 512 * K, TOPO_ALGO_RING,
-     "CUDA staged via pinned host memory (UCX has CUDA, direct only with one rank a node), "
-     "128K "
-     "chunks on 4 lanes: 2 nodes, 8 ranks (not hierarchical)"},
+     "CUDA staged via pinned host memory (UCX has CUDA, direct only with one rank a node or "
+     "hierarchical), 128K chunks on 4 lanes: 2 nodes, 8 ranks (not hierarchical)"},
     {"2x4 cuda at hier_min", &two_nodes_4_nvlink, 0, 1 * M, C, 1 * M, TOPO_ALGO_HIER,
      "CUDA hier"},
     /* GPUs shared by ranks: hierarchical over the GPUs only from 16M (waiting kernels
@@ -187,7 +187,7 @@ static const select_case_t cases[] = {
      "CUDA hier"},
     /* UCX with CUDA on every rank: still staged (no direct path yet), and it says so */
     {"2x4 net cuda", &two_nodes_4_nvlink, 0, DFLT, C, 8, TOPO_ALGO_HIER,
-     "UCX has CUDA, direct only with one rank a node"},
+     "UCX has CUDA, the hierarchical direct step only when forced"},
     /* 16 nodes x 1 rank */
     {"16x1 8B", &sixteen_nodes_1, 0, DFLT, H, 8, TOPO_ALGO_RD, "16 nodes"},
     {"16x1 at rd max", &sixteen_nodes_1, 0, DFLT, C, 64 * K, TOPO_ALGO_RD,
@@ -269,7 +269,8 @@ START_TEST(test_select_table)
 }
 END_TEST
 
-/* The direct path of CUDA memory across nodes: one rank a node, UCX with CUDA on every
+/* The direct path of CUDA memory across nodes: one rank a node, or the inter-node step of
+ * the hierarchical algorithm (the threshold applies to its slice); UCX with CUDA on every
  * rank, a probe not known to have failed, SYMCOLL_CUDA_NET_PATH and its threshold. */
 START_TEST(test_select_direct)
 {
@@ -299,8 +300,21 @@ START_TEST(test_select_direct)
          TOPO_FAMILY_NET_CUDA_DIRECT, "every peer's probe put landed", false},
         {"forced below the minimum", 2, 1, 1, 1, TOPO_PATH_DIRECT, 64 * K, 8,
          TOPO_FAMILY_NET_CUDA_DIRECT, "forced by SYMCOLL_CUDA_NET_PATH=direct", false},
-        {"two ranks a node", 2, 2, 1, 1, TOPO_PATH_AUTO, 0, 8, TOPO_FAMILY_NET_CUDA_HIER,
-         "direct only with one rank a node", false},
+        {"two ranks a node", 2, 2, 1, 1, TOPO_PATH_AUTO, 0, 8 * M, TOPO_FAMILY_NET_CUDA_HIER,
+         "the hierarchical direct step only when forced", false},
+        {"two ranks a node, forced", 2, 2, 1, 1, TOPO_PATH_DIRECT, 0, 8,
+         TOPO_FAMILY_NET_CUDA_HIER_DIRECT, "4B slice into the CUDA pool of its 1 peer of",
+         false},
+        {"two ranks a node, 3 nodes, forced", 3, 2, 1, 0, TOPO_PATH_DIRECT, 0, 8,
+         TOPO_FAMILY_NET_CUDA_HIER_DIRECT, "its 2 peers of other nodes", true},
+        {"two ranks a node, staged", 2, 2, 1, 1, TOPO_PATH_STAGED, 0, 8,
+         TOPO_FAMILY_NET_CUDA_HIER, "SYMCOLL_CUDA_NET_PATH=staged", false},
+        {"two ranks a node, forced, minimum ignored", 2, 2, 1, 1, TOPO_PATH_DIRECT, 64 * K,
+         128 * K, TOPO_FAMILY_NET_CUDA_HIER_DIRECT, "64K slice", false},
+        {"two ranks a node, probe failed", 2, 2, 1, -1, TOPO_PATH_DIRECT, 0, 8,
+         TOPO_FAMILY_NET_CUDA_HIER, "the direct probe failed", false},
+        {"17 nodes of two ranks", 17, 2, 1, 1, TOPO_PATH_DIRECT, 0, 8,
+         TOPO_FAMILY_NET_CUDA_HIER, "too many ranks for direct", false},
         {"17 nodes", 17, 1, 1, 1, TOPO_PATH_AUTO, 0, 8, TOPO_FAMILY_NET_CUDA,
          "too many ranks for direct", false},
         {"lanes call the driver", 2, 1, 1, 1, TOPO_PATH_AUTO, 0, 8 * M, TOPO_FAMILY_NET_CUDA,
@@ -332,6 +346,18 @@ START_TEST(test_select_direct)
                       "%s: reason '%s' lacks '%s'", rows[i].name, d.reason, rows[i].reason_has);
         ck_assert_int_eq(topo_cuda_net_direct(&cfg, &sh, rows[i].bytes),
                          rows[i].want == TOPO_FAMILY_NET_CUDA_DIRECT);
+        ck_assert_int_eq(topo_cuda_net_hier_direct(&cfg, &sh, rows[i].bytes),
+                         rows[i].want == TOPO_FAMILY_NET_CUDA_HIER_DIRECT);
+    }
+    /* below the hierarchical algorithm's minimum (GPUs shared by ranks: 16M), a call is
+     * flat and staged even where its chunks go by the host's hier across the nodes */
+    {
+        topo_plan_t plan;
+        topo_decision_t d;
+        topo_select_plan(&cfg_test, &two_nodes_2_shared, SYMCOLL_MEM_CUDA, 8, &plan, &d);
+        ck_assert_msg(plan.family == TOPO_FAMILY_NET_CUDA && plan.algo == TOPO_ALGO_HIER,
+                      "2 x 2 shared, 8B: %s/%s (%s)", topo_family_name(plan.family),
+                      topo_algo_name(plan.algo), d.reason);
     }
 }
 END_TEST

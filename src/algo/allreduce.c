@@ -54,8 +54,7 @@ symcoll_status_t algo_check_call(const comm_t *comm, const topo_plan_t *plan,
                   esize);
         return SYMCOLL_ERR_INVALID_PARAM;
     }
-    if (plan->family == TOPO_FAMILY_NET_CUDA || plan->family == TOPO_FAMILY_NET_CUDA_HIER ||
-        plan->family == TOPO_FAMILY_NET_CUDA_DIRECT) {
+    if (algo_family_queued(plan->family)) {
         status = cuda_stream_capturing(stream, &capturing);
         if (status != SYMCOLL_OK)
             return status;
@@ -217,6 +216,11 @@ static const struct {
     [TOPO_FAMILY_NET_CUDA_DIRECT] = {run_net_cuda,
                                      POOL_BIT(SYMCOLL_MEM_HOST) | POOL_BIT(SYMCOLL_MEM_CUDA),
                                      true, prepare_net_cuda_direct},
+    /* the node's part as NET_CUDA_HIER, the slice by UCX puts into the CUDA pool */
+    [TOPO_FAMILY_NET_CUDA_HIER_DIRECT] = {run_net_cuda,
+                                          POOL_BIT(SYMCOLL_MEM_HOST) |
+                                              POOL_BIT(SYMCOLL_MEM_CUDA),
+                                          true, prepare_net_cuda_direct},
 #endif
 };
 

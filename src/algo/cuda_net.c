@@ -243,8 +243,7 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, const topo_plan_t *plan,
     symcoll_status_t status;
 
     /* alignment and capture were checked by algo_check_call */
-    if (plan->family == TOPO_FAMILY_NET_CUDA_HIER ||
-        plan->family == TOPO_FAMILY_NET_CUDA_DIRECT) {
+    if (plan->family != TOPO_FAMILY_NET_CUDA) {
         cuda_pool = plan_cuda_pool;
         if (!cuda_pool) {
             log_error("symcoll_allreduce: internal error: no CUDA pool for %s",
@@ -278,8 +277,11 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, const topo_plan_t *plan,
     }
     if (plan->family == TOPO_FAMILY_NET_CUDA_DIRECT && cn->direct.scratch)
         status = cnet_direct_enqueue(cn, s, sendbuf, recvbuf, count, dtype, op);
-    else if (plan->family == TOPO_FAMILY_NET_CUDA_HIER)
-        status = cnet_hier(cn, s, cuda_pool, sendbuf, recvbuf, count, dtype, op);
+    else if (plan->family == TOPO_FAMILY_NET_CUDA_HIER ||
+             plan->family == TOPO_FAMILY_NET_CUDA_HIER_DIRECT)
+        status =
+            cnet_hier(cn, s, cuda_pool, sendbuf, recvbuf, count, dtype, op,
+                      plan->family == TOPO_FAMILY_NET_CUDA_HIER_DIRECT && cn->direct.scratch);
     else
         status = cnet_enqueue(cn, s, sendbuf, recvbuf, count, dtype, op, false);
     if (status != SYMCOLL_OK)

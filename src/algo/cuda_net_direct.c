@@ -2,9 +2,13 @@
  * the peers' CUDA pool with their rkeys, and the GPU reduces; the probe that decides
  * whether it works, its buffers, its calls on the stream and on lane 0.
  *
- * Where: one rank a node (every peer is remote, reached only through UCX), a UCX with
- * CUDA support on every rank that registered the CUDA pool (ucx_pool_registered), and a
- * probe put per peer that landed (algo_cuda_net_probe, when the CUDA pool is created).
+ * Where: a UCX with CUDA support on every rank that registered the CUDA pool
+ * (ucx_pool_registered), and a probe put per remote peer that landed (algo_cuda_net_probe,
+ * when the CUDA pool is created). Among the group of this rank's local index, one rank a
+ * node (cnet_direct_t): every rank with one rank a node; the ranks of a local index in a
+ * hierarchical call's inter-node step, whose input is this rank's slice of the node's sum
+ * in the CUDA pool's staging, reduced there in place (cnet_hier). An average divides by
+ * the communicator's size. Below, "peer" means a peer of the group.
  *
  * One call, chunk by chunk (chunks of SYMCOLL_CUDA_NET_CHUNK bytes, numbered across
  * calls in 64 bits: g; slot g mod CNET_DSLOTS of the buffers below):
@@ -100,17 +104,19 @@ static unsigned char cnet_probe_byte(int src, int i)
     return (unsigned char)(src * 31 + i * 7 + 1);
 }
 
-/* Waits for every remote peer's flag of row slot to equal value (low 32 bits), keeping
- * UCX progressing (the peers' puts may need us). */
+/* Waits for the flag of row slot of every remote peer (group: of every peer of the group)
+ * to equal value (low 32 bits), keeping UCX progressing (the peers' puts may need us). */
 static symcoll_status_t cnet_dflags_wait(cuda_net_t *cn, ucx_ctx_t *ucx, int slot,
-                                         uint32_t value, const deadline_t *dl)
+                                         uint32_t value, bool group, const deadline_t *dl)
 {
     comm_t *comm = cn->comm;
+    const cnet_direct_t *d = &cn->direct;
     unsigned iter = 0;
 
-    for (int p = 0; p < comm->nranks; p++) {
+    for (int i = 0; i < (group ? d->gn : comm->nranks); i++) {
+        int p = group ? d->grank[i] : i;
         const uint64_t *f = cnet_dflag(&cn->direct, slot, p, comm->nranks);
-        if (!ucx_is_remote(ucx, p))
+        if (p == comm->rank || !ucx_is_remote(ucx, p))
             continue;
         while ((uint32_t)__atomic_load_n(f, __ATOMIC_ACQUIRE) != value) {
             symcoll_status_t status = (symcoll_status_t)atomic_load_explicit(
@@ -208,7 +214,7 @@ symcoll_status_t algo_cuda_net_probe(comm_t *comm, pool_t *host_pool, pool_t *cu
             put_status =
                 ucx_put_flag(comm->ucx, p, 1, cnet_dflag(&cn->direct, CNET_DSLOTS, me, n));
     if (put_status == SYMCOLL_OK)
-        put_status = cnet_dflags_wait(cn, comm->ucx, CNET_DSLOTS, 1, &dl);
+        put_status = cnet_dflags_wait(cn, comm->ucx, CNET_DSLOTS, 1, false, &dl);
     if (put_status != SYMCOLL_OK) {
         log_warn("CUDA across nodes: the probe of the direct path failed on this rank (%s): "
                  "CUDA memory across nodes stays staged",
@@ -273,7 +279,7 @@ out:
 
 /* ---- buffers ------------------------------------------------------------------------ */
 
-/* Lane 0's worker puts the whole scratch into every peer's once, from the caller's
+/* Lane 0's worker puts the whole scratch into every group peer's once, from the caller's
  * thread, while nothing of ours is queued on any stream; then a flag barrier that keeps
  * that worker progressing. UCX maps a peer's GPU memory (cuda_ipc imports and maps it) or
  * sets up its staging (cuda_copy) on the first transfer to it, and mapping GPU memory
@@ -293,20 +299,21 @@ static symcoll_status_t cnet_direct_warm(cuda_net_t *cn, size_t bytes)
         log_error("internal: CUDA across nodes, direct: no lane");
         return SYMCOLL_ERR_INTERNAL;
     }
-    for (int p = 0; p < comm->nranks && status == SYMCOLL_OK; p++)
-        if (ucx_is_remote(ucx, p))
-            status = ucx_put_rma(ucx, p, d->scratch, bytes, d->scratch);
+    for (int i = 0; i < d->gn && status == SYMCOLL_OK; i++)
+        if (i != d->gme)
+            status = ucx_put_rma(ucx, d->grank[i], d->scratch, bytes, d->scratch);
     if (status == SYMCOLL_OK)
         status = ucx_flush(ucx, &dl);
     /* every rank warms up as often (collective calls): the same value, a new one each time
-     * (the probe's barrier used 1) */
+     * (the probe's barrier used 1); the barrier is among every remote rank, as the
+     * probe's */
     d->warm_epoch = d->warm_epoch < 2 ? 2 : d->warm_epoch + 1;
     for (int p = 0; p < comm->nranks && status == SYMCOLL_OK; p++)
         if (ucx_is_remote(ucx, p))
             status = ucx_put_flag(ucx, p, d->warm_epoch,
                                   cnet_dflag(d, CNET_DSLOTS, comm->rank, comm->nranks));
     if (status == SYMCOLL_OK)
-        status = cnet_dflags_wait(cn, ucx, CNET_DSLOTS, d->warm_epoch, &dl);
+        status = cnet_dflags_wait(cn, ucx, CNET_DSLOTS, d->warm_epoch, false, &dl);
     if (status != SYMCOLL_OK)
         log_error(
             "CUDA across nodes, direct: the first puts into the peers' scratch failed (%s)",
@@ -341,20 +348,40 @@ symcoll_status_t cnet_direct_ensure(cuda_net_t *cn, pool_t *cuda_pool)
                                           cudev) == CUDA_SUCCESS &&
             can)
             d->wait_flush = CU_STREAM_WAIT_VALUE_FLUSH;
-        log_debug("CUDA across nodes, direct: the stream's wait %s remote writes",
-                  d->wait_flush ? "flushes" : "cannot flush (the device does not)");
+        /* where a GPU serves several ranks, the stream waits in a kernel: see
+         * cuda_net_wait_launch */
+        d->wait_kernel = comm->topo->shape[SYMCOLL_MEM_CUDA].gpus_shared;
+        log_debug("CUDA across nodes, direct: the stream waits %s; %s remote writes",
+                  d->wait_kernel ? "in a kernel" : "with cuStreamWaitValue32",
+                  d->wait_flush && !d->wait_kernel ? "flushes" : "does not flush");
     }
     status = cnet_flags_ensure(cn);
     if (status != SYMCOLL_OK)
         return status;
-    bytes = (size_t)CNET_DSLOTS * ((size_t)comm->nranks + 1) * chunk;
+    /* the group: every rank of this local index (the selector planned the direct path
+     * only where the nodes have the same number of ranks, at most the maximum) */
+    d->gn = 0;
+    for (int r = 0; r < comm->nranks; r++) {
+        if (comm->topo->rank_local_rank[r] != comm->topo->local_rank)
+            continue;
+        if (d->gn == TOPO_CUDA_DIRECT_MAX_RANKS) {
+            log_error("internal: CUDA across nodes, direct: more than %d ranks of local "
+                      "index %d",
+                      TOPO_CUDA_DIRECT_MAX_RANKS, comm->topo->local_rank);
+            return SYMCOLL_ERR_INTERNAL;
+        }
+        if (r == comm->rank)
+            d->gme = d->gn;
+        d->grank[d->gn++] = r;
+    }
+    bytes = (size_t)CNET_DSLOTS * ((size_t)d->gn + 1) * chunk;
     status = pool_alloc(cuda_pool, bytes, POOL_ALLOC_STAGING, &d->scratch_off);
     if (status != SYMCOLL_OK)
         return status;
     d->cuda_pool = cuda_pool;
     d->chunk_bytes = chunk;
     d->scratch = pool_peer_addr(cuda_pool, pool_local_rank(cuda_pool), d->scratch_off);
-    d->in = d->scratch + (size_t)CNET_DSLOTS * (size_t)comm->nranks * chunk;
+    d->in = d->scratch + (size_t)CNET_DSLOTS * (size_t)d->gn * chunk;
     status = cnet_direct_warm(cn, bytes);
     if (status != SYMCOLL_OK) {
         pool_free(cuda_pool, d->scratch_off);
@@ -363,7 +390,7 @@ symcoll_status_t cnet_direct_ensure(cuda_net_t *cn, pool_t *cuda_pool)
         return status;
     }
     log_debug("CUDA across nodes, direct: %d x %d x %zu bytes of scratch in the CUDA pool",
-              CNET_DSLOTS, comm->nranks + 1, chunk);
+              CNET_DSLOTS, d->gn + 1, chunk);
     return SYMCOLL_OK;
 }
 
@@ -431,11 +458,20 @@ static symcoll_status_t cnet_dq_word(cnet_dq_t *q, int which, int slot, uint32_t
                                      bool wait)
 {
     CUdeviceptr w = cnet_dword_dev(q->cn, which, slot);
-    CUresult res = wait ? q->cn->drv->stream_wait_value32(
-                              q->s, w, value,
-                              CU_STREAM_WAIT_VALUE_GEQ |
-                                  (which == CNET_DDONE ? q->cn->direct.wait_flush : 0u))
-                        : q->cn->drv->stream_write_value32(q->s, w, value, 0);
+    CUresult res;
+
+    if (wait && q->cn->direct.wait_kernel) {
+        cudaError_t err =
+            (cudaError_t)cuda_net_wait_launch((const void *)(uintptr_t)w, value, q->s);
+        if (err != cudaSuccess)
+            return cuda_rt_error(err, "CUDA across nodes, direct: the stream's wait");
+        return SYMCOLL_OK;
+    }
+    res = wait ? q->cn->drv->stream_wait_value32(
+                     q->s, w, value,
+                     CU_STREAM_WAIT_VALUE_GEQ |
+                         (which == CNET_DDONE ? q->cn->direct.wait_flush : 0u))
+               : q->cn->drv->stream_write_value32(q->s, w, value, 0);
     if (res != CUDA_SUCCESS)
         return cuda_drv_error(res, wait ? "cuStreamWaitValue32" : "cuStreamWriteValue32");
     return SYMCOLL_OK;
@@ -473,18 +509,19 @@ static symcoll_status_t cnet_dq_reduce(cnet_dq_t *q, uint64_t k)
     cnet_direct_t *d = &cn->direct;
     size_t esize = symcoll_dtype_size(o->dtype), at = (size_t)k * o->chunk * esize;
     uint64_t g = o->first + k;
-    int slot = (int)(g % CNET_DSLOTS), n = cn->comm->nranks;
+    int slot = (int)(g % CNET_DSLOTS), n = d->gn;
     cuda_net_reduce_args_t a;
     cudaError_t err;
 
     memset(&a, 0, sizeof(a));
     a.dst = q->recv + at;
     a.nsrc = n;
+    a.divisor = cn->comm->nranks; /* an average is over every rank, hierarchical or not */
     a.count = cnet_dq_elems(o, k);
     a.dtype = (int)o->dtype;
     a.op = (int)o->op;
     for (int r = 0; r < n; r++)
-        a.src[r] = r == cn->comm->rank
+        a.src[r] = r == d->gme
                        ? (o->src ? o->src + at : d->in + (size_t)slot * d->chunk_bytes)
                        : d->scratch + ((size_t)slot * (size_t)n + (size_t)r) * d->chunk_bytes;
     err = (cudaError_t)cuda_net_reduce_launch(&a, q->s);
@@ -586,7 +623,7 @@ symcoll_status_t cnet_run_direct(cnet_lane_t *ln, const cnet_op_t *op, uint64_t 
     cnet_direct_t *d = &cn->direct;
     comm_t *comm = cn->comm;
     const size_t esize = symcoll_dtype_size(op->dtype);
-    const int n = comm->nranks, me = comm->rank;
+    const int n = d->gn, me = d->gme;
     double t0 = time_now(), t;
     symcoll_status_t status = SYMCOLL_OK;
 
@@ -613,19 +650,22 @@ symcoll_status_t cnet_run_direct(cnet_lane_t *ln, const cnet_op_t *op, uint64_t 
             status = cnet_lane_wait_word(ln, cnet_dword(cn, CNET_DCONS, 0),
                                          (uint32_t)(g + 2 - CNET_DSLOTS), &dl,
                                          "the GPU's reduction", g + 1 - CNET_DSLOTS);
-        for (int p = 0; p < n && status == SYMCOLL_OK; p++)
-            if (p != me)
-                status = ucx_put_rma(ln->ucx, p, src, bytes, dst);
+        for (int i = 0; i < n && status == SYMCOLL_OK; i++)
+            if (i != me)
+                status = ucx_put_rma(ln->ucx, d->grank[i], src, bytes, dst);
         if (status == SYMCOLL_OK)
             status = ucx_flush(ln->ucx, &dl);
-        for (int p = 0; p < n && status == SYMCOLL_OK; p++)
-            if (p != me)
-                status = ucx_put_flag(ln->ucx, p, flag, cnet_dflag(d, slot, me, n));
+        for (int i = 0; i < n && status == SYMCOLL_OK; i++)
+            if (i != me)
+                status = ucx_put_flag(ln->ucx, d->grank[i], flag,
+                                      cnet_dflag(d, slot, comm->rank, comm->nranks));
         if (status == SYMCOLL_OK)
-            status = cnet_dflags_wait(cn, ln->ucx, slot, (uint32_t)(g + 1), &dl);
-        for (int p = 0; p < n && status == SYMCOLL_OK; p++) {
-            uint64_t f = __atomic_load_n(cnet_dflag(d, slot, p, n), __ATOMIC_ACQUIRE);
-            if (p != me && (uint32_t)(f >> 32) != op->tag) {
+            status = cnet_dflags_wait(cn, ln->ucx, slot, (uint32_t)(g + 1), true, &dl);
+        for (int i = 0; i < n && status == SYMCOLL_OK; i++) {
+            int p = d->grank[i];
+            uint64_t f =
+                __atomic_load_n(cnet_dflag(d, slot, p, comm->nranks), __ATOMIC_ACQUIRE);
+            if (i != me && (uint32_t)(f >> 32) != op->tag) {
                 log_error("CUDA all-reduce across nodes (direct): rank %d called with other "
                           "arguments (count, type, operator or collective: tag %08x, ours "
                           "%08x, count %zu)",

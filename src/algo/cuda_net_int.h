@@ -114,6 +114,7 @@
 #include "algo/cuda_algo.h"
 #include "algo/cuda_net_plan.h"
 #include "cuda/cuda.h"
+#include "topo/select.h"
 #include "ucx/ucx.h"
 
 typedef struct cnet_op {
@@ -133,11 +134,15 @@ typedef struct cnet_op {
     uint32_t tag;
 } cnet_op_t;
 
-/* The direct path's buffers: scratch[slot][source rank] and in[slot], chunk_bytes each,
- * in the CUDA pool (peers put into scratch); host flags[slot][source rank] in the host
- * pool, plus a row for the probe. Numbered chunks: next (caller's thread). */
+/* The direct path's buffers: scratch[slot][source's place in the group] and in[slot],
+ * chunk_bytes each, in the CUDA pool (peers put into scratch); host flags[slot][source
+ * rank] in the host pool, plus a row for the probe. Numbered chunks: next (caller's
+ * thread). The group: the ranks of this rank's local index, one a node, in rank order
+ * (every rank with one rank a node; a hierarchical call's inter-node step otherwise). */
 #define CNET_DSLOTS 3
 typedef struct cnet_direct {
+    int gn, gme;                           /* ranks in the group; this rank's place */
+    int grank[TOPO_CUDA_DIRECT_MAX_RANKS]; /* their ranks */
     pool_t *cuda_pool;
     size_t chunk_bytes;
     size_t scratch_off, flags_off;
@@ -150,6 +155,7 @@ typedef struct cnet_direct {
     uint32_t warm_epoch; /* the value of the last warm-up's barrier flags */
     bool preloaded;      /* cuda_net_reduce_preload ran (the kernels stay loaded) */
     unsigned wait_flush; /* CU_STREAM_WAIT_VALUE_FLUSH where the device can, else 0 */
+    bool wait_kernel;    /* the stream waits in a kernel (cuda_net_wait_launch) */
 } cnet_direct_t;
 
 /* The direct path's host-mapped words, after the hier line: per slot the GPU's input is
@@ -350,9 +356,11 @@ symcoll_status_t cnet_direct_enqueue(cuda_net_t *cn, cudaStream_t s, const void 
 symcoll_status_t cnet_run_direct(cnet_lane_t *ln, const cnet_op_t *op, uint64_t *k_p);
 void cnet_direct_give_up(cnet_lane_t *ln, const cnet_op_t *op, uint64_t k);
 
-/* A hierarchical call (the plan's TOPO_FAMILY_NET_CUDA_HIER) over cuda_pool, queued on s. */
+/* A hierarchical call (the plan's TOPO_FAMILY_NET_CUDA_HIER) over cuda_pool, queued on s;
+ * direct: its slice goes the direct path (TOPO_FAMILY_NET_CUDA_HIER_DIRECT, the direct
+ * buffers set up), else staged. */
 symcoll_status_t cnet_hier(cuda_net_t *cn, cudaStream_t s, pool_t *cuda_pool,
                            const void *sendbuf, void *recvbuf, size_t count,
-                           symcoll_dtype_t dtype, symcoll_op_t op);
+                           symcoll_dtype_t dtype, symcoll_op_t op, bool direct);
 
 #endif

@@ -165,13 +165,13 @@ symcoll_status_t cnet_enqueue(cuda_net_t *cn, cudaStream_t s, const void *sendbu
 }
 
 /* Hierarchical: reduce-scatter over the GPUs of the node (a kernel over the CUDA pool's
- * peer mappings), this rank's slice of the node's sum staged across the nodes among
- * the ranks of its local index (the lanes, as any staged call), all-gather over the
- * GPUs; all on the stream. Each rank sends only 1/L of the message across nodes, and the
- * host reduces only 1/L of it. */
+ * peer mappings), this rank's slice of the node's sum across the nodes among the ranks
+ * of its local index (staged by the lanes as any staged call, or the direct path),
+ * all-gather over the GPUs; all on the stream. Each rank sends only 1/L of the message across
+ * nodes, and the host reduces only 1/L of it. */
 symcoll_status_t cnet_hier(cuda_net_t *cn, cudaStream_t s, pool_t *cuda_pool,
                            const void *sendbuf, void *recvbuf, size_t count,
-                           symcoll_dtype_t dtype, symcoll_op_t op)
+                           symcoll_dtype_t dtype, symcoll_op_t op, bool direct)
 {
     comm_t *comm = cn->comm;
     CUdeviceptr hw = cn->words_dev + CNET_HIER_LINE(cn) * sizeof(uint32_t);
@@ -197,7 +197,10 @@ symcoll_status_t cnet_hier(cuda_net_t *cn, cudaStream_t s, pool_t *cuda_pool,
                                &slice, &slice_count);
     if (status != SYMCOLL_OK)
         return status;
-    if (slice_count > 0)
+    /* the slice is in the CUDA pool's staging: the direct path puts it from there */
+    if (slice_count > 0 && direct)
+        status = cnet_direct_enqueue(cn, s, slice, slice, slice_count, dtype, op);
+    else if (slice_count > 0)
         status = cnet_enqueue(cn, s, slice, slice, slice_count, dtype, op, true);
     if (status == SYMCOLL_OK)
         status =

@@ -344,8 +344,9 @@ static const config_row_t config_table[] = {
     ROW("SYMCOLL_CUDA_NET_PATH", "staged",
         "CUDA memory across nodes: staged (through pinned host memory by the lanes), direct "
         "(UCX puts each rank's data straight into the peers' CUDA pool with rkeys, the GPU "
-        "reduces; needs a UCX with CUDA support that registers the pool, one rank a node, "
-        "and a probe put per peer that landed when the CUDA pool was created), or auto "
+        "reduces; needs a UCX with CUDA support that registers the pool, one rank a node "
+        "or the hierarchical algorithm's inter-node step (that one only when forced), and a "
+        "probe put per peer that landed when the CUDA pool was created), or auto "
         "(direct from SYMCOLL_CUDA_NET_DIRECT_MIN bytes where available and UCX's lanes do "
         "not call the CUDA driver, i.e. not cuda_ipc or cuda_copy, else staged). Forced "
         "direct over cuda_ipc or cuda_copy: synchronise the stream before a blocking CUDA "

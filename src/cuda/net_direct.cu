@@ -11,18 +11,26 @@
 #include "symcoll.h"
 #include "cuda/net_direct.h"
 
-namespace {
+namespace
+{
 
 constexpr int THREADS = 512;
 constexpr int MAX_BLOCKS = 264; /* two waves of 132 SMs */
 
 template <typename T> struct Acc {
-    typedef typename std::conditional<std::is_signed<T>::value, long long,
-                                      unsigned long long>::type A;
+    typedef
+        typename std::conditional<std::is_signed<T>::value, long long, unsigned long long>::type
+            A;
     __device__ static A in(T x) { return (A)x; }
     __device__ static T out(A x) { return (T)x; }
-    __device__ static A sum(A a, A b) { return (A)((unsigned long long)a + (unsigned long long)b); }
-    __device__ static A prod(A a, A b) { return (A)((unsigned long long)a * (unsigned long long)b); }
+    __device__ static A sum(A a, A b)
+    {
+        return (A)((unsigned long long)a + (unsigned long long)b);
+    }
+    __device__ static A prod(A a, A b)
+    {
+        return (A)((unsigned long long)a * (unsigned long long)b);
+    }
 };
 template <typename F> struct AccF {
     typedef F A;
@@ -72,6 +80,7 @@ __global__ void __launch_bounds__(THREADS) k_reduce(const cuda_net_reduce_args_t
     const size_t tid = (size_t)blockIdx.x * THREADS + threadIdx.x;
     size_t nvec = 0;
     uintptr_t align = (uintptr_t)a.dst;
+    const A div = (A)a.divisor;
 
     for (int q = 0; q < a.nsrc; q++)
         align |= (uintptr_t)a.src[q];
@@ -92,7 +101,7 @@ __global__ void __launch_bounds__(THREADS) k_reduce(const cuda_net_reduce_args_t
             }
 #pragma unroll
             for (int k = 0; k < V; k++)
-                in.e[k] = Acc<T>::out(OP == SYMCOLL_AVG ? s[k] / (A)a.nsrc : s[k]);
+                in.e[k] = Acc<T>::out(OP == SYMCOLL_AVG ? s[k] / div : s[k]);
             ((uint4 *)a.dst)[v] = in.u;
         }
     }
@@ -100,7 +109,19 @@ __global__ void __launch_bounds__(THREADS) k_reduce(const cuda_net_reduce_args_t
         A s = Acc<T>::in(((const T *)a.src[0])[i]);
         for (int q = 1; q < a.nsrc; q++)
             s = apply<T, OP>(s, Acc<T>::in(((const T *)a.src[q])[i]));
-        ((T *)a.dst)[i] = Acc<T>::out(OP == SYMCOLL_AVG ? s / (A)a.nsrc : s);
+        ((T *)a.dst)[i] = Acc<T>::out(OP == SYMCOLL_AVG ? s / div : s);
+    }
+}
+
+/* one thread until *word reaches value (32-bit wrap-safe, as CU_STREAM_WAIT_VALUE_GEQ) */
+__global__ void k_wait(const unsigned *word, unsigned value)
+{
+    for (;;) {
+        unsigned v;
+        asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(v) : "l"(word) : "memory");
+        if ((int)(v - value) >= 0)
+            return;
+        __nanosleep(1000);
     }
 }
 
@@ -159,7 +180,7 @@ extern "C" int cuda_net_reduce_launch(const cuda_net_reduce_args_t *args, void *
     kernel_fn k = kernel_for(args->dtype, args->op);
     size_t blocks = (args->count + (size_t)THREADS * 8 - 1) / ((size_t)THREADS * 8);
 
-    if (!k || args->nsrc < 1 || args->nsrc > CUDA_NET_REDUCE_MAX)
+    if (!k || args->nsrc < 1 || args->nsrc > CUDA_NET_REDUCE_MAX || args->divisor < 1)
         return (int)cudaErrorInvalidValue;
     if (args->count == 0)
         return (int)cudaSuccess;
@@ -168,8 +189,19 @@ extern "C" int cuda_net_reduce_launch(const cuda_net_reduce_args_t *args, void *
     return (int)cudaGetLastError();
 }
 
+extern "C" int cuda_net_wait_launch(const void *word, unsigned value, void *stream)
+{
+    k_wait<<<1, 1, 0, (cudaStream_t)stream>>>((const unsigned *)word, value);
+    return (int)cudaGetLastError();
+}
+
 extern "C" int cuda_net_reduce_preload(void)
 {
+    cudaFuncAttributes wattr;
+    cudaError_t werr = cudaFuncGetAttributes(&wattr, (const void *)k_wait);
+
+    if (werr != cudaSuccess)
+        return (int)werr;
     for (int t = SYMCOLL_INT8; t <= SYMCOLL_FLOAT64; t++)
         for (int op = SYMCOLL_SUM; op <= SYMCOLL_AVG; op++) {
             kernel_fn k = kernel_for(t, op);

@@ -19,16 +19,25 @@ typedef struct cuda_net_reduce_args {
     const void *src[CUDA_NET_REDUCE_MAX]; /* in rank order: every rank sums alike */
     int nsrc;                             /* 2 .. CUDA_NET_REDUCE_MAX */
     size_t count;
-    int dtype; /* symcoll_dtype_t */
-    int op;    /* symcoll_op_t; avg divides by nsrc */
+    int dtype;   /* symcoll_dtype_t */
+    int op;      /* symcoll_op_t */
+    int divisor; /* of avg: the communicator's size (more than nsrc when hierarchical) */
 } cuda_net_reduce_args_t;
 
 /* Queues the reduction on stream (cudaStream_t); returns a cudaError_t. */
 int cuda_net_reduce_launch(const cuda_net_reduce_args_t *args, void *stream);
 
-/* Loads every reduction kernel now; returns a cudaError_t. CUDA loads a kernel on its
- * first launch by default (lazy loading), and that load may wait for the device's queued
- * work while holding the driver's lock; on the direct path that work is the stream
+/* Queues on stream a wait until the host-mapped word (its device address) reaches value
+ * (32-bit wrap-safe), as a kernel of one thread rather than cuStreamWaitValue32: where a
+ * GPU serves several ranks, a stream blocked in a wait-value command kept the copies that
+ * UCX queues from the same process on that GPU from running while another rank's kernel
+ * ran there (bench/results/gpu-direct.md, "Hierarchical"). Ends only when the word gets
+ * there; returns a cudaError_t. */
+int cuda_net_wait_launch(const void *word, unsigned value, void *stream);
+
+/* Loads every kernel of this file now (the wait too); returns a cudaError_t. CUDA loads a
+ * kernel on its first launch by default (lazy loading), and that load may wait for the device's
+ * queued work while holding the driver's lock; on the direct path that work is the stream
  * waiting for lane 0, and lane 0 calls the driver through UCX, so a load during a call
  * never ends. Run before the first direct call is queued. */
 int cuda_net_reduce_preload(void);

@@ -405,13 +405,45 @@ bool topo_cuda_net_hier(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
              (!shape->gpus_shared || bytes >= TOPO_CUDA_HIER_SHARED_MIN)));
 }
 
+/* Whether the direct path serves a step among nranks ranks, one a node, moving bytes
+ * each (the flat call, or the inter-node step of a hierarchical one). */
+static bool direct_applies(const topo_select_cfg_t *cfg, const topo_shape_t *shape, int nranks,
+                           size_t bytes)
+{
+    return nranks <= TOPO_CUDA_DIRECT_MAX_RANKS && shape->net_cuda && shape->net_direct >= 0 &&
+           cfg->cuda_net_path != TOPO_PATH_STAGED &&
+           (cfg->cuda_net_path == TOPO_PATH_DIRECT ||
+            (!shape->net_direct_drv && bytes >= cfg->cuda_net_direct_min));
+}
+
+/* what one rank of a hierarchical call moves across the nodes: its slice */
+static size_t hier_slice(const topo_shape_t *shape, size_t bytes)
+{
+    return (bytes + (size_t)shape->ppn - 1) / (size_t)shape->ppn;
+}
+
 bool topo_cuda_net_direct(const topo_select_cfg_t *cfg, const topo_shape_t *shape, size_t bytes)
 {
     return shape->nnodes > 1 && shape->nnodes == shape->nranks &&
-           shape->nranks <= TOPO_CUDA_DIRECT_MAX_RANKS && shape->net_cuda &&
-           shape->net_direct >= 0 && cfg->cuda_net_path != TOPO_PATH_STAGED &&
-           (cfg->cuda_net_path == TOPO_PATH_DIRECT ||
-            (!shape->net_direct_drv && bytes >= cfg->cuda_net_direct_min));
+           direct_applies(cfg, shape, shape->nranks, bytes);
+}
+
+/* Only when forced for now: on the one H200 lent so far (4 ranks sharing it) every type x
+ * operator passed, but a run of 16M calls stalled in a lane's flush (bench/results/
+ * gpu-direct.md, "Hierarchical"), and no machine with GPUDirect RDMA measured it. */
+bool topo_cuda_net_hier_direct(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                               size_t bytes)
+{
+    return cfg->cuda_net_path == TOPO_PATH_DIRECT && topo_cuda_net_hier(cfg, shape, bytes) &&
+           direct_applies(cfg, shape, shape->nnodes, hier_slice(shape, bytes));
+}
+
+static const char *direct_source(const topo_select_cfg_t *cfg, const topo_shape_t *shape)
+{
+    return cfg->cuda_net_path == TOPO_PATH_DIRECT ? "forced by SYMCOLL_CUDA_NET_PATH=direct"
+           : shape->net_direct > 0
+               ? "every peer's probe put landed"
+               : "probed when the CUDA pool is created (staged if it fails)";
 }
 
 /* The direct path: every rank's data put into every peer's CUDA pool, reduced there in
@@ -422,15 +454,30 @@ static void select_cuda_direct(const topo_select_cfg_t *cfg, const topo_shape_t 
     decide(d, TOPO_ALGO_ONESHOT,
            "CUDA direct: UCX puts each rank's data into the %d peers' CUDA pool with rkeys, "
            "the GPU reduces; %s",
-           shape->nranks - 1,
-           cfg->cuda_net_path == TOPO_PATH_DIRECT ? "forced by SYMCOLL_CUDA_NET_PATH=direct"
-           : shape->net_direct > 0
-               ? "every peer's probe put landed"
-               : "probed when the CUDA pool is created (staged if it fails)");
+           shape->nranks - 1, direct_source(cfg, shape));
 }
 
-/* Why a CUDA call across nodes is staged rather than direct, for the reason. */
-static const char *cuda_staged_why(const topo_select_cfg_t *cfg, const topo_shape_t *shape)
+/* Hierarchical with a direct inter-node step: the slice of the node's sum put into the
+ * CUDA pool of the ranks of this local index on the other nodes, reduced there. */
+static void select_cuda_hier_direct(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                                    size_t bytes, topo_decision_t *d)
+{
+    char msz[32];
+
+    topo_fmt_size(hier_slice(shape, bytes), msz, sizeof(msz));
+    decide(d, TOPO_ALGO_HIER,
+           "CUDA hier: RS/AG over each node's %d GPUs (%s), UCX puts each rank's %s slice "
+           "into the CUDA pool of its %d peer%s of other nodes with rkeys, the GPU reduces; "
+           "%s",
+           shape->ppn, topo_link_name(shape->gpu_link), msz, shape->nnodes - 1,
+           shape->nnodes == 2 ? "" : "s", direct_source(cfg, shape));
+    d->cuda_hier = d->direct = true;
+}
+
+/* Why a CUDA call across nodes is staged rather than direct, for the reason; hier: the
+ * call is hierarchical (its inter-node step is among one rank a node). */
+static const char *cuda_staged_why(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                                   bool hier)
 {
     if (!shape->net_cuda)
         return "UCX lacks CUDA";
@@ -438,9 +485,11 @@ static const char *cuda_staged_why(const topo_select_cfg_t *cfg, const topo_shap
         return "SYMCOLL_CUDA_NET_PATH=staged";
     if (shape->net_direct < 0)
         return "UCX has CUDA, the direct probe failed";
-    if (shape->nnodes != shape->nranks)
-        return "UCX has CUDA, direct only with one rank a node";
-    if (shape->nranks > TOPO_CUDA_DIRECT_MAX_RANKS)
+    if (!hier && shape->nnodes != shape->nranks)
+        return "UCX has CUDA, direct only with one rank a node or hierarchical";
+    if (hier && cfg->cuda_net_path != TOPO_PATH_DIRECT)
+        return "UCX has CUDA, the hierarchical direct step only when forced";
+    if ((hier ? shape->nnodes : shape->nranks) > TOPO_CUDA_DIRECT_MAX_RANKS)
         return "UCX has CUDA, too many ranks for direct";
     if (shape->net_direct_drv)
         return "UCX has CUDA, but its lanes call the CUDA driver (direct only when forced)";
@@ -460,7 +509,7 @@ static void select_cuda_staged(const topo_select_cfg_t *cfg, const topo_shape_t 
     hs.gpu_link = TOPO_LINK_NONE;
     if (hier) {
         /* what crosses the nodes: one rank's slice, among one rank of each node */
-        moved = (bytes + (size_t)shape->ppn - 1) / (size_t)shape->ppn;
+        moved = hier_slice(shape, bytes);
         hs.nranks = shape->nnodes;
         hs.ppn = 1;
         hcfg.forced = TOPO_ALGO_AUTO;
@@ -473,6 +522,7 @@ static void select_cuda_staged(const topo_select_cfg_t *cfg, const topo_shape_t 
         return;
     if (hier)
         d->algo = TOPO_ALGO_HIER;
+    d->cuda_hier = hier;
     if (d->quiet)
         return;
     topo_fmt_size(chunk, sz, sizeof(sz));
@@ -483,12 +533,12 @@ static void select_cuda_staged(const topo_select_cfg_t *cfg, const topo_shape_t 
                      "CUDA hier: RS/AG over each node's %d GPUs (%s), each rank's %s "
                      "slice staged (%s), %s chunks on %d lane%s: ",
                      shape->ppn, topo_link_name(shape->gpu_link), msz,
-                     cuda_staged_why(cfg, shape), sz, cfg->cuda_net_lanes,
+                     cuda_staged_why(cfg, shape, true), sz, cfg->cuda_net_lanes,
                      cfg->cuda_net_lanes == 1 ? "" : "s");
     else
         n = snprintf(d->reason, sizeof(d->reason),
                      "CUDA staged via pinned host memory (%s), %s chunks on %d lane%s: ",
-                     cuda_staged_why(cfg, shape), sz, cfg->cuda_net_lanes,
+                     cuda_staged_why(cfg, shape, false), sz, cfg->cuda_net_lanes,
                      cfg->cuda_net_lanes == 1 ? "" : "s");
     if (n > 0 && (size_t)n < sizeof(d->reason)) {
         /* as much of the inner reason as fits */
@@ -506,10 +556,13 @@ static void select_impl(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
     char *w = d->quiet ? NULL : why;
     size_t wlen = d->quiet ? 0 : sizeof(why);
 
+    d->cuda_hier = d->direct = false;
     if (mem == SYMCOLL_MEM_CUDA && shape->nnodes > 1 && shape->cuda_across_nodes &&
         shape->cuda_max_local > 0 && shape->gpus) {
         if (topo_cuda_net_direct(cfg, shape, bytes))
             select_cuda_direct(cfg, shape, d);
+        else if (topo_cuda_net_hier_direct(cfg, shape, bytes))
+            select_cuda_hier_direct(cfg, shape, bytes, d);
         else
             select_cuda_staged(cfg, shape, bytes, d);
         return;
@@ -561,6 +614,7 @@ const char *topo_family_name(topo_family_t family)
         [TOPO_FAMILY_NET_CUDA] = "net-cuda",
         [TOPO_FAMILY_NET_CUDA_HIER] = "net-cuda-hier",
         [TOPO_FAMILY_NET_CUDA_DIRECT] = "net-cuda-direct",
+        [TOPO_FAMILY_NET_CUDA_HIER_DIRECT] = "net-cuda-hier-direct",
     };
     return (unsigned)family < TOPO_FAMILY_LAST ? names[family] : "?";
 }
@@ -597,7 +651,8 @@ void topo_select_plan(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
     else if (mem == SYMCOLL_MEM_HOST)
         plan->family = TOPO_FAMILY_NET_HOST;
     else
-        plan->family = d->algo == TOPO_ALGO_HIER      ? TOPO_FAMILY_NET_CUDA_HIER
+        plan->family = d->cuda_hier ? (d->direct ? TOPO_FAMILY_NET_CUDA_HIER_DIRECT
+                                                 : TOPO_FAMILY_NET_CUDA_HIER)
                        : d->algo == TOPO_ALGO_ONESHOT ? TOPO_FAMILY_NET_CUDA_DIRECT
                                                       : TOPO_FAMILY_NET_CUDA;
 }

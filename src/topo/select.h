@@ -89,22 +89,28 @@ typedef struct topo_decision {
     topo_algo_t algo;
     char reason[TOPO_REASON_MAX];
     bool quiet; /* set by topo_select_algo: no reason is written */
+    /* CUDA across nodes: hierarchical over each node's GPUs (topo_cuda_net_hier; the
+     * algorithm of staged chunks may be the host's hier without it), and its inter-node
+     * step puts into the peers' CUDA pool */
+    bool cuda_hier, direct;
 } topo_decision_t;
 
 /* Which engine runs a call: the plan's first half. The algorithm is the second. */
 typedef enum {
-    TOPO_FAMILY_NONE = 0,        /* nothing serves the call (the decision says why) */
-    TOPO_FAMILY_SELF,            /* one rank: the result is the input */
-    TOPO_FAMILY_HOST,            /* host memory inside a node, over the memfd pool */
-    TOPO_FAMILY_CUDA,            /* CUDA memory inside a node, kernels over the VMM pool */
-    TOPO_FAMILY_NET_HOST,        /* host memory across nodes over UCX */
-    TOPO_FAMILY_NET_CUDA,        /* CUDA memory across nodes, staged through pinned host
-                                    memory by the lanes */
-    TOPO_FAMILY_NET_CUDA_HIER,   /* CUDA memory across nodes: reduce-scatter over each
-                                    node's GPUs, the slice staged across nodes, all-gather */
-    TOPO_FAMILY_NET_CUDA_DIRECT, /* CUDA memory across nodes, one rank a node: UCX puts
-                                    every rank's data into the peers' CUDA pool, the GPU
-                                    reduces (staged where the probe found no way) */
+    TOPO_FAMILY_NONE = 0,             /* nothing serves the call (the decision says why) */
+    TOPO_FAMILY_SELF,                 /* one rank: the result is the input */
+    TOPO_FAMILY_HOST,                 /* host memory inside a node, over the memfd pool */
+    TOPO_FAMILY_CUDA,                 /* CUDA memory inside a node, kernels over the VMM pool */
+    TOPO_FAMILY_NET_HOST,             /* host memory across nodes over UCX */
+    TOPO_FAMILY_NET_CUDA,             /* CUDA memory across nodes, staged through pinned host
+                                         memory by the lanes */
+    TOPO_FAMILY_NET_CUDA_HIER,        /* CUDA memory across nodes: reduce-scatter over each
+                                         node's GPUs, the slice staged across nodes, all-gather */
+    TOPO_FAMILY_NET_CUDA_DIRECT,      /* CUDA memory across nodes, one rank a node: UCX puts
+                                         every rank's data into the peers' CUDA pool, the GPU
+                                         reduces (staged where the probe found no way) */
+    TOPO_FAMILY_NET_CUDA_HIER_DIRECT, /* as NET_CUDA_HIER, but the slice goes the direct
+                                         path among the ranks of its local index */
     TOPO_FAMILY_LAST
 } topo_family_t;
 
@@ -186,6 +192,11 @@ static inline size_t topo_cuda_net_chunk(size_t bytes, size_t chunk_max, int lan
  * (auto: from SYMCOLL_CUDA_NET_DIRECT_MIN bytes). */
 bool topo_cuda_net_direct(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
                           size_t bytes);
+/* Whether a hierarchical CUDA all-reduce (topo_cuda_net_hier) takes the direct path for
+ * its inter-node step: only with SYMCOLL_CUDA_NET_PATH=direct, then as
+ * topo_cuda_net_direct among the shape's nodes, for the slice's bytes. */
+bool topo_cuda_net_hier_direct(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                               size_t bytes);
 bool topo_cuda_net_hier(const topo_select_cfg_t *cfg, const topo_shape_t *shape, size_t bytes);
 
 /* The plan for one all-reduce of bytes bytes of mem memory on shape: the family that
