@@ -172,8 +172,8 @@ static const select_case_t cases[] = {
     {"2x4 cuda forced hier", &two_nodes_4_nvlink, TOPO_ALGO_HIER, DFLT, C, 8, TOPO_ALGO_HIER,
      "CUDA hier"},
     {"2x4 cuda below hier_min", &two_nodes_4_nvlink, 0, 1 * M, C, 512 * K, TOPO_ALGO_RING,
-     "CUDA staged via pinned host memory (UCX has CUDA, direct only with one rank a node or "
-     "hierarchical), 128K chunks on 4 lanes: 2 nodes, 8 ranks (not hierarchical)"},
+     "CUDA staged via pinned host memory (UCX has CUDA, direct only with one rank a node (or "
+     "hierarchical, forced)), 128K chunks on 4 lanes: 2 nodes, 8 ranks (not hierarchical)"},
     {"2x4 cuda at hier_min", &two_nodes_4_nvlink, 0, 1 * M, C, 1 * M, TOPO_ALGO_HIER,
      "CUDA hier"},
     /* GPUs shared by ranks: hierarchical over the GPUs only from 16M (waiting kernels

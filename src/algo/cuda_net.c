@@ -58,8 +58,9 @@ static symcoll_status_t cnet_create(comm_t *comm, pool_t *host_pool, cuda_net_t 
     cn->words_dev = (CUdeviceptr)(uintptr_t)dev;
     log_info("CUDA memory across nodes: %s, %d lanes",
              comm->topo->shape[SYMCOLL_MEM_CUDA].net_cuda
-                 ? "UCX reports CUDA memory: direct where the probe puts land (one rank a "
-                   "node), else staged through pinned host memory"
+                 ? "UCX reports CUDA memory: direct where the probe puts land and the "
+                   "selector plans it (SYMCOLL_CUDA_NET_PATH), else staged through pinned "
+                   "host memory"
                  : "staged through pinned host memory (UCX of some rank has no CUDA memory "
                    "support)",
              cn->nlanes);
@@ -275,7 +276,11 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, const topo_plan_t *plan,
         log_error("symcoll_allreduce: internal error: no staging for CUDA across nodes");
         return SYMCOLL_ERR_INTERNAL;
     }
-    if (plan->family == TOPO_FAMILY_NET_CUDA_DIRECT && cn->direct.scratch)
+    if (plan->family == TOPO_FAMILY_NET_CUDA_HIER_DIRECT && !cn->direct.scratch) {
+        /* planned only when forced, and then the preparation set the buffers up or failed */
+        log_error("symcoll_allreduce: internal error: no buffers for the direct path");
+        status = SYMCOLL_ERR_INTERNAL;
+    } else if (plan->family == TOPO_FAMILY_NET_CUDA_DIRECT && cn->direct.scratch)
         status = cnet_direct_enqueue(cn, s, sendbuf, recvbuf, count, dtype, op);
     else if (plan->family == TOPO_FAMILY_NET_CUDA_HIER ||
              plan->family == TOPO_FAMILY_NET_CUDA_HIER_DIRECT)

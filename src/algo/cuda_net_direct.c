@@ -21,8 +21,9 @@
  *           completion); put the flag (tag | chunk) into every peer's host flag of this
  *           rank and slot; wait for every peer's flag of this slot; check the tags;
  *           raise DDONE.
- * The words are host-mapped (the stream writes and waits with cuStreamWriteValue32 /
- * cuStreamWaitValue32); no host staging copy of the data.
+ * The words are host-mapped (the stream writes them with cuStreamWriteValue32 and waits
+ * with cuStreamWaitValue32, or where a GPU serves several ranks in a one-thread kernel:
+ * cnet_stream_wait); no host staging copy of the data.
  *
  * Why a peer never overwrites a scratch slot the GPU still reads: a peer puts chunk g into
  * our slot g mod S only after it saw our flag of chunk g - 1, which our lane raises after
@@ -353,7 +354,7 @@ symcoll_status_t cnet_direct_ensure(cuda_net_t *cn, pool_t *cuda_pool)
         d->wait_kernel = comm->topo->shape[SYMCOLL_MEM_CUDA].gpus_shared;
         log_debug("CUDA across nodes, direct: the stream waits %s; %s remote writes",
                   d->wait_kernel ? "in a kernel" : "with cuStreamWaitValue32",
-                  d->wait_flush && !d->wait_kernel ? "flushes" : "does not flush");
+                  d->wait_flush ? "flushes" : "does not flush");
     }
     status = cnet_flags_ensure(cn);
     if (status != SYMCOLL_OK)
@@ -460,21 +461,11 @@ static symcoll_status_t cnet_dq_word(cnet_dq_t *q, int which, int slot, uint32_t
     CUdeviceptr w = cnet_dword_dev(q->cn, which, slot);
     CUresult res;
 
-    if (wait && q->cn->direct.wait_kernel) {
-        cudaError_t err =
-            (cudaError_t)cuda_net_wait_launch((const void *)(uintptr_t)w, value, q->s);
-        if (err != cudaSuccess)
-            return cuda_rt_error(err, "CUDA across nodes, direct: the stream's wait");
-        return SYMCOLL_OK;
-    }
-    res = wait ? q->cn->drv->stream_wait_value32(
-                     q->s, w, value,
-                     CU_STREAM_WAIT_VALUE_GEQ |
-                         (which == CNET_DDONE ? q->cn->direct.wait_flush : 0u))
-               : q->cn->drv->stream_write_value32(q->s, w, value, 0);
-    if (res != CUDA_SUCCESS)
-        return cuda_drv_error(res, wait ? "cuStreamWaitValue32" : "cuStreamWriteValue32");
-    return SYMCOLL_OK;
+    if (wait)
+        return cnet_stream_wait(q->cn, q->s, w, value,
+                                which == CNET_DDONE ? q->cn->direct.wait_flush : 0u);
+    res = q->cn->drv->stream_write_value32(q->s, w, value, 0);
+    return res == CUDA_SUCCESS ? SYMCOLL_OK : cuda_drv_error(res, "cuStreamWriteValue32");
 }
 
 static size_t cnet_dq_elems(const cnet_op_t *o, uint64_t k)

@@ -69,9 +69,10 @@
  * topo_cuda_net_hier): the call queues the two-shot kernel's reduce-scatter half over the
  * CUDA pool (algo_cuda_hier_rs: local rank l ends with slice l of the node's sum in its
  * staging), then this staged pipeline on that slice, whose lanes all-reduce it among
- * the ranks of local index l, one a node (algo_net_group_allreduce_on), then the
- * all-gather half (every slice from the peers' staging into the result). So each rank
- * copies, sends and reduces on the host only 1/L of the message. The hier word orders
+ * the ranks of local index l, one a node (algo_net_group_allreduce_on), or the direct
+ * path's (TOPO_FAMILY_NET_CUDA_HIER_DIRECT, cuda_net_direct.c) among the same ranks, then
+ * the all-gather half (every slice from the peers' staging into the result). So each
+ * rank copies, sends and reduces on the host only 1/L of the message. The hier word orders
  * these calls across streams (they share the CUDA pool's staging), and the node word
  * (after the slots) lets a rank that gives up stop its node's waiting kernels.
  *
@@ -155,7 +156,9 @@ typedef struct cnet_direct {
     uint32_t warm_epoch; /* the value of the last warm-up's barrier flags */
     bool preloaded;      /* cuda_net_reduce_preload ran (the kernels stay loaded) */
     unsigned wait_flush; /* CU_STREAM_WAIT_VALUE_FLUSH where the device can, else 0 */
-    bool wait_kernel;    /* the stream waits in a kernel (cuda_net_wait_launch) */
+    /* where a GPU serves several ranks, every stream wait of this engine is a kernel
+     * (cnet_stream_wait, cuda_net_wait_launch), set with the direct buffers */
+    bool wait_kernel;
 } cnet_direct_t;
 
 /* The direct path's host-mapped words, after the hier line: per slot the GPU's input is
@@ -355,6 +358,13 @@ symcoll_status_t cnet_direct_enqueue(cuda_net_t *cn, cudaStream_t s, const void 
  * its chunks from k on up (raises their DDONE). */
 symcoll_status_t cnet_run_direct(cnet_lane_t *ln, const cnet_op_t *op, uint64_t *k_p);
 void cnet_direct_give_up(cnet_lane_t *ln, const cnet_op_t *op, uint64_t k);
+
+/* Queues on s a wait until the host-mapped word at device address w reaches value
+ * (CU_STREAM_WAIT_VALUE_GEQ, plus flags): cuStreamWaitValue32, or where the direct path
+ * waits in kernels (cnet_direct_t's wait_kernel) a one-thread kernel that also ends when
+ * the node word is raised. */
+symcoll_status_t cnet_stream_wait(cuda_net_t *cn, cudaStream_t s, CUdeviceptr w, uint32_t value,
+                                  unsigned flags);
 
 /* A hierarchical call (the plan's TOPO_FAMILY_NET_CUDA_HIER) over cuda_pool, queued on s;
  * direct: its slice goes the direct path (TOPO_FAMILY_NET_CUDA_HIER_DIRECT, the direct

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cuda/kernels.h"
+#include "cuda/net_direct.h"
 #include "topo/select.h"
 #include "topo/topo.h"
 
@@ -44,6 +45,24 @@ typedef struct cnet_queue {
     char *recv;
 } cnet_queue_t;
 
+symcoll_status_t cnet_stream_wait(cuda_net_t *cn, cudaStream_t s, CUdeviceptr w, uint32_t value,
+                                  unsigned flags)
+{
+    CUresult res;
+
+    if (cn->direct.wait_kernel) {
+        cudaError_t err = (cudaError_t)cuda_net_wait_launch((const void *)(uintptr_t)w, value,
+                                                            (const void *)cn->node_word_dev, s);
+        if (err != cudaSuccess)
+            return cuda_rt_error(err, "CUDA across nodes: the stream's wait");
+        if (!flags)
+            return SYMCOLL_OK;
+        /* the value is there by now: this one only flushes remote writes */
+    }
+    res = cn->drv->stream_wait_value32(s, w, value, CU_STREAM_WAIT_VALUE_GEQ | flags);
+    return res == CUDA_SUCCESS ? SYMCOLL_OK : cuda_drv_error(res, "cuStreamWaitValue32");
+}
+
 static symcoll_status_t cnet_queue_cmd(void *arg, const cnet_cmd_t *c)
 {
     cnet_queue_t *q = arg;
@@ -57,9 +76,7 @@ static symcoll_status_t cnet_queue_cmd(void *arg, const cnet_cmd_t *c)
 
     switch (c->kind) {
     case CNET_CMD_WAIT:
-        res = cn->drv->stream_wait_value32(q->s, cnet_word_dev(cn, c->word, c->slot), c->value,
-                                           CU_STREAM_WAIT_VALUE_GEQ);
-        return res == CUDA_SUCCESS ? SYMCOLL_OK : cuda_drv_error(res, "cuStreamWaitValue32");
+        return cnet_stream_wait(cn, q->s, cnet_word_dev(cn, c->word, c->slot), c->value, 0);
     case CNET_CMD_WRITE:
         res = cn->drv->stream_write_value32(q->s, cnet_word_dev(cn, c->word, c->slot), c->value,
                                             0);
@@ -188,10 +205,9 @@ symcoll_status_t cnet_hier(cuda_net_t *cn, cudaStream_t s, pool_t *cuda_pool,
             return status;
     }
     if (cn->hier_seq) {
-        res = cn->drv->stream_wait_value32(s, hw, (uint32_t)cn->hier_seq,
-                                           CU_STREAM_WAIT_VALUE_GEQ);
-        if (res != CUDA_SUCCESS)
-            return cuda_drv_error(res, "cuStreamWaitValue32");
+        status = cnet_stream_wait(cn, s, hw, (uint32_t)cn->hier_seq, 0);
+        if (status != SYMCOLL_OK)
+            return status;
     }
     status = algo_cuda_hier_rs(comm, cuda_pool, sendbuf, count, dtype, op, cn->node_word_dev, s,
                                &slice, &slice_count);

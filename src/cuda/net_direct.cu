@@ -113,13 +113,19 @@ __global__ void __launch_bounds__(THREADS) k_reduce(const cuda_net_reduce_args_t
     }
 }
 
-/* one thread until *word reaches value (32-bit wrap-safe, as CU_STREAM_WAIT_VALUE_GEQ) */
-__global__ void k_wait(const unsigned *word, unsigned value)
+__device__ __forceinline__ unsigned ld_acquire_sys(const unsigned *p)
 {
-    for (;;) {
-        unsigned v;
-        asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(v) : "l"(word) : "memory");
-        if ((int)(v - value) >= 0)
+    unsigned v;
+    asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+/* one thread until *word reaches value (32-bit wrap-safe, as CU_STREAM_WAIT_VALUE_GEQ) or
+ * a rank of the node raises its node word (it gave up: what follows is undefined) */
+__global__ void k_wait(const unsigned *word, unsigned value, const unsigned *node_word)
+{
+    while ((int)(ld_acquire_sys(word) - value) < 0) {
+        if (node_word && ld_acquire_sys(node_word))
             return;
         __nanosleep(1000);
     }
@@ -189,9 +195,11 @@ extern "C" int cuda_net_reduce_launch(const cuda_net_reduce_args_t *args, void *
     return (int)cudaGetLastError();
 }
 
-extern "C" int cuda_net_wait_launch(const void *word, unsigned value, void *stream)
+extern "C" int cuda_net_wait_launch(const void *word, unsigned value, const void *node_word,
+                                    void *stream)
 {
-    k_wait<<<1, 1, 0, (cudaStream_t)stream>>>((const unsigned *)word, value);
+    k_wait<<<1, 1, 0, (cudaStream_t)stream>>>((const unsigned *)word, value,
+                                              (const unsigned *)node_word);
     return (int)cudaGetLastError();
 }
 

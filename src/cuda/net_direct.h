@@ -16,7 +16,8 @@ extern "C" {
 
 typedef struct cuda_net_reduce_args {
     void *dst;                            /* count elements; may be one of the sources */
-    const void *src[CUDA_NET_REDUCE_MAX]; /* in rank order: every rank sums alike */
+    const void *src[CUDA_NET_REDUCE_MAX]; /* in rank order (of the group that reduces):
+                                             every rank sums alike */
     int nsrc;                             /* 2 .. CUDA_NET_REDUCE_MAX */
     size_t count;
     int dtype;   /* symcoll_dtype_t */
@@ -31,9 +32,10 @@ int cuda_net_reduce_launch(const cuda_net_reduce_args_t *args, void *stream);
  * (32-bit wrap-safe), as a kernel of one thread rather than cuStreamWaitValue32: where a
  * GPU serves several ranks, a stream blocked in a wait-value command kept the copies that
  * UCX queues from the same process on that GPU from running while another rank's kernel
- * ran there (bench/results/gpu-direct.md, "Hierarchical"). Ends only when the word gets
- * there; returns a cudaError_t. */
-int cuda_net_wait_launch(const void *word, unsigned value, void *stream);
+ * ran there (bench/results/gpu-direct.md, "Hierarchical"). Ends when the word gets there,
+ * or when node_word (device address of a host-mapped word, or NULL) is raised: a rank of
+ * the node gave up. Returns a cudaError_t. */
+int cuda_net_wait_launch(const void *word, unsigned value, const void *node_word, void *stream);
 
 /* Loads every kernel of this file now (the wait too); returns a cudaError_t. CUDA loads a
  * kernel on its first launch by default (lazy loading), and that load may wait for the device's

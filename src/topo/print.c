@@ -132,9 +132,15 @@ static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
                   "no CUDA memory support (see ucx-mem), so it cannot put into GPU memory"
             : t->select_cfg.cuda_net_path == TOPO_PATH_STAGED
                 ? "staged through pinned host memory of the pool (SYMCOLL_CUDA_NET_PATH=staged)"
+            : s->nnodes != s->nranks && t->select_cfg.cuda_net_path == TOPO_PATH_DIRECT
+                ? "hierarchical calls put each rank's slice into the CUDA pool of the ranks "
+                  "of its local index (direct, forced by SYMCOLL_CUDA_NET_PATH=direct, where "
+                  "the probe puts landed); the other calls are staged through pinned host "
+                  "memory of the pool"
             : s->nnodes != s->nranks
                 ? "staged through pinned host memory of the pool: UCX reaches CUDA memory, "
-                  "but the direct path serves one rank a node"
+                  "but the direct path serves one rank a node (and the hierarchical "
+                  "algorithm's inter-node step only when forced)"
             : s->net_direct > 0 && s->net_direct_drv &&
                     t->select_cfg.cuda_net_path != TOPO_PATH_DIRECT
                 ? "staged through pinned host memory of the pool: every probe put into the "

@@ -486,7 +486,7 @@ static const char *cuda_staged_why(const topo_select_cfg_t *cfg, const topo_shap
     if (shape->net_direct < 0)
         return "UCX has CUDA, the direct probe failed";
     if (!hier && shape->nnodes != shape->nranks)
-        return "UCX has CUDA, direct only with one rank a node or hierarchical";
+        return "UCX has CUDA, direct only with one rank a node (or hierarchical, forced)";
     if (hier && cfg->cuda_net_path != TOPO_PATH_DIRECT)
         return "UCX has CUDA, the hierarchical direct step only when forced";
     if ((hier ? shape->nnodes : shape->nranks) > TOPO_CUDA_DIRECT_MAX_RANKS)

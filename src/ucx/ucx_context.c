@@ -390,6 +390,14 @@ void ucx_close(ucx_ctx_t *ucx)
     ucx->closing = true;
     if (!broken && ucx->worker_ready && ucx_exchange_hello(ucx, 2, &dl) != SYMCOLL_OK)
         log_warn("UCX close: not every peer confirmed; closing the endpoints anyway");
+    /* operations a failure left in flight go back to UCX, which releases each when it
+     * completes or its endpoint closes: none stays ours past the worker (UCX 1.22 warned
+     * of every one and once asserted while closing, bench/results/gpu-direct.md) */
+    for (unsigned k = 0; k < UCX_OPS; k++)
+        if (ucx->ops[k].req) {
+            ucp_request_free(ucx->ops[k].req);
+            ucx->ops[k].req = NULL;
+        }
     for (size_t i = 0; i < ucx->shared->nregions; i++)
         ucx_region_drop_rkeys(ucx->shared->regions[i], ucx->nranks, ucx->index);
     for (int r = 0; r < ucx->nranks; r++) {

@@ -137,7 +137,7 @@ symcoll_status_t ucx_op_finish(ucx_ctx_t *ucx, ucx_op_t *op, const deadline_t *d
             }
             return SYMCOLL_OK;
         }
-        /* on failure the request stays with UCX; the worker's destruction reclaims it */
+        /* on failure the request stays in its slot: a later wait, or ucx_close, ends it */
         status = ucx_wait_turn(ucx, dl, &iter);
         if (status != SYMCOLL_OK)
             return status;
@@ -228,5 +228,11 @@ symcoll_status_t ucx_flush(ucx_ctx_t *ucx, const deadline_t *dl)
     ucx_op_t op = {0};
     symcoll_status_t status = ucx_op_track(ucx, &op, ucp_worker_flush_nbx(ucx->worker, &param),
                                            "ucp_worker_flush_nbx", ucx->rank);
-    return status == SYMCOLL_OK ? ucx_op_finish(ucx, &op, dl) : status;
+    if (status == SYMCOLL_OK)
+        status = ucx_op_finish(ucx, &op, dl);
+    /* a flush given up on: UCX releases its request when it completes (the slot is ours
+     * only for this call) */
+    if (op.req)
+        ucp_request_free(op.req);
+    return status;
 }
