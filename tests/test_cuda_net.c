@@ -894,27 +894,29 @@ START_TEST(t_net_direct_hier_mixed_2x2)
 }
 END_TEST
 
-START_TEST(t_net_direct_hier_kill_2x2)
+/* the failure cases of 2 x 2, every call hierarchical with the direct step */
+static void net_direct_hier_fail(void (*body)(int, int, void *), int limit)
 {
     setenv("SYMCOLL_CUDA_NET_PATH", "direct", 1);
     setenv("SYMCOLL_ALGO", "hier", 1);
-    ck_assert_int_eq(harness_run(4, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_kill, NULL), 0);
+    ck_assert_int_eq(harness_run(4, 2, limit, body, NULL), 0);
+}
+
+START_TEST(t_net_direct_hier_kill_2x2)
+{
+    net_direct_hier_fail(body_net_kill, NET_FAIL_TIMEOUT * 4 + 60);
 }
 END_TEST
 
 START_TEST(t_net_direct_hier_timeout_2x2)
 {
-    setenv("SYMCOLL_CUDA_NET_PATH", "direct", 1);
-    setenv("SYMCOLL_ALGO", "hier", 1);
-    ck_assert_int_eq(harness_run(4, 2, NET_SHORT_TIMEOUT * 6 + 60, body_net_timeout, NULL), 0);
+    net_direct_hier_fail(body_net_timeout, NET_SHORT_TIMEOUT * 6 + 60);
 }
 END_TEST
 
 START_TEST(t_net_direct_hier_abort_2x2)
 {
-    setenv("SYMCOLL_CUDA_NET_PATH", "direct", 1);
-    setenv("SYMCOLL_ALGO", "hier", 1);
-    ck_assert_int_eq(harness_run(4, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_abort, NULL), 0);
+    net_direct_hier_fail(body_net_abort, NET_FAIL_TIMEOUT * 4 + 60);
 }
 END_TEST
 
