@@ -429,8 +429,9 @@ bool topo_cuda_net_direct(const topo_select_cfg_t *cfg, const topo_shape_t *shap
 }
 
 /* Only when forced for now: on the one H200 lent so far (4 ranks sharing it) every type x
- * operator passed, but a run of 16M calls stalled in a lane's flush (bench/results/
- * gpu-direct.md, "Hierarchical"), and no machine with GPUDirect RDMA measured it. */
+ * operator passed, but one test body stalls in a lane's flush, not understood yet
+ * (bench/results/gpu-direct.md, "Hierarchical"), and no machine with GPUDirect RDMA
+ * measured it. */
 bool topo_cuda_net_hier_direct(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
                                size_t bytes)
 {
