@@ -517,10 +517,11 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_allgather(const void *sendbuf, void *rec
  * across nodes queued): the root copies its data into @a recvbuf, the others zero it,
  * on @a stream, then @a recvbuf is reduced bytewise with the maximum, which is exact.
  *
- * Small host broadcasts (at most 2 KiB; across nodes up to 16 ranks) are eager: the
- * root copies header and data into a ring of slots of every receiver (inside a node:
- * one ring the receivers read; across nodes: UCX puts) and returns without waiting for
- * them (only while the ring is full), so a loop of broadcasts pipelines. Each receiver
+ * Small host broadcasts (at most 2 KiB inside a node; across nodes at most 32 KiB, up
+ * to 16 ranks) are eager: the root copies header and data into a ring of slots of every
+ * receiver (inside a node: one ring the receivers read; across nodes: UCX puts) and
+ * returns without waiting for them (only while the ring is full), so a loop of
+ * broadcasts pipelines. Each receiver
  * checks the root's arguments against its own. A mismatched broadcast is reported by
  * every receiver at that call (SYMCOLL_ERR_MISMATCH; the communicator is then broken)
  * and by the root no later than its next call that waits for that receiver: any other

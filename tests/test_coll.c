@@ -384,7 +384,7 @@ static void body_bc_mismatch(int rank, int nranks, void *arg)
 static void body_mismatch_nodes(int rank, int nranks, void *arg)
 {
     symcoll_comm_h comm;
-    size_t count = 96, n = (size_t)nranks, big = 20000, mid = 1024;
+    size_t count = 96, n = (size_t)nranks, big = 20000, mid = 16384;
     uint8_t *send = calloc(big * n, 8), *recv = calloc(big * n, 8);
     symcoll_status_t st;
 

@@ -294,8 +294,11 @@ symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args
 /* Eager broadcast across nodes (net_coll.c): at most NET_BC_EAGER_MAX bytes, up to
  * NET_BC_MAX_RANKS ranks. Flag words of a sender's line (see the flags above) that the
  * all-reduce's receive areas leave free: the messages of a root, in the receiver's flags;
- * the credits of a receiver, in the root's flags. */
-#define NET_BC_EAGER_MAX 2048
+ * the credits of a receiver, in the root's flags. 32 KiB: on 2 simulated nodes over TCP
+ * the chain with its agreement took 1.9-2.2x Open MPI's time at 8-32 KiB, eager
+ * 1.28x at 8 KiB and 0.67x at 32 KiB (bench/results/collectives-speed.md); the rings
+ * take n x NET_BC_SLOTS x 32 KiB of the host pool (8 MiB at 16 ranks). */
+#define NET_BC_EAGER_MAX 32768
 #define NET_BC_SLOTS 16
 #define NET_BC_SLOT_BYTES (64 + NET_BC_EAGER_MAX)
 #define NET_BC_MAX_RANKS 16
