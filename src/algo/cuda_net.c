@@ -44,6 +44,9 @@ static symcoll_status_t cnet_create(comm_t *comm, pool_t *host_pool, cuda_net_t 
         status = SYMCOLL_ERR_CUDA;
         goto err_free;
     }
+    status = cuda_kernels_load();
+    if (status != SYMCOLL_OK)
+        goto err_free;
     /* portable: the words serve streams of any device the caller uses */
     err = cudaHostAlloc(&host, words_bytes, cudaHostAllocMapped | cudaHostAllocPortable);
     if (err == cudaSuccess) {

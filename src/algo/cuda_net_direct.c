@@ -331,15 +331,11 @@ symcoll_status_t cnet_direct_ensure(cuda_net_t *cn, pool_t *cuda_pool)
 
     if (d->scratch && d->cuda_pool == cuda_pool)
         return SYMCOLL_OK;
-    if (!d->preloaded) {
-        cudaError_t err = (cudaError_t)cuda_net_reduce_preload();
+    if (!d->waits_set) {
         int dev, can = 0;
         CUdevice cudev;
 
-        if (err != cudaSuccess)
-            return cuda_rt_error(err,
-                                 "CUDA across nodes, direct: loading the reduction kernels");
-        d->preloaded = true;
+        d->waits_set = true;
         /* A NIC's writes into GPU memory (GPUDirect RDMA) may still be on their way inside
          * the GPU when the flag that follows them reaches host memory; where the device
          * can, the stream's wait for the lane flushes them before the reduction reads. */

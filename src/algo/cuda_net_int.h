@@ -154,7 +154,7 @@ typedef struct cnet_direct {
      * reach; less than next after a call that failed while it queued them) */
     uint64_t cons_queued;
     uint32_t warm_epoch; /* the value of the last warm-up's barrier flags */
-    bool preloaded;      /* cuda_net_reduce_preload ran (the kernels stay loaded) */
+    bool waits_set;      /* wait_flush and wait_kernel are set */
     unsigned wait_flush; /* CU_STREAM_WAIT_VALUE_FLUSH where the device can, else 0 */
     /* where a GPU serves several ranks, every stream wait of this engine is a kernel
      * (cnet_stream_wait, cuda_net_wait_launch), set with the direct buffers */

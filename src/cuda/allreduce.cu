@@ -923,6 +923,27 @@ extern "C" int cuda_net_small_launch(const cuda_net_small_args_t *args, void *st
     return (int)cudaGetLastError();
 }
 
+/* Asking for a kernel's attributes loads it into the current context. */
+static int load_kernel(const void *k)
+{
+    cudaFuncAttributes attr;
+    return (int)cudaFuncGetAttributes(&attr, k);
+}
+
+extern "C" int cuda_ar_preload(void)
+{
+    int err = load_kernel((const void *)k_net_small);
+
+    for (int t = SYMCOLL_INT8; err == cudaSuccess && t <= SYMCOLL_FLOAT64; t++)
+        for (int algo = 0; err == cudaSuccess && algo < CUDA_AR_NALGOS; algo++)
+            for (int op = SYMCOLL_SUM; err == cudaSuccess && op <= SYMCOLL_AVG; op++) {
+                kernel_fn k = kernel_for(t, algo, op);
+                if (k)
+                    err = load_kernel((const void *)k);
+            }
+    return err;
+}
+
 extern "C" int cuda_ar_launch(const cuda_ar_args_t *args, void *stream)
 {
     kernel_fn k = kernel_for(args->dtype, args->algo, args->op);

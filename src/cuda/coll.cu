@@ -509,6 +509,25 @@ kernel_fn kernel_for(int coll, int algo, int dtype, int op)
 
 } // namespace
 
+extern "C" int cuda_coll_preload(void)
+{
+    static const int colls[] = {CUDA_AR_COLL_REDUCE_SCATTER, CUDA_AR_COLL_ALLGATHER,
+                                CUDA_AR_COLL_BROADCAST};
+    cudaError_t err = cudaSuccess;
+
+    for (int c = 0; err == cudaSuccess && c < 3; c++)
+        for (int algo = CUDA_AR_ONESHOT; err == cudaSuccess && algo <= CUDA_AR_TWOSHOT; algo++)
+            for (int t = SYMCOLL_INT8; err == cudaSuccess && t <= SYMCOLL_FLOAT64; t++)
+                for (int op = SYMCOLL_SUM; err == cudaSuccess && op <= SYMCOLL_AVG; op++) {
+                    kernel_fn k = kernel_for(colls[c], algo, t, op);
+                    cudaFuncAttributes attr;
+                    /* asking for a kernel's attributes loads it */
+                    if (k)
+                        err = cudaFuncGetAttributes(&attr, (const void *)k);
+                }
+    return (int)err;
+}
+
 extern "C" int cuda_coll_launch(const cuda_coll_args_t *args, void *stream)
 {
     kernel_fn k = kernel_for(args->coll, args->ar.algo, args->ar.dtype, args->ar.op);

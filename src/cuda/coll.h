@@ -28,6 +28,10 @@ typedef struct cuda_coll_args {
     int stage_src; /* two-shot: this rank's source is not in the pool: copy it to stage */
 } cuda_coll_args_t;
 
+/* Load every kernel of this file into the current context (cuda_kernels_load). Returns a
+ * cudaError_t. */
+int cuda_coll_preload(void);
+
 /* Launch the kernel of args on stream (cudaStream_t). Returns a cudaError_t. */
 int cuda_coll_launch(const cuda_coll_args_t *args, void *stream);
 

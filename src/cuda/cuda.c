@@ -6,7 +6,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include "cuda/coll.h"
 #include "cuda/kernels.h"
+#include "cuda/net_direct.h"
 
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static bool probe_ok;
@@ -171,6 +173,31 @@ int cuda_p2p_attributes(const char *pci_a, const char *pci_b, int *access_p, int
         return -1;
     }
     return 0;
+}
+
+symcoll_status_t cuda_kernels_load(void)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static uint64_t loaded; /* bit d: device d's context has them */
+    int dev, err;
+
+    err = (int)cudaGetDevice(&dev);
+    if (err != cudaSuccess)
+        return cuda_rt_error(err, "cudaGetDevice");
+    pthread_mutex_lock(&lock);
+    if (dev < 64 && (loaded >> dev & 1)) {
+        pthread_mutex_unlock(&lock);
+        return SYMCOLL_OK;
+    }
+    err = cuda_ar_preload();
+    if (err == cudaSuccess)
+        err = cuda_coll_preload();
+    if (err == cudaSuccess)
+        err = cuda_net_reduce_preload();
+    if (err == cudaSuccess && dev < 64)
+        loaded |= (uint64_t)1 << dev;
+    pthread_mutex_unlock(&lock);
+    return err == cudaSuccess ? SYMCOLL_OK : cuda_rt_error(err, "loading the CUDA kernels");
 }
 
 symcoll_status_t cuda_stream_capturing(void *stream, bool *capturing_p)

@@ -124,6 +124,10 @@ typedef struct cuda_ar_args {
 /* Launch the all-reduce kernel on stream (cudaStream_t). Returns a cudaError_t. */
 int cuda_ar_launch(const cuda_ar_args_t *args, void *stream);
 
+/* Load every kernel of this file into the current context (cuda_kernels_load). Returns a
+ * cudaError_t. */
+int cuda_ar_preload(void);
+
 /* Threads per block of the all-reduce kernels. */
 #define CUDA_AR_THREADS 512
 

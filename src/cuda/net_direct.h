@@ -37,11 +37,8 @@ int cuda_net_reduce_launch(const cuda_net_reduce_args_t *args, void *stream);
  * the node gave up. Returns a cudaError_t. */
 int cuda_net_wait_launch(const void *word, unsigned value, const void *node_word, void *stream);
 
-/* Loads every kernel of this file now (the wait too); returns a cudaError_t. CUDA loads a
- * kernel on its first launch by default (lazy loading), and that load may wait for the device's
- * queued work while holding the driver's lock; on the direct path that work is the stream
- * waiting for lane 0, and lane 0 calls the driver through UCX, so a load during a call
- * never ends. Run before the first direct call is queued. */
+/* Loads every kernel of this file (the wait too) into the current context
+ * (cuda_kernels_load); returns a cudaError_t. */
 int cuda_net_reduce_preload(void);
 
 #ifdef __cplusplus
