@@ -384,7 +384,7 @@ static void body_bc_mismatch(int rank, int nranks, void *arg)
 static void body_mismatch_nodes(int rank, int nranks, void *arg)
 {
     symcoll_comm_h comm;
-    size_t count = 96, n = (size_t)nranks, big = 20000, mid = 16384;
+    size_t count = 96, n = (size_t)nranks, big = 20000, mid = 16384 + 64;
     uint8_t *send = calloc(big * n, 8), *recv = calloc(big * n, 8);
     symcoll_status_t st;
 
@@ -482,8 +482,9 @@ static void body_args(int rank, int nranks, void *arg)
 
 SHAPE_TEST(test_sweep_1node_2, 2, 1, body_sweep)
 SHAPE_TEST(test_sweep_1node_3, 3, 1, body_sweep)
-/* one rank a node: reduce-scatter and all-gather of 2 ranks run as native pairs above
- * rd's sizes (src/algo/coll.c, coll_net_native_pair) */
+/* one rank a node: reduce-scatter and all-gather of 2 ranks are one exchange up to rd's
+ * sizes (float32 here), the native ring above (float64 at the largest count): src/algo/
+ * coll.c, coll_net_native_pair */
 SHAPE_TEST(test_sweep_2nodes_2, 2, 2, body_sweep)
 SHAPE_TEST(test_sweep_2nodes_3, 3, 2, body_sweep)
 SHAPE_TEST(test_sweep_2nodes_4, 4, 2, body_sweep)
@@ -492,6 +493,8 @@ SHAPE_TEST_ALGO(test_sweep_2nodes_3_ring, 3, 2, "ring", body_sweep)
 SHAPE_TEST_ALGO(test_sweep_2nodes_4_ring, 4, 2, "ring", body_sweep)
 SHAPE_TEST(test_mismatch_1node_3, 3, 1, body_mismatch)
 SHAPE_TEST(test_mismatch_2nodes_4, 4, 2, body_mismatch_nodes)
+/* two ranks: the one-exchange reduce-scatter and all-gather against the others */
+SHAPE_TEST(test_mismatch_2nodes_2, 2, 2, body_mismatch_nodes)
 SHAPE_TEST(test_mismatch_2nodes_3, 3, 2, body_mismatch_nodes)
 SHAPE_TEST_ALGO(test_mismatch_2nodes_4_ring, 4, 2, "ring", body_mismatch_nodes)
 SHAPE_TEST(test_bc_stream_1node_2, 2, 1, body_bc_stream)
@@ -557,6 +560,7 @@ int main(void)
     tcase_add_test(tc, test_sweep_2nodes_4_ring);
     tcase_add_test(tc, test_mismatch_1node_3);
     tcase_add_test(tc, test_mismatch_2nodes_4);
+    tcase_add_test(tc, test_mismatch_2nodes_2);
     tcase_add_test(tc, test_mismatch_2nodes_3);
     tcase_add_test(tc, test_mismatch_2nodes_4_ring);
     tcase_add_test(tc, test_bc_stream_1node_2);

@@ -247,18 +247,19 @@ static symcoll_status_t coll_by_allreduce(comm_t *comm, const topo_plan_t *plan,
 
 /* Two ranks across nodes: recursive doubling serves all-reduces up to 16 x
  * SYMCOLL_NET_RD_MAX, but a reduce-scatter, all-gather or broadcast run as one moves both
- * ranks' whole buffers, twice the bytes of the native ring or chain. Above
- * SYMCOLL_NET_RD_MAX (where more ranks leave recursive doubling too) those bytes cost more
- * than the native path's extra round trip, its agreement: 2 simulated nodes over TCP,
- * 128 KiB to 512 KiB run in half the time natively, 64 KiB about alike. */
+ * ranks' whole buffers, twice the bytes of the native path. Up to SYMCOLL_NET_RD_MAX a
+ * reduce-scatter or all-gather is one exchange of a block that also carries the
+ * agreement (net_coll.c, coll_pair); above it (where more ranks leave recursive doubling
+ * too) the native ring or chain after its agreement round trip: 2 simulated nodes over
+ * TCP, 128 KiB to 512 KiB run in half the time of the all-reduce. */
 static bool coll_net_native_pair(const comm_t *comm, const topo_plan_t *plan,
                                  const algo_args_t *a)
 {
     return comm->nranks == 2 && plan->family == TOPO_FAMILY_NET_HOST &&
            plan->algo == TOPO_ALGO_RD &&
-           (a->coll == ALGO_COLL_ALLGATHER || a->coll == ALGO_COLL_BROADCAST ||
-            a->coll == ALGO_COLL_REDUCE_SCATTER) &&
-           algo_plan_bytes(comm, a) > comm->topo->select_cfg.net_rd_max;
+           (a->coll == ALGO_COLL_ALLGATHER || a->coll == ALGO_COLL_REDUCE_SCATTER ||
+            (a->coll == ALGO_COLL_BROADCAST &&
+             algo_plan_bytes(comm, a) > comm->topo->select_cfg.net_rd_max));
 }
 
 symcoll_status_t algo_collective(comm_t *comm, const topo_plan_t *plan,
@@ -285,6 +286,8 @@ symcoll_status_t algo_collective(comm_t *comm, const topo_plan_t *plan,
     if (a->coll != ALGO_COLL_BARRIER &&
         (algo_net_coll_native(comm, plan, algo_plan_bytes(comm, a)) ||
          coll_net_native_pair(comm, plan, a)))
-        return algo_net_collective(comm, pools[SYMCOLL_MEM_HOST], a);
+        return algo_net_collective(comm, pools[SYMCOLL_MEM_HOST], a,
+                                   coll_net_native_pair(comm, plan, a) &&
+                                       a->coll != ALGO_COLL_BROADCAST);
     return coll_by_allreduce(comm, plan, pools, a);
 }

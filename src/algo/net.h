@@ -288,8 +288,11 @@ bool algo_net_coll_native(const comm_t *comm, const topo_plan_t *plan, size_t pl
 /* Reduce-scatter, all-gather or broadcast of host memory across nodes, natively (count
  * > 0, arguments checked, comm->lock held): the all-reduce's agreement without data (flat
  * recursive doubling, or the hierarchical steps where every all-reduce is hierarchical),
- * then a pipelined ring or chain over all ranks in node order. */
-symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args_t *a);
+ * then a pipelined ring or chain over all ranks in node order. exchange (two ranks, a
+ * reduce-scatter or all-gather where the all-reduce runs recursive doubling): instead,
+ * one exchange of a block that carries the agreement too. */
+symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args_t *a,
+                                     bool exchange);
 
 /* Eager broadcast across nodes (net_coll.c): at most NET_BC_EAGER_MAX bytes, up to
  * NET_BC_MAX_RANKS ranks. Flag words of a sender's line (see the flags above) that the
@@ -298,10 +301,10 @@ symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args
  * the chain with its agreement took 1.9-2.2x Open MPI's time at 8-32 KiB, eager
  * 1.28x at 8 KiB and 0.67x at 32 KiB (bench/results/collectives-speed.md); the rings
  * take n x NET_BC_SLOTS x 32 KiB of the host pool (8 MiB at 16 ranks). */
-#define NET_BC_EAGER_MAX 32768
+#define NET_BC_EAGER_MAX TOPO_NET_BC_EAGER_MAX
 #define NET_BC_SLOTS 16
 #define NET_BC_SLOT_BYTES (64 + NET_BC_EAGER_MAX)
-#define NET_BC_MAX_RANKS 16
+#define NET_BC_MAX_RANKS TOPO_NET_BC_MAX_RANKS
 #define NET_WORD_BC_DATA 5
 #define NET_WORD_BC_CREDIT 6
 

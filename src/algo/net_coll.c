@@ -268,7 +268,69 @@ static symcoll_status_t coll_run(net_state_t *st, net_call_t *c, const algo_args
     return status;
 }
 
-symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args_t *a)
+/* Two ranks, small blocks (the caller checked): one exchange moves the block and carries
+ * the agreement, as recursive doubling's does for the all-reduce, instead of an agreement
+ * round trip before the ring. All-gather: each rank sends its block; reduce-scatter: its
+ * input of the peer's block, and reduces its own with the peer's, lower rank first.
+ * Where the block does not fit the receive area yet, the agreement goes first without
+ * data, so that only ranks known to agree grow the scratch (net_run_flat). */
+static symcoll_status_t coll_pair(net_state_t *st, deadline_t *dl, const net_sig_t *sig,
+                                  const algo_args_t *a)
+{
+    size_t es = symcoll_dtype_size(a->dtype), block = a->count * es;
+    int me = st->comm->rank, peer = 1 - me;
+    net_group_t g = {st->all, 2, me};
+    bool fits = st->has_scratch && block <= st->area_bytes;
+    bool gather = a->coll == ALGO_COLL_ALLGATHER;
+    const char *theirs;
+    net_call_t c;
+    ucx_req_t req;
+    symcoll_status_t status = SYMCOLL_OK;
+
+    algo_net_call_init(&c, st, &g, a->sendbuf, a->recvbuf, a->count, a->dtype, a->op, dl, sig);
+    c.check = true;
+    if (!fits) {
+        c.header_only = true;
+        status = algo_net_rd(&c);
+        if (status == SYMCOLL_OK)
+            status = ucx_wait_all(st->ucx, dl);
+        if (status == SYMCOLL_OK && (c.tag & NET_TAG_BAD))
+            return algo_net_mismatch(st, &c, sig, true);
+        if (status == SYMCOLL_OK)
+            status = algo_net_reserve(st, 0, 0, block);
+        if (status != SYMCOLL_OK)
+            return status;
+        c.check = false;
+    }
+    algo_net_call_area(&c);
+    c.header_only = false;
+    status = algo_net_send(&c, peer, a->sendbuf + (gather ? 0 : (size_t)peer * block), block,
+                           c.area_off, &req);
+    if (status == SYMCOLL_OK)
+        status = algo_net_wait(&c, peer);
+    if (status == SYMCOLL_OK)
+        status = ucx_wait_all(st->ucx, dl);
+    if (status == SYMCOLL_OK && (c.tag & NET_TAG_BAD))
+        return algo_net_mismatch(st, &c, sig, true);
+    if (status != SYMCOLL_OK)
+        return status;
+    theirs = algo_net_addr(st, c.area_off);
+    if (gather) {
+        char *own = a->recvbuf + (size_t)me * block;
+        memcpy(a->recvbuf + (size_t)peer * block, theirs, block);
+        if (a->sendbuf != own)
+            memcpy(own, a->sendbuf, block);
+    } else {
+        const char *mine = a->sendbuf + (size_t)me * block;
+        const void *srcs[2] = {me == 0 ? (const void *)mine : theirs,
+                               me == 0 ? theirs : (const void *)mine};
+        algo_reduce(a->recvbuf, srcs, 2, a->count, a->dtype, a->op, c.avg_div);
+    }
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args_t *a,
+                                     bool exchange)
 {
     deadline_t dl = deadline_make(comm->timeout_sec, &comm->aborted);
     net_sig_t sig = {a->count, a->dtype, a->op, SYMCOLL_MEM_HOST, ALGO_SALT(a->coll, a->root)};
@@ -284,6 +346,11 @@ symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args
     status = algo_net_state_usable(comm, pool, &st);
     if (status != SYMCOLL_OK)
         return status;
+    if (exchange && st->n == 2 && !st->hier_all && a->coll != ALGO_COLL_BROADCAST) {
+        log_debug("%s of %zu elements across nodes: one exchange", algo_coll_name(a->coll),
+                  a->count);
+        return algo_net_finish(st, coll_pair(st, &dl, &sig, a));
+    }
     log_debug("%s of %zu elements across nodes: native ring", algo_coll_name(a->coll),
               a->count);
     status = st->hier_all ? coll_agree_hier(st, &c, &dl, &sig, &g)
