@@ -66,10 +66,13 @@ run "-a NAME" 2 -a oneshot && expect "-a NAME" "$tmp/err" "bad value 'oneshot' f
 # --coll: every collective checked (wrong 0) in and out of place; the size column is
 # the larger buffer (4096 bytes of doubles: 256 per rank for reduce_scatter and
 # allgather), the operator column "none" where nothing is reduced; the algo column the
-# path: native inside a node, one all-reduce ("ar:") across nodes
-for case in "one node|native|" "one node, pool|native|-P" "2 simulated nodes, pool|ar:[a-z]+|-P"; do
+# path: native inside a node; across 2 simulated nodes (2 ranks) one exchange for
+# reduce-scatter and all-gather, an eager broadcast (tools/coll_rule.h)
+for case in "one node|native|native|" "one node, pool|native|native|-P" \
+    "2 simulated nodes, pool|ucx:exchange|ucx:eager|-P"; do
     what=${case%%|*} rest=${case#*|}
-    algo=${rest%|*} bufs=${rest##*|}
+    algo=${rest%%|*} rest=${rest#*|}
+    bc_algo=${rest%|*} bufs=${rest##*|}
     where=
     case $what in 2*) where="--sim-nodes 2" ;; esac
     # shellcheck disable=SC2086
@@ -82,7 +85,7 @@ for case in "one node|native|" "one node, pool|native|-P" "2 simulated nodes, po
         expect "allgather, $what" "$tmp/out" 'wrong elements 0$'
     # shellcheck disable=SC2086
     run "broadcast, $what" 0 $where -- -d float64 --coll broadcast --root 1 --inplace $bufs &&
-        expect "broadcast, $what" "$tmp/out" "^ +4096 +512 +float64 +none +$algo +in( +[0-9.]+){5} +0\$" &&
+        expect "broadcast, $what" "$tmp/out" "^ +4096 +512 +float64 +none +$bc_algo +in( +[0-9.]+){5} +0\$" &&
         expect "broadcast, $what" "$tmp/out" 'wrong elements 0$'
 done
 for where in "" "--sim-nodes 2"; do

@@ -12,6 +12,7 @@
 #include <ucp/api/ucp.h>
 
 #include "symcoll.h"
+#include "coll_rule.h"
 
 #define INFO_EXIT_USAGE 2
 
@@ -498,16 +499,19 @@ static const char *const coll_names[] = {"reduce-scatter", "all-gather", "broadc
                                          "barrier"};
 #define NCOLLS (sizeof(coll_names) / sizeof(coll_names[0]))
 
-/* the rule, as lines of the text report (joined by spaces in JSON) */
+/* the rule (coll_rule.h), as lines of the text report (joined by spaces in JSON) */
 static const char *const coll_rule[] = {
     "a plan of the host family (host memory inside a node) runs the native host",
-    "algorithm; host memory across nodes runs native rings and chains over UCX where the",
-    "all-reduce would run the ring (or the hierarchical algorithm above recursive",
-    "doubling's sizes); with SYMCOLL_CUDA_COLL=auto, CUDA memory inside a node runs",
-    "the collective's own one-shot or two-shot kernel where the all-reduce would; every",
-    "other plan (CUDA memory, the barrier) runs as one",
-    "all-reduce of the size below (the larger buffer: reduce-scatter's send, all-gather's",
-    "receive; 1 byte for barrier), with the all-reduce's algorithm for that size",
+    "algorithm; host memory across nodes: a broadcast of at most NET_BC_EAGER_MAX bytes",
+    "(up to NET_BC_MAX_RANKS ranks) is eager, two ranks where the all-reduce would run",
+    "recursive doubling make a reduce-scatter or all-gather one exchange (a broadcast",
+    "above NET_RD_MAX: the chain), and native rings and chains run where the all-reduce",
+    "would run the ring (or the hierarchical algorithm above recursive doubling's sizes);",
+    "with SYMCOLL_CUDA_COLL=auto, CUDA memory inside a node runs the collective's own",
+    "one-shot or two-shot kernel where the all-reduce would; every other plan (CUDA",
+    "memory, the barrier) runs as one all-reduce of the size below (the larger buffer:",
+    "reduce-scatter's send, all-gather's receive; 1 byte for barrier), with the",
+    "all-reduce's algorithm for that size",
 };
 
 static int parse_decisions(const char *text, dec_row_t *rows)
@@ -526,30 +530,20 @@ static int parse_decisions(const char *text, dec_row_t *rows)
     return n;
 }
 
-/* The path of one decision row for the other collectives. */
-static void coll_path(const dec_row_t *r, int barrier, char *path, size_t len)
+/* The path of one decision row for collective c (coll_names' order: coll_kind_t). */
+static void coll_path(const coll_facts_t *f, const dec_row_t *r, size_t c, char *path,
+                      size_t len)
 {
-    if (!strcmp(r->family, "none"))
-        snprintf(path, len, "none (as the all-reduce)");
-    else if (!strcmp(r->family, "host"))
-        snprintf(path, len, "native host");
-    else if (!barrier && !strcmp(r->family, "net-host") && !strcmp(r->algo, "ring"))
-        snprintf(path, len, "native over UCX (ring, chain)");
-    else if (!barrier && !strcmp(r->family, "net-host") && !strcmp(r->algo, "hier"))
-        snprintf(path, len, "native over UCX above rd's sizes, else via all-reduce: hier");
-    else if (!barrier && !strcmp(r->family, "cuda") && getenv("SYMCOLL_CUDA_COLL") &&
-             !strcasecmp(getenv("SYMCOLL_CUDA_COLL"), "auto") &&
-             (!strcmp(r->algo, "oneshot") || !strcmp(r->algo, "twoshot")))
-        snprintf(path, len, "native CUDA kernel: %s (SYMCOLL_CUDA_COLL=auto)", r->algo);
-    else
-        snprintf(path, len, "via all-reduce: %s (%s)", r->algo, r->family);
+    coll_rule_path(f, (coll_kind_t)c, r->family, r->algo, r->bytes, 0, path, len);
 }
 
 /* For each collective and memory type, the ranges of sizes that share one path. */
-static void print_collectives(const dec_row_t *rows, int n)
+static void print_collectives(const char *text, const dec_row_t *rows, int n)
 {
     int k = 0;
+    coll_facts_t f;
 
+    coll_facts_parse(text, &f);
     if (json) {
         printf(", \"collectives_rule\": \"");
         for (size_t l = 0; l < sizeof(coll_rule) / sizeof(coll_rule[0]); l++)
@@ -567,10 +561,10 @@ static void print_collectives(const dec_row_t *rows, int n)
         for (int i = 0; i < n;) {
             char path[96], next[96];
             int j = i;
-            coll_path(&rows[i], barrier, path, sizeof(path));
+            coll_path(&f, &rows[i], c, path, sizeof(path));
             /* barrier: its one-byte plan is the first row's (the smallest size) */
             while (!barrier && j + 1 < n && !strcmp(rows[j + 1].mem, rows[i].mem) &&
-                   (coll_path(&rows[j + 1], barrier, next, sizeof(next)), !strcmp(next, path)))
+                   (coll_path(&f, &rows[j + 1], c, next, sizeof(next)), !strcmp(next, path)))
                 j++;
             if (json)
                 printf("%s\n    {\"coll\": \"%s\", \"mem\": \"%s\", \"from\": %zu, "
@@ -632,7 +626,7 @@ static void json_decisions(const char *text)
     {
         dec_row_t *rows = calloc(COLL_ROWS_MAX, sizeof(*rows));
         if (rows)
-            print_collectives(rows, parse_decisions(text, rows));
+            print_collectives(text, rows, parse_decisions(text, rows));
         free(rows);
     }
     printf("}");
@@ -682,7 +676,7 @@ static int show_topo_report(const char *name, symcoll_status_t (*print)(void *, 
         dec_row_t *rows = calloc(COLL_ROWS_MAX, sizeof(*rows));
         if (st == SYMCOLL_OK && text && rows) {
             fputs(text, stdout);
-            print_collectives(rows, parse_decisions(text, rows));
+            print_collectives(text, rows, parse_decisions(text, rows));
         }
         free(rows);
         free(text);

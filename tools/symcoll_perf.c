@@ -15,6 +15,7 @@
 
 #include "symcoll.h"
 #include "perf_engine.h"
+#include "coll_rule.h"
 
 /* CUDA errors are returned as PERF_CUDA_RC + cudaError_t, symcoll ones as their status */
 #define PERF_CUDA_RC 100000
@@ -33,11 +34,11 @@ typedef struct sp_ctx {
     struct {
         size_t bytes;
         char algo[24];
-        int host; /* the plan's family is host memory inside a node */
-        int cuda; /* CUDA memory inside a node */
-    } dec[64];    /* the library's all-reduce decision table for this memory type */
+        char family[24];
+    } dec[64]; /* the library's all-reduce decision table for this memory type */
     int ndec;
-    char algo_buf[32];
+    coll_facts_t facts; /* of the same report (coll_rule.h) */
+    char algo_buf[72];
 #ifdef HAVE_CUDA
     cudaStream_t stream;
     cudaEvent_t ev_start, ev_stop;
@@ -302,10 +303,11 @@ static void sp_abort(void *ctx)
 
 /* The algorithm column: the library's own all-reduce decision table
  * (symcoll_comm_print_decisions), which lists powers of two; other sizes show the row
- * below them, marked '~'. The other collectives follow the library's rule (as
- * symcoll_info -a prints it): a plan of the host family (host memory inside a node) runs
- * the native host algorithm ("native"); every other plan runs as one all-reduce of the
- * plan's size ("ar:" and its algorithm), the size column's bytes (one byte for barrier). */
+ * below them, marked '~'. The other collectives follow the library's rule (coll_rule.h,
+ * as symcoll_info -a prints it) for the size column's bytes (one byte for barrier):
+ * "native" (host memory inside a node), "ucx:eager", "ucx:exchange", "ucx:ring",
+ * "ucx:hier" (host memory across nodes, native), "native:ALGO" (CUDA kernels of their
+ * own), or "ar:" and the algorithm of the one all-reduce they run as. */
 static void sp_load_decisions(sp_ctx_t *c)
 {
     char *text = NULL, *save = NULL;
@@ -320,6 +322,7 @@ static void sp_load_decisions(sp_ctx_t *c)
         return;
     }
     fclose(f);
+    coll_facts_parse(text, &c->facts);
     for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         char mem[16], human[16], algo[24], family[24];
         size_t bytes;
@@ -328,9 +331,8 @@ static void sp_load_decisions(sp_ctx_t *c)
         if (sscanf(line, "%15s %zu %15s %23s %23s", mem, &bytes, human, algo, family) == 5 &&
             !strcmp(mem, c->mem_name)) {
             c->dec[c->ndec].bytes = bytes;
-            c->dec[c->ndec].host = !strcmp(family, "host");
-            c->dec[c->ndec].cuda = !strcmp(family, "cuda");
             snprintf(c->dec[c->ndec].algo, sizeof(c->dec[0].algo), "%s", algo);
+            snprintf(c->dec[c->ndec].family, sizeof(c->dec[0].family), "%s", family);
             c->ndec++;
         }
     }
@@ -349,19 +351,23 @@ static const char *sp_algo_name(void *ctx, perf_coll_t coll, size_t bytes)
     for (int i = 0; i < c->ndec; i++)
         if (c->dec[i].bytes <= bytes)
             best = i;
-    if (coll != PERF_COLL_ALLREDUCE && c->dec[best].host)
-        return "native";
-    /* CUDA memory inside a node with SYMCOLL_CUDA_COLL=auto: the collective's own one-shot
-     * or two-shot kernel where the all-reduce would run that (src/algo/cuda_allreduce.c) */
-    if (coll != PERF_COLL_ALLREDUCE && coll != PERF_COLL_BARRIER && c->dec[best].cuda &&
-        getenv("SYMCOLL_CUDA_COLL") && !strcasecmp(getenv("SYMCOLL_CUDA_COLL"), "auto") &&
-        (!strcmp(c->dec[best].algo, "oneshot") || !strcmp(c->dec[best].algo, "twoshot"))) {
-        snprintf(c->algo_buf, sizeof(c->algo_buf), "%snative:%s",
-                 c->dec[best].bytes == bytes ? "" : "~", c->dec[best].algo);
+    if (coll != PERF_COLL_ALLREDUCE) {
+        static const coll_kind_t kind[PERF_COLL_LAST] = {
+            [PERF_COLL_REDUCE_SCATTER] = COLL_RS, [PERF_COLL_ALLGATHER] = COLL_AG,
+            [PERF_COLL_BROADCAST] = COLL_BC, [PERF_COLL_BARRIER] = COLL_BARRIER};
+        char path[64];
+        coll_rule_path(&c->facts, kind[coll], c->dec[best].family, c->dec[best].algo, bytes, 1,
+                       path, sizeof(path));
+        /* '~' where the path carries the row's algorithm and the size is not the row's */
+        snprintf(c->algo_buf, sizeof(c->algo_buf), "%s%s",
+                 c->dec[best].bytes != bytes && strchr(path, ':') && strncmp(path, "ucx:", 4)
+                     ? "~"
+                     : "",
+                 path);
         return c->algo_buf;
     }
-    snprintf(c->algo_buf, sizeof(c->algo_buf), "%s%s%s", c->dec[best].bytes == bytes ? "" : "~",
-             coll == PERF_COLL_ALLREDUCE ? "" : "ar:", c->dec[best].algo);
+    snprintf(c->algo_buf, sizeof(c->algo_buf), "%s%s", c->dec[best].bytes == bytes ? "" : "~",
+             c->dec[best].algo);
     return c->algo_buf;
 }
 
@@ -458,8 +464,10 @@ int main(int argc, char **argv)
                  "                and time its replays (allreduce, out of place only)\n"
                  "The algo column is the library's choice for that size, from its all-reduce\n"
                  "decision table (symcoll_comm_print_decisions); '~' marks a size between\n"
-                 "two rows. Other collectives: 'native' (host memory inside a node) or 'ar:'\n"
-                 "and the algorithm of the one all-reduce they run as (symcoll_info -a).\n",
+                 "two rows. Other collectives: 'native' (host memory inside a node),\n"
+                 "'ucx:eager', 'ucx:exchange', 'ucx:ring', 'ucx:hier' (host memory across\n"
+                 "nodes), 'native:ALGO' (CUDA kernels), or 'ar:' and the algorithm of the one\n"
+                 "all-reduce they run as (symcoll_info -a).\n",
     };
     symcoll_comm_params_t params = {0};
     perf_backend_t be = {0};

@@ -232,9 +232,10 @@ void topo_print_decisions(const topo_t *t, FILE *out)
     fprintf(out,
             "# all-reduce decisions on this topology: SYMCOLL_ALGO=%s, "
             "HOST_ONESHOT_MAX=%zu CUDA_ONESHOT_MAX=%zu CUDA_PCIE_ONESHOT_MAX=%zu "
-            "NET_RD_MAX=%zu HIER_MIN=%zu\n",
+            "NET_RD_MAX=%zu HIER_MIN=%zu NET_BC_EAGER_MAX=%d NET_BC_MAX_RANKS=%d\n",
             topo_algo_name(c->forced), c->host_oneshot_max, c->cuda_oneshot_max,
-            c->cuda_pcie_oneshot_max, c->net_rd_max, c->hier_min);
+            c->cuda_pcie_oneshot_max, c->net_rd_max, c->hier_min, TOPO_NET_BC_EAGER_MAX,
+            TOPO_NET_BC_MAX_RANKS);
     for (int mem = 0; mem < SYMCOLL_MEM_LAST; mem++) {
         print_shape(t, (symcoll_mem_type_t)mem, out);
         if (mem == SYMCOLL_MEM_CUDA && !t->have_gpus)

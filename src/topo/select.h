@@ -186,6 +186,12 @@ static inline size_t topo_cuda_net_chunk(size_t bytes, size_t chunk_max, int lan
  * algorithm is ahead from 16M (bench/results/gpu-across-nodes.md, "Hierarchical"). */
 #define TOPO_CUDA_HIER_SHARED_MIN ((size_t)16 << 20)
 
+/* Broadcasts of host memory across nodes of at most TOPO_NET_BC_EAGER_MAX bytes, among up
+ * to TOPO_NET_BC_MAX_RANKS ranks, are eager (algo/net_coll.c; the figures behind it:
+ * algo/net.h); the decision report prints both for the tools' collective rule. */
+#define TOPO_NET_BC_EAGER_MAX 32768
+#define TOPO_NET_BC_MAX_RANKS 16
+
 /* Whether a CUDA all-reduce of bytes across nodes goes the direct path on this shape: one
  * rank a node (the puts go to every peer, none through a node's own mappings), a UCX
  * with CUDA on every rank, a probe not known to have failed, and SYMCOLL_CUDA_NET_PATH
