@@ -358,9 +358,12 @@ static const char *sp_algo_name(void *ctx, perf_coll_t coll, size_t bytes)
         char path[64];
         coll_rule_path(&c->facts, kind[coll], c->dec[best].family, c->dec[best].algo, bytes, 1,
                        path, sizeof(path));
-        /* '~' where the path carries the row's algorithm and the size is not the row's */
+        /* '~' where the size is not the row's and the path follows the row's algorithm
+         * (all but the native host algorithms and the eager broadcast, which the size
+         * itself decides) */
         snprintf(c->algo_buf, sizeof(c->algo_buf), "%s%s",
-                 c->dec[best].bytes != bytes && strchr(path, ':') && strncmp(path, "ucx:", 4)
+                 c->dec[best].bytes != bytes && strcmp(path, "native") &&
+                         strcmp(path, "ucx:eager")
                      ? "~"
                      : "",
                  path);

@@ -271,7 +271,7 @@ symcoll_status_t algo_cuda_attach(comm_t *comm, pool_t *pool)
         size_t nb = (threads + CUDA_AR_THREADS - 1) / CUDA_AR_THREADS;
         st->nb[CUDA_AR_LL] = nb < 1 ? 1 : nb > (size_t)sms ? sms : (int)nb;
     }
-    status = cuda_kernels_load();
+    status = cuda_kernels_load(st->device);
     if (status == SYMCOLL_OK)
         status = cuda_words_create(comm, &st->words);
     if (status != SYMCOLL_OK)

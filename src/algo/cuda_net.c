@@ -44,7 +44,12 @@ static symcoll_status_t cnet_create(comm_t *comm, pool_t *host_pool, cuda_net_t 
         status = SYMCOLL_ERR_CUDA;
         goto err_free;
     }
-    status = cuda_kernels_load();
+    {
+        int dev;
+        status = cuda_comm_device(comm, &dev);
+        if (status == SYMCOLL_OK)
+            status = cuda_kernels_load(dev);
+    }
     if (status != SYMCOLL_OK)
         goto err_free;
     /* portable: the words serve streams of any device the caller uses */

@@ -282,7 +282,9 @@ symcoll_status_t algo_net_state_usable(comm_t *comm, pool_t *pool, net_state_t *
  * (family TOPO_FAMILY_NET_HOST) of plan_bytes (algo_plan_bytes) runs natively
  * (algo_net_collective): where the all-reduce's plan is the ring, or hierarchical above
  * the size recursive doubling serves. Smaller ones run as the recursive doubling
- * all-reduce, which agrees in its own messages and is latency-bound anyway. */
+ * all-reduce, which agrees in its own messages and is latency-bound anyway; but two
+ * ranks have paths of their own there (algo/coll.c, coll_net_native_pair), and small
+ * broadcasts are eager (algo_net_bc_eager). */
 bool algo_net_coll_native(const comm_t *comm, const topo_plan_t *plan, size_t plan_bytes);
 
 /* Reduce-scatter, all-gather or broadcast of host memory across nodes, natively (count

@@ -1,5 +1,7 @@
 /* Reduce-scatter, all-gather and broadcast of host memory across nodes: pipelined rings
- * (and a chain) over all ranks, after the same agreement the all-reduce runs.
+ * (and a chain) over all ranks, after the same agreement the all-reduce runs; with two
+ * ranks where the all-reduce runs recursive doubling, a reduce-scatter or all-gather is
+ * one exchange that carries the agreement (coll_pair); small broadcasts are eager (below).
  *
  * The ranks stand in a ring by node, then local rank (net_state's ring), so that the
  * ring crosses between nodes as few times as it can; a rank sends to the next one
@@ -268,9 +270,10 @@ static symcoll_status_t coll_run(net_state_t *st, net_call_t *c, const algo_args
     return status;
 }
 
-/* Two ranks, small blocks (the caller checked): one exchange moves the block and carries
- * the agreement, as recursive doubling's does for the all-reduce, instead of an agreement
- * round trip before the ring. All-gather: each rank sends its block; reduce-scatter: its
+/* Two ranks where the all-reduce's plan is recursive doubling (the caller checked; up to
+ * 16 x SYMCOLL_NET_RD_MAX by default, any size when SYMCOLL_ALGO=rd forces it): one
+ * exchange moves the block, in one put, and carries the agreement, as recursive
+ * doubling's does for the all-reduce, instead of an agreement round trip before the ring. All-gather: each rank sends its block; reduce-scatter: its
  * input of the peer's block, and reduces its own with the peer's, lower rank first.
  * Where the block does not fit the receive area yet, the agreement goes first without
  * data, so that only ranks known to agree grow the scratch (net_run_flat). */

@@ -175,27 +175,29 @@ int cuda_p2p_attributes(const char *pci_a, const char *pci_b, int *access_p, int
     return 0;
 }
 
-symcoll_status_t cuda_kernels_load(void)
+symcoll_status_t cuda_kernels_load(int dev)
 {
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    static uint64_t loaded; /* bit d: device d's context has them */
-    int dev, err;
+    static uint64_t loaded; /* bit d: device d's primary context has them */
+    int prev = -1, err;
 
-    err = (int)cudaGetDevice(&dev);
-    if (err != cudaSuccess)
-        return cuda_rt_error(err, "cudaGetDevice");
-    pthread_mutex_lock(&lock);
-    if (dev < 64 && (loaded >> dev & 1)) {
-        pthread_mutex_unlock(&lock);
+    if (dev >= 0 && dev < 64 && (__atomic_load_n(&loaded, __ATOMIC_ACQUIRE) >> dev & 1))
         return SYMCOLL_OK;
-    }
-    err = cuda_ar_preload();
+    pthread_mutex_lock(&lock);
+    err = (int)cudaGetDevice(&prev);
+    if (err == cudaSuccess && prev != dev)
+        err = (int)cudaSetDevice(dev);
+    if (err == cudaSuccess)
+        err = cuda_ar_preload();
     if (err == cudaSuccess)
         err = cuda_coll_preload();
     if (err == cudaSuccess)
         err = cuda_net_reduce_preload();
-    if (err == cudaSuccess && dev < 64)
-        loaded |= (uint64_t)1 << dev;
+    if (err == cudaSuccess && dev >= 0 && dev < 64)
+        __atomic_or_fetch(&loaded, (uint64_t)1 << dev, __ATOMIC_RELEASE);
+    /* the caller's thread keeps the device it had */
+    if (prev >= 0 && prev != dev)
+        (void)cudaSetDevice(prev);
     pthread_mutex_unlock(&lock);
     return err == cudaSuccess ? SYMCOLL_OK : cuda_rt_error(err, "loading the CUDA kernels");
 }

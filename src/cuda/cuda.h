@@ -67,15 +67,18 @@ symcoll_status_t cuda_stream_capturing(void *stream, bool *capturing_p);
 /* SYMCOLL_ERR_IN_PROGRESS (logged) if stream (cudaStream_t) is being captured. */
 symcoll_status_t cuda_check_not_capturing(void *stream, const char *what);
 
-/* Loads every kernel of the library into the current device's context, once per device
- * and process. CUDA loads a kernel at its first launch by default (lazy loading), and
- * that load may wait for the context's queued work while it holds the driver's lock. A
- * stream of this library may be parked in a kernel that waits for a lane thread, or
- * for a peer process whose own first launch waits the same way; the lane calls the
- * driver (through UCX too), so a load in the middle of a call can wait forever (a
- * hierarchical call across nodes stalled so on a GPU that served several ranks).
- * Called where a communicator sets up its CUDA paths, before any call is queued. */
-symcoll_status_t cuda_kernels_load(void);
+/* Loads every kernel of the library into device dev's primary context (the one the
+ * runtime API uses), once per device and process; the caller's current device stays.
+ * CUDA loads a kernel at its first launch by default (lazy loading), and that load may
+ * wait for the context's queued work while it holds the driver's lock. A stream of this
+ * library may be parked in a kernel that waits for a lane thread, or for a peer process
+ * whose own first launch waits the same way; the lane calls the driver (through UCX
+ * too), so a load in the middle of a call can wait forever (a hierarchical call across
+ * nodes stalled so on a GPU that served several ranks). Called where a communicator sets
+ * up its CUDA paths, before any call is queued. A context the caller destroys
+ * (cudaDeviceReset) takes the kernels with it, and they are not loaded again: after
+ * that, first launches are lazy. */
+symcoll_status_t cuda_kernels_load(int dev);
 
 /* Host-mapped words of a communicator's kernels (CUDA_WORD_* in cuda/kernels.h): the
  * abort word, a CUDA_KERR_* reason the kernels stop for (ABORTED from
