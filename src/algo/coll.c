@@ -285,11 +285,11 @@ symcoll_status_t algo_collective(comm_t *comm, const topo_plan_t *plan,
             return status;
         return algo_net_bc_run(comm, pools[SYMCOLL_MEM_HOST], a);
     }
-    if (a->coll != ALGO_COLL_BARRIER &&
-        (algo_net_coll_native(comm, plan, algo_plan_bytes(comm, a)) ||
-         coll_net_native_pair(comm, plan, a)))
-        return algo_net_collective(comm, pools[SYMCOLL_MEM_HOST], a,
-                                   coll_net_native_pair(comm, plan, a) &&
-                                       a->coll != ALGO_COLL_BROADCAST);
+    if (a->coll != ALGO_COLL_BARRIER) {
+        bool pair = coll_net_native_pair(comm, plan, a);
+        if (pair || algo_net_coll_native(comm, plan, algo_plan_bytes(comm, a)))
+            return algo_net_collective(comm, pools[SYMCOLL_MEM_HOST], a,
+                                       pair && a->coll != ALGO_COLL_BROADCAST);
+    }
     return coll_by_allreduce(comm, plan, pools, a);
 }

@@ -349,7 +349,7 @@ symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args
     status = algo_net_state_usable(comm, pool, &st);
     if (status != SYMCOLL_OK)
         return status;
-    if (exchange && st->n == 2 && !st->hier_all && a->coll != ALGO_COLL_BROADCAST) {
+    if (exchange && st->n == 2 && !st->hier_all) {
         log_debug("%s of %zu elements across nodes: one exchange", algo_coll_name(a->coll),
                   a->count);
         return algo_net_finish(st, coll_pair(st, &dl, &sig, a));
