@@ -9,7 +9,7 @@ set -u
 usage() {
     cat <<EOF
 usage: $0 OUTDIR [--build DIR] [--rounds K] [--colls "LIST"] [--where "intra inter"]
-          [-b MIN] [-e MAX] [-f FACTOR] [-r REPEATS] [-n ITERS] [-w WARMUP]
+          [-b MIN] [-e MAX] [-f FACTOR] [-r REPEATS] [-n ITERS] [-w WARMUP] [--pool]
   OUTDIR        where collectives-speed.md and the raw CSVs (OUTDIR/raw) go
   --build DIR   the build tree (default: ./build)
   --rounds K    rounds; each runs every collective with symcoll, then Open MPI (default 3)
@@ -18,6 +18,9 @@ usage: $0 OUTDIR [--build DIR] [--rounds K] [--colls "LIST"] [--where "intra int
   -b, -e, -f    sizes as symcoll_perf (default 8, 8M, 4)
   -r REPEATS    repeats inside each run (default 5); -n, -w: symcoll_perf's (default auto;
                 the barrier, whose auto count is short enough to be noisy: -n 20000)
+  --pool        symcoll's buffers from its pool (symcoll_perf -P: symcoll_mem_alloc, read
+                and written in place by the peers); default plain malloc buffers, which
+                go through the staging slots. Open MPI's are malloc buffers either way.
 Needs DIR/tools/symcoll_run, DIR/tools/symcoll_perf, DIR/bench/mpi_allreduce_peer and
 mpirun on PATH. A cell is the median over the rounds; ratio = symcoll / Open MPI.
 EOF
@@ -28,7 +31,7 @@ case $1 in -h|--help) usage; exit 0 ;; esac
 out=$1
 shift
 build=./build rounds=3 colls="reduce_scatter allgather broadcast barrier" where="intra inter"
-minb=8 maxb=8M factor=4 repeats=5 iters= warmup= bar_iters="-n 20000"
+minb=8 maxb=8M factor=4 repeats=5 iters= warmup= bar_iters="-n 20000" pool=
 while [ $# -gt 0 ]; do
     case $1 in
     --build) build=$2; shift ;;
@@ -41,6 +44,7 @@ while [ $# -gt 0 ]; do
     -r) repeats=$2; shift ;;
     -n) iters="-n $2" bar_iters="-n $2"; shift ;;
     -w) warmup="-w $2"; shift ;;
+    --pool) pool=" -P" ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
     esac
@@ -61,8 +65,8 @@ args="-d float64 -o sum -b $minb -e $maxb -f $factor -r $repeats $iters $warmup 
 sym="$build/tools/symcoll_run -n 2 --bind-to core --timeout 900"
 mpi="mpirun --allow-run-as-root -np 2 --bind-to core --mca pml ob1"
 peer="$build/bench/mpi_allreduce_peer"
-sym_intra="$sym $build/tools/symcoll_perf -m host"
-sym_inter="$sym --sim-nodes 2 $build/tools/symcoll_perf -m host"
+sym_intra="$sym $build/tools/symcoll_perf -m host$pool"
+sym_inter="$sym --sim-nodes 2 $build/tools/symcoll_perf -m host$pool"
 mpi_intra="$mpi --mca btl self,vader $peer"
 mpi_inter="$mpi --mca btl self,tcp --mca btl_tcp_if_include lo $peer"
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -161,6 +165,11 @@ md="$out/collectives-speed.md"
     echo "ratios. Targets: intra ≤ 1.0× up to 2 KB and ≤ 0.6× from 128 KB, inter ≤ 1.0×;"
     echo "none for the 0-element calls (size 8 of reduce-scatter and all-gather). wrong ="
     echo "wrong elements over every round, both sides."
+    if [ -n "$pool" ]; then
+        echo "symcoll's buffers come from its pool (symcoll_mem_alloc, \`-P\`): no staging copy."
+    else
+        echo "symcoll's buffers are plain malloc buffers (through its staging slots)."
+    fi
     echo
     echo "Commands (COLL one of: $colls; ARGS: --coll COLL $args, barrier also $bar_iters):"
     echo

@@ -14,8 +14,9 @@
  *
  * All-gather (n blocks, rank r's at block r): at step s a rank receives the block of the
  * rank s + 1 places to its left in the ring and, but at the last step, forwards it from
- * its receive area; step 0 sends its own block straight from the caller's buffer. Every
- * block crosses each link of the ring once at most: (n-1)/n of the output per rank.
+ * where it landed (recvbuf, or the receive area); step 0 sends its own block straight
+ * from the caller's buffer, then copies it to its own output. Every block crosses each
+ * link of the ring once at most: (n-1)/n of the output per rank.
  *
  * Reduce-scatter (NCCL's layout: rank r gets block r): at step 0 a rank sends its input
  * of the block of its left neighbour; at step s it receives the partial sum of the block
@@ -24,15 +25,19 @@
  * (AVG divides there, once).
  *
  * Broadcast: a chain from the root around the ring; every rank but the root receives each
- * chunk, forwards it (but the last one) from its receive area and copies it out.
+ * chunk and forwards it (but the last one) from where it landed. Received all-gather and
+ * broadcast data lands in recvbuf itself where it comes as active messages (coll_hook),
+ * else in the receive area, copied out after it is forwarded.
  *
- * Every part of a receive area is written once per call, and the puts' sources (the
- * caller's input, the receive area) do not change during the call, so the puts are only
- * completed at the end. The agreement that opens a call ends only once every rank has
- * entered it, so nobody still reads the receive area of this call's parity (net.h).
+ * Every part of a receive area or of recvbuf is written once per call, and the puts'
+ * sources (the caller's input, recvbuf, the receive area) do not change during the call
+ * once sent from, so the puts are only completed at the end. The agreement that opens a
+ * call ends only once every rank has entered it, so nobody still reads the receive area
+ * of this call's parity (net.h).
  */
 #include "algo/net.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "algo/ctx.h"
@@ -132,6 +137,90 @@ static size_t coll_min(size_t a, size_t b)
     return a < b ? a : b;
 }
 
+/*
+ * Where transfers arrive as active messages (TCP), the payloads of all-gather and
+ * broadcast go straight from UCX's receive buffer into recvbuf (the hook below) rather
+ * than into the receive area and then out of it: one copy of every received byte
+ * instead of two. The area mirrors recvbuf's layout (a block at its offset in the
+ * output), so a payload bound for area + x belongs at recvbuf + x. The messages from the
+ * left neighbour come in the order the loops below consume them; a message whose first
+ * payload arrived before the hook was set (during the agreement) goes to the area whole,
+ * and the loop copies it out as before.
+ */
+enum { COLL_UNSEEN, COLL_HOOKED, COLL_IN_AREA };
+
+typedef struct coll_hook {
+    const coll_ring_t *r;
+    uint64_t seq0;       /* messages from the left neighbour before this call's data */
+    size_t nmsg, nck;    /* this call's messages from it; chunks per block */
+    bool bcast;          /* one block at offset 0, else all-gather's blocks by ring place */
+    unsigned char *mode; /* per message: COLL_* */
+} coll_hook_t;
+
+/* Area offset and length of message m (from 0) from the left neighbour. */
+static void coll_msg(const coll_hook_t *h, size_t m, size_t *off, size_t *len)
+{
+    const coll_ring_t *r = h->r;
+    size_t step = m / h->nck, k = (m % h->nck) * r->chunk;
+
+    *off = (h->bcast ? 0 : (size_t)coll_at(r, -(int)step - 1) * r->block) + k;
+    *len = coll_min(r->chunk, r->block - k);
+}
+
+static bool coll_hook(void *arg, int sender, uint64_t seq, void *dst, const void *data,
+                      size_t len)
+{
+    coll_hook_t *h = arg;
+    const coll_ring_t *r = h->r;
+    uint64_t rel = ((seq & NET_CNT_MASK) - h->seq0) & NET_CNT_MASK;
+    size_t m, off, mlen, poff;
+
+    if (sender != r->left || rel == 0 || rel > h->nmsg)
+        return false;
+    m = (size_t)(rel - 1);
+    coll_msg(h, m, &off, &mlen);
+    if ((char *)dst < r->area + off || (char *)dst + len > r->area + off + mlen)
+        return false;
+    poff = (size_t)((char *)dst - (r->area + off));
+    if (h->mode[m] == COLL_UNSEEN)
+        h->mode[m] = poff == 0 ? COLL_HOOKED : COLL_IN_AREA;
+    if (h->mode[m] != COLL_HOOKED)
+        return false;
+    memcpy(r->c->recvbuf + off + poff, data, len);
+    return true;
+}
+
+/* Sets the hook for nmsg messages from the left neighbour (out of memory: no hook, and
+ * everything goes through the area). */
+static void coll_hook_set(coll_hook_t *h, const coll_ring_t *r, size_t nmsg,
+                                    size_t nck, bool bcast)
+{
+    net_state_t *st = r->c->st;
+
+    h->r = r;
+    h->bcast = bcast;
+    h->seq0 = st->recvd[r->left];
+    h->nmsg = nmsg;
+    h->nck = nck;
+    h->mode = nmsg ? calloc(nmsg, 1) : NULL;
+    if (h->mode)
+        ucx_set_recv_hook(st->ucx, coll_hook, h);
+}
+
+static void coll_hook_clear(coll_hook_t *h)
+{
+    if (h->mode)
+        ucx_set_recv_hook(h->r->c->st->ucx, NULL, NULL);
+    free(h->mode);
+    h->mode = NULL;
+}
+
+/* Whether message m's payloads went straight to recvbuf (else they are in the area). */
+static bool coll_hooked(const coll_hook_t *h, size_t m)
+{
+    return h->mode && h->mode[m] == COLL_HOOKED;
+}
+
 /* Sends len bytes from src to bytes [off, off + len) of right's receive area, in
  * chunks. */
 static symcoll_status_t coll_send_chunks(coll_ring_t *r, const char *src, size_t off,
@@ -149,26 +238,31 @@ static symcoll_status_t coll_send_chunks(coll_ring_t *r, const char *src, size_t
 static symcoll_status_t coll_allgather(coll_ring_t *r)
 {
     net_call_t *c = r->c;
-    size_t own = (size_t)coll_at(r, 0) * r->block;
+    size_t own = (size_t)coll_at(r, 0) * r->block, nck = (r->block + r->chunk - 1) / r->chunk;
+    coll_hook_t h;
     symcoll_status_t status;
 
+    coll_hook_set(&h, r, (size_t)(r->n - 1) * nck, nck, false);
+    status = coll_send_chunks(r, c->sendbuf, own, r->block);
     if (c->recvbuf + own != c->sendbuf)
         memcpy(c->recvbuf + own, c->sendbuf, r->block);
-    status = coll_send_chunks(r, c->sendbuf, own, r->block);
     for (int s = 0; s < r->n - 1 && status == SYMCOLL_OK; s++) {
         size_t off = (size_t)coll_at(r, -s - 1) * r->block;
         for (size_t k = 0; k < r->block && status == SYMCOLL_OK; k += r->chunk) {
             size_t len = coll_min(r->chunk, r->block - k);
+            bool hooked;
             ucx_req_t req;
 
             status = algo_net_wait(c, r->left);
+            hooked = coll_hooked(&h, (size_t)s * nck + k / r->chunk);
             if (status == SYMCOLL_OK && s < r->n - 2)
-                status = algo_net_send(c, r->right, r->area + off + k, len,
-                                       c->area_off + off + k, &req);
-            if (status == SYMCOLL_OK)
+                status = algo_net_send(c, r->right, (hooked ? c->recvbuf : r->area) + off + k,
+                                       len, c->area_off + off + k, &req);
+            if (status == SYMCOLL_OK && !hooked)
                 memcpy(c->recvbuf + off + k, r->area + off + k, len);
         }
     }
+    coll_hook_clear(&h);
     return status;
 }
 
@@ -203,23 +297,32 @@ static symcoll_status_t coll_broadcast(coll_ring_t *r, int root_place)
 {
     net_call_t *c = r->c;
     int q = ((r->p - root_place) % r->n + r->n) % r->n; /* places after the root */
+    size_t nck = (r->block + r->chunk - 1) / r->chunk;
+    coll_hook_t h;
     symcoll_status_t status = SYMCOLL_OK;
 
     if (q == 0) {
+        /* the transfer first: the copy into our own output overlaps it */
+        status = coll_send_chunks(r, c->sendbuf, 0, r->block);
         if (c->recvbuf != c->sendbuf)
             memcpy(c->recvbuf, c->sendbuf, r->block);
-        return coll_send_chunks(r, c->sendbuf, 0, r->block);
+        return status;
     }
+    coll_hook_set(&h, r, nck, nck, true);
     for (size_t k = 0; k < r->block && status == SYMCOLL_OK; k += r->chunk) {
         size_t len = coll_min(r->chunk, r->block - k);
+        bool hooked;
         ucx_req_t req;
 
         status = algo_net_wait(c, r->left);
+        hooked = coll_hooked(&h, k / r->chunk);
         if (status == SYMCOLL_OK && q < r->n - 1)
-            status = algo_net_send(c, r->right, r->area + k, len, c->area_off + k, &req);
-        if (status == SYMCOLL_OK)
+            status = algo_net_send(c, r->right, (hooked ? c->recvbuf : r->area) + k, len,
+                                   c->area_off + k, &req);
+        if (status == SYMCOLL_OK && !hooked)
             memcpy(c->recvbuf + k, r->area + k, len);
     }
+    coll_hook_clear(&h);
     return status;
 }
 
