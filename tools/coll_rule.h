@@ -5,8 +5,8 @@
  *   - host family (host memory inside a node): the native host algorithms;
  *   - net-host (host memory across nodes): a broadcast of at most NET_BC_EAGER_MAX bytes
  *     among at most NET_BC_MAX_RANKS ranks is eager; two ranks where the all-reduce runs
- *     recursive doubling: a reduce-scatter or all-gather is one exchange, a broadcast
- *     above NET_RD_MAX the native chain; where the all-reduce runs the ring, native rings
+ *     recursive doubling: a reduce-scatter or all-gather is one exchange, and so is a
+ *     broadcast above NET_RD_MAX; where the all-reduce runs the ring, native rings
  *     and chains; hierarchical, native above recursive doubling's sizes;
  *   - CUDA memory inside a node with SYMCOLL_CUDA_COLL=auto: the collective's own kernel
  *     where the all-reduce runs one-shot or two-shot;
@@ -61,10 +61,10 @@ static inline void coll_rule_path(const coll_facts_t *f, coll_kind_t k, const ch
     else if (net && k == COLL_BC && bytes <= f->net_bc_eager_max &&
              f->nranks <= f->net_bc_max_ranks)
         snprintf(out, len, brief ? "ucx:eager" : "eager over UCX (the root does not wait)");
-    else if (net && pair && (k == COLL_RS || k == COLL_AG))
+    else if (net && pair &&
+             (k == COLL_RS || k == COLL_AG || (k == COLL_BC && bytes > f->net_rd_max)))
         snprintf(out, len, brief ? "ucx:exchange" : "one exchange over UCX (2 ranks)");
-    else if (net && k != COLL_BARRIER &&
-             (!strcmp(algo, "ring") || (pair && k == COLL_BC && bytes > f->net_rd_max)))
+    else if (net && k != COLL_BARRIER && !strcmp(algo, "ring"))
         snprintf(out, len, brief ? "ucx:ring" : "native over UCX (ring, chain)");
     else if (net && k != COLL_BARRIER && !strcmp(algo, "hier"))
         snprintf(out, len,

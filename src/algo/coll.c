@@ -251,9 +251,11 @@ static symcoll_status_t coll_by_allreduce(comm_t *comm, const topo_plan_t *plan,
  * recursive doubling (up to 16 x SYMCOLL_NET_RD_MAX, or any size with SYMCOLL_ALGO=rd),
  * a reduce-scatter or all-gather is one exchange of a block that also carries the
  * agreement (net_coll.c, coll_pair): 2 simulated nodes over TCP, 0.83-0.93x Open MPI's
- * time up to 32 KiB, where the all-reduce took 1.0-1.19x. A broadcast above
- * SYMCOLL_NET_RD_MAX (below it: eager, or the all-reduce) runs the native chain after its
- * agreement round trip: 128 KiB to 512 KiB in half the time of the all-reduce. */
+ * time up to 32 KiB, where the all-reduce took 1.0-1.19x. So is a broadcast above
+ * SYMCOLL_NET_RD_MAX (below it: eager, or the all-reduce): the root's data one way, the
+ * receiver's agreement the other, 0.51-0.58x Open MPI at 128 KiB and 0.72-0.87x at
+ * 512 KiB, where the chain after an agreement round trip took 0.74-0.88x and
+ * 0.92-1.00x. */
 static bool coll_net_native_pair(const comm_t *comm, const topo_plan_t *plan,
                                  const algo_args_t *a)
 {
@@ -288,8 +290,7 @@ symcoll_status_t algo_collective(comm_t *comm, const topo_plan_t *plan,
     if (a->coll != ALGO_COLL_BARRIER) {
         bool pair = coll_net_native_pair(comm, plan, a);
         if (pair || algo_net_coll_native(comm, plan, algo_plan_bytes(comm, a)))
-            return algo_net_collective(comm, pools[SYMCOLL_MEM_HOST], a,
-                                       pair && a->coll != ALGO_COLL_BROADCAST);
+            return algo_net_collective(comm, pools[SYMCOLL_MEM_HOST], a, pair);
     }
     return coll_by_allreduce(comm, plan, pools, a);
 }

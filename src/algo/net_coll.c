@@ -1,7 +1,7 @@
 /* Reduce-scatter, all-gather and broadcast of host memory across nodes: pipelined rings
  * (and a chain) over all ranks, after the same agreement the all-reduce runs; with two
- * ranks where the all-reduce runs recursive doubling, a reduce-scatter or all-gather is
- * one exchange that carries the agreement (coll_pair); small broadcasts are eager (below).
+ * ranks where the all-reduce runs recursive doubling, each is one exchange that carries
+ * the agreement (coll_pair); small broadcasts are eager (below).
  *
  * The ranks stand in a ring by node, then local rank (net_state's ring), so that the
  * ring crosses between nodes as few times as it can; a rank sends to the next one
@@ -154,6 +154,7 @@ typedef struct coll_hook {
     uint64_t seq0;       /* messages from the left neighbour before this call's data */
     size_t nmsg, nck;    /* this call's messages from it; chunks per block */
     bool bcast;          /* one block at offset 0, else all-gather's blocks by ring place */
+    char *out;           /* where area + x belongs: out + x */
     unsigned char *mode; /* per message: COLL_* */
 } coll_hook_t;
 
@@ -186,7 +187,7 @@ static bool coll_hook(void *arg, int sender, uint64_t seq, void *dst, const void
         h->mode[m] = poff == 0 ? COLL_HOOKED : COLL_IN_AREA;
     if (h->mode[m] != COLL_HOOKED)
         return false;
-    memcpy(r->c->recvbuf + off + poff, data, len);
+    memcpy(h->out + off + poff, data, len);
     return true;
 }
 
@@ -199,6 +200,7 @@ static void coll_hook_set(coll_hook_t *h, const coll_ring_t *r, size_t nmsg,
 
     h->r = r;
     h->bcast = bcast;
+    h->out = r->c->recvbuf;
     h->seq0 = st->recvd[r->left];
     h->nmsg = nmsg;
     h->nck = nck;
@@ -376,8 +378,12 @@ static symcoll_status_t coll_run(net_state_t *st, net_call_t *c, const algo_args
 /* Two ranks where the all-reduce's plan is recursive doubling (the caller checked; up to
  * 16 x SYMCOLL_NET_RD_MAX by default, any size when SYMCOLL_ALGO=rd forces it): one
  * exchange moves the block, in one put, and carries the agreement, as recursive
- * doubling's does for the all-reduce, instead of an agreement round trip before the ring. All-gather: each rank sends its block; reduce-scatter: its
- * input of the peer's block, and reduces its own with the peer's, lower rank first.
+ * doubling's does for the all-reduce, instead of an agreement round trip before the ring
+ * or chain. All-gather: each rank sends its block; reduce-scatter: its input of the
+ * peer's block, and reduces its own with the peer's, lower rank first; broadcast: the
+ * root sends the data, the receiver a message without data (its tag: the agreement, and
+ * the root's next call of this parity waits for it, so the area is not reused early).
+ * Received all-gather and broadcast data goes straight to recvbuf (coll_hook).
  * Where the block does not fit the receive area yet, the agreement goes first without
  * data, so that only ranks known to agree grow the scratch (net_run_flat). */
 static symcoll_status_t coll_pair(net_state_t *st, deadline_t *dl, const net_sig_t *sig,
@@ -387,7 +393,10 @@ static symcoll_status_t coll_pair(net_state_t *st, deadline_t *dl, const net_sig
     int me = st->comm->rank, peer = 1 - me;
     net_group_t g = {st->all, 2, me};
     bool fits = st->has_scratch && block <= st->area_bytes;
-    bool gather = a->coll == ALGO_COLL_ALLGATHER;
+    bool gather = a->coll == ALGO_COLL_ALLGATHER, bcast = a->coll == ALGO_COLL_BROADCAST;
+    bool hooked;
+    coll_ring_t ring = {NULL, st->all, 2, me, peer, peer, es, 0, 0, NULL};
+    coll_hook_t h = {0};
     const char *theirs;
     net_call_t c;
     ucx_req_t req;
@@ -410,20 +419,39 @@ static symcoll_status_t coll_pair(net_state_t *st, deadline_t *dl, const net_sig
     }
     algo_net_call_area(&c);
     c.header_only = false;
-    status = algo_net_send(&c, peer, a->sendbuf + (gather ? 0 : (size_t)peer * block), block,
-                           c.area_off, &req);
+    theirs = algo_net_addr(st, c.area_off);
+    if (bcast || gather) {
+        /* what the peer sends lands in our output: the hook takes it there */
+        ring.c = &c;
+        ring.left = peer;
+        ring.chunk = ring.block = block;
+        ring.area = (char *)theirs;
+        coll_hook_set(&h, &ring, !bcast || me != a->root ? 1 : 0, 1, true);
+        h.out = a->recvbuf + (gather ? (size_t)peer * block : 0);
+    }
+    /* a broadcast's receiver sends no data: its message is its half of the agreement */
+    status = algo_net_send(&c, peer,
+                           a->sendbuf + (gather || bcast ? 0 : (size_t)peer * block),
+                           bcast && me != a->root ? 0 : block, c.area_off, &req);
+    if (status == SYMCOLL_OK && bcast && me == a->root && a->recvbuf != a->sendbuf)
+        memcpy(a->recvbuf, a->sendbuf, block);
     if (status == SYMCOLL_OK)
         status = algo_net_wait(&c, peer);
+    hooked = coll_hooked(&h, 0);
+    coll_hook_clear(&h);
     if (status == SYMCOLL_OK)
         status = ucx_wait_all(st->ucx, dl);
     if (status == SYMCOLL_OK && (c.tag & NET_TAG_BAD))
         return algo_net_mismatch(st, &c, sig, true);
     if (status != SYMCOLL_OK)
         return status;
-    theirs = algo_net_addr(st, c.area_off);
-    if (gather) {
+    if (bcast) {
+        if (me != a->root && !hooked)
+            memcpy(a->recvbuf, theirs, block);
+    } else if (gather) {
         char *own = a->recvbuf + (size_t)me * block;
-        memcpy(a->recvbuf + (size_t)peer * block, theirs, block);
+        if (!hooked)
+            memcpy(a->recvbuf + (size_t)peer * block, theirs, block);
         if (a->sendbuf != own)
             memcpy(own, a->sendbuf, block);
     } else {
