@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <check.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -406,6 +407,10 @@ static void body_mismatch_nodes(int rank, int nranks, void *arg)
                            NULL);
     ck_assert_int_eq(st, SYMCOLL_ERR_MISMATCH);
     bc_round(comm, rank, count, SYMCOLL_FLOAT64, nranks - 1, 0, 0, 12);
+    /* no rank is the root it names (two ranks: each names the other) */
+    st = symcoll_broadcast(send, recv, mid * n, SYMCOLL_UINT8, (rank + 1) % nranks, comm, NULL);
+    ck_assert_int_eq(st, SYMCOLL_ERR_MISMATCH);
+    bc_round(comm, rank, mid * n, SYMCOLL_UINT8, 0, 0, 0, 17);
     /* a count that differs */
     st = symcoll_reduce_scatter(send, recv, rank == 0 ? count / 2 : count / 4, SYMCOLL_FLOAT32,
                                 SYMCOLL_SUM, comm, NULL);
@@ -430,6 +435,71 @@ static void body_mismatch_nodes(int rank, int nranks, void *arg)
     rs_round(comm, rank, nranks, big, SYMCOLL_FLOAT64, SYMCOLL_SUM, 1, 0, 15);
     bc_round(comm, rank, big, SYMCOLL_FLOAT64, 1, 1, 0, 16);
     ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+    free(send);
+    free(recv);
+}
+
+/* Across nodes, received all-gather and broadcast data goes straight into recvbuf as it
+ * arrives (src/algo/net_coll.c, coll_hook), unless a message began to arrive before its
+ * call was ready for it: random delays on each rank make both happen, small TCP segments
+ * split every message into several payloads. Calls of every two-rank path and of the
+ * ring and chain, sizes drawn alike on every rank, results checked byte for byte. */
+#define HOOK_ITERS 120
+#define HOOK_MAX (600 * 1024)
+
+static void body_hook_stress(int rank, int nranks, void *arg)
+{
+    symcoll_comm_h comm;
+    uint8_t *send = malloc(HOOK_MAX), *recv = malloc(HOOK_MAX);
+    unsigned same = 4242, own = 17 + 1000003u * (unsigned)rank;
+
+    shape_env(arg);
+    setenv("UCX_TLS", "tcp,self", 1);
+    setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
+    setenv("SYMCOLL_TIMEOUT", "60", 1);
+    setenv("SYMCOLL_NET_TCP_SEG_SIZE", "16K", 1);
+    ck_assert_ptr_nonnull(send);
+    ck_assert_ptr_nonnull(recv);
+    comm = harness_comm_create();
+    for (int it = 0; it < HOOK_ITERS; it++) {
+        int kind = rand_r(&same) % 4, root = rand_r(&same) % nranks;
+        bool inplace = rand_r(&same) % 2;
+        uint64_t seed = 1000 + (uint64_t)it;
+        size_t bytes;
+        symcoll_status_t st;
+
+        if (rand_r(&own) % 3 == 0)
+            usleep((useconds_t)(rand_r(&own) % 300));
+        if (kind == 3) {
+            /* all-gather: blocks from 8 bytes to 160 KiB */
+            size_t block = 8 * (1 + (size_t)(rand_r(&same) % 20000));
+            uint8_t *mine = inplace ? recv + (size_t)rank * block : send;
+            bytes = block * (size_t)nranks;
+            memset(recv, 0xa5, bytes);
+            fill_bytes(mine, block, rank, seed);
+            st = symcoll_allgather(mine, recv, block / 8, SYMCOLL_FLOAT64, comm, NULL);
+            check_status(st, "hook all-gather", block / 8, SYMCOLL_FLOAT64, it);
+            for (int r = 0; r < nranks; r++)
+                if (bad_bytes(recv + (size_t)r * block, block, r, seed))
+                    harness_fail("hook all-gather %d: %zu bytes a block, block %d wrong", it,
+                                 block, r);
+            continue;
+        }
+        /* broadcast: eager (to 32 KiB), two ranks' exchange (to 512 KiB), chain above */
+        bytes = kind == 0   ? 8 * (1 + (size_t)(rand_r(&same) % 4096))
+                : kind == 1 ? 32768 + 8 * (1 + (size_t)(rand_r(&same) % 61440))
+                            : HOOK_MAX;
+        memset(recv, 0xa5, bytes);
+        if (rank == root)
+            fill_bytes(inplace ? recv : send, bytes, root, seed);
+        st = symcoll_broadcast(inplace ? recv : send, recv, bytes / 8, SYMCOLL_FLOAT64, root,
+                               comm, NULL);
+        check_status(st, "hook broadcast", bytes / 8, SYMCOLL_FLOAT64, it);
+        if (bad_bytes(recv, bytes, root, seed))
+            harness_fail("hook broadcast %d: %zu bytes from root %d: %zu wrong", it, bytes,
+                         root, bad_bytes(recv, bytes, root, seed));
+    }
     ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
     free(send);
     free(recv);
@@ -497,6 +567,10 @@ SHAPE_TEST(test_mismatch_2nodes_4, 4, 2, body_mismatch_nodes)
 SHAPE_TEST(test_mismatch_2nodes_2, 2, 2, body_mismatch_nodes)
 SHAPE_TEST(test_mismatch_2nodes_3, 3, 2, body_mismatch_nodes)
 SHAPE_TEST_ALGO(test_mismatch_2nodes_4_ring, 4, 2, "ring", body_mismatch_nodes)
+/* received data straight into the output, or through the area: two ranks (every call
+ * one exchange up to 512 KiB), three on the ring and chain */
+SHAPE_TEST(test_hook_2nodes_2, 2, 2, body_hook_stress)
+SHAPE_TEST_ALGO(test_hook_2nodes_3_ring, 3, 2, "ring", body_hook_stress)
 SHAPE_TEST(test_bc_stream_1node_2, 2, 1, body_bc_stream)
 SHAPE_TEST(test_bc_stream_1node_3, 3, 1, body_bc_stream)
 SHAPE_TEST(test_bc_stream_2nodes_3, 3, 2, body_bc_stream)
@@ -563,6 +637,8 @@ int main(void)
     tcase_add_test(tc, test_mismatch_2nodes_2);
     tcase_add_test(tc, test_mismatch_2nodes_3);
     tcase_add_test(tc, test_mismatch_2nodes_4_ring);
+    tcase_add_test(tc, test_hook_2nodes_2);
+    tcase_add_test(tc, test_hook_2nodes_3_ring);
     tcase_add_test(tc, test_bc_stream_1node_2);
     tcase_add_test(tc, test_bc_stream_1node_3);
     tcase_add_test(tc, test_bc_stream_2nodes_3);

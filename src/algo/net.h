@@ -291,8 +291,8 @@ bool algo_net_coll_native(const comm_t *comm, const topo_plan_t *plan, size_t pl
  * > 0, arguments checked, comm->lock held): the all-reduce's agreement without data (flat
  * recursive doubling, or the hierarchical steps where every all-reduce is hierarchical),
  * then a pipelined ring or chain over all ranks in node order. exchange (two ranks, a
- * reduce-scatter or all-gather where the all-reduce runs recursive doubling): instead,
- * one exchange of a block that carries the agreement too. */
+ * reduce-scatter, all-gather or broadcast where the all-reduce runs recursive doubling):
+ * instead, one exchange of a block that carries the agreement too. */
 symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args_t *a,
                                      bool exchange);
 

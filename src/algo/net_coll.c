@@ -144,8 +144,9 @@ static size_t coll_min(size_t a, size_t b)
  * instead of two. The area mirrors recvbuf's layout (a block at its offset in the
  * output), so a payload bound for area + x belongs at recvbuf + x. The messages from the
  * left neighbour come in the order the loops below consume them; a message whose first
- * payload arrived before the hook was set (during the agreement) goes to the area whole,
- * and the loop copies it out as before.
+ * payload arrived before the hook was set (during the agreement, or on the two-rank
+ * exchange during the previous call or between calls) goes to the area whole, and the
+ * loop copies it out as before.
  */
 enum { COLL_UNSEEN, COLL_HOOKED, COLL_IN_AREA };
 
@@ -155,7 +156,8 @@ typedef struct coll_hook {
     size_t nmsg, nck;    /* this call's messages from it; chunks per block */
     bool bcast;          /* one block at offset 0, else all-gather's blocks by ring place */
     char *out;           /* where area + x belongs: out + x */
-    unsigned char *mode; /* per message: COLL_* */
+    unsigned char *mode; /* per message: COLL_* (own[] when they fit) */
+    unsigned char own[16];
 } coll_hook_t;
 
 /* Area offset and length of message m (from 0) from the left neighbour. */
@@ -193,8 +195,8 @@ static bool coll_hook(void *arg, int sender, uint64_t seq, void *dst, const void
 
 /* Sets the hook for nmsg messages from the left neighbour (out of memory: no hook, and
  * everything goes through the area). */
-static void coll_hook_set(coll_hook_t *h, const coll_ring_t *r, size_t nmsg,
-                                    size_t nck, bool bcast)
+static void coll_hook_set(coll_hook_t *h, const coll_ring_t *r, size_t nmsg, size_t nck,
+                          bool bcast)
 {
     net_state_t *st = r->c->st;
 
@@ -204,7 +206,9 @@ static void coll_hook_set(coll_hook_t *h, const coll_ring_t *r, size_t nmsg,
     h->seq0 = st->recvd[r->left];
     h->nmsg = nmsg;
     h->nck = nck;
-    h->mode = nmsg ? calloc(nmsg, 1) : NULL;
+    h->mode = !nmsg ? NULL : nmsg <= sizeof(h->own) ? h->own : calloc(nmsg, 1);
+    if (h->mode == h->own)
+        memset(h->own, 0, nmsg);
     if (h->mode)
         ucx_set_recv_hook(st->ucx, coll_hook, h);
 }
@@ -213,7 +217,8 @@ static void coll_hook_clear(coll_hook_t *h)
 {
     if (h->mode)
         ucx_set_recv_hook(h->r->c->st->ucx, NULL, NULL);
-    free(h->mode);
+    if (h->mode != h->own)
+        free(h->mode);
     h->mode = NULL;
 }
 
@@ -429,10 +434,14 @@ static symcoll_status_t coll_pair(net_state_t *st, deadline_t *dl, const net_sig
         coll_hook_set(&h, &ring, !bcast || me != a->root ? 1 : 0, 1, true);
         h.out = a->recvbuf + (gather ? (size_t)peer * block : 0);
     }
-    /* a broadcast's receiver sends no data: its message is its half of the agreement */
-    status = algo_net_send(&c, peer,
-                           a->sendbuf + (gather || bcast ? 0 : (size_t)peer * block),
-                           bcast && me != a->root ? 0 : block, c.area_off, &req);
+    /* a broadcast's receiver sends no data (its sendbuf may be NULL): its message is its
+     * half of the agreement */
+    if (bcast && me != a->root)
+        status = algo_net_send(&c, peer, NULL, 0, c.area_off, &req);
+    else
+        status =
+            algo_net_send(&c, peer, a->sendbuf + (gather || bcast ? 0 : (size_t)peer * block),
+                          block, c.area_off, &req);
     if (status == SYMCOLL_OK && bcast && me == a->root && a->recvbuf != a->sendbuf)
         memcpy(a->recvbuf, a->sendbuf, block);
     if (status == SYMCOLL_OK)
