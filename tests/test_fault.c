@@ -136,11 +136,15 @@ static void fault_parent(fault_shared_t *d, pid_t pid, int n)
     if (d->zombie || d->kind == FAULT_STOP) {
         while (atomic_load(&d->done) < n - 1 && mono_ns() < end)
             usleep(1000);
-        memset(&si, 0, sizeof(si));
-        /* dead, and still there to be reaped */
-        if (d->zombie && !waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) &&
-            si.si_pid == pid)
-            atomic_store(&d->zombie_seen, 1);
+        /* dead, and still there to be reaped (nobody reaps it before the waitpid below).
+         * A SIGKILLed process can take a moment to become a zombie after its peers saw it
+         * gone (under the sanitizers its exit unmaps a large shadow): look for 5 s. */
+        for (int64_t until = mono_ns() + 5000000000LL;
+             d->zombie && !atomic_load(&d->zombie_seen) && mono_ns() < until; usleep(1000)) {
+            memset(&si, 0, sizeof(si));
+            if (!waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) && si.si_pid == pid)
+                atomic_store(&d->zombie_seen, 1);
+        }
     }
     if (d->kind == FAULT_STOP)
         kill(pid, SIGKILL);
