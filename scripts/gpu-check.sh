@@ -203,7 +203,7 @@ run() {
                 step direct_info_$v 90 $U UCX_TLS=$tls SYMCOLL_LOG_LEVEL=info \
                     $R -n 2 --timeout 80 sh -c "$W" "$bin"/symcoll_info -t -a
                 if test $s = direct; then
-                    for c in ${DIRECT_CASES:-net_direct_types net_direct_chunks net_direct_pool net_direct_mixed net_direct_coll net_direct_kill net_direct_abort net_direct_timeout net_direct_mismatch net_direct_auto net_direct_hier_types net_direct_hier_mixed net_direct_hier_kill net_direct_hier_abort net_direct_hier_timeout}; do
+                    for c in ${DIRECT_CASES:-net_direct_types net_direct_chunks net_direct_pool net_direct_mixed net_direct_coll net_direct_kill net_direct_abort net_direct_timeout net_direct_mismatch net_direct_auto net_direct_one_queue net_direct_hier_types net_direct_hier_mixed net_direct_hier_kill net_direct_hier_abort net_direct_hier_timeout}; do
                         step ${c}_$v 240 $U UCX_TLS=$tls CK_RUN_CASE=$c "$bin"/test_cuda_net
                     done
                     continue

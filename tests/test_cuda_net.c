@@ -760,8 +760,9 @@ END_TEST
 /* ---- the direct path: UCX puts into the peers' CUDA pool ------------------------------
  * Only where the UCX in use reaches CUDA memory (a UCX built with CUDA, UCX_TLS with
  * cuda_copy): the cases force SYMCOLL_CUDA_NET_PATH=direct, so a probe that fails makes
- * every call fail with SYMCOLL_ERR_UNSUPPORTED, and after the body, a report shows the
- * plans and the probe per peer. */
+ * the call that ran it (the first that creates the CUDA pool) fail with
+ * SYMCOLL_ERR_UNSUPPORTED, and after the body, a report shows the plans and the probe per
+ * peer. */
 
 /* The communicator's topology report and decision table, printed and returned (free) */
 static char *net_reports(symcoll_comm_h comm)
@@ -971,6 +972,61 @@ START_TEST(t_net_direct_mismatch_2x1)
 }
 END_TEST
 
+/* CUDA_DEVICE_MAX_CONNECTIONS=1 (in the ranks' environment before they create their CUDA
+ * contexts) with the direct path forced, over lanes that call the CUDA driver (TCP with
+ * cuda_copy, or cuda_ipc: every UCX_TLS these tests use): the probe reports the direct path
+ * not available, so the first call fails at once with SYMCOLL_ERR_UNSUPPORTED on every
+ * rank instead of waiting for its deadline (the lane's copies would queue behind the
+ * stream's wait for them); the next call is planned staged and runs */
+static void body_net_direct_one_queue(int rank, int nranks, void *arg)
+{
+    const size_t count = 4099;
+    net_rank_t r;
+    symcoll_status_t st;
+    cudaError_t e;
+    double t0, sec;
+    char *text;
+
+    net_set_timeout(NET_FAIL_TIMEOUT);
+    net_setup(&r, rank, 3, 1 << 20);
+    net_watch("a forced direct call with one hardware queue", NET_FAIL_TIMEOUT + 15);
+    t0 = now_sec();
+    st = symcoll_allreduce(r.d[0], r.d[1], count, SYMCOLL_FLOAT32, SYMCOLL_SUM, r.comm, r.s);
+    e = cudaStreamSynchronize(r.s);
+    sec = now_sec() - t0;
+    alarm(0);
+    fprintf(stderr, "rank %d: forced direct call with one hardware queue: %s after %.1f s\n",
+            rank, symcoll_status_string(st), sec);
+    if (e != cudaSuccess)
+        harness_fail("cudaStreamSynchronize after the refused call: %s", cudaGetErrorString(e));
+    if (st != SYMCOLL_ERR_UNSUPPORTED)
+        harness_fail("a forced direct call with CUDA_DEVICE_MAX_CONNECTIONS=1 returned %s",
+                     symcoll_status_string(st));
+    if (sec > NET_FAIL_TIMEOUT / 2)
+        harness_fail("the refusal took %.1f s (the call's deadline is %d s)", sec,
+                     NET_FAIL_TIMEOUT);
+    net_run(&r, r.d[0], r.d[1], r.d[2], count, SYMCOLL_FLOAT32, SYMCOLL_SUM, rank, nranks, 4321,
+            "the staged call after the refusal");
+    if (rank == 0) {
+        text = net_reports(r.comm);
+        ck_assert_msg(strstr(text, "CUDA_DEVICE_MAX_CONNECTIONS=1"),
+                      "the reports do not say why the direct path is not available");
+        ck_assert_msg(!strstr(text, "net-cuda-direct"), "a plan of the direct family");
+        free(text);
+    }
+    net_teardown(&r, 1);
+    (void)arg;
+}
+
+START_TEST(t_net_direct_one_queue_2x1)
+{
+    setenv("SYMCOLL_CUDA_NET_PATH", "direct", 1);
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 1);
+    ck_assert_int_eq(
+        harness_run(2, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_direct_one_queue, NULL), 0);
+}
+END_TEST
+
 static Suite *cuda_net_suite(int ngpus)
 {
     /* one case per test, so that CK_RUN_CASE=net_mixed (say) runs one of them */
@@ -1012,6 +1068,7 @@ static Suite *cuda_net_suite(int ngpus)
         {"net_direct_timeout", t_net_direct_timeout_2x1, 1},
         {"net_direct_mismatch", t_net_direct_mismatch_2x1, 1},
         {"net_direct_auto", t_net_direct_auto_2x1, 1},
+        {"net_direct_one_queue", t_net_direct_one_queue_2x1, 1},
         {"net_direct_hier_types", t_net_direct_hier_types_2x2, 1},
         {"net_direct_hier_mixed", t_net_direct_hier_mixed_2x2, 1},
         {"net_direct_hier_kill", t_net_direct_hier_kill_2x2, 1},

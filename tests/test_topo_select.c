@@ -26,51 +26,51 @@ static const topo_select_cfg_t cfg_test = {
 };
 
 /* nranks, nnodes, ppn, uniform, gpu_link, net_cuda, cuda_max_local, cuda_across_nodes,
- * gpus, oversubscribed, gpus_shared, net_direct, net_direct_drv */
+ * gpus, oversubscribed, gpus_shared, net_direct, net_direct_drv, net_direct_one_queue */
 static const topo_shape_t one_node_8_nvlink = {
-    8, 1, 8, true, TOPO_LINK_NVLINK, false, 8, true, true, false, false, 0, false};
+    8, 1, 8, true, TOPO_LINK_NVLINK, false, 8, true, true, false, false, 0, false, false};
 static const topo_shape_t one_node_4_pcie_nop2p = {
-    4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false};
+    4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false, false};
 static const topo_shape_t one_node_4_pcie_p2p = {
-    4, 1, 4, true, TOPO_LINK_PCIE, false, 8, true, true, false, false, 0, false};
+    4, 1, 4, true, TOPO_LINK_PCIE, false, 8, true, true, false, false, 0, false, false};
 static const topo_shape_t two_nodes_4_nvlink = {
-    8, 2, 4, true, TOPO_LINK_NVLINK, true, 8, true, true, false, false, 0, false};
+    8, 2, 4, true, TOPO_LINK_NVLINK, true, 8, true, true, false, false, 0, false, false};
 /* the same where UCX has no CUDA: every CUDA call across nodes is staged */
 static const topo_shape_t two_nodes_4_nvlink_staged = {
-    8, 2, 4, true, TOPO_LINK_NVLINK, false, 8, true, true, false, false, 0, false};
+    8, 2, 4, true, TOPO_LINK_NVLINK, false, 8, true, true, false, false, 0, false, false};
 /* 2 simulated nodes x 2 ranks on one machine's 2 GPUs: ranks of the two nodes share */
 static const topo_shape_t two_nodes_2_shared = {
-    4, 2, 2, true, TOPO_LINK_NVLINK, false, 8, true, true, false, true, 0, false};
+    4, 2, 2, true, TOPO_LINK_NVLINK, false, 8, true, true, false, true, 0, false, false};
 static const topo_shape_t two_nodes_4_nop2p = {
-    8, 2, 4, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false};
+    8, 2, 4, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false, false};
 static const topo_shape_t sixteen_nodes_1 = {
-    16, 16, 1, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false};
+    16, 16, 1, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false, false};
 static const topo_shape_t host_1_node_4 = {
-    4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false};
+    4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false};
 /* 4 ranks on a node with fewer CPUs than ranks */
 static const topo_shape_t host_1_node_4_oversub = {
-    4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, false, true, false, 0, false};
+    4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, false, true, false, 0, false, false};
 static const topo_shape_t host_1_rank = {
-    1, 1, 1, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false};
+    1, 1, 1, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false};
 static const topo_shape_t host_4_nodes_2 = {
-    8, 4, 2, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false};
+    8, 4, 2, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false};
 static const topo_shape_t host_4_nodes_uneven = {
-    7, 4, 2, false, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false};
+    7, 4, 2, false, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false};
 static const topo_shape_t one_node_2_nvlink = {
-    2, 1, 2, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0, false};
+    2, 1, 2, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0, false, false};
 static const topo_shape_t two_nodes_1 = {
-    2, 2, 1, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false};
+    2, 2, 1, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false, false};
 static const topo_shape_t one_gpu_rank = {
-    1, 1, 1, true, TOPO_LINK_NONE, false, 8, false, true, false, false, 0, false};
+    1, 1, 1, true, TOPO_LINK_NONE, false, 8, false, true, false, false, 0, false, false};
 static const topo_shape_t one_node_2_same_gpu = {
-    2, 1, 2, true, TOPO_LINK_SAME, false, 8, true, true, false, false, 0, false};
+    2, 1, 2, true, TOPO_LINK_SAME, false, 8, true, true, false, false, 0, false, false};
 /* what a build lacks: no CUDA at all, no CUDA path across nodes, kernels for <= 8 ranks */
 static const topo_shape_t build_no_cuda = {
-    4, 1, 4, true, TOPO_LINK_NVLINK, false, 0, false, true, false, false, 0, false};
+    4, 1, 4, true, TOPO_LINK_NVLINK, false, 0, false, true, false, false, 0, false, false};
 static const topo_shape_t build_cuda_intra = {
-    8, 2, 4, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0, false};
+    8, 2, 4, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0, false, false};
 static const topo_shape_t one_node_16_nvlink = {
-    16, 1, 16, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0, false};
+    16, 1, 16, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0, false, false};
 
 enum { H = SYMCOLL_MEM_HOST, C = SYMCOLL_MEM_CUDA };
 
@@ -348,6 +348,32 @@ START_TEST(test_select_direct)
                          rows[i].want == TOPO_FAMILY_NET_CUDA_DIRECT);
         ck_assert_int_eq(topo_cuda_net_hier_direct(&cfg, &sh, rows[i].bytes),
                          rows[i].want == TOPO_FAMILY_NET_CUDA_HIER_DIRECT);
+    }
+    /* every probe put landed over lanes that call the driver, but a rank has one hardware
+     * queue: staged, forced or not, flat or hierarchical, and the reason says why */
+    for (int ppn = 1; ppn <= 2; ppn++) {
+        for (int path = TOPO_PATH_AUTO; path <= TOPO_PATH_DIRECT; path++) {
+            topo_shape_t sh = two_nodes_1;
+            topo_select_cfg_t cfg = cfg_test;
+            topo_plan_t plan;
+            topo_decision_t d;
+
+            sh.ppn = ppn;
+            sh.nranks = 2 * ppn;
+            sh.gpu_link = ppn > 1 ? TOPO_LINK_NVLINK : sh.gpu_link;
+            sh.net_direct = -1;
+            sh.net_direct_drv = true;
+            sh.net_direct_one_queue = true;
+            sh.net_cuda = true;
+            cfg.cuda_net_path = path;
+            topo_select_plan(&cfg, &sh, SYMCOLL_MEM_CUDA, 8 * M, &plan, &d);
+            ck_assert_msg(plan.family ==
+                              (ppn > 1 ? TOPO_FAMILY_NET_CUDA_HIER : TOPO_FAMILY_NET_CUDA),
+                          "one queue, %d a node, path %d: %s (%s)", ppn, path,
+                          topo_family_name(plan.family), d.reason);
+            ck_assert_msg(ppn > 1 || strstr(d.reason, "CUDA_DEVICE_MAX_CONNECTIONS=1"),
+                          "one queue, path %d: reason '%s'", path, d.reason);
+        }
     }
     /* below the hierarchical algorithm's minimum (GPUs shared by ranks: 16M), a call is
      * flat and staged even where its chunks go by the host's hier across the nodes */

@@ -100,8 +100,9 @@ void algo_cuda_release(comm_t *comm, pool_t *pool);
 symcoll_status_t algo_cuda_net_prepare(comm_t *comm, pool_t *host_pool);
 
 /* The same for the direct path (TOPO_FAMILY_NET_CUDA_DIRECT): also its probe if it has
- * not run, and its buffers. Where the probe failed the call runs staged (auto), or fails
- * with SYMCOLL_ERR_UNSUPPORTED (SYMCOLL_CUDA_NET_PATH=direct). */
+ * not run, and its buffers. Where the probe failed (or found the path unusable: topo_shape_t's
+ * net_direct_one_queue) the call runs staged (auto), or fails with SYMCOLL_ERR_UNSUPPORTED
+ * (SYMCOLL_CUDA_NET_PATH=direct); either way the later calls are planned staged. */
 symcoll_status_t algo_cuda_net_prepare_direct(comm_t *comm, pool_t *host_pool,
                                               pool_t *cuda_pool);
 

@@ -152,6 +152,7 @@ symcoll_status_t algo_cuda_net_probe(comm_t *comm, pool_t *host_pool, pool_t *cu
     char *area;
     cuda_net_t *cn;
     bool ok = true, drv = false;
+    int one_queue = -1; /* the first rank with one hardware queue and driver lanes */
     double sec = comm->timeout_sec < CNET_PROBE_SEC ? comm->timeout_sec : CNET_PROBE_SEC;
     deadline_t dl;
     symcoll_status_t status, put_status = SYMCOLL_OK;
@@ -162,7 +163,7 @@ symcoll_status_t algo_cuda_net_probe(comm_t *comm, pool_t *host_pool, pool_t *cu
         return SYMCOLL_OK;
     if (!ucx_pool_registered(comm->ucx, SYMCOLL_MEM_CUDA)) {
         /* every rank knows (the registrations' exchange told them): no probe */
-        topo_set_net_direct(topo, NULL, false, false);
+        topo_set_net_direct(topo, NULL, false, false, false);
         return SYMCOLL_OK;
     }
     status = algo_cuda_net_prepare(comm, host_pool);
@@ -228,12 +229,16 @@ symcoll_status_t algo_cuda_net_probe(comm_t *comm, pool_t *host_pool, pool_t *cu
      * unless its UCX moves CUDA memory only through network RMA lanes, which do not call
      * the CUDA driver per put (InfiniBand/RoCE: rc_*, dc_*). cuda_ipc lanes call it; so
      * does TCP, and so does a network without GPUDirect RDMA, through UCX's cuda_copy
-     * staging, which the endpoints' lanes do not name. */
+     * staging, which the endpoints' lanes do not name. 3: the same, with every stream of
+     * this process on one hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1), where UCX's
+     * copies queue behind the stream's wait for them: the direct path deadlocks at its
+     * first call (bench/results/gpu-direct.md, run 26). */
     status = be->memcpy(bctx, host, area, bytes);
     {
         const char *tls = ucx_transports(comm->ucx);
         bool net_rma = strstr(tls, "rc_") || strstr(tls, "dc_");
-        landed[me] = !net_rma || strstr(tls, "cuda_") || strstr(tls, "tcp") ? 2 : 0;
+        if (!net_rma || strstr(tls, "cuda_") || strstr(tls, "tcp"))
+            landed[me] = cuda_hw_queues() == 1 ? 3 : 2;
     }
     for (int p = 0; p < n && status == SYMCOLL_OK; p++) {
         if (p == me || !ucx_is_remote(comm->ucx, p))
@@ -252,12 +257,22 @@ symcoll_status_t algo_cuda_net_probe(comm_t *comm, pool_t *host_pool, pool_t *cu
         for (int p = 0; p < n; p++)
             if (all[(size_t)q * (size_t)n + (size_t)p] < 0)
                 ok = false;
-    for (int q = 0; q < n; q++)
-        drv = drv || all[(size_t)q * (size_t)n + (size_t)q] == 2;
+    for (int q = 0; q < n; q++) {
+        signed char self = all[(size_t)q * (size_t)n + (size_t)q];
+        drv = drv || self >= 2;
+        if (self == 3 && one_queue < 0)
+            one_queue = q;
+    }
     for (int q = 0; q < n; q++)
         mine[q] = q == me ? 0 : all[(size_t)q * (size_t)n + (size_t)me];
-    topo_set_net_direct(topo, mine, ok, drv);
-    if (ok)
+    topo_set_net_direct(topo, mine, ok && one_queue < 0, drv, one_queue >= 0);
+    if (ok && one_queue >= 0)
+        log_warn("CUDA across nodes: rank %d runs with CUDA_DEVICE_MAX_CONNECTIONS=1 and "
+                 "UCX moves CUDA memory through lanes that call the CUDA driver (%s): "
+                 "their copies would wait behind the stream's wait for them; the direct "
+                 "path is not available, CUDA memory across nodes stays staged",
+                 one_queue, ucx_transports(comm->ucx));
+    else if (ok)
         log_info("CUDA across nodes: every probe put into a peer's CUDA pool landed; direct "
                  "path available (UCX %s)",
                  ucx_transports(comm->ucx));

@@ -79,6 +79,21 @@ const cuda_driver_t *cuda_driver(const char *what)
     return NULL;
 }
 
+int cuda_hw_queues(void)
+{
+    const char *v = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+    char *end;
+    long n;
+
+    if (!v || !*v)
+        return 8;
+    n = strtol(v, &end, 10);
+    /* a value outside the documented 1-32 is taken as the default here */
+    if (end == v || n < 1 || n > 32)
+        return 8;
+    return (int)n;
+}
+
 symcoll_status_t cuda_rt_error(int err, const char *call)
 {
     log_error("%s failed: %s (%d)", call, cudaGetErrorString((cudaError_t)err), err);

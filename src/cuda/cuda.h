@@ -43,6 +43,12 @@ const cuda_driver_t *cuda_driver(const char *what);
 symcoll_status_t cuda_rt_error(int err, const char *call);
 symcoll_status_t cuda_drv_error(CUresult res, const char *call);
 
+/* The hardware work queues per device that this process's streams share: the value of
+ * CUDA_DEVICE_MAX_CONNECTIONS (1 to 32) as the driver reads it when it creates the
+ * context, else its default, 8 (CUDA C++ Programming Guide, environment variables). Two
+ * streams on one queue run their commands in order with each other. */
+int cuda_hw_queues(void);
+
 /* Non-zero if ptr is device (or managed) memory. Never creates a CUDA context; 0 when
  * CUDA is unavailable. (The algorithm layer refers to it weakly.) */
 int cuda_ptr_is_device(const void *ptr);

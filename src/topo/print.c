@@ -156,6 +156,12 @@ static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
                 ? "direct: UCX puts every rank's data into the peers' CUDA pool with rkeys, "
                   "the GPU reduces (every probe put landed; staged below "
                   "SYMCOLL_CUDA_NET_DIRECT_MIN)"
+            : s->net_direct < 0 && s->net_direct_one_queue
+                ? "staged through pinned host memory of the pool: every probe put into the "
+                  "peers' CUDA pool landed, but UCX moves it through transports that call the "
+                  "CUDA driver from the lane, and some rank runs with "
+                  "CUDA_DEVICE_MAX_CONNECTIONS=1: the lane's copies would queue behind the "
+                  "stream's wait for them, so the direct path is not available"
             : s->net_direct < 0
                 ? "staged through pinned host memory of the pool: UCX reaches CUDA memory, "
                   "but a probe put into a peer's CUDA pool did not land (per peer below)"

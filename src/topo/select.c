@@ -484,6 +484,8 @@ static const char *cuda_staged_why(const topo_select_cfg_t *cfg, const topo_shap
         return "UCX lacks CUDA";
     if (cfg->cuda_net_path == TOPO_PATH_STAGED)
         return "SYMCOLL_CUDA_NET_PATH=staged";
+    if (shape->net_direct < 0 && shape->net_direct_one_queue)
+        return "UCX has CUDA, driver lanes under CUDA_DEVICE_MAX_CONNECTIONS=1";
     if (shape->net_direct < 0)
         return "UCX has CUDA, the direct probe failed";
     if (!hier && shape->nnodes != shape->nranks)

@@ -59,6 +59,10 @@ typedef struct topo_shape {
      * direct path runs only when forced (SYMCOLL_CUDA_NET_PATH=direct, the program
      * synchronising the stream before any blocking CUDA call); auto keeps it staged. */
     bool net_direct_drv;
+    /* net_direct is -1 although every probe put landed: some rank with such lanes runs
+     * with CUDA_DEVICE_MAX_CONNECTIONS=1, where the lane's copies queue behind the
+     * stream's wait for them and the direct path deadlocks at its first call */
+    bool net_direct_one_queue;
 } topo_shape_t;
 
 /* Overrides and thresholds, from the SYMCOLL_* configuration. */

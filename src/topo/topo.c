@@ -390,7 +390,8 @@ void topo_set_net_caps(topo_t *t, int rank, uint32_t mem_types, const char *tls)
     }
 }
 
-void topo_set_net_direct(topo_t *t, const signed char *per_rank, bool all_ok, bool drv)
+void topo_set_net_direct(topo_t *t, const signed char *per_rank, bool all_ok, bool drv,
+                         bool one_queue)
 {
     if (!t->net_direct_peer)
         t->net_direct_peer = calloc((size_t)t->nranks, sizeof(*t->net_direct_peer));
@@ -399,6 +400,7 @@ void topo_set_net_direct(topo_t *t, const signed char *per_rank, bool all_ok, bo
     for (int mem = 0; mem < SYMCOLL_MEM_LAST; mem++) {
         t->shape[mem].net_direct = all_ok ? 1 : -1;
         t->shape[mem].net_direct_drv = drv;
+        t->shape[mem].net_direct_one_queue = one_queue;
         t->memo[mem].valid = false;
     }
 }

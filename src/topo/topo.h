@@ -112,8 +112,10 @@ void topo_set_net_caps(topo_t *t, int rank, uint32_t mem_types, const char *tls)
  * memory across nodes: per_rank as net_direct_peer (copied), all_ok: every rank's puts
  * into every peer landed (the same on every rank); drv: some rank's UCX moves CUDA memory
  * through a transport that calls the CUDA driver from the lane (the same on every rank:
- * topo_shape_t's net_direct_drv). Updates the shapes. */
-void topo_set_net_direct(topo_t *t, const signed char *per_rank, bool all_ok, bool drv);
+ * topo_shape_t's net_direct_drv); one_queue: besides, some such rank has one hardware queue
+ * (net_direct_one_queue; all_ok is then false). Updates the shapes. */
+void topo_set_net_direct(topo_t *t, const signed char *per_rank, bool all_ok, bool drv,
+                         bool one_queue);
 
 /* The plan of one all-reduce of bytes bytes of mem memory on this communicator: the
  * family and algorithm that run it. The data path's one question to the selector: it

@@ -1,0 +1,18 @@
+#!/bin/bash
+# run 31: the one-lane stall of net_direct_hier_mixed against transport and UCX protocol
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export LD_LIBRARY_PATH=$PWD/.gpu/ucx-cuda/lib:$PWD/.gpu/lib UCX_MODULE_DIR=$PWD/.gpu/ucx-cuda/lib/ucx
+export UCX_WARN_UNUSED_ENV_VARS=n SYMCOLL_TIMEOUT=15
+L=$OUT/run31.txt
+one() { # tls case [env...]
+  local tls=$1 c=$2; shift 2
+  local t0=$SECONDS
+  echo "=== case $c UCX_TLS=$tls $* ($(date -u +%T))" >> $L
+  env UCX_TLS=$tls "$@" CK_RUN_CASE=$c timeout 200 .gpu/bin/test_cuda_net 2>&1 | grep -v "^  host\|^  cuda\|^#" >> $L
+  echo "=== rc=${PIPESTATUS[0]} case $c UCX_TLS=$tls $* $((SECONDS-t0)) s" >> $L
+}
+for i in 1 2; do one cuda_ipc,cuda_copy,tcp,self net_direct_hier_mixed SYMCOLL_CUDA_NET_LANES=1; done
+for i in 1 2; do one tcp,cuda_copy,self net_direct_hier_mixed SYMCOLL_CUDA_NET_LANES=1 UCX_PROTO_ENABLE=n; done
+one tcp,cuda_copy,self net_direct_hier_mixed SYMCOLL_CUDA_NET_LANES=2
+one tcp,cuda_copy,self net_hier_mixed SYMCOLL_CUDA_NET_LANES=1
+grep "^=== rc" $L
