@@ -292,7 +292,7 @@ static void body_bc_stream(int rank, int nranks, void *arg)
     static const size_t sizes[] = {1, 8, 31, 32, 33, 100, 511, 2048, 2049, 4096};
     const size_t nsizes = sizeof(sizes) / sizeof(sizes[0]);
     symcoll_comm_h comm;
-    uint8_t *recv = malloc(4096 * (size_t)nranks), *send = malloc(4096);
+    uint8_t *recv = malloc(32768 + 4096 * (size_t)nranks), *send = malloc(32768);
     uint64_t seed = 100;
 
     shape_env(arg);
@@ -330,6 +330,24 @@ static void body_bc_stream(int rank, int nranks, void *arg)
             ck_assert_int_eq(sum, (int64_t)nranks * i + (int64_t)nranks * (nranks - 1) / 2);
         }
     }
+    /* a flood from one root while the others start late: it runs ahead until its ring is
+     * full, then waits for their credits; the largest eager size every third call (6
+     * laps of the ring across nodes, each skipping its tail), small ones between */
+    ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
+    if (rank != nranks - 1)
+        usleep(200000);
+    for (int i = 0; i < 300; i++, seed++) {
+        size_t bytes = i % 3 == 2 ? 32768 : 1 + (size_t)i * 37 % 200;
+        int root = nranks - 1;
+
+        memset(recv, 0xa5, bytes);
+        if (rank == root)
+            fill_bytes(send, bytes, root, seed);
+        check_status(symcoll_broadcast(send, recv, bytes, SYMCOLL_UINT8, root, comm, NULL),
+                     "broadcast", bytes, SYMCOLL_UINT8, root);
+        if (bad_bytes(recv, bytes, root, seed))
+            harness_fail("flood broadcast %d of %zu bytes: wrong bytes", i, bytes);
+    }
     ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
     ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
     free(send);
@@ -338,7 +356,7 @@ static void body_bc_stream(int rank, int nranks, void *arg)
 
 /* An eager broadcast whose receivers were called with another count: every receiver
  * gets SYMCOLL_ERR_MISMATCH at that call, the root an error at its next call that waits
- * (a barrier here), or within the ring's slots of further broadcasts; the communicator
+ * (a barrier here), or within a ring's worth of further broadcasts; the communicator
  * is broken everywhere afterwards. */
 static void body_bc_mismatch(int rank, int nranks, void *arg)
 {
@@ -366,8 +384,9 @@ static void body_bc_mismatch(int rank, int nranks, void *arg)
     } else {
         ck_assert_int_eq(st, SYMCOLL_OK);
         if (stream) {
-            /* further eager broadcasts: one fails before the ring runs out of credits */
-            for (int i = 0; i < 40 && !fails; i++)
+            /* further eager broadcasts: one fails, at the latest when the ring runs out
+             * of credits (16-byte broadcasts take 128 bytes of it: 4096 to a lap) */
+            for (int i = 0; i < 20000 && !fails; i++)
                 fails =
                     symcoll_broadcast(buf, buf, 16, SYMCOLL_UINT8, 0, comm, NULL) != SYMCOLL_OK;
             ck_assert_int_eq(fails, 1);

@@ -85,15 +85,18 @@ struct net_state {
     /* every all-reduce is hierarchical (the selector's choice for any size): calls agree
      * inside the hierarchical steps; else before the flat algorithms (algo_net_rd) */
     bool hier_all;
-    /* eager broadcast (net_coll.c): the ring (n roots x NET_BC_SLOTS slots at bc_off,
-     * made on the first eager call, given back at trim), and its counters, which stay */
+    /* eager broadcast (net_coll.c): the rings (n roots x NET_BC_RING bytes at bc_off,
+     * made on the first eager call, given back at trim), and its counters, which stay;
+     * positions count bytes of a root's ring from its first message, without wrapping */
     bool has_bc;
     size_t bc_off;
     uint64_t bc_seq;    /* broadcasts this rank took part in */
     uint64_t bc_sent;   /* messages sent as root */
-    uint64_t bc_credit; /* the least count the receivers returned, as last read */
+    uint64_t bc_pos;    /* where the next message as root goes (before net_bc_place) */
+    uint64_t bc_credit; /* the least position the receivers returned, as last read */
     uint64_t *bc_recvd; /* messages consumed from each root */
-    ucx_req_t *bc_reqs; /* NET_BC_SLOTS x n: the puts from each slot of ours */
+    uint64_t *bc_rpos;  /* where the next message of each root is (before net_bc_place) */
+    ucx_req_t *bc_reqs; /* NET_BC_REQS x n: the sends of our last messages */
 };
 typedef struct net_state net_state_t;
 
@@ -301,11 +304,21 @@ symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args
  * all-reduce's receive areas leave free: the messages of a root, in the receiver's flags;
  * the credits of a receiver, in the root's flags. 32 KiB: on 2 simulated nodes over TCP
  * the chain with its agreement took 1.9-2.2x Open MPI's time at 8-32 KiB, eager
- * 1.28x at 8 KiB and 0.67x at 32 KiB (bench/results/collectives-speed.md); the rings
- * take n x NET_BC_SLOTS x 32 KiB of the host pool (8 MiB at 16 ranks). */
+ * 1.28x at 8 KiB and 0.67x at 32 KiB (bench/results/collectives-speed.md). A message
+ * takes its 64-byte header and data rounded up to 64 bytes of its root's ring
+ * (NET_BC_SLOT_BYTES at most); a ring of 16 such (513 KiB, 8 MiB of the host pool at 16
+ * ranks) holds 16 broadcasts of 32 KiB or about 3800 of 8 bytes between two credits of
+ * a receiver, which cost a message and the root's reading it (with 16 fixed slots of
+ * 32 KiB, a credit every 8 broadcasts: 8 B took 1.17-1.29x Open MPI's time there, with
+ * this ring 1.08-1.19x, same file). NET_BC_REQS: sends of ours whose
+ * requests are kept (each is waited for before its entry is taken again). The root
+ * progresses UCX every NET_BC_NOTICE broadcasts that do not wait, for its receivers'
+ * failure notices. */
 #define NET_BC_EAGER_MAX TOPO_NET_BC_EAGER_MAX
-#define NET_BC_SLOTS 16
 #define NET_BC_SLOT_BYTES (64 + NET_BC_EAGER_MAX)
+#define NET_BC_RING (16 * NET_BC_SLOT_BYTES)
+#define NET_BC_REQS 16
+#define NET_BC_NOTICE 32
 #define NET_BC_MAX_RANKS TOPO_NET_BC_MAX_RANKS
 #define NET_WORD_BC_DATA 5
 #define NET_WORD_BC_CREDIT 6

@@ -39,6 +39,7 @@ static void net_state_free(net_state_t *st)
     free(st->all);
     free(st->ring);
     free(st->bc_recvd);
+    free(st->bc_rpos);
     free(st->bc_reqs);
     free(st);
 }
@@ -93,9 +94,10 @@ static symcoll_status_t net_state_create(comm_t *comm, ucx_ctx_t *ucx, pool_t *p
     st->all = calloc((size_t)n, sizeof(*st->all));
     st->ring = calloc((size_t)n, sizeof(*st->ring));
     st->bc_recvd = calloc((size_t)n, sizeof(*st->bc_recvd));
-    st->bc_reqs = calloc((size_t)n * NET_BC_SLOTS, sizeof(*st->bc_reqs));
+    st->bc_rpos = calloc((size_t)n, sizeof(*st->bc_rpos));
+    st->bc_reqs = calloc((size_t)n * NET_BC_REQS, sizeof(*st->bc_reqs));
     if (!st->sent || !st->recvd || !st->srcs || !st->group || !st->all || !st->ring ||
-        !st->bc_recvd || !st->bc_reqs) {
+        !st->bc_recvd || !st->bc_rpos || !st->bc_reqs) {
         net_state_free(st);
         goto err_nomem;
     }
