@@ -61,9 +61,7 @@
  * stream, say) can block a thread that stream waits for: a lane that issued copies or
  * queried events would wait inside the driver for the caller's thread, which waits for the
  * lane, a deadlock. Nor do several lanes touch the pool: their scratch is reserved for the
- * chunk size when the staging is set up (algo_net_reserve_upto). (A single lane uses the
- * communicator's own state, reserved the same way; it may still grow it for a flat chunk,
- * as the caller would: nobody else uses the pool while operations are queued.)
+ * chunk size when the staging is set up (algo_net_reserve_upto).
  *
  * Hierarchical (several ranks on every node, whose GPUs map each other:
  * topo_cuda_net_hier): the call queues the two-shot kernel's reduce-scatter half over the
@@ -169,8 +167,7 @@ enum { CNET_DREADY = 0, CNET_DDONE = 1, CNET_DCONS = 2 };
 #define CNET_WORD_STRIDE 16 /* uint32 per line: one cache line per word */
 
 /* One lane: a thread that moves chunks k with k mod lanes == index of each call across
- * the nodes, on its own UCX worker and connections (with one lane: the communicator's
- * own). */
+ * the nodes, on its own UCX worker and connections. */
 typedef struct cnet_lane {
     cuda_net_t *cn;
     int index;

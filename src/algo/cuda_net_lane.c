@@ -188,9 +188,8 @@ static void cnet_lane_fail(cnet_lane_t *ln, const cnet_op_t *op, uint64_t k,
 }
 
 /* The communicator was aborted or broke (the caller's failure, another lane's) and this
- * lane, idle, has not told its peers yet. Only a lane with its own worker: a single lane
- * uses the communicator's, which an idle lane must leave to the caller (whose own calls
- * tell the peers when they fail, and whose destroy does). */
+ * lane, idle, has not told its peers yet (each lane tells its own peers on its own
+ * worker). */
 static bool cnet_must_tell(const cnet_lane_t *ln)
 {
     return ln->own_ucx && !ln->told_peers &&
@@ -337,10 +336,12 @@ void cnet_lanes_stop(cuda_net_t *cn)
     cn->running = false;
 }
 
-/* Starts the lanes (queue empty: caller's thread; collective). With one lane, it uses
- * the communicator's own UCX context; with more, each its own UCX lane, whose
- * algorithm scratch is reserved here for the chunk size: lane threads never grow the
- * pool, since several run at once. */
+/* Starts the lanes (queue empty: caller's thread; collective), each on a UCX lane of its
+ * own (a worker and connections), whose algorithm scratch is reserved here for the chunk
+ * size: lane threads never grow the pool. One lane too: on the communicator's own worker
+ * a single lane stalled the direct path's hierarchical step in 8 of 9 runs on one shared
+ * H200, on a worker of its own in 2 of 9, both at the trim as with 8 lanes
+ * (bench/results/gpu-direct.md, runs 28-33). */
 symcoll_status_t cnet_lanes_start(cuda_net_t *cn)
 {
     symcoll_status_t status = SYMCOLL_OK;
@@ -352,21 +353,13 @@ symcoll_status_t cnet_lanes_start(cuda_net_t *cn)
         memset(ln, 0, sizeof(*ln));
         ln->cn = cn;
         ln->index = i;
-        if (cn->nlanes == 1) {
-            /* the communicator's own context and state: its scratch is reserved too (not
-             * fixed), since the hierarchical algorithm's steps among one rank a node do
-             * not run on every rank (a slice may be empty) and could not grow it
-             * collectively */
-            ln->ucx = cn->comm->ucx;
-        } else {
-            status = ucx_lane_create(cn->comm->ucx, &ln->ucx);
-            if (status != SYMCOLL_OK)
-                break;
-            ln->own_ucx = true;
-        }
+        status = ucx_lane_create(cn->comm->ucx, &ln->ucx);
+        if (status != SYMCOLL_OK)
+            break;
+        ln->own_ucx = true;
         status = algo_net_state_get_on(cn->comm, ln->ucx, cn->host_pool, &st);
         if (status == SYMCOLL_OK)
-            status = algo_net_reserve_upto(st, cn->slot_bytes, cn->nlanes > 1);
+            status = algo_net_reserve_upto(st, cn->slot_bytes, true);
     }
     cnet_sched_restart_lanes(&cn->sched); /* the queue is empty: they start at its end */
     for (int i = 0; i < cn->nlanes && status == SYMCOLL_OK; i++) {

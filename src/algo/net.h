@@ -145,8 +145,7 @@ symcoll_status_t algo_net_state_get_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *poo
 /* Reserves the scratch every all-reduce of up to max_bytes needs, whichever algorithm the
  * selector picks, also among one rank a node (algo_net_group_allreduce_on), and with fix
  * fixes it: later calls never grow it, so they make no pool calls (collective). For
- * lanes, whose threads run while the pool belongs to the caller; a single lane uses the
- * communicator's own state, which the caller's host calls may still grow. */
+ * lanes, whose threads run while the pool belongs to the caller. */
 symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes, bool fix);
 
 /* Destroys a UCX lane (collective, like ucx_destroy) and then frees its state and the
