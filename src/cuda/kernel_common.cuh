@@ -1,8 +1,8 @@
-/* Device code the CUDA collectives' kernels share (src/cuda/coll.cu): element traits and
- * reductions, 16-byte accesses, and the synchronisation through the signal pad (epochs,
- * call headers, barriers, bounded waits, giving up), the same as allreduce.cu's, so that
- * the kernels of either file interleave on one pool: they count the same epochs and calls
- * and compare the same signatures. See allreduce.cu's opening comment for the protocol. */
+/* Device code the kernels inside a node share (src/cuda/allreduce.cu, src/cuda/coll.cu):
+ * element traits and reductions, 16-byte accesses, and the synchronisation through the
+ * signal pad (epochs, call headers, barriers, bounded waits, giving up), so that the
+ * kernels of either file interleave on one pool: they count the same epochs and calls and
+ * compare the same signatures. See allreduce.cu's opening comment for the protocol. */
 #ifndef SYMCOLL_CUDA_KERNEL_COMMON_CUH
 #define SYMCOLL_CUDA_KERNEL_COMMON_CUH
 

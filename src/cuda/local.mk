@@ -18,7 +18,8 @@ NVCC_ALL_FLAGS = -std=c++17 -O3 \
 	-I$(top_srcdir)/include -I$(top_srcdir)/src -I$(top_builddir) $(NVCC_FLAGS)
 
 src/cuda/allreduce.lo: $(top_srcdir)/src/cuda/allreduce.cu $(top_srcdir)/src/cuda/kernels.h \
-		$(top_srcdir)/include/symcoll.h $(top_srcdir)/scripts/nvcc-lt.sh
+		$(top_srcdir)/src/cuda/kernel_common.cuh $(top_srcdir)/include/symcoll.h \
+		$(top_srcdir)/scripts/nvcc-lt.sh
 	@$(MKDIR_P) src/cuda
 	$(AM_V_GEN)$(SHELL) $(top_srcdir)/scripts/nvcc-lt.sh '$(NVCC)' $@ \
 		$(top_srcdir)/src/cuda/allreduce.cu $(NVCC_ALL_FLAGS) >src/cuda/allreduce.ptxas.log 2>&1 \
@@ -28,6 +29,7 @@ src/cuda/allreduce.lo: $(top_srcdir)/src/cuda/allreduce.cu $(top_srcdir)/src/cud
 		grep -c -E '[1-9][0-9]* bytes spill stores' src/cuda/allreduce.ptxas.log; fi
 
 src/cuda/net_direct.lo: $(top_srcdir)/src/cuda/net_direct.cu $(top_srcdir)/src/cuda/net_direct.h \
+		$(top_srcdir)/src/cuda/kernel_common.cuh $(top_srcdir)/src/cuda/kernels.h \
 		$(top_srcdir)/include/symcoll.h $(top_srcdir)/scripts/nvcc-lt.sh
 	@$(MKDIR_P) src/cuda
 	$(AM_V_GEN)$(SHELL) $(top_srcdir)/scripts/nvcc-lt.sh '$(NVCC)' $@ \
@@ -38,7 +40,7 @@ CLEANFILES += src/cuda/net_direct.lo src/cuda/net_direct.o src/cuda/.libs/net_di
 	src/cuda/net_direct.ptxas.log
 
 # the other collectives' kernels: a file of their own, so that changing them does not
-# rebuild the all-reduce's
+# rebuild the all-reduce's (the code they share is kernel_common.cuh)
 src/cuda/coll.lo: $(top_srcdir)/src/cuda/coll.cu $(top_srcdir)/src/cuda/coll.h \
 		$(top_srcdir)/src/cuda/kernel_common.cuh $(top_srcdir)/src/cuda/kernels.h \
 		$(top_srcdir)/src/cuda/sig.h $(top_srcdir)/include/symcoll.h \

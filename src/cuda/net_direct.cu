@@ -2,13 +2,13 @@
  * a grid-stride loop, 16-byte vectors where every pointer allows, accumulating as the
  * intra-node kernels do (integers in 64 bits with wrap-around, half types in float). */
 #include <cstdint>
-#include <type_traits>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include "symcoll.h"
+#include "cuda/kernel_common.cuh"
 #include "cuda/net_direct.h"
 
 namespace
@@ -17,64 +17,15 @@ namespace
 constexpr int THREADS = 512;
 constexpr int MAX_BLOCKS = 264; /* two waves of 132 SMs */
 
-template <typename T> struct Acc {
-    typedef
-        typename std::conditional<std::is_signed<T>::value, long long, unsigned long long>::type
-            A;
-    __device__ static A in(T x) { return (A)x; }
-    __device__ static T out(A x) { return (T)x; }
-    __device__ static A sum(A a, A b)
-    {
-        return (A)((unsigned long long)a + (unsigned long long)b);
-    }
-    __device__ static A prod(A a, A b)
-    {
-        return (A)((unsigned long long)a * (unsigned long long)b);
-    }
-};
-template <typename F> struct AccF {
-    typedef F A;
-    __device__ static A sum(A a, A b) { return a + b; }
-    __device__ static A prod(A a, A b) { return a * b; }
-};
-template <> struct Acc<float> : AccF<float> {
-    __device__ static float in(float x) { return x; }
-    __device__ static float out(float x) { return x; }
-};
-template <> struct Acc<double> : AccF<double> {
-    __device__ static double in(double x) { return x; }
-    __device__ static double out(double x) { return x; }
-};
-template <> struct Acc<__half> : AccF<float> {
-    __device__ static float in(__half x) { return __half2float(x); }
-    __device__ static __half out(float x) { return __float2half_rn(x); }
-};
-template <> struct Acc<__nv_bfloat16> : AccF<float> {
-    __device__ static float in(__nv_bfloat16 x) { return __bfloat162float(x); }
-    __device__ static __nv_bfloat16 out(float x) { return __float2bfloat16_rn(x); }
-};
-
-template <typename T, int OP>
-__device__ __forceinline__ typename Acc<T>::A apply(typename Acc<T>::A a, typename Acc<T>::A b)
-{
-    if (OP == SYMCOLL_SUM || OP == SYMCOLL_AVG)
-        return Acc<T>::sum(a, b);
-    if (OP == SYMCOLL_PROD)
-        return Acc<T>::prod(a, b);
-    if (OP == SYMCOLL_MIN)
-        return b < a ? b : a;
-    return a < b ? b : a;
-}
-
-template <typename T> union Vec {
-    uint4 u;
-    T e[16 / sizeof(T)];
-};
+/* element traits, operators and 16-byte vectors as the kernels inside a node have them */
+using symcoll_k::apply;
+using symcoll_k::Tr;
+using symcoll_k::Vec;
 
 template <typename T, int OP>
 __global__ void __launch_bounds__(THREADS) k_reduce(const cuda_net_reduce_args_t a)
 {
-    typedef typename Acc<T>::A A;
+    typedef typename Tr<T>::A A;
     constexpr int V = 16 / sizeof(T);
     const size_t stride = (size_t)gridDim.x * THREADS;
     const size_t tid = (size_t)blockIdx.x * THREADS + threadIdx.x;
@@ -92,24 +43,24 @@ __global__ void __launch_bounds__(THREADS) k_reduce(const cuda_net_reduce_args_t
             in.u = ((const uint4 *)a.src[0])[v];
 #pragma unroll
             for (int k = 0; k < V; k++)
-                s[k] = Acc<T>::in(in.e[k]);
+                s[k] = Tr<T>::in(in.e[k]);
             for (int q = 1; q < a.nsrc; q++) {
                 in.u = ((const uint4 *)a.src[q])[v];
 #pragma unroll
                 for (int k = 0; k < V; k++)
-                    s[k] = apply<T, OP>(s[k], Acc<T>::in(in.e[k]));
+                    s[k] = apply<T, OP>(s[k], Tr<T>::in(in.e[k]));
             }
 #pragma unroll
             for (int k = 0; k < V; k++)
-                in.e[k] = Acc<T>::out(OP == SYMCOLL_AVG ? s[k] / div : s[k]);
+                in.e[k] = Tr<T>::out(OP == SYMCOLL_AVG ? s[k] / div : s[k]);
             ((uint4 *)a.dst)[v] = in.u;
         }
     }
     for (size_t i = nvec * V + tid; i < a.count; i += stride) {
-        A s = Acc<T>::in(((const T *)a.src[0])[i]);
+        A s = Tr<T>::in(((const T *)a.src[0])[i]);
         for (int q = 1; q < a.nsrc; q++)
-            s = apply<T, OP>(s, Acc<T>::in(((const T *)a.src[q])[i]));
-        ((T *)a.dst)[i] = Acc<T>::out(OP == SYMCOLL_AVG ? s / div : s);
+            s = apply<T, OP>(s, Tr<T>::in(((const T *)a.src[q])[i]));
+        ((T *)a.dst)[i] = Tr<T>::out(OP == SYMCOLL_AVG ? s / div : s);
     }
 }
 
