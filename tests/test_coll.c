@@ -356,8 +356,8 @@ static void body_bc_stream(int rank, int nranks, void *arg)
 
 /* An eager broadcast whose receivers were called with another count: every receiver
  * gets SYMCOLL_ERR_MISMATCH at that call, the root an error at its next call that waits
- * (a barrier here), or within a ring's worth of further broadcasts; the communicator
- * is broken everywhere afterwards. */
+ * (a barrier here), or within one and a half rings' worth of further broadcasts; the
+ * communicator is broken everywhere afterwards. */
 static void body_bc_mismatch(int rank, int nranks, void *arg)
 {
     symcoll_comm_h comm;
@@ -385,7 +385,8 @@ static void body_bc_mismatch(int rank, int nranks, void *arg)
         ck_assert_int_eq(st, SYMCOLL_OK);
         if (stream) {
             /* further eager broadcasts: one fails, at the latest when the ring runs out
-             * of credits (16-byte broadcasts take 128 bytes of it: 4096 to a lap) */
+             * of credits (16-byte broadcasts take 128 bytes of it: about 4100 to a lap,
+             * credits each half lap, so at most about 6200 calls) */
             for (int i = 0; i < 20000 && !fails; i++)
                 fails =
                     symcoll_broadcast(buf, buf, 16, SYMCOLL_UINT8, 0, comm, NULL) != SYMCOLL_OK;
@@ -397,6 +398,58 @@ static void body_bc_mismatch(int rank, int nranks, void *arg)
     ck_assert_int_ne(symcoll_broadcast(buf, buf, 16, SYMCOLL_UINT8, 0, comm, NULL), SYMCOLL_OK);
     ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
 }
+
+/* A broadcast eager on the root (32 KiB) but not on the receivers (one byte more): each
+ * rank decides from its own size, so the root's message waits unread in the receivers'
+ * rings. The mismatch that follows (the receivers' broadcast against the root's barrier)
+ * breaks the communicator on every rank: a later eager broadcast must fail, never hand
+ * a receiver the stale message as its data. */
+static void body_bc_eager_split(int rank, int nranks, void *arg)
+{
+    symcoll_comm_h comm;
+    uint8_t *buf = calloc(32769, 1);
+    symcoll_status_t st;
+
+    setenv("UCX_TLS", "tcp,self", 1);
+    setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
+    setenv("SYMCOLL_TIMEOUT", "60", 1);
+    comm = harness_comm_create();
+    /* the rings exist and every message so far is consumed */
+    for (int i = 0; i < 3; i++)
+        bc_round(comm, rank, 5 + (size_t)i, SYMCOLL_FLOAT32, 0, 0, 0, 70 + (uint64_t)i);
+    ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
+    memset(buf, 0x11, 32769);
+    st = symcoll_broadcast(buf, buf, rank == 0 ? 32768 : 32769, SYMCOLL_UINT8, 0, comm, NULL);
+    if (rank == 0) {
+        ck_assert_int_eq(st, SYMCOLL_OK); /* eager: it does not meet the others */
+        ck_assert_int_ne(symcoll_barrier(comm, NULL), SYMCOLL_OK);
+    } else {
+        ck_assert_int_ne(st, SYMCOLL_OK);
+    }
+    /* the root's eager size again: the stale message would match its header */
+    memset(buf, rank == 0 ? 0x22 : 0, 32768);
+    st = symcoll_broadcast(buf, buf, 32768, SYMCOLL_UINT8, 0, comm, NULL);
+    if (rank != 0 && st == SYMCOLL_OK)
+        harness_fail("an eager broadcast after the split returned OK (first byte 0x%02x)",
+                     buf[0]);
+    ck_assert_int_ne(symcoll_barrier(comm, NULL), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+    free(buf);
+    (void)nranks;
+    (void)arg;
+}
+
+START_TEST(test_bc_eager_split_2nodes_2)
+{
+    ck_assert_int_eq(harness_run(2, 2, RUN_TIMEOUT, body_bc_eager_split, NULL), 0);
+}
+END_TEST
+
+START_TEST(test_bc_eager_split_2nodes_3)
+{
+    ck_assert_int_eq(harness_run(3, 2, RUN_TIMEOUT, body_bc_eager_split, NULL), 0);
+}
+END_TEST
 
 /* Across nodes the small collectives run as all-reduces: ranks in different collectives
  * (or with different roots) whose all-reduces would look alike must still disagree; the
@@ -666,6 +719,8 @@ int main(void)
     tcase_add_test(tc, test_bc_mismatch_stream_1node_2);
     tcase_add_test(tc, test_bc_mismatch_2nodes_3);
     tcase_add_test(tc, test_bc_mismatch_stream_2nodes_2);
+    tcase_add_test(tc, test_bc_eager_split_2nodes_2);
+    tcase_add_test(tc, test_bc_eager_split_2nodes_3);
     tcase_add_test(tc, test_args_1node_2);
     tcase_add_test(tc, test_args_2nodes_2);
     tcase_add_test(tc, test_barrier_1node_3);

@@ -350,7 +350,7 @@ START_TEST(test_select_direct)
                          rows[i].want == TOPO_FAMILY_NET_CUDA_HIER_DIRECT);
     }
     /* every probe put landed over lanes that call the driver, but a rank has one hardware
-     * queue: staged, forced or not, flat or hierarchical, and the reason says why */
+     * queue: staged, forced or not, flat or hierarchical; flat, the reason says why */
     for (int ppn = 1; ppn <= 2; ppn++) {
         for (int path = TOPO_PATH_AUTO; path <= TOPO_PATH_DIRECT; path++) {
             topo_shape_t sh = two_nodes_1;

@@ -265,13 +265,13 @@ symcoll_status_t algo_cuda_net_probe(comm_t *comm, pool_t *host_pool, pool_t *cu
     }
     for (int q = 0; q < n; q++)
         mine[q] = q == me ? 0 : all[(size_t)q * (size_t)n + (size_t)me];
-    topo_set_net_direct(topo, mine, ok && one_queue < 0, drv, one_queue >= 0);
+    topo_set_net_direct(topo, mine, ok && one_queue < 0, drv, ok && one_queue >= 0);
     if (ok && one_queue >= 0)
-        log_warn("CUDA across nodes: rank %d runs with CUDA_DEVICE_MAX_CONNECTIONS=1 and "
-                 "UCX moves CUDA memory through lanes that call the CUDA driver (%s): "
-                 "their copies would wait behind the stream's wait for them; the direct "
-                 "path is not available, CUDA memory across nodes stays staged",
-                 one_queue, ucx_transports(comm->ucx));
+        log_warn("CUDA across nodes: rank %d runs with CUDA_DEVICE_MAX_CONNECTIONS=1 and its "
+                 "UCX moves CUDA memory through lanes that call the CUDA driver: their copies "
+                 "would wait behind the stream's wait for them; the direct path is not "
+                 "available, CUDA memory across nodes stays staged",
+                 one_queue);
     else if (ok)
         log_info("CUDA across nodes: every probe put into a peer's CUDA pool landed; direct "
                  "path available (UCX %s)",

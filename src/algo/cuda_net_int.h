@@ -53,8 +53,8 @@
  * receives and reduces is the limit over TCP (two pairs of ranks over loopback reach 2.2
  * times the bandwidth of one, bench/results/gpu-across-nodes.md); each lane has its own
  * UCX worker and connections (a UCX lane of the communicator's context, ucx_lane_create),
- * its own flags and scratch, so lanes share nothing but the registered pool. With one
- * lane, it is the communicator's own UCX context.
+ * its own flags and scratch, so lanes share nothing but the registered pool (one lane
+ * too).
  *
  * The lanes only read and write host memory: they never call CUDA, so nothing the caller's
  * thread does inside the driver (a synchronous copy from pageable memory on the legacy

@@ -306,13 +306,12 @@ symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args
  * 1.28x at 8 KiB and 0.67x at 32 KiB (bench/results/collectives-speed.md). A message
  * takes its 64-byte header and data rounded up to 64 bytes of its root's ring
  * (NET_BC_SLOT_BYTES at most); a ring of 16 such (513 KiB, 8 MiB of the host pool at 16
- * ranks) holds 16 broadcasts of 32 KiB or about 3800 of 8 bytes between two credits of
- * a receiver, which cost a message and the root's reading it (with 16 fixed slots of
- * 32 KiB, a credit every 8 broadcasts: 8 B took 1.17-1.29x Open MPI's time there, with
- * this ring 1.08-1.19x, same file). NET_BC_REQS: sends of ours whose
- * requests are kept (each is waited for before its entry is taken again). The root
- * progresses UCX every NET_BC_NOTICE broadcasts that do not wait, for its receivers'
- * failure notices. */
+ * ranks) holds 16 broadcasts of 32 KiB or about 4100 of 8 bytes; a receiver returns a
+ * credit each half ring, which costs a message and the root's reading it (with 16 fixed slots
+ * of 32 KiB, a credit every 8 broadcasts: 8 B took 1.17-1.29x Open MPI's time there, with this
+ * ring 1.08-1.19x, same file). NET_BC_REQS: sends of ours whose requests are kept (each is
+ * waited for before its entry is taken again). The root progresses UCX every NET_BC_NOTICE
+ * broadcasts that do not wait, for its receivers' failure notices. */
 #define NET_BC_EAGER_MAX TOPO_NET_BC_EAGER_MAX
 #define NET_BC_SLOT_BYTES (64 + NET_BC_EAGER_MAX)
 #define NET_BC_RING (16 * NET_BC_SLOT_BYTES)

@@ -523,7 +523,7 @@ symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args
  * seen). It takes 64 bytes of header and its data rounded up to 64 bytes; every rank
  * advances by the root's count, from the header.
  *
- * Credits: a receiver returns its position to the root's NET_BC_CREDIT word each time it
+ * Credits: a receiver returns its position to the root's NET_WORD_BC_CREDIT word each time it
  * crosses a half ring; the root writes a message ending at e only once every receiver
  * returned at least e - NET_BC_RING, so no receiver still reads what is written again, and
  * waits (bounded, progressing UCX) only while the ring is full. A receiver that consumed

@@ -693,6 +693,7 @@ static const char *net_mem_name(int mem)
 typedef struct net_xsig {
     uint64_t count, seq, salt;
     int32_t dtype, op, mem, pad;
+    uint64_t bc_seq; /* eager broadcasts taken part in (net_coll.c) */
 } net_xsig_t;
 
 static bool net_xsig_differ(const net_xsig_t *a, const net_xsig_t *b)
@@ -706,7 +707,7 @@ symcoll_status_t algo_net_mismatch(net_state_t *st, const net_call_t *c, const n
 {
     comm_t *comm = st->comm;
     net_xsig_t me = {(uint64_t)sig->count, (c->tag >> 24) & 7, sig->salt, (int32_t)sig->dtype,
-                     (int32_t)sig->op,     (int32_t)sig->mem,  0};
+                     (int32_t)sig->op,     (int32_t)sig->mem,  0,         st->bc_seq};
     /* the collective run: its own, or the one run as this all-reduce (the same salt) */
     const char *what = algo_coll_name((algo_coll_t)(sig->salt >> 32));
 
@@ -718,6 +719,22 @@ symcoll_status_t algo_net_mismatch(net_state_t *st, const net_call_t *c, const n
                 : SYMCOLL_ERR_NO_MEMORY;
         int r = 0;
 
+        /* ranks whose counts of eager broadcasts differ decided differently whether a
+         * broadcast was eager (each decides from its own size): a root's message then
+         * waits unread in a receiver's ring, which would take it for its next eager
+         * broadcast. Every rank sees the same counts: all break the communicator. */
+        for (int q = 0; status == SYMCOLL_OK && q < comm->nranks; q++) {
+            if (all[q].bc_seq == me.bc_seq)
+                continue;
+            log_error("collective across nodes: rank %d took part in %llu eager broadcasts, "
+                      "this rank (%d) in %llu: a broadcast was eager on some ranks only "
+                      "(different sizes); the communicator can only be destroyed",
+                      q, (unsigned long long)all[q].bc_seq, comm->rank,
+                      (unsigned long long)me.bc_seq);
+            free(all);
+            (void)algo_break(comm, SYMCOLL_ERR_MISMATCH);
+            return SYMCOLL_ERR_MISMATCH;
+        }
         while (status == SYMCOLL_OK && r < comm->nranks && !net_xsig_differ(&all[r], &me))
             r++;
         if (status == SYMCOLL_OK && r < comm->nranks && all[r].salt != me.salt) {

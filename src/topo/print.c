@@ -132,6 +132,12 @@ static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
                   "no CUDA memory support (see ucx-mem), so it cannot put into GPU memory"
             : t->select_cfg.cuda_net_path == TOPO_PATH_STAGED
                 ? "staged through pinned host memory of the pool (SYMCOLL_CUDA_NET_PATH=staged)"
+            : s->net_direct < 0 && s->net_direct_one_queue
+                ? "staged through pinned host memory of the pool: every probe put into the "
+                  "peers' CUDA pool landed, but UCX moves it through transports that call the "
+                  "CUDA driver from the lane, and some rank runs with "
+                  "CUDA_DEVICE_MAX_CONNECTIONS=1: the lane's copies would queue behind the "
+                  "stream's wait for them, so the direct path is not available"
             : s->nnodes != s->nranks && t->select_cfg.cuda_net_path == TOPO_PATH_DIRECT
                 ? "hierarchical calls put each rank's slice into the CUDA pool of the ranks "
                   "of its local index (direct, forced by SYMCOLL_CUDA_NET_PATH=direct, where "
@@ -156,12 +162,6 @@ static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
                 ? "direct: UCX puts every rank's data into the peers' CUDA pool with rkeys, "
                   "the GPU reduces (every probe put landed; staged below "
                   "SYMCOLL_CUDA_NET_DIRECT_MIN)"
-            : s->net_direct < 0 && s->net_direct_one_queue
-                ? "staged through pinned host memory of the pool: every probe put into the "
-                  "peers' CUDA pool landed, but UCX moves it through transports that call the "
-                  "CUDA driver from the lane, and some rank runs with "
-                  "CUDA_DEVICE_MAX_CONNECTIONS=1: the lane's copies would queue behind the "
-                  "stream's wait for them, so the direct path is not available"
             : s->net_direct < 0
                 ? "staged through pinned host memory of the pool: UCX reaches CUDA memory, "
                   "but a probe put into a peer's CUDA pool did not land (per peer below)"
