@@ -232,7 +232,7 @@ symcoll_status_t algo_cuda_net_probe(comm_t *comm, pool_t *host_pool, pool_t *cu
      * staging, which the endpoints' lanes do not name. 3: the same, with every stream of
      * this process on one hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1), where UCX's
      * copies queue behind the stream's wait for them: the direct path deadlocks at its
-     * first call (bench/results/gpu-direct.md, run 26). */
+     * first call (bench/results/gpu-direct.md, "streams sharing hardware queues"). */
     status = be->memcpy(bctx, host, area, bytes);
     {
         const char *tls = ucx_transports(comm->ucx);

@@ -172,7 +172,6 @@ typedef struct cnet_lane {
     cuda_net_t *cn;
     int index;
     ucx_ctx_t *ucx;
-    bool own_ucx; /* a UCX lane of this staging (destroyed with it) */
     pthread_t thread;
     bool started;
     bool told_peers; /* this lane told its peers it gave up */

@@ -119,10 +119,7 @@ static void cnet_lane_tell(cnet_lane_t *ln)
     /* the communicator's failure says what happened (ABORTED only for an abort) */
     if (why == SYMCOLL_OK)
         why = SYMCOLL_ERR_ABORTED;
-    if (ln->own_ucx)
-        algo_net_lane_abort(ln->ucx, ln->cn->host_pool, why);
-    else
-        algo_net_pool_fail(ln->cn->comm, ln->cn->host_pool, why);
+    algo_net_lane_abort(ln->ucx, ln->cn->host_pool, why);
 }
 
 /* Raises "done" for chunk g that this lane gives up on. Not before the slot's previous
@@ -192,10 +189,9 @@ static void cnet_lane_fail(cnet_lane_t *ln, const cnet_op_t *op, uint64_t k,
  * worker). */
 static bool cnet_must_tell(const cnet_lane_t *ln)
 {
-    return ln->own_ucx && !ln->told_peers &&
-           (atomic_load_explicit(&ln->cn->aborted, memory_order_acquire) ||
-            atomic_load_explicit(&ln->cn->comm->algo->broken, memory_order_relaxed) !=
-                SYMCOLL_OK);
+    return !ln->told_peers && (atomic_load_explicit(&ln->cn->aborted, memory_order_acquire) ||
+                               atomic_load_explicit(&ln->cn->comm->algo->broken,
+                                                    memory_order_relaxed) != SYMCOLL_OK);
 }
 
 /* No work has been queued for this lane since it last looked (it may still have some
@@ -210,14 +206,14 @@ static bool cnet_nothing_new(const cnet_lane_t *ln)
 }
 
 /* Whether this lane, idle, keeps listening for its peers' failure notices: lane 0 (it has
- * a chunk in every operation, so its peers' lane 0 tell it whenever they fail) with its
- * own worker (only its thread may progress it), until it has given up itself. Else a
+ * a chunk in every operation, so its peers' lane 0 tell it whenever they fail; only its
+ * thread may progress its worker), until it has given up itself. Else a
  * rank whose last operation finished here but failed elsewhere hears nothing until its
  * next call, while its node's hierarchical kernels may wait for a rank that died until
  * their timeout. */
 static bool cnet_listens(const cnet_lane_t *ln)
 {
-    return ln->index == 0 && ln->own_ucx && !ln->told_peers && !ln->cn->quiet;
+    return ln->index == 0 && !ln->told_peers && !ln->cn->quiet;
 }
 
 static void *cnet_lane_main(void *arg)
@@ -327,10 +323,9 @@ void cnet_lanes_stop(cuda_net_t *cn)
     }
     for (int i = 0; i < cn->nlanes; i++) {
         cnet_lane_t *ln = &cn->lanes[i];
-        if (ln->own_ucx && ln->ucx)
+        if (ln->ucx)
             algo_net_lane_destroy(ln->ucx, cn->host_pool);
         ln->ucx = NULL;
-        ln->own_ucx = false;
     }
     cn->stop = false;
     cn->running = false;
@@ -338,10 +333,9 @@ void cnet_lanes_stop(cuda_net_t *cn)
 
 /* Starts the lanes (queue empty: caller's thread; collective), each on a UCX lane of its
  * own (a worker and connections), whose algorithm scratch is reserved here for the chunk
- * size: lane threads never grow the pool. One lane too: on the communicator's own worker
- * a single lane stalled the direct path's hierarchical step in 8 of 9 runs on one shared
- * H200, on a worker of its own in 2 of 9, both at the trim as with 8 lanes
- * (bench/results/gpu-direct.md, runs 28-33). */
+ * size: lane threads never grow the pool. One lane too: a lane never shares the
+ * communicator's worker with the caller's thread (bench/results/gpu-direct.md, "a single
+ * lane on a worker of its own"). */
 symcoll_status_t cnet_lanes_start(cuda_net_t *cn)
 {
     symcoll_status_t status = SYMCOLL_OK;
@@ -356,7 +350,6 @@ symcoll_status_t cnet_lanes_start(cuda_net_t *cn)
         status = ucx_lane_create(cn->comm->ucx, &ln->ucx);
         if (status != SYMCOLL_OK)
             break;
-        ln->own_ucx = true;
         status = algo_net_state_get_on(cn->comm, ln->ucx, cn->host_pool, &st);
         if (status == SYMCOLL_OK)
             status = algo_net_reserve_upto(st, cn->slot_bytes, true);

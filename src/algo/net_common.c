@@ -356,18 +356,6 @@ void algo_net_lane_abort(ucx_ctx_t *ucx, pool_t *pool, symcoll_status_t why)
     net_give_up(*slot, why);
 }
 
-void algo_net_pool_fail(comm_t *comm, pool_t *pool, symcoll_status_t why)
-{
-    net_state_t *st = pool_backend(pool)->mem_type == SYMCOLL_MEM_HOST ? comm->algo->net : NULL;
-
-    if (!comm->ucx)
-        return;
-    if (!st)
-        ucx_notify_failure(comm->ucx, why);
-    else
-        net_give_up(st, why);
-}
-
 void algo_net_pool_abort(comm_t *comm, pool_t *pool)
 {
     /* only the host pool has inter-node state (its flags); for another pool, or before
