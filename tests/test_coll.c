@@ -287,6 +287,23 @@ static void body_mismatch(int rank, int nranks, void *arg)
 /* Small broadcasts back to back (the eager path inside a node: the root does not wait),
  * roots and sizes changing every call, interleaved with the other collectives, each
  * checked exactly; many more than the ring's slots between two calls that wait. */
+/* One broadcast of bytes from root (send to recv), checked: what and i name it. */
+static void bc_checked(symcoll_comm_h comm, int rank, uint8_t *send, uint8_t *recv,
+                       size_t bytes, int root, uint64_t seed, const char *what, int i)
+{
+    size_t bad;
+
+    memset(recv, 0xa5, bytes);
+    if (rank == root)
+        fill_bytes(send, bytes, root, seed);
+    check_status(symcoll_broadcast(send, recv, bytes, SYMCOLL_UINT8, root, comm, NULL),
+                 "broadcast", bytes, SYMCOLL_UINT8, root);
+    bad = bad_bytes(recv, bytes, root, seed);
+    if (bad)
+        harness_fail("%s broadcast %d of %zu bytes from %d: %zu wrong bytes", what, i, bytes,
+                     root, bad);
+}
+
 static void body_bc_stream(int rank, int nranks, void *arg)
 {
     static const size_t sizes[] = {1, 8, 31, 32, 33, 100, 511, 2048, 2049, 4096};
@@ -338,15 +355,44 @@ static void body_bc_stream(int rank, int nranks, void *arg)
         usleep(200000);
     for (int i = 0; i < 300; i++, seed++) {
         size_t bytes = i % 3 == 2 ? 32768 : 1 + (size_t)i * 37 % 200;
-        int root = nranks - 1;
+        bc_checked(comm, rank, send, recv, bytes, nranks - 1, seed, "flood", i);
+    }
+    ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+    free(send);
+    free(recv);
+}
 
-        memset(recv, 0xa5, bytes);
-        if (rank == root)
-            fill_bytes(send, bytes, root, seed);
-        check_status(symcoll_broadcast(send, recv, bytes, SYMCOLL_UINT8, root, comm, NULL),
-                     "broadcast", bytes, SYMCOLL_UINT8, root);
-        if (bad_bytes(recv, bytes, root, seed))
-            harness_fail("flood broadcast %d of %zu bytes: wrong bytes", i, bytes);
+/* The tail of a root's ring across nodes: a message that would not fit before the ring's
+ * end starts the next lap (net_coll.c), so it never reaches into the next root's ring.
+ * 5 ranks on 2 simulated nodes: ranks 0, 1 and 2 share a node, so root 0 and root 1
+ * write rank 2's rings themselves, in the order the calls make. On a new communicator
+ * root 0 sends 1 byte (128 ring bytes), then 32 KiB messages (64 + 32 KiB each, 16 of
+ * them fill the ring): the 16th of those is the first that would not fit. Rank 2 waits
+ * before that one, so it is written (credits: rank 2 returned half a ring) and root 1's
+ * first message, at the start of root 1's ring, lands before rank 2 reads it: any byte of
+ * it past the end of root 0's ring would be overwritten. */
+static void body_bc_tail(int rank, int nranks, void *arg)
+{
+    enum { BIG = 32768, BIGS = 16 };
+    uint8_t *send = malloc(BIG), *recv = malloc(BIG);
+    symcoll_comm_h comm;
+    uint64_t seed = 500;
+
+    (void)arg;
+    ck_assert_int_ge(nranks, 3);
+    setenv("UCX_TLS", "tcp,self", 1);
+    setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
+    setenv("SYMCOLL_TIMEOUT", "60", 1);
+    comm = harness_comm_create();
+    for (int i = 0; i <= BIGS + 1; i++, seed++) {
+        /* 1 byte, then BIGS messages from root 0; then one from root 1 */
+        size_t bytes = i == 0 ? 1 : BIG;
+        int root = i <= BIGS ? 0 : 1;
+
+        if (rank == 2 && i == BIGS)
+            usleep(300000);
+        bc_checked(comm, rank, send, recv, bytes, root, seed, "tail", i);
     }
     ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
     ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
@@ -647,6 +693,7 @@ SHAPE_TEST(test_bc_stream_1node_2, 2, 1, body_bc_stream)
 SHAPE_TEST(test_bc_stream_1node_3, 3, 1, body_bc_stream)
 SHAPE_TEST(test_bc_stream_2nodes_3, 3, 2, body_bc_stream)
 SHAPE_TEST(test_bc_stream_2nodes_5, 5, 2, body_bc_stream)
+SHAPE_TEST(test_bc_tail_2nodes_5, 5, 2, body_bc_tail)
 
 /* mode: 1 the root's next calls are broadcasts (else a barrier); 2 no warm-up */
 static int bc_barrier_next = 0, bc_stream_next = 1, bc_cold_barrier_next = 2;
@@ -693,38 +740,49 @@ END_TEST
 
 int main(void)
 {
+    /* one case per test (its name without "test_"), so that CK_RUN_CASE=bc_tail_2nodes_5
+     * (say) runs one of them */
+    const struct {
+        const char *name;
+        const TTest *test;
+    } cases[] = {
+        {"sweep_1node_2", test_sweep_1node_2},
+        {"sweep_1node_3", test_sweep_1node_3},
+        {"sweep_2nodes_2", test_sweep_2nodes_2},
+        {"sweep_2nodes_3", test_sweep_2nodes_3},
+        {"sweep_2nodes_4", test_sweep_2nodes_4},
+        {"sweep_2nodes_3_ring", test_sweep_2nodes_3_ring},
+        {"sweep_2nodes_4_ring", test_sweep_2nodes_4_ring},
+        {"mismatch_1node_3", test_mismatch_1node_3},
+        {"mismatch_2nodes_4", test_mismatch_2nodes_4},
+        {"mismatch_2nodes_2", test_mismatch_2nodes_2},
+        {"mismatch_2nodes_3", test_mismatch_2nodes_3},
+        {"mismatch_2nodes_4_ring", test_mismatch_2nodes_4_ring},
+        {"hook_2nodes_2", test_hook_2nodes_2},
+        {"hook_2nodes_3_ring", test_hook_2nodes_3_ring},
+        {"bc_stream_1node_2", test_bc_stream_1node_2},
+        {"bc_stream_1node_3", test_bc_stream_1node_3},
+        {"bc_stream_2nodes_3", test_bc_stream_2nodes_3},
+        {"bc_stream_2nodes_5", test_bc_stream_2nodes_5},
+        {"bc_tail_2nodes_5", test_bc_tail_2nodes_5},
+        {"bc_mismatch_1node_3", test_bc_mismatch_1node_3},
+        {"bc_mismatch_stream_1node_2", test_bc_mismatch_stream_1node_2},
+        {"bc_mismatch_2nodes_3", test_bc_mismatch_2nodes_3},
+        {"bc_mismatch_stream_2nodes_2", test_bc_mismatch_stream_2nodes_2},
+        {"bc_eager_split_2nodes_2", test_bc_eager_split_2nodes_2},
+        {"bc_eager_split_2nodes_3", test_bc_eager_split_2nodes_3},
+        {"args_1node_2", test_args_1node_2},
+        {"args_2nodes_2", test_args_2nodes_2},
+        {"barrier_1node_3", test_barrier_1node_3},
+        {"barrier_2nodes_3", test_barrier_2nodes_3},
+    };
     Suite *s = suite_create("coll");
-    TCase *tc = tcase_create("coll");
 
-    tcase_set_timeout(tc, RUN_TIMEOUT + 60);
-    tcase_add_test(tc, test_sweep_1node_2);
-    tcase_add_test(tc, test_sweep_1node_3);
-    tcase_add_test(tc, test_sweep_2nodes_2);
-    tcase_add_test(tc, test_sweep_2nodes_3);
-    tcase_add_test(tc, test_sweep_2nodes_4);
-    tcase_add_test(tc, test_sweep_2nodes_3_ring);
-    tcase_add_test(tc, test_sweep_2nodes_4_ring);
-    tcase_add_test(tc, test_mismatch_1node_3);
-    tcase_add_test(tc, test_mismatch_2nodes_4);
-    tcase_add_test(tc, test_mismatch_2nodes_2);
-    tcase_add_test(tc, test_mismatch_2nodes_3);
-    tcase_add_test(tc, test_mismatch_2nodes_4_ring);
-    tcase_add_test(tc, test_hook_2nodes_2);
-    tcase_add_test(tc, test_hook_2nodes_3_ring);
-    tcase_add_test(tc, test_bc_stream_1node_2);
-    tcase_add_test(tc, test_bc_stream_1node_3);
-    tcase_add_test(tc, test_bc_stream_2nodes_3);
-    tcase_add_test(tc, test_bc_stream_2nodes_5);
-    tcase_add_test(tc, test_bc_mismatch_1node_3);
-    tcase_add_test(tc, test_bc_mismatch_stream_1node_2);
-    tcase_add_test(tc, test_bc_mismatch_2nodes_3);
-    tcase_add_test(tc, test_bc_mismatch_stream_2nodes_2);
-    tcase_add_test(tc, test_bc_eager_split_2nodes_2);
-    tcase_add_test(tc, test_bc_eager_split_2nodes_3);
-    tcase_add_test(tc, test_args_1node_2);
-    tcase_add_test(tc, test_args_2nodes_2);
-    tcase_add_test(tc, test_barrier_1node_3);
-    tcase_add_test(tc, test_barrier_2nodes_3);
-    suite_add_tcase(s, tc);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_set_timeout(tc, RUN_TIMEOUT + 60);
+        tcase_add_test(tc, cases[i].test);
+        suite_add_tcase(s, tc);
+    }
     return harness_main(s);
 }
