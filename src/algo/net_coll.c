@@ -524,12 +524,13 @@ symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args
  * advances by the root's count, from the header.
  *
  * Credits: a receiver returns its position to the root's NET_WORD_BC_CREDIT word each time it
- * crosses a half ring; the root writes a message ending at e only once every receiver
- * returned at least e - NET_BC_RING, so no receiver still reads what is written again, and
- * waits (bounded, progressing UCX) only while the ring is full. A receiver that consumed
- * every earlier message never withholds the credit the root needs: it returned at least
- * its position less half a ring, and a message moves the end by at most two of the
- * largest (NET_BC_RING holds 16), so the root needs at most end - NET_BC_RING <= that.
+ * crosses a half ring (ordered after its earlier credits: ucx_put_flag_after); the root writes
+ * a message ending at e only once every receiver returned at least e - NET_BC_RING, so no
+ * receiver still reads what is written again, and waits (bounded, progressing UCX) only while
+ * the ring is full. A receiver that consumed every earlier message never withholds the credit
+ * the root needs: it returned at least its position less half a ring, and a message moves the
+ * end by at most two of the largest (NET_BC_RING holds 16), so the root needs at most end -
+ * NET_BC_RING <= that.
  *
  * A mismatched broadcast is reported by every receiver at that call (it breaks the
  * communicator and tells every peer) and by the root no later than its next call that
@@ -659,7 +660,7 @@ static symcoll_status_t net_bc_recv(net_state_t *st, const algo_args_t *a, size_
     if (from / (NET_BC_RING / 2) != end / (NET_BC_RING / 2)) {
         uint64_t *w = algo_net_flag_word(st, me, me, NET_WORD_BC_CREDIT);
         if (ucx_is_remote(st->ucx, root))
-            status = ucx_put_flag(st->ucx, root, end, w);
+            status = ucx_put_flag_after(st->ucx, root, end, w);
         else
             atomic_store_explicit(
                 (_Atomic uint64_t *)algo_net_flag_word(st, root, me, NET_WORD_BC_CREDIT), end,

@@ -179,6 +179,19 @@ symcoll_status_t ucx_put_flag(ucx_ctx_t *ucx, int peer, uint64_t value, uint64_t
     return ucx_put_signal(ucx, peer, NULL, 0, NULL, sym_flag, value, &req);
 }
 
+symcoll_status_t ucx_put_flag_after(ucx_ctx_t *ucx, int peer, uint64_t value,
+                                    uint64_t *sym_flag)
+{
+    /* active messages of one endpoint are handled in the order sent; RMA puts are not
+     * ordered without a fence */
+    if (ucx->shared->native_rma) {
+        symcoll_status_t status = ucx_fence(ucx);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    return ucx_put_flag(ucx, peer, value, sym_flag);
+}
+
 symcoll_status_t ucx_fence(ucx_ctx_t *ucx)
 {
     ucs_status_t s = ucp_worker_fence(ucx->worker);
