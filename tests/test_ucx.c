@@ -164,6 +164,80 @@ RUN_CASE(test_roundtrip_2x1, 2, 2, body_roundtrip, NULL)
 RUN_CASE(test_roundtrip_2x1_put, 2, 2, body_roundtrip, "put")
 RUN_CASE(test_roundtrip_3x2, 6, 3, body_roundtrip, NULL)
 
+/* ---- a lasting flush names the peers it waits for ------------------------------------ */
+
+/* Rank 0 puts to ranks 1 and 2 and flushes. Over TCP a put completes only once its target
+ * progresses: rank 1 does at once, rank 2 sleeps 5 s first. The flush reports after
+ * a third of the timeout (3 s) that the endpoint to rank 2, and only that one, is busy,
+ * and then completes. */
+static void body_flush_report(int rank, int nranks, void *arg)
+{
+    const size_t len = 65536, size = RT_FLAGS_BYTES + (size_t)nranks * len;
+    symcoll_comm_h comm;
+    ucx_ctx_t *ucx;
+    ucx_region_t *reg;
+    unsigned char *buf, *src = malloc(len);
+    deadline_t dl;
+
+    (void)arg;
+    ucx_test_env();
+    setenv("SYMCOLL_NET_PROTOCOL", "put", 1);
+    setenv("SYMCOLL_TIMEOUT", "9", 1);
+    comm = harness_comm_create();
+    ucx = comm->ucx;
+    buf = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert(buf != MAP_FAILED && src);
+    ck_assert_int_eq(ucx_region_create(ucx, buf, size, &reg), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
+    dl = deadline_make(60, NULL);
+    if (rank == 0) {
+        char line[512], found[512] = "";
+        FILE *tmp = tmpfile();
+        int saved = dup(STDERR_FILENO);
+        ucx_req_t req;
+        symcoll_status_t st;
+
+        for (size_t i = 0; i < len; i++)
+            src[i] = rt_byte(0, 1, i);
+        for (int r = 1; r < nranks; r++)
+            ck_assert_int_eq(ucx_put(ucx, r, src, len, buf + RT_FLAGS_BYTES, &req), SYMCOLL_OK);
+        ck_assert(tmp && saved >= 0);
+        fflush(stderr);
+        ck_assert_int_ge(dup2(fileno(tmp), STDERR_FILENO), 0);
+        st = ucx_flush(ucx, &dl);
+        fflush(stderr);
+        ck_assert_int_ge(dup2(saved, STDERR_FILENO), 0);
+        close(saved);
+        rewind(tmp);
+        while (fgets(line, sizeof(line), tmp)) {
+            fputs(line, stderr);
+            if (strstr(line, "endpoints still busy"))
+                memcpy(found, line, sizeof(found));
+        }
+        fclose(tmp);
+        ck_assert_int_eq(st, SYMCOLL_OK);
+        if (!strstr(found, "to rank(s): 2\n"))
+            harness_fail("the lasting flush did not name rank 2 alone: \"%s\"", found);
+        for (int r = 1; r < nranks; r++)
+            ck_assert_int_eq(ucx_put_flag(ucx, r, 1, (uint64_t *)buf), SYMCOLL_OK);
+    } else {
+        if (rank == 2)
+            sleep(5);
+        ck_assert_int_eq(ucx_wait_flag(ucx, (uint64_t *)buf, 1, &dl), SYMCOLL_OK);
+        for (size_t i = 0; i < len; i++)
+            if (buf[RT_FLAGS_BYTES + i] != rt_byte(0, 1, i))
+                harness_fail("byte %zu from rank 0 is %u", i, buf[RT_FLAGS_BYTES + i]);
+    }
+    ck_assert_int_eq(ucx_wait_all(ucx, &dl), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
+    ucx_region_release(ucx, reg);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+    munmap(buf, size);
+    free(src);
+}
+
+RUN_CASE(test_flush_report_3x3, 3, 3, body_flush_report, NULL)
+
 /* ---- a dead peer ends a wait with an error ------------------------------------------ */
 
 static void body_dead_peer(int rank, int nranks, void *arg)
@@ -396,9 +470,10 @@ static void *lane_dead_main(void *arg)
     double t0 = time_now();
 
     for (int round = 0; round < 100000 && r->status == SYMCOLL_OK; round++)
-        r->status = algo_net_allreduce_on(r->comm, r->ucx, r->comm->pools[SYMCOLL_MEM_HOST],
-                                          lane_algo(r->comm, LANE_MAX_BYTES), r->buf, r->buf,
-                                          LANE_MAX_BYTES / 4, SYMCOLL_FLOAT32, SYMCOLL_SUM, &sig);
+        r->status =
+            algo_net_allreduce_on(r->comm, r->ucx, r->comm->pools[SYMCOLL_MEM_HOST],
+                                  lane_algo(r->comm, LANE_MAX_BYTES), r->buf, r->buf,
+                                  LANE_MAX_BYTES / 4, SYMCOLL_FLOAT32, SYMCOLL_SUM, &sig);
     snprintf(r->why, sizeof(r->why), "lane %d: %s after %.1f s", r->lane,
              symcoll_status_string(r->status), time_now() - t0);
     return NULL;
@@ -468,6 +543,7 @@ int main(void)
     tcase_add_test(tc, test_roundtrip_2x1);
     tcase_add_test(tc, test_roundtrip_2x1_put);
     tcase_add_test(tc, test_roundtrip_3x2);
+    tcase_add_test(tc, test_flush_report_3x3);
     tcase_add_test(tc, test_dead_peer);
     tcase_add_test(tc, test_lanes_2x1);
     tcase_add_test(tc, test_lanes_3x1_put);

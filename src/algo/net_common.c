@@ -487,7 +487,7 @@ static symcoll_status_t net_wait_word(net_state_t *st, const uint64_t *word, uin
             }
         }
         if (status != SYMCOLL_OK) {
-            log_error("all-reduce: waiting for rank %d: %s", peer,
+            log_error("across nodes: waiting for rank %d: %s", peer,
                       symcoll_status_string(status));
             return status;
         }
@@ -610,7 +610,7 @@ symcoll_status_t algo_net_local_barrier(net_state_t *st, deadline_t *dl)
         peer = (_Atomic uint64_t *)net_flag(st, arg.r, 0);
         status = core_wait_word(&w, peer, peer + 1, target);
         if (status != SYMCOLL_OK) {
-            log_error("all-reduce: node barrier, waiting for rank %d: %s", arg.r,
+            log_error("across nodes: node barrier, waiting for rank %d: %s", arg.r,
                       symcoll_status_string(status));
             return status;
         }

@@ -181,7 +181,8 @@ symcoll_status_t ucx_req_wait(ucx_ctx_t *ucx, ucx_req_t req, const deadline_t *d
 /* Completes every operation issued so far (locally: sources may be reused). */
 symcoll_status_t ucx_wait_all(ucx_ctx_t *ucx, const deadline_t *dl);
 
-/* Remote completion of every operation issued so far. */
+/* Remote completion of every operation issued so far. One that lasts (5 s, or a third of
+ * the timeout) logs a warning naming the peers whose endpoints still hold operations. */
 symcoll_status_t ucx_flush(ucx_ctx_t *ucx, const deadline_t *dl);
 
 #endif

@@ -2,6 +2,8 @@
  * operations in flight every transfer of a worker goes through. */
 #include <poll.h>
 #include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "ucx/ucx_int.h"
@@ -222,17 +224,88 @@ symcoll_status_t ucx_wait_all(ucx_ctx_t *ucx, const deadline_t *dl)
     return SYMCOLL_OK;
 }
 
-symcoll_status_t ucx_flush(ucx_ctx_t *ucx, const deadline_t *dl)
+/* A worker flush that lasts UCX_FLUSH_REPORT_SEC (or a third of the timeout, if less)
+ * says which endpoints still hold operations: one flush per endpoint, progressed for up
+ * to 0.2 s. On TCP a put completes only once its target's worker progresses, so this
+ * names a peer that stopped progressing. */
+#define UCX_FLUSH_REPORT_SEC 5.0
+
+static void ucx_report_unflushed(ucx_ctx_t *ucx, double waited)
+{
+    ucp_request_param_t param = {0};
+    void **reqs = calloc((size_t)ucx->nranks, sizeof(*reqs));
+    char list[256];
+    size_t used = 0;
+    double until = time_now() + 0.2;
+    bool busy = true;
+
+    if (!reqs)
+        return;
+    for (int p = 0; p < ucx->nranks; p++) {
+        ucs_status_ptr_t r;
+        if (!ucx->peers[p].ep)
+            continue;
+        r = ucp_ep_flush_nbx(ucx->peers[p].ep, &param);
+        if (UCS_PTR_IS_PTR(r))
+            reqs[p] = r;
+    }
+    while (busy && time_now() < until) {
+        (void)ucp_worker_progress(ucx->worker);
+        busy = false;
+        for (int p = 0; p < ucx->nranks; p++)
+            if (reqs[p] && ucp_request_check_status(reqs[p]) == UCS_INPROGRESS)
+                busy = true;
+    }
+    list[0] = 0;
+    for (int p = 0; p < ucx->nranks; p++) {
+        if (!reqs[p])
+            continue;
+        if (ucp_request_check_status(reqs[p]) == UCS_INPROGRESS && used < sizeof(list) - 16)
+            used += (size_t)snprintf(list + used, sizeof(list) - used, " %d", p);
+        /* UCX releases a request still in flight once it completes */
+        ucp_request_free(reqs[p]);
+    }
+    free(reqs);
+    log_warn("UCX flush has waited %.1f s; endpoints still busy, to rank(s):%s", waited,
+             used ? list : " none (the worker's own operations)");
+}
+
+symcoll_status_t ucx_flush_bounded(ucx_ctx_t *ucx, const deadline_t *dl, bool report_busy)
 {
     ucp_request_param_t param = {0};
     ucx_op_t op = {0};
+    double t0 = time_now(), report = report_busy ? ucx->comm->timeout_sec / 3 : 0;
+    unsigned iter = 0;
     symcoll_status_t status = ucx_op_track(ucx, &op, ucp_worker_flush_nbx(ucx->worker, &param),
                                            "ucp_worker_flush_nbx", ucx->rank);
-    if (status == SYMCOLL_OK)
-        status = ucx_op_finish(ucx, &op, dl);
+
+    if (report > UCX_FLUSH_REPORT_SEC)
+        report = UCX_FLUSH_REPORT_SEC;
+    while (status == SYMCOLL_OK && op.req) {
+        ucs_status_t s = ucp_request_check_status(op.req);
+        if (s != UCS_INPROGRESS) {
+            ucp_request_free(op.req);
+            op.req = NULL;
+            if (s != UCS_OK) {
+                log_error("ucp_worker_flush_nbx: %s", ucs_status_string(s));
+                status = ucx_status_of(ucx, s);
+            }
+            break;
+        }
+        if (report > 0 && time_now() - t0 > report) {
+            ucx_report_unflushed(ucx, time_now() - t0);
+            report = 0;
+        }
+        status = ucx_wait_turn(ucx, dl, &iter);
+    }
     /* a flush given up on: UCX releases its request when it completes (the slot is ours
      * only for this call) */
     if (op.req)
         ucp_request_free(op.req);
     return status;
+}
+
+symcoll_status_t ucx_flush(ucx_ctx_t *ucx, const deadline_t *dl)
+{
+    return ucx_flush_bounded(ucx, dl, true);
 }
