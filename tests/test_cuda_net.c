@@ -1012,6 +1012,7 @@ static void body_net_direct_one_queue(int rank, int nranks, void *arg)
         ck_assert_msg(strstr(text, "CUDA_DEVICE_MAX_CONNECTIONS=1"),
                       "the reports do not say why the direct path is not available");
         ck_assert_msg(!strstr(text, "net-cuda-direct"), "a plan of the direct family");
+        ck_assert_msg(!strstr(text, "): yes"), "a peer listed as reached directly");
         free(text);
     }
     net_teardown(&r, 1);

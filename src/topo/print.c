@@ -204,9 +204,12 @@ static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
         for (int r = 0; t->net_direct_peer && r < t->nranks; r++) {
             if (t->net_direct_peer[r])
                 fprintf(out, "#   direct path to rank %d (node %d): %s\n", r, t->rank_node[r],
-                        t->net_direct_peer[r] > 0
-                            ? "yes: a probe put into its CUDA pool landed"
-                            : "no: the probe put into its CUDA pool did not land");
+                        t->net_direct_peer[r] < 0
+                            ? "no: the probe put into its CUDA pool did not land"
+                        : s->net_direct_one_queue
+                            ? "a probe put into its CUDA pool landed, but the path is off "
+                              "(one hardware queue, above)"
+                            : "yes: a probe put into its CUDA pool landed");
         }
     }
 }
