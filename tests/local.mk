@@ -7,14 +7,17 @@ TEST_INTERNAL_LIBS = libsymcoll_core.la $(CHECK_LIBS)
 TEST_API_LIBS = libsymcoll.la $(CHECK_LIBS)
 
 # What the shell tests need to find the build, the sources and the tools. Other
-# fragments may append with +=.
+# fragments may append with +=. UCX reads UCX_WARN_UNUSED_ENV_VARS when libucs loads, so
+# the tests' own setenv of it comes too late: without it here every test that sets UCX_
+# variables logs a warning about unused ones.
 AM_TESTS_ENVIRONMENT = \
 	top_builddir='$(abs_top_builddir)'; top_srcdir='$(abs_top_srcdir)'; \
 	MAKE='$(MAKE)'; CC='$(CC)'; CXX='$(CXX)'; NM='$(NM)'; PKG_CONFIG='$(PKG_CONFIG)'; \
 	prefix='$(prefix)'; bindir='$(bindir)'; libdir='$(libdir)'; \
 	includedir='$(includedir)'; SANITIZER_CFLAGS='$(SANITIZER_CFLAGS)'; \
 	export top_builddir top_srcdir MAKE CC CXX NM PKG_CONFIG prefix bindir libdir includedir \
-	  SANITIZER_CFLAGS;
+	  SANITIZER_CFLAGS; \
+	UCX_WARN_UNUSED_ENV_VARS=n; export UCX_WARN_UNUSED_ENV_VARS;
 
 # A sanitized build (--enable-sanitizers) runs every test under the sanitizers' options
 # and leak suppressions of tests/sanitizers/.
