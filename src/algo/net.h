@@ -44,6 +44,34 @@
  * operator | memory type | bad */
 #define NET_TAG_BAD (UINT64_C(1) << 35)
 
+/* A payload the receive hook (ucx_set_recv_hook) was handed, against the nmsg messages
+ * a call expects from rank left after the seq0 it had consumed (seq: the message's flag
+ * word, its count in the low bits): its index m (from 0) among them, or false where it
+ * is none of them. */
+static inline bool algo_net_hook_msg(uint64_t seq, uint64_t seq0, int sender, int left,
+                                     size_t nmsg, size_t *m_p)
+{
+    uint64_t rel = ((seq & NET_CNT_MASK) - seq0) & NET_CNT_MASK;
+
+    if (sender != left || rel == 0 || rel > nmsg)
+        return false;
+    *m_p = (size_t)(rel - 1);
+    return true;
+}
+
+/* Whether the len bytes at dst lie inside the part [part, part + plen) of a receive area
+ * that one message fills: their offset in it. */
+static inline bool algo_net_hook_within(const void *dst, size_t len, const char *part,
+                                        size_t plen, size_t *off_p)
+{
+    const char *d = dst;
+
+    if (d < part || d + len > part + plen)
+        return false;
+    *off_p = (size_t)(d - part);
+    return true;
+}
+
 /* What a call agrees on: the arguments of the user's call (for CUDA memory across nodes,
  * of the whole call, not of the chunk a lane moves). */
 typedef struct net_sig {

@@ -175,16 +175,13 @@ static bool coll_hook(void *arg, int sender, uint64_t seq, void *dst, const void
 {
     coll_hook_t *h = arg;
     const coll_ring_t *r = h->r;
-    uint64_t rel = ((seq & NET_CNT_MASK) - h->seq0) & NET_CNT_MASK;
     size_t m, off, mlen, poff;
 
-    if (sender != r->left || rel == 0 || rel > h->nmsg)
+    if (!algo_net_hook_msg(seq, h->seq0, sender, r->left, h->nmsg, &m))
         return false;
-    m = (size_t)(rel - 1);
     coll_msg(h, m, &off, &mlen);
-    if ((char *)dst < r->area + off || (char *)dst + len > r->area + off + mlen)
+    if (!algo_net_hook_within(dst, len, r->area + off, mlen, &poff))
         return false;
-    poff = (size_t)((char *)dst - (r->area + off));
     if (h->mode[m] == COLL_UNSEEN)
         h->mode[m] = poff == 0 ? COLL_HOOKED : COLL_IN_AREA;
     if (h->mode[m] != COLL_HOOKED)

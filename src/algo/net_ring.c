@@ -111,20 +111,15 @@ static bool ring_hook(void *arg, int sender, uint64_t seq, void *dst, const void
     size_t m, k, off, clen, poff;
     int gs = 0, rb;
 
-    /* seq is the flag word: the message's count in its low bits (net.h) */
-    uint64_t rel = ((seq & NET_CNT_MASK) - r->seq0) & NET_CNT_MASK;
-
-    if (sender != r->left || rel == 0 || rel > r->mbase[2 * r->n - 2])
+    if (!algo_net_hook_msg(seq, r->seq0, sender, r->left, r->mbase[2 * r->n - 2], &m))
         return false;
-    m = (size_t)(rel - 1);
     while (gs + 1 < 2 * r->n - 2 && r->mbase[gs + 1] <= m)
         gs++;
     k = m - r->mbase[gs];
     rb = ring_recv_block(r->i, r->n, gs);
     ring_chunk(r->l, rb, k, &off, &clen);
-    if ((char *)dst < r->area + off || (char *)dst + len > r->area + off + clen)
+    if (!algo_net_hook_within(dst, len, r->area + off, clen, &poff))
         return false;
-    poff = (size_t)((char *)dst - (r->area + off));
     if (r->mode[m] == RING_UNSEEN) {
         bool ok = poff == 0 &&
                   (gs <= r->n - 2 || ucx_req_done(c->st->ucx, c->st->reqs[r->cbase[rb] + k]));
