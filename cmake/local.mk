@@ -24,5 +24,8 @@ cmake/symcollConfigVersion.cmake: cmake/symcollConfigVersion.cmake.in cmake/conf
 # make check: a CMake project built against the installed package runs an all-reduce
 AM_TESTS_ENVIRONMENT += CMAKE='$(CMAKE)'; export CMAKE;
 TESTS += tests/test_cmake.sh
+# two `make install`s at once would relink the same Fortran libraries in the build tree
+CMAKE_TEST_LOG = tests/test_cmake.sh.log
+$(CMAKE_TEST_LOG): tests/test_install.sh.log
 EXTRA_DIST += tests/test_cmake.sh tests/cmake_consumer/CMakeLists.txt \
 	tests/cmake_consumer/main.c
