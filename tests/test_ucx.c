@@ -167,9 +167,10 @@ RUN_CASE(test_roundtrip_3x2, 6, 3, body_roundtrip, NULL)
 /* ---- a lasting flush names the peers it waits for ------------------------------------ */
 
 /* Rank 0 puts to ranks 1 and 2 and flushes. Over TCP a put completes only once its target
- * progresses: rank 1 does at once, rank 2 sleeps 5 s first. The flush reports after
- * a third of the timeout (3 s) that the endpoint to rank 2, and only that one, is busy,
- * and then completes. */
+ * progresses: rank 1 does at once, rank 2 sleeps 6 s first. A flush of rank 1's endpoint
+ * alone (ucx_flush_peers) completes while rank 2 sleeps; the worker's flush then reports
+ * after a third of the timeout (3 s) that the endpoint to rank 2, and only that one, is
+ * busy, and completes once rank 2 wakes. */
 static void body_flush_report(int rank, int nranks, void *arg)
 {
     const size_t len = 65536, size = RT_FLAGS_BYTES + (size_t)nranks * len;
@@ -178,6 +179,7 @@ static void body_flush_report(int rank, int nranks, void *arg)
     ucx_region_t *reg;
     unsigned char *buf, *src = malloc(len);
     deadline_t dl;
+    double t0;
 
     (void)arg;
     ucx_test_env();
@@ -189,6 +191,7 @@ static void body_flush_report(int rank, int nranks, void *arg)
     ck_assert(buf != MAP_FAILED && src);
     ck_assert_int_eq(ucx_region_create(ucx, buf, size, &reg), SYMCOLL_OK);
     ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
+    t0 = time_now();
     dl = deadline_make(60, NULL);
     if (rank == 0) {
         char line[512], found[512] = "";
@@ -201,6 +204,10 @@ static void body_flush_report(int rank, int nranks, void *arg)
             src[i] = rt_byte(0, 1, i);
         for (int r = 1; r < nranks; r++)
             ck_assert_int_eq(ucx_put(ucx, r, src, len, buf + RT_FLAGS_BYTES, &req), SYMCOLL_OK);
+        ck_assert_int_eq(ucx_flush_peers(ucx, (const int[]){0, 1}, 2, &dl), SYMCOLL_OK);
+        if (time_now() - t0 > 4)
+            harness_fail("the flush of rank 1's endpoint took %.1f s: it waited for rank 2",
+                         time_now() - t0);
         ck_assert(tmp && saved >= 0);
         fflush(stderr);
         ck_assert_int_ge(dup2(fileno(tmp), STDERR_FILENO), 0);
@@ -222,7 +229,7 @@ static void body_flush_report(int rank, int nranks, void *arg)
             ck_assert_int_eq(ucx_put_flag(ucx, r, 1, (uint64_t *)buf), SYMCOLL_OK);
     } else {
         if (rank == 2)
-            sleep(5);
+            sleep(6);
         ck_assert_int_eq(ucx_wait_flag(ucx, (uint64_t *)buf, 1, &dl), SYMCOLL_OK);
         for (size_t i = 0; i < len; i++)
             if (buf[RT_FLAGS_BYTES + i] != rt_byte(0, 1, i))

@@ -88,12 +88,14 @@ symcoll_status_t algo_cuda_net_drain(comm_t *comm)
     if (!cn)
         return SYMCOLL_OK;
     status = cnet_wait_queued(cn, 0);
+    /* and the hierarchical calls' all-gather kernels: a trim may free their staging. They
+     * wait for this node's other ranks, whose lanes may still need ours to progress
+     * (an idle lane progresses only while not quiet) */
+    if (status == SYMCOLL_OK)
+        status = cnet_wait_hier(cn);
     pthread_mutex_lock(&cn->mu);
     cn->quiet = true;
     pthread_mutex_unlock(&cn->mu);
-    /* and the hierarchical calls' all-gather kernels: a trim may free their staging */
-    if (status == SYMCOLL_OK)
-        status = cnet_wait_hier(cn);
     if (status == SYMCOLL_OK)
         status = (symcoll_status_t)atomic_load(&cn->comm->algo->broken);
     return status;

@@ -319,7 +319,7 @@ static symcoll_status_t cnet_direct_warm(cuda_net_t *cn, size_t bytes)
         if (i != d->gme)
             status = ucx_put_rma(ucx, d->grank[i], d->scratch, bytes, d->scratch);
     if (status == SYMCOLL_OK)
-        status = ucx_flush(ucx, &dl);
+        status = ucx_flush_peers(ucx, d->grank, d->gn, &dl);
     /* every rank warms up as often (collective calls): the same value, a new one each time
      * (the probe's barrier used 1); the barrier is among every remote rank, as the
      * probe's */
@@ -655,8 +655,10 @@ symcoll_status_t cnet_run_direct(cnet_lane_t *ln, const cnet_op_t *op, uint64_t 
         for (int i = 0; i < n && status == SYMCOLL_OK; i++)
             if (i != me)
                 status = ucx_put_rma(ln->ucx, d->grank[i], src, bytes, dst);
+        /* the group's endpoints only: the worker's others may hold operations whose
+         * completion needs a rank that is idle by now (bench/results/gpu-direct.md, run 37) */
         if (status == SYMCOLL_OK)
-            status = ucx_flush(ln->ucx, &dl);
+            status = ucx_flush_peers(ln->ucx, d->grank, n, &dl);
         for (int i = 0; i < n && status == SYMCOLL_OK; i++)
             if (i != me)
                 status = ucx_put_flag(ln->ucx, d->grank[i], flag,

@@ -185,4 +185,10 @@ symcoll_status_t ucx_wait_all(ucx_ctx_t *ucx, const deadline_t *dl);
  * the timeout) logs a warning naming the peers whose endpoints still hold operations. */
 symcoll_status_t ucx_flush(ucx_ctx_t *ucx, const deadline_t *dl);
 
+/* Remote completion of every operation issued so far to the ranks listed (n of them;
+ * this rank and ranks of this node are skipped), whatever other endpoints of the worker
+ * still hold: a peer that stopped progressing delays only the flushes that include it.
+ * Reports as ucx_flush does. */
+symcoll_status_t ucx_flush_peers(ucx_ctx_t *ucx, const int *ranks, int n, const deadline_t *dl);
+
 #endif

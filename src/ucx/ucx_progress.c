@@ -309,3 +309,70 @@ symcoll_status_t ucx_flush(ucx_ctx_t *ucx, const deadline_t *dl)
 {
     return ucx_flush_bounded(ucx, dl, true);
 }
+
+symcoll_status_t ucx_flush_peers(ucx_ctx_t *ucx, const int *ranks, int n, const deadline_t *dl)
+{
+    ucp_request_param_t param = {0};
+    void **reqs = calloc((size_t)n, sizeof(*reqs));
+    double t0 = time_now(), report = ucx->comm->timeout_sec / 3;
+    unsigned iter = 0;
+    symcoll_status_t status = SYMCOLL_OK;
+    bool busy = true;
+
+    if (!reqs)
+        return SYMCOLL_ERR_NO_MEMORY;
+    if (report > UCX_FLUSH_REPORT_SEC)
+        report = UCX_FLUSH_REPORT_SEC;
+    for (int i = 0; i < n && status == SYMCOLL_OK; i++) {
+        ucs_status_ptr_t r;
+        if (!ucx_is_remote(ucx, ranks[i]))
+            continue;
+        r = ucp_ep_flush_nbx(ucx->peers[ranks[i]].ep, &param);
+        if (UCS_PTR_IS_ERR(r)) {
+            log_error("ucp_ep_flush_nbx (rank %d): %s", ranks[i],
+                      ucs_status_string(UCS_PTR_STATUS(r)));
+            status = ucx_status_of(ucx, UCS_PTR_STATUS(r));
+        } else if (r) {
+            reqs[i] = r;
+        }
+    }
+    while (status == SYMCOLL_OK && busy) {
+        char list[256];
+        size_t used = 0;
+
+        busy = false;
+        list[0] = 0;
+        for (int i = 0; i < n && status == SYMCOLL_OK; i++) {
+            ucs_status_t s;
+            if (!reqs[i])
+                continue;
+            s = ucp_request_check_status(reqs[i]);
+            if (s == UCS_INPROGRESS) {
+                busy = true;
+                if (used < sizeof(list) - 16)
+                    used += (size_t)snprintf(list + used, sizeof(list) - used, " %d", ranks[i]);
+                continue;
+            }
+            ucp_request_free(reqs[i]);
+            reqs[i] = NULL;
+            if (s != UCS_OK) {
+                log_error("ucp_ep_flush_nbx (rank %d): %s", ranks[i], ucs_status_string(s));
+                status = ucx_status_of(ucx, s);
+            }
+        }
+        if (status != SYMCOLL_OK || !busy)
+            break;
+        if (report > 0 && time_now() - t0 > report) {
+            log_warn("UCX flush has waited %.1f s, for the endpoints to rank(s):%s",
+                     time_now() - t0, list);
+            report = 0;
+        }
+        status = ucx_wait_turn(ucx, dl, &iter);
+    }
+    /* flushes given up on: UCX releases their requests when they complete */
+    for (int i = 0; i < n; i++)
+        if (reqs[i])
+            ucp_request_free(reqs[i]);
+    free(reqs);
+    return status;
+}
