@@ -177,6 +177,15 @@ typedef struct {
     const char *where, *kind;
 } coll_ctx_t;
 
+/* The host side of the checks is pinned: a cudaMemcpyAsync to or from pageable memory
+ * waits inside the driver for the stream, which (forced direct path over transports that
+ * call the driver from the lane) blocks the lane the stream waits for (README). */
+static void coll_host_alloc(coll_ctx_t *c)
+{
+    if (cudaMallocHost((void **)&c->h, c->room) != cudaSuccess)
+        harness_fail("cudaMallocHost(%zu)", c->room);
+}
+
 static void coll_to_dev(coll_ctx_t *c, void *dev, size_t bytes)
 {
     CK_CUDA(cudaMemcpyAsync(dev, c->h, bytes, cudaMemcpyHostToDevice, c->s));
@@ -309,9 +318,7 @@ int gpu_coll_sweep(symcoll_comm_h comm, int rank, int nranks, cudaStream_t s, in
     coll_ctx_t c = {comm, s, rank, nranks, NULL, NULL, NULL, 0, where, NULL};
 
     c.room = coll_counts[COLL_NCOUNTS - 1] * 8 * (size_t)nranks + 4096;
-    c.h = malloc(c.room);
-    if (!c.h)
-        harness_fail("malloc(%zu)", c.room);
+    coll_host_alloc(&c);
     for (int p = pool ? 1 : 0; p >= 0; p--) {
         c.kind = p ? "pool" : "plain";
         if (p) {
@@ -345,7 +352,7 @@ int gpu_coll_sweep(symcoll_comm_h comm, int rank, int nranks, cudaStream_t s, in
             CK_CUDA(cudaFree(c.b));
         }
     }
-    free(c.h);
+    CK_CUDA(cudaFreeHost(c.h));
     return salt;
 }
 
@@ -356,9 +363,7 @@ int gpu_coll_types(symcoll_comm_h comm, int rank, int nranks, cudaStream_t s, in
     coll_ctx_t c = {comm, s, rank, nranks, NULL, NULL, NULL, 0, where, NULL};
 
     c.room = counts[1] * 8 * (size_t)nranks + 4096;
-    c.h = malloc(c.room);
-    if (!c.h)
-        harness_fail("malloc(%zu)", c.room);
+    coll_host_alloc(&c);
     for (int p = 1; p >= 0; p--) {
         c.kind = p ? "pool" : "plain";
         if (p) {
@@ -388,7 +393,7 @@ int gpu_coll_types(symcoll_comm_h comm, int rank, int nranks, cudaStream_t s, in
             CK_CUDA(cudaFree(c.b));
         }
     }
-    free(c.h);
+    CK_CUDA(cudaFreeHost(c.h));
     return salt;
 }
 

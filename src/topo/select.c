@@ -428,10 +428,9 @@ bool topo_cuda_net_direct(const topo_select_cfg_t *cfg, const topo_shape_t *shap
            direct_applies(cfg, shape, shape->nranks, bytes);
 }
 
-/* Only when forced for now: on the one H200 lent so far (4 ranks sharing it) every type x
- * operator passed, but one test body stalls in a lane's flush, not understood yet
- * (bench/results/gpu-direct.md, "Hierarchical"), and no machine with GPUDirect RDMA
- * measured it. */
+/* Only when forced for now: no machine with GPUDirect RDMA has measured it; the one H200
+ * lent so far (4 ranks sharing it) passed every case, over transports that call the CUDA
+ * driver from the lane, which auto does not take anyway (bench/results/gpu-direct.md). */
 bool topo_cuda_net_hier_direct(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
                                size_t bytes)
 {
