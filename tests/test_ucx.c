@@ -167,10 +167,11 @@ RUN_CASE(test_roundtrip_3x2, 6, 3, body_roundtrip, NULL)
 /* ---- a lasting flush names the peers it waits for ------------------------------------ */
 
 /* Rank 0 puts to ranks 1 and 2 and flushes. Over TCP a put completes only once its target
- * progresses: rank 1 does at once, rank 2 sleeps 6 s first. A flush of rank 1's endpoint
- * alone (ucx_flush_peers) completes while rank 2 sleeps; the worker's flush then reports
- * after a third of the timeout (3 s) that the endpoint to rank 2, and only that one, is
- * busy, and completes once rank 2 wakes. */
+ * progresses: rank 1 does all along, rank 2 raises a flag on rank 0 and then sleeps 8 s
+ * without progressing (rank 0 puts only once it saw the flag). A flush of rank 1's
+ * endpoint alone (ucx_flush_peers) completes while rank 2 sleeps; the worker's flush then
+ * reports after a third of the timeout (3 s) that the endpoint to rank 2, and only that
+ * one, is busy, and completes once rank 2 wakes. */
 static void body_flush_report(int rank, int nranks, void *arg)
 {
     const size_t len = 65536, size = RT_FLAGS_BYTES + (size_t)nranks * len;
@@ -191,7 +192,6 @@ static void body_flush_report(int rank, int nranks, void *arg)
     ck_assert(buf != MAP_FAILED && src);
     ck_assert_int_eq(ucx_region_create(ucx, buf, size, &reg), SYMCOLL_OK);
     ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
-    t0 = time_now();
     dl = deadline_make(60, NULL);
     if (rank == 0) {
         char line[512], found[512] = "";
@@ -202,6 +202,9 @@ static void body_flush_report(int rank, int nranks, void *arg)
 
         for (size_t i = 0; i < len; i++)
             src[i] = rt_byte(0, 1, i);
+        /* rank 2 is about to sleep */
+        ck_assert_int_eq(ucx_wait_flag(ucx, (uint64_t *)(buf + 64), 1, &dl), SYMCOLL_OK);
+        t0 = time_now();
         for (int r = 1; r < nranks; r++)
             ck_assert_int_eq(ucx_put(ucx, r, src, len, buf + RT_FLAGS_BYTES, &req), SYMCOLL_OK);
         ck_assert_int_eq(ucx_flush_peers(ucx, (const int[]){0, 1}, 2, &dl), SYMCOLL_OK);
@@ -219,7 +222,7 @@ static void body_flush_report(int rank, int nranks, void *arg)
         while (fgets(line, sizeof(line), tmp)) {
             fputs(line, stderr);
             if (strstr(line, "endpoints still busy"))
-                memcpy(found, line, sizeof(found));
+                snprintf(found, sizeof(found), "%s", line);
         }
         fclose(tmp);
         ck_assert_int_eq(st, SYMCOLL_OK);
@@ -228,8 +231,10 @@ static void body_flush_report(int rank, int nranks, void *arg)
         for (int r = 1; r < nranks; r++)
             ck_assert_int_eq(ucx_put_flag(ucx, r, 1, (uint64_t *)buf), SYMCOLL_OK);
     } else {
-        if (rank == 2)
-            sleep(6);
+        if (rank == 2) {
+            ck_assert_int_eq(ucx_put_flag(ucx, 0, 1, (uint64_t *)(buf + 64)), SYMCOLL_OK);
+            sleep(8);
+        }
         ck_assert_int_eq(ucx_wait_flag(ucx, (uint64_t *)buf, 1, &dl), SYMCOLL_OK);
         for (size_t i = 0; i < len; i++)
             if (buf[RT_FLAGS_BYTES + i] != rt_byte(0, 1, i))

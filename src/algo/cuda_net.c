@@ -89,8 +89,8 @@ symcoll_status_t algo_cuda_net_drain(comm_t *comm)
         return SYMCOLL_OK;
     status = cnet_wait_queued(cn, 0);
     /* and the hierarchical calls' all-gather kernels: a trim may free their staging. They
-     * wait for this node's other ranks, whose lanes may still need ours to progress
-     * (an idle lane progresses only while not quiet) */
+     * wait for this node's other ranks, whose lanes may still need ours to progress (an
+     * idle lane 0 progresses, every CNET_LISTEN_SEC, only while not quiet) */
     if (status == SYMCOLL_OK)
         status = cnet_wait_hier(cn);
     pthread_mutex_lock(&cn->mu);

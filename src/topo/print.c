@@ -201,15 +201,19 @@ static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
             }
         }
         fprintf(out, "\n");
+        /* whether some calls take the direct path (the selector's rules, topo/select.c) */
+        bool direct_on = s->net_direct > 0 && !s->net_direct_one_queue &&
+                         t->select_cfg.cuda_net_path != TOPO_PATH_STAGED &&
+                         (t->select_cfg.cuda_net_path == TOPO_PATH_DIRECT ||
+                          (!s->net_direct_drv && s->nnodes == s->nranks));
         for (int r = 0; t->net_direct_peer && r < t->nranks; r++) {
             if (t->net_direct_peer[r])
                 fprintf(out, "#   direct path to rank %d (node %d): %s\n", r, t->rank_node[r],
-                        t->net_direct_peer[r] < 0
-                            ? "no: the probe put into its CUDA pool did not land"
-                        : s->net_direct_one_queue
-                            ? "a probe put into its CUDA pool landed, but the path is off "
-                              "(one hardware queue, above)"
-                            : "yes: a probe put into its CUDA pool landed");
+                        t->net_direct_peer[r] < 0 ? "no: the probe put into its CUDA pool did "
+                                                    "not land"
+                        : direct_on               ? "yes: a probe put into its CUDA pool landed"
+                                    : "a probe put into its CUDA pool landed, but the path "
+                                      "is off here (above)");
         }
     }
 }

@@ -129,9 +129,9 @@ symcoll_status_t ucx_fence(ucx_ctx_t *ucx);
  * completion is tracked internally. Call ucx_fence first if it must follow data. */
 symcoll_status_t ucx_put_flag(ucx_ctx_t *ucx, int peer, uint64_t value, uint64_t *sym_flag);
 
-/* ucx_put_flag that lands after every put this worker issued before it (a fence first
- * where the puts are RMA): for a word that a rank raises again and again, so that an
- * earlier, smaller value never lands last. */
+/* ucx_put_flag that lands after every put this worker issued before it to that peer (a
+ * fence first where the puts are RMA): for a word that a rank raises again and again, so
+ * that an earlier, smaller value never lands last. */
 symcoll_status_t ucx_put_flag_after(ucx_ctx_t *ucx, int peer, uint64_t value,
                                     uint64_t *sym_flag);
 

@@ -379,7 +379,7 @@ void ucx_close(ucx_ctx_t *ucx)
     dl = deadline_make(broken ? UCX_CLOSE_BROKEN_SEC : ucx->comm->timeout_sec, NULL);
     if (!broken) {
         (void)ucx_wait_all(ucx, &dl);
-        (void)ucx_flush_bounded(ucx, &dl, false);
+        (void)ucx_flush_report(ucx, &dl, false);
     }
     /* On TCP our flush completes only while the peers progress, and theirs while we do:
      * nobody leaves before everybody has flushed. Afterwards nothing is in flight, so a

@@ -146,7 +146,7 @@ symcoll_status_t ucx_op_track(ucx_ctx_t *ucx, ucx_op_t *op, ucs_status_ptr_t req
 symcoll_status_t ucx_op_finish(ucx_ctx_t *ucx, ucx_op_t *op, const deadline_t *dl);
 /* ucx_flush; report_busy false: no report of the endpoints a lasting flush waits for
  * (at close, where peers arrive when they do). */
-symcoll_status_t ucx_flush_bounded(ucx_ctx_t *ucx, const deadline_t *dl, bool report_busy);
+symcoll_status_t ucx_flush_report(ucx_ctx_t *ucx, const deadline_t *dl, bool report_busy);
 ucx_req_t ucx_op_handle(const ucx_ctx_t *ucx, const ucx_op_t *op);
 
 /* ---- ucx_mem.c ---- */

@@ -260,8 +260,12 @@ static void ucx_report_unflushed(ucx_ctx_t *ucx, double waited)
     for (int p = 0; p < ucx->nranks; p++) {
         if (!reqs[p])
             continue;
-        if (ucp_request_check_status(reqs[p]) == UCS_INPROGRESS && used < sizeof(list) - 16)
-            used += (size_t)snprintf(list + used, sizeof(list) - used, " %d", p);
+        if (ucp_request_check_status(reqs[p]) == UCS_INPROGRESS) {
+            if (used + 16 < sizeof(list))
+                used += (size_t)snprintf(list + used, sizeof(list) - used, " %d", p);
+            else if (used + 5 < sizeof(list))
+                used += (size_t)snprintf(list + used, sizeof(list) - used, " ...");
+        }
         /* UCX releases a request still in flight once it completes */
         ucp_request_free(reqs[p]);
     }
@@ -270,7 +274,7 @@ static void ucx_report_unflushed(ucx_ctx_t *ucx, double waited)
              used ? list : " none (the worker's own operations)");
 }
 
-symcoll_status_t ucx_flush_bounded(ucx_ctx_t *ucx, const deadline_t *dl, bool report_busy)
+symcoll_status_t ucx_flush_report(ucx_ctx_t *ucx, const deadline_t *dl, bool report_busy)
 {
     ucp_request_param_t param = {0};
     ucx_op_t op = {0};
@@ -307,18 +311,41 @@ symcoll_status_t ucx_flush_bounded(ucx_ctx_t *ucx, const deadline_t *dl, bool re
 
 symcoll_status_t ucx_flush(ucx_ctx_t *ucx, const deadline_t *dl)
 {
-    return ucx_flush_bounded(ucx, dl, true);
+    return ucx_flush_report(ucx, dl, true);
+}
+
+/* Flush requests of ucx_flush_peers kept on the stack (more: allocated) */
+#define UCX_FLUSH_PEERS_STACK 32
+
+/* The ranks among ranks[0..n) whose flush request is still in progress, " 1 5 ...". */
+static void ucx_busy_list(void *const *reqs, const int *ranks, int n, char *list, size_t size)
+{
+    size_t used = 0;
+
+    list[0] = 0;
+    for (int i = 0; i < n; i++) {
+        if (!reqs[i] || ucp_request_check_status(reqs[i]) != UCS_INPROGRESS)
+            continue;
+        if (used + 16 >= size) {
+            snprintf(list + used, size - used, " ...");
+            return;
+        }
+        used += (size_t)snprintf(list + used, size - used, " %d", ranks[i]);
+    }
 }
 
 symcoll_status_t ucx_flush_peers(ucx_ctx_t *ucx, const int *ranks, int n, const deadline_t *dl)
 {
     ucp_request_param_t param = {0};
-    void **reqs = calloc((size_t)n, sizeof(*reqs));
+    void *own[UCX_FLUSH_PEERS_STACK] = {0};
+    void **reqs = n <= UCX_FLUSH_PEERS_STACK ? own : calloc((size_t)n, sizeof(*reqs));
     double t0 = time_now(), report = ucx->comm->timeout_sec / 3;
     unsigned iter = 0;
     symcoll_status_t status = SYMCOLL_OK;
     bool busy = true;
 
+    if (n <= 0)
+        return SYMCOLL_OK;
     if (!reqs)
         return SYMCOLL_ERR_NO_MEMORY;
     if (report > UCX_FLUSH_REPORT_SEC)
@@ -337,11 +364,7 @@ symcoll_status_t ucx_flush_peers(ucx_ctx_t *ucx, const int *ranks, int n, const 
         }
     }
     while (status == SYMCOLL_OK && busy) {
-        char list[256];
-        size_t used = 0;
-
         busy = false;
-        list[0] = 0;
         for (int i = 0; i < n && status == SYMCOLL_OK; i++) {
             ucs_status_t s;
             if (!reqs[i])
@@ -349,8 +372,6 @@ symcoll_status_t ucx_flush_peers(ucx_ctx_t *ucx, const int *ranks, int n, const 
             s = ucp_request_check_status(reqs[i]);
             if (s == UCS_INPROGRESS) {
                 busy = true;
-                if (used < sizeof(list) - 16)
-                    used += (size_t)snprintf(list + used, sizeof(list) - used, " %d", ranks[i]);
                 continue;
             }
             ucp_request_free(reqs[i]);
@@ -363,6 +384,8 @@ symcoll_status_t ucx_flush_peers(ucx_ctx_t *ucx, const int *ranks, int n, const 
         if (status != SYMCOLL_OK || !busy)
             break;
         if (report > 0 && time_now() - t0 > report) {
+            char list[256];
+            ucx_busy_list(reqs, ranks, n, list, sizeof(list));
             log_warn("UCX flush has waited %.1f s, for the endpoints to rank(s):%s",
                      time_now() - t0, list);
             report = 0;
@@ -373,6 +396,7 @@ symcoll_status_t ucx_flush_peers(ucx_ctx_t *ucx, const int *ranks, int n, const 
     for (int i = 0; i < n; i++)
         if (reqs[i])
             ucp_request_free(reqs[i]);
-    free(reqs);
+    if (reqs != own)
+        free(reqs);
     return status;
 }
