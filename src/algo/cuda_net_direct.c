@@ -656,7 +656,8 @@ symcoll_status_t cnet_run_direct(cnet_lane_t *ln, const cnet_op_t *op, uint64_t 
             if (i != me)
                 status = ucx_put_rma(ln->ucx, d->grank[i], src, bytes, dst);
         /* the group's endpoints only: the worker's others may hold operations whose
-         * completion needs a rank that is idle by now (bench/results/gpu-direct.md, run 37) */
+         * completion needs a rank that no longer progresses (on TCP, one in a pool trim
+         * whose hierarchical kernels wait for this step) */
         if (status == SYMCOLL_OK)
             status = ucx_flush_peers(ln->ucx, d->grank, n, &dl);
         for (int i = 0; i < n && status == SYMCOLL_OK; i++)

@@ -230,12 +230,36 @@ symcoll_status_t ucx_wait_all(ucx_ctx_t *ucx, const deadline_t *dl)
  * names a peer that stopped progressing. */
 #define UCX_FLUSH_REPORT_SEC 5.0
 
+/* The ranks whose flush request (reqs[i], for rank ranks[i], or rank i where ranks is
+ * NULL) is still in progress, as " 1 5 ...". */
+static void ucx_busy_list(void *const *reqs, const int *ranks, int n, char *list, size_t size)
+{
+    size_t used = 0;
+
+    list[0] = 0;
+    for (int i = 0; i < n; i++) {
+        if (!reqs[i] || ucp_request_check_status(reqs[i]) != UCS_INPROGRESS)
+            continue;
+        if (used + 16 >= size) {
+            snprintf(list + used, size - used, " ...");
+            return;
+        }
+        used += (size_t)snprintf(list + used, size - used, " %d", ranks ? ranks[i] : i);
+    }
+}
+
+/* When a lasting flush reports: after UCX_FLUSH_REPORT_SEC, or a third of the timeout. */
+static double ucx_report_after(const ucx_ctx_t *ucx)
+{
+    double t = ucx->comm->timeout_sec / 3;
+    return t < UCX_FLUSH_REPORT_SEC ? t : UCX_FLUSH_REPORT_SEC;
+}
+
 static void ucx_report_unflushed(ucx_ctx_t *ucx, double waited)
 {
     ucp_request_param_t param = {0};
     void **reqs = calloc((size_t)ucx->nranks, sizeof(*reqs));
     char list[256];
-    size_t used = 0;
     double until = time_now() + 0.2;
     bool busy = true;
 
@@ -256,35 +280,25 @@ static void ucx_report_unflushed(ucx_ctx_t *ucx, double waited)
             if (reqs[p] && ucp_request_check_status(reqs[p]) == UCS_INPROGRESS)
                 busy = true;
     }
-    list[0] = 0;
-    for (int p = 0; p < ucx->nranks; p++) {
-        if (!reqs[p])
-            continue;
-        if (ucp_request_check_status(reqs[p]) == UCS_INPROGRESS) {
-            if (used + 16 < sizeof(list))
-                used += (size_t)snprintf(list + used, sizeof(list) - used, " %d", p);
-            else if (used + 5 < sizeof(list))
-                used += (size_t)snprintf(list + used, sizeof(list) - used, " ...");
-        }
-        /* UCX releases a request still in flight once it completes */
-        ucp_request_free(reqs[p]);
-    }
+    ucx_busy_list(reqs, NULL, ucx->nranks, list, sizeof(list));
+    /* UCX releases a request still in flight once it completes */
+    for (int p = 0; p < ucx->nranks; p++)
+        if (reqs[p])
+            ucp_request_free(reqs[p]);
     free(reqs);
     log_warn("UCX flush has waited %.1f s; endpoints still busy, to rank(s):%s", waited,
-             used ? list : " none (the worker's own operations)");
+             list[0] ? list : " none (the worker's own operations)");
 }
 
 symcoll_status_t ucx_flush_report(ucx_ctx_t *ucx, const deadline_t *dl, bool report_busy)
 {
     ucp_request_param_t param = {0};
     ucx_op_t op = {0};
-    double t0 = time_now(), report = report_busy ? ucx->comm->timeout_sec / 3 : 0;
+    double t0 = time_now(), report = report_busy ? ucx_report_after(ucx) : 0;
     unsigned iter = 0;
     symcoll_status_t status = ucx_op_track(ucx, &op, ucp_worker_flush_nbx(ucx->worker, &param),
                                            "ucp_worker_flush_nbx", ucx->rank);
 
-    if (report > UCX_FLUSH_REPORT_SEC)
-        report = UCX_FLUSH_REPORT_SEC;
     while (status == SYMCOLL_OK && op.req) {
         ucs_status_t s = ucp_request_check_status(op.req);
         if (s != UCS_INPROGRESS) {
@@ -317,29 +331,12 @@ symcoll_status_t ucx_flush(ucx_ctx_t *ucx, const deadline_t *dl)
 /* Flush requests of ucx_flush_peers kept on the stack (more: allocated) */
 #define UCX_FLUSH_PEERS_STACK 32
 
-/* The ranks among ranks[0..n) whose flush request is still in progress, " 1 5 ...". */
-static void ucx_busy_list(void *const *reqs, const int *ranks, int n, char *list, size_t size)
-{
-    size_t used = 0;
-
-    list[0] = 0;
-    for (int i = 0; i < n; i++) {
-        if (!reqs[i] || ucp_request_check_status(reqs[i]) != UCS_INPROGRESS)
-            continue;
-        if (used + 16 >= size) {
-            snprintf(list + used, size - used, " ...");
-            return;
-        }
-        used += (size_t)snprintf(list + used, size - used, " %d", ranks[i]);
-    }
-}
-
 symcoll_status_t ucx_flush_peers(ucx_ctx_t *ucx, const int *ranks, int n, const deadline_t *dl)
 {
     ucp_request_param_t param = {0};
     void *own[UCX_FLUSH_PEERS_STACK] = {0};
     void **reqs = n <= UCX_FLUSH_PEERS_STACK ? own : calloc((size_t)n, sizeof(*reqs));
-    double t0 = time_now(), report = ucx->comm->timeout_sec / 3;
+    double t0 = time_now(), report = ucx_report_after(ucx);
     unsigned iter = 0;
     symcoll_status_t status = SYMCOLL_OK;
     bool busy = true;
@@ -348,8 +345,6 @@ symcoll_status_t ucx_flush_peers(ucx_ctx_t *ucx, const int *ranks, int n, const 
         return SYMCOLL_OK;
     if (!reqs)
         return SYMCOLL_ERR_NO_MEMORY;
-    if (report > UCX_FLUSH_REPORT_SEC)
-        report = UCX_FLUSH_REPORT_SEC;
     for (int i = 0; i < n && status == SYMCOLL_OK; i++) {
         ucs_status_ptr_t r;
         if (!ucx_is_remote(ucx, ranks[i]))
