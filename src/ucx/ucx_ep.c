@@ -294,9 +294,17 @@ symcoll_status_t ucx_connect_all(ucx_ctx_t *ucx, const topo_t *topo)
         ucx_describe_ep(ucx, ucx->peers[r].ep, &native);
         ucx->shared->native_rma = ucx->shared->native_rma && native;
     }
-    if (!strcmp(ucx->comm->config.net_protocol, "put"))
+    if (!strcmp(ucx->comm->config.net_protocol, "put")) {
+        /* the target's UCX answers each emulated put; UCX 1.22 aborts the process when
+         * that answer fails (ucp_progress_rma_cmpl, bench/results/gpu-direct.md, run 41) */
+        if (!ucx->shared->native_rma && ucx->nremote > 0)
+            log_warn("SYMCOLL_NET_PROTOCOL=put over UCX %s, which emulates RMA with "
+                     "messages: a rank that dies while its puts are arriving can make UCX "
+                     "abort the rank that received them (a UCX defect); the default (auto) "
+                     "sends active messages there",
+                     ucx->shared->transports[0] ? ucx->shared->transports : "?");
         ucx->shared->native_rma = true;
-    else if (!strcmp(ucx->comm->config.net_protocol, "am"))
+    } else if (!strcmp(ucx->comm->config.net_protocol, "am"))
         ucx->shared->native_rma = false;
     log_info("UCX transports to other nodes: %s; transfers: %s",
              ucx->shared->transports[0] ? ucx->shared->transports : "?",
