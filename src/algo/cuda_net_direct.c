@@ -140,15 +140,6 @@ static symcoll_status_t cnet_dflags_wait(cuda_net_t *cn, ucx_ctx_t *ucx, int slo
     return SYMCOLL_OK;
 }
 
-/* Whether UCX's lanes (tls: ucx_transports) put into CUDA memory by messages that the
- * target's UCX answers (TCP) rather than by RMA of a transport: cuda_ipc between GPUs
- * that map each other, rc_ and dc_ on InfiniBand/RoCE. */
-static bool cnet_rma_emulated(const char *tls)
-{
-    return strstr(tls, "tcp") && !strstr(tls, "cuda_ipc") && !strstr(tls, "rc_") &&
-           !strstr(tls, "dc_");
-}
-
 symcoll_status_t algo_cuda_net_probe(comm_t *comm, pool_t *host_pool, pool_t *cuda_pool)
 {
     topo_t *topo = comm->topo;
@@ -282,14 +273,15 @@ symcoll_status_t algo_cuda_net_probe(comm_t *comm, pool_t *host_pool, pool_t *cu
                  "available, CUDA memory across nodes stays staged",
                  one_queue);
     else if (ok && topo->select_cfg.cuda_net_path == TOPO_PATH_DIRECT &&
-             cnet_rma_emulated(ucx_transports(comm->ucx)))
-        /* UCX 1.22's emulated put answers each put with a message (ucp_progress_rma_cmpl,
-         * rma_sw.c); when that reply fails, its status reaches ucp_request_try_send, which
-         * ends the process with ucs_fatal (bench/results/gpu-direct.md, run 41) */
+             !ucx_cuda_rma_native(comm->ucx))
+        /* UCX's emulated put is answered with a message from the target (rma_sw.c); when
+         * that answer fails, its status reaches ucp_request_try_send, which ends the
+         * process with ucs_fatal (UCX 1.13 to 1.22 seen; bench/results/faults.md) */
         log_warn("CUDA across nodes: direct path forced over UCX %s, where UCX emulates RMA "
-                 "with messages: a rank that dies while its puts are arriving can make UCX "
-                 "abort the rank that received them (a UCX defect in the reply to an emulated "
-                 "put); staged or cuda_ipc keep a peer's failure a status",
+                 "into CUDA memory with messages: a rank that dies while its puts are "
+                 "arriving can make UCX abort the rank that received them (a UCX defect in "
+                 "the answer to an emulated put); the staged path keeps a peer's failure a "
+                 "status",
                  ucx_transports(comm->ucx));
     else if (ok)
         log_info("CUDA across nodes: every probe put into a peer's CUDA pool landed; direct "

@@ -321,8 +321,9 @@ static const config_row_t config_table[] = {
         parse_size_field, net_chunk_size),
     ROW("SYMCOLL_NET_PROTOCOL", "auto",
         "Across nodes: how data moves over UCX: put (put, fence, "
-        "flag put), am (one active message per transfer) or auto (put where the transport "
-        "does RMA itself, am where UCX would emulate it, as on TCP).",
+        "flag put), am (one active message per transfer) or auto (put where a transport "
+        "does RMA into host memory itself, am where UCX would emulate it, as on TCP, "
+        "cuda_ipc and cuda_copy beside it included).",
         parse_net_protocol_field, net_protocol),
     ROW("SYMCOLL_CUDA_NET_CHUNK", "1M",
         "CUDA memory across nodes, staged through pinned host memory: largest pipeline "

@@ -51,6 +51,12 @@ void ucx_destroy(ucx_ctx_t *ucx);
 /* Transports UCX chose for the inter-node endpoints ("tcp/lo", ...), for reports. */
 const char *ucx_transports(const ucx_ctx_t *ucx);
 
+/* True if every endpoint to another node has a lane whose transport puts into CUDA
+ * memory by RMA (cuda_ipc, InfiniBand/RoCE rc_ and dc_); false where UCX emulates such
+ * puts with messages that the target's UCX answers (TCP). It reads the lanes only: an
+ * rc_ lane without GPUDirect RDMA still counts. */
+bool ucx_cuda_rma_native(const ucx_ctx_t *ucx);
+
 /* True if rank is on another node (reached through an endpoint). */
 bool ucx_is_remote(const ucx_ctx_t *ucx, int rank);
 

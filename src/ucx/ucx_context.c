@@ -16,6 +16,11 @@ const char *ucx_transports(const ucx_ctx_t *ucx)
     return ucx->shared->transports;
 }
 
+bool ucx_cuda_rma_native(const ucx_ctx_t *ucx)
+{
+    return ucx->shared->cuda_rma;
+}
+
 static symcoll_status_t ucx_init_worker(ucx_ctx_t *ucx)
 {
     ucp_worker_params_t wparams;

@@ -42,8 +42,10 @@ static ucs_status_t ucx_hello_cb(void *arg, const void *header, size_t header_le
     return UCS_OK;
 }
 
-/* Names of the transports of one endpoint's lanes, from ucp_ep_print_info. */
-static void ucx_describe_ep(ucx_ctx_t *ucx, ucp_ep_h ep, bool *native_rma)
+/* Names of the transports of one endpoint's lanes, from ucp_ep_print_info; whether it
+ * has a lane that puts into host memory (native_rma) and one that puts into CUDA memory
+ * (cuda_rma) by RMA of its transport. */
+static void ucx_describe_ep(ucx_ctx_t *ucx, ucp_ep_h ep, bool *native_rma, bool *cuda_rma)
 {
     char *text = NULL, *line, *save = NULL;
     size_t text_len = 0, used = strlen(ucx->shared->transports);
@@ -60,12 +62,6 @@ static void ucx_describe_ep(ucx_ctx_t *ucx, ucp_ep_h ep, bool *native_rma)
             log_info("UCX %s", line + strspn(line, "# "));
         if (!lane)
             continue;
-        /* "lane[1]: 3:rc_mlx5/mlx5_0:1.0 md[2] ... rma_bw#0 amo#0": a lane that moves RMA
-         * in its transport. Without one UCX emulates RMA with messages over its AM lane
-         * (TCP), and every fence then waits for the peer's acknowledgement. Every release
-         * marks the lanes so; the summary lines after them differ between releases. */
-        if (strstr(lane, " rma_bw#"))
-            *native_rma = true;
         log_info("UCX %s", lane);
         lane = strchr(lane, ':');
         if (!lane)
@@ -73,6 +69,20 @@ static void ucx_describe_ep(ucx_ctx_t *ucx, ucp_ep_h ep, bool *native_rma)
         /* "  1:tcp/lo.0 md[1] ..." -> "tcp/lo.0" */
         if (sscanf(lane + 1, " %*d:%63s", name) != 1)
             continue;
+        /* "lane[1]: 3:rc_mlx5/mlx5_0:1.0 md[2] ... rma_bw#0 amo#0": a lane that moves RMA
+         * in its transport (every release marks the lanes so; the summary lines after
+         * them differ between releases). The pool and its flags are host memory here, so
+         * only a lane that reaches host memory counts: cuda_ipc and cuda_copy (and
+         * gdr_copy) move CUDA memory only, and with them alone UCX still emulates host
+         * puts with messages over its AM lane (TCP), where every fence waits for the
+         * peer's acknowledgement. */
+        if (strstr(lane, " rma_bw#") && strncmp(name, "cuda_", 5) && strncmp(name, "gdr_", 4))
+            *native_rma = true;
+        /* CUDA memory: cuda_ipc between GPUs that map each other, rc_ and dc_ on
+         * InfiniBand/RoCE; TCP's emulated puts are answered by the target's UCX */
+        if (strstr(lane, " rma_bw#") && (!strncmp(name, "cuda_ipc", 8) ||
+                                         !strncmp(name, "rc_", 3) || !strncmp(name, "dc_", 3)))
+            *cuda_rma = true;
         if (!strstr(ucx->shared->transports, name)) {
             int n =
                 snprintf(ucx->shared->transports + used, sizeof(ucx->shared->transports) - used,
@@ -287,25 +297,29 @@ symcoll_status_t ucx_connect_all(ucx_ctx_t *ucx, const topo_t *topo)
     if (!caps)
         return SYMCOLL_ERR_NO_MEMORY;
     ucx->shared->native_rma = true;
+    ucx->shared->cuda_rma = true;
     for (int r = 0; r < ucx->nranks; r++) {
-        bool native = false;
+        bool native = false, cuda = false;
         if (!ucx_is_remote(ucx, r))
             continue;
-        ucx_describe_ep(ucx, ucx->peers[r].ep, &native);
+        ucx_describe_ep(ucx, ucx->peers[r].ep, &native, &cuda);
         ucx->shared->native_rma = ucx->shared->native_rma && native;
+        ucx->shared->cuda_rma = ucx->shared->cuda_rma && cuda;
     }
     if (!strcmp(ucx->comm->config.net_protocol, "put")) {
-        /* the target's UCX answers each emulated put; UCX 1.22 aborts the process when
-         * that answer fails (ucp_progress_rma_cmpl, bench/results/gpu-direct.md, run 41) */
-        if (!ucx->shared->native_rma && ucx->nremote > 0)
+        /* the target's UCX answers each emulated put with a message; when that answer
+         * fails, UCX (1.13 to 1.22 seen) ends the process with ucs_fatal in
+         * ucp_request_try_send (bench/results/faults.md) */
+        if (!ucx->shared->native_rma)
             log_warn("SYMCOLL_NET_PROTOCOL=put over UCX %s, which emulates RMA with "
                      "messages: a rank that dies while its puts are arriving can make UCX "
                      "abort the rank that received them (a UCX defect); the default (auto) "
                      "sends active messages there",
                      ucx->shared->transports[0] ? ucx->shared->transports : "?");
         ucx->shared->native_rma = true;
-    } else if (!strcmp(ucx->comm->config.net_protocol, "am"))
+    } else if (!strcmp(ucx->comm->config.net_protocol, "am")) {
         ucx->shared->native_rma = false;
+    }
     log_info("UCX transports to other nodes: %s; transfers: %s",
              ucx->shared->transports[0] ? ucx->shared->transports : "?",
              ucx->shared->native_rma ? "put, fence, flag put"
