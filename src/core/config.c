@@ -321,9 +321,9 @@ static const config_row_t config_table[] = {
         parse_size_field, net_chunk_size),
     ROW("SYMCOLL_NET_PROTOCOL", "auto",
         "Across nodes: how data moves over UCX: put (put, fence, "
-        "flag put), am (one active message per transfer) or auto (put where a transport "
-        "does RMA into host memory itself, am where UCX would emulate it, as on TCP, "
-        "cuda_ipc and cuda_copy beside it included).",
+        "flag put), am (one active message per transfer) or auto (put where every "
+        "endpoint to another node has a lane doing RMA into host memory itself; am where "
+        "UCX would emulate it, as on TCP, also with cuda_ipc or cuda_copy beside it).",
         parse_net_protocol_field, net_protocol),
     ROW("SYMCOLL_CUDA_NET_CHUNK", "1M",
         "CUDA memory across nodes, staged through pinned host memory: largest pipeline "

@@ -72,11 +72,12 @@ static void ucx_describe_ep(ucx_ctx_t *ucx, ucp_ep_h ep, bool *native_rma, bool 
         /* "lane[1]: 3:rc_mlx5/mlx5_0:1.0 md[2] ... rma_bw#0 amo#0": a lane that moves RMA
          * in its transport (every release marks the lanes so; the summary lines after
          * them differ between releases). The pool and its flags are host memory here, so
-         * only a lane that reaches host memory counts: cuda_ipc and cuda_copy (and
-         * gdr_copy) move CUDA memory only, and with them alone UCX still emulates host
-         * puts with messages over its AM lane (TCP), where every fence waits for the
-         * peer's acknowledgement. */
-        if (strstr(lane, " rma_bw#") && strncmp(name, "cuda_", 5) && strncmp(name, "gdr_", 4))
+         * only a lane that puts into a peer's host memory counts: none of the GPU
+         * transports (cuda_ipc, cuda_copy, gdr_copy, rocm_*, ze_*) does, and with them
+         * alone UCX still emulates host puts with messages over its AM lane (TCP), where
+         * every fence waits for the peer's acknowledgement. */
+        if (strstr(lane, " rma_bw#") && strncmp(name, "cuda_", 5) && strncmp(name, "gdr_", 4) &&
+            strncmp(name, "rocm_", 5) && strncmp(name, "ze_", 3))
             *native_rma = true;
         /* CUDA memory: cuda_ipc between GPUs that map each other, rc_ and dc_ on
          * InfiniBand/RoCE; TCP's emulated puts are answered by the target's UCX */

@@ -93,7 +93,7 @@ struct ucx_shared {
     size_t blob_max;
 
     bool native_rma; /* put / fence / flag; else one active message per transfer */
-    bool cuda_rma;   /* every remote endpoint has a lane that puts into CUDA memory */
+    bool cuda_rma;   /* every remote endpoint (if any) puts into CUDA memory by RMA */
     size_t am_piece; /* largest active message payload sent in one piece */
 
     ucx_seg_table_t segtab[SYMCOLL_MEM_LAST];
