@@ -541,6 +541,67 @@ START_TEST(test_lanes_2x2_hier_min)
 }
 END_TEST
 
+/* Lines of ucp_ep_print_info as UCX 1.22 prints them: the first three as logged on the
+ * GPU machine (bench/results/gpu-direct-raw), the others shaped like them. */
+static const struct {
+    const char *line, *name;
+    bool lane, host_rma, cuda_rma;
+} lane_lines[] = {
+    {"lane[0]:  2:tcp/lo.0 md[1]                -> md[1]/tcp/sysdev[255] seg 4294967295 am "
+     "am_bw#0 keepalive wireup",
+     "tcp/lo.0", true, false, false},
+    {"lane[1]:  4:cuda_ipc/cuda.0 md[3]         -> md[3]/cuda_ipc/sysdev[0] seg 4294967295 "
+     "rma_bw#0",
+     "cuda_ipc/cuda.0", true, false, true},
+    {"lane[0]:  2:tcp/lo.0 md[1]                -> md[1]/tcp/sysdev[255] seg 4294967295 am "
+     "keepalive wireup",
+     "tcp/lo.0", true, false, false},
+    {"lane[1]:  3:rc_mlx5/mlx5_0:1 md[2]        -> md[2]/ib/sysdev[255] rma_bw#0 amo#0",
+     "rc_mlx5/mlx5_0:1", true, true, true},
+    {"lane[2]: 12:dc_mlx5/mlx5_1:1 md[2]        -> md[2]/ib/sysdev[255] rma_bw#1",
+     "dc_mlx5/mlx5_1:1", true, true, true},
+    {"lane[0]:  1:ud_mlx5/mlx5_0:1 md[2]        -> md[2]/ib/sysdev[255] am am_bw#0 wireup",
+     "ud_mlx5/mlx5_0:1", true, false, false},
+    {"lane[3]:  5:cuda_copy/cuda md[4]          -> md[4]/cuda_cpy/sysdev[255] rma_bw#2",
+     "cuda_copy/cuda", true, false, false},
+    {"lane[3]:  6:gdr_copy/gdr md[5]            -> md[5]/gdr_copy/sysdev[255] rma_bw#2",
+     "gdr_copy/gdr", true, false, false},
+    {"lane[1]:  3:rocm_ipc/rocm md[3]           -> md[3]/rocm_ipc/sysdev[0] rma_bw#0",
+     "rocm_ipc/rocm", true, false, false},
+    /* an interface whose name holds "rc_" is no InfiniBand transport */
+    {"lane[1]:  2:tcp/ib_rc_0 md[1]             -> md[1]/tcp/sysdev[255] rma_bw#0",
+     "tcp/ib_rc_0", true, true, false},
+    {"lane[1]:  2:sysv/memory md[0]             -> md[0]/sysv/sysdev[255] rma_bw#0",
+     "sysv/memory", true, true, false},
+    /* no lane, or no transport in it */
+    {"# ep config: 0 lanes, rma_bw: 1", NULL, false, false, false},
+    {"lane[1]: md[3] rma_bw#0", NULL, false, false, false},
+    {"", NULL, false, false, false},
+};
+
+START_TEST(test_lane_parse)
+{
+    for (size_t i = 0; i < sizeof(lane_lines) / sizeof(lane_lines[0]); i++) {
+        char name[64] = "untouched";
+        bool host = true, cuda = true;
+        bool lane = ucx_lane_parse(lane_lines[i].line, name, sizeof(name), &host, &cuda);
+        ck_assert_msg(lane == lane_lines[i].lane, "line %zu: lane %d", i, lane);
+        if (lane)
+            ck_assert_str_eq(name, lane_lines[i].name);
+        ck_assert_msg(host == lane_lines[i].host_rma && cuda == lane_lines[i].cuda_rma,
+                      "line %zu (%s): host_rma %d cuda_rma %d", i, lane_lines[i].line, host,
+                      cuda);
+    }
+    /* a name longer than the room: no lane, nothing claimed */
+    {
+        char small[8];
+        bool host = true, cuda = true;
+        ck_assert(!ucx_lane_parse(lane_lines[3].line, small, sizeof(small), &host, &cuda));
+        ck_assert(!host && !cuda);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ucx");
@@ -551,6 +612,7 @@ int main(void)
     int failed;
 
     tcase_set_timeout(tc, RUN_TIMEOUT * 2 + 30);
+    tcase_add_test(tc, test_lane_parse);
     tcase_add_test(tc, test_presence);
     tcase_add_test(tc, test_roundtrip_2x1);
     tcase_add_test(tc, test_roundtrip_2x1_put);

@@ -57,6 +57,14 @@ const char *ucx_transports(const ucx_ctx_t *ucx);
  * rc_ lane without GPUDirect RDMA still counts. */
 bool ucx_cuda_rma_native(const ucx_ctx_t *ucx);
 
+/* Reads one lane of ucp_ep_print_info's listing ("lane[1]:  3:rc_mlx5/mlx5_0:1.0 md[2]
+ * ... rma_bw#0 amo#0"): copies its transport ("rc_mlx5/mlx5_0:1.0") into name and says
+ * whether the lane puts by RMA of its transport into a peer's host memory (host_rma:
+ * not a GPU transport) and into its CUDA memory (cuda_rma: cuda_ipc, rc_, dc_). False
+ * (and both flags false) for a line that names no lane, or a name that does not fit. */
+bool ucx_lane_parse(const char *line, char *name, size_t name_len, bool *host_rma,
+                    bool *cuda_rma);
+
 /* True if rank is on another node (reached through an endpoint). */
 bool ucx_is_remote(const ucx_ctx_t *ucx, int rank);
 

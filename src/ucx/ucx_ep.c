@@ -42,6 +42,44 @@ static ucs_status_t ucx_hello_cb(void *arg, const void *header, size_t header_le
     return UCS_OK;
 }
 
+bool ucx_lane_parse(const char *line, char *name, size_t name_len, bool *host_rma,
+                    bool *cuda_rma)
+{
+    const char *lane = strstr(line, "lane["), *tl, *stop;
+    size_t len;
+
+    *host_rma = *cuda_rma = false;
+    if (!lane || name_len == 0 || !(tl = strchr(lane, ':')))
+        return false;
+    /* "lane[1]:  3:tcp/lo.0 md[1] ..." -> "tcp/lo.0": past the lane's ':', the spaces,
+     * the resource index and its ':' */
+    tl += strspn(tl + 1, " ") + 1;
+    if (tl[strspn(tl, "0123456789")] != ':' || !strspn(tl, "0123456789"))
+        return false;
+    tl += strspn(tl, "0123456789") + 1;
+    stop = tl + strcspn(tl, " \t");
+    len = (size_t)(stop - tl);
+    if (len == 0 || len >= name_len)
+        return false;
+    memcpy(name, tl, len);
+    name[len] = 0;
+    /* "... rma_bw#0 amo#0": a lane that moves RMA in its transport (every release marks
+     * the lanes so; the summary lines after them differ between releases). The pool and
+     * its flags are host memory, so for host_rma only a lane that puts into a peer's
+     * host memory counts: none of the GPU transports (cuda_ipc, cuda_copy, gdr_copy,
+     * rocm_*, ze_*) does, and with them alone UCX still emulates host puts with messages
+     * over its AM lane (TCP), where every fence waits for the peer's acknowledgement.
+     * CUDA memory: cuda_ipc between GPUs that map each other, rc_ and dc_ on
+     * InfiniBand/RoCE; TCP's emulated puts are answered by the target's UCX. */
+    if (strstr(stop, " rma_bw#")) {
+        *host_rma = strncmp(name, "cuda_", 5) && strncmp(name, "gdr_", 4) &&
+                    strncmp(name, "rocm_", 5) && strncmp(name, "ze_", 3);
+        *cuda_rma = !strncmp(name, "cuda_ipc", 8) || !strncmp(name, "rc_", 3) ||
+                    !strncmp(name, "dc_", 3);
+    }
+    return true;
+}
+
 /* Names of the transports of one endpoint's lanes, from ucp_ep_print_info; whether it
  * has a lane that puts into host memory (native_rma) and one that puts into CUDA memory
  * (cuda_rma) by RMA of its transport. */
@@ -58,32 +96,16 @@ static void ucx_describe_ep(ucx_ctx_t *ucx, ucp_ep_h ep, bool *native_rma, bool 
     for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         char *lane = strstr(line, "lane[");
         char name[64];
+        bool host = false, cuda = false;
         if (!lane && (strstr(line, "rma_bw") || strstr(line, "amo")))
             log_info("UCX %s", line + strspn(line, "# "));
         if (!lane)
             continue;
         log_info("UCX %s", lane);
-        lane = strchr(lane, ':');
-        if (!lane)
+        if (!ucx_lane_parse(lane, name, sizeof(name), &host, &cuda))
             continue;
-        /* "  1:tcp/lo.0 md[1] ..." -> "tcp/lo.0" */
-        if (sscanf(lane + 1, " %*d:%63s", name) != 1)
-            continue;
-        /* "lane[1]: 3:rc_mlx5/mlx5_0:1.0 md[2] ... rma_bw#0 amo#0": a lane that moves RMA
-         * in its transport (every release marks the lanes so; the summary lines after
-         * them differ between releases). The pool and its flags are host memory here, so
-         * only a lane that puts into a peer's host memory counts: none of the GPU
-         * transports (cuda_ipc, cuda_copy, gdr_copy, rocm_*, ze_*) does, and with them
-         * alone UCX still emulates host puts with messages over its AM lane (TCP), where
-         * every fence waits for the peer's acknowledgement. */
-        if (strstr(lane, " rma_bw#") && strncmp(name, "cuda_", 5) && strncmp(name, "gdr_", 4) &&
-            strncmp(name, "rocm_", 5) && strncmp(name, "ze_", 3))
-            *native_rma = true;
-        /* CUDA memory: cuda_ipc between GPUs that map each other, rc_ and dc_ on
-         * InfiniBand/RoCE; TCP's emulated puts are answered by the target's UCX */
-        if (strstr(lane, " rma_bw#") && (!strncmp(name, "cuda_ipc", 8) ||
-                                         !strncmp(name, "rc_", 3) || !strncmp(name, "dc_", 3)))
-            *cuda_rma = true;
+        *native_rma = *native_rma || host;
+        *cuda_rma = *cuda_rma || cuda;
         if (!strstr(ucx->shared->transports, name)) {
             int n =
                 snprintf(ucx->shared->transports + used, sizeof(ucx->shared->transports) - used,
