@@ -545,59 +545,61 @@ END_TEST
  * GPU machine (bench/results/gpu-direct-raw), the others shaped like them. */
 static const struct {
     const char *line, *name;
-    bool lane, host_rma, cuda_rma;
+    bool lane, host_rma, cuda_rma, driver;
 } lane_lines[] = {
     {"lane[0]:  2:tcp/lo.0 md[1]                -> md[1]/tcp/sysdev[255] seg 4294967295 am "
      "am_bw#0 keepalive wireup",
-     "tcp/lo.0", true, false, false},
+     "tcp/lo.0", true, false, false, true},
     {"lane[1]:  4:cuda_ipc/cuda.0 md[3]         -> md[3]/cuda_ipc/sysdev[0] seg 4294967295 "
      "rma_bw#0",
-     "cuda_ipc/cuda.0", true, false, true},
+     "cuda_ipc/cuda.0", true, false, true, true},
     {"lane[0]:  2:tcp/lo.0 md[1]                -> md[1]/tcp/sysdev[255] seg 4294967295 am "
      "keepalive wireup",
-     "tcp/lo.0", true, false, false},
+     "tcp/lo.0", true, false, false, true},
     {"lane[1]:  3:rc_mlx5/mlx5_0:1 md[2]        -> md[2]/ib/sysdev[255] rma_bw#0 amo#0",
-     "rc_mlx5/mlx5_0:1", true, true, true},
+     "rc_mlx5/mlx5_0:1", true, true, true, false},
     {"lane[2]: 12:dc_mlx5/mlx5_1:1 md[2]        -> md[2]/ib/sysdev[255] rma_bw#1",
-     "dc_mlx5/mlx5_1:1", true, true, true},
+     "dc_mlx5/mlx5_1:1", true, true, true, false},
     {"lane[0]:  1:ud_mlx5/mlx5_0:1 md[2]        -> md[2]/ib/sysdev[255] am am_bw#0 wireup",
-     "ud_mlx5/mlx5_0:1", true, false, false},
+     "ud_mlx5/mlx5_0:1", true, false, false, false},
     {"lane[3]:  5:cuda_copy/cuda md[4]          -> md[4]/cuda_cpy/sysdev[255] rma_bw#2",
-     "cuda_copy/cuda", true, false, false},
+     "cuda_copy/cuda", true, false, false, true},
     {"lane[3]:  6:gdr_copy/gdr md[5]            -> md[5]/gdr_copy/sysdev[255] rma_bw#2",
-     "gdr_copy/gdr", true, false, false},
+     "gdr_copy/gdr", true, false, false, false},
     {"lane[1]:  3:rocm_ipc/rocm md[3]           -> md[3]/rocm_ipc/sysdev[0] rma_bw#0",
-     "rocm_ipc/rocm", true, false, false},
+     "rocm_ipc/rocm", true, false, false, false},
     /* an interface whose name holds "rc_" is no InfiniBand transport */
     {"lane[1]:  2:tcp/ib_rc_0 md[1]             -> md[1]/tcp/sysdev[255] rma_bw#0",
-     "tcp/ib_rc_0", true, true, false},
+     "tcp/ib_rc_0", true, true, false, true},
     {"lane[1]:  2:sysv/memory md[0]             -> md[0]/sysv/sysdev[255] rma_bw#0",
-     "sysv/memory", true, true, false},
+     "sysv/memory", true, true, false, false},
     /* no lane, or no transport in it */
-    {"# ep config: 0 lanes, rma_bw: 1", NULL, false, false, false},
-    {"lane[1]: md[3] rma_bw#0", NULL, false, false, false},
-    {"", NULL, false, false, false},
+    {"# ep config: 0 lanes, rma_bw: 1", NULL, false, false, false, false},
+    {"lane[1]: md[3] rma_bw#0", NULL, false, false, false, false},
+    {"", NULL, false, false, false, false},
 };
 
 START_TEST(test_lane_parse)
 {
     for (size_t i = 0; i < sizeof(lane_lines) / sizeof(lane_lines[0]); i++) {
         char name[64] = "untouched";
-        bool host = true, cuda = true;
-        bool lane = ucx_lane_parse(lane_lines[i].line, name, sizeof(name), &host, &cuda);
+        bool host = true, cuda = true, drv = true;
+        bool lane = ucx_lane_parse(lane_lines[i].line, name, sizeof(name), &host, &cuda, &drv);
         ck_assert_msg(lane == lane_lines[i].lane, "line %zu: lane %d", i, lane);
         if (lane)
             ck_assert_str_eq(name, lane_lines[i].name);
-        ck_assert_msg(host == lane_lines[i].host_rma && cuda == lane_lines[i].cuda_rma,
-                      "line %zu (%s): host_rma %d cuda_rma %d", i, lane_lines[i].line, host,
-                      cuda);
+        ck_assert_msg(host == lane_lines[i].host_rma && cuda == lane_lines[i].cuda_rma &&
+                          drv == lane_lines[i].driver,
+                      "line %zu (%s): host_rma %d cuda_rma %d driver %d", i, lane_lines[i].line,
+                      host, cuda, drv);
     }
     /* a name longer than the room: no lane, nothing claimed */
     {
         char small[8];
-        bool host = true, cuda = true;
-        ck_assert(!ucx_lane_parse(lane_lines[3].line, small, sizeof(small), &host, &cuda));
-        ck_assert(!host && !cuda);
+        bool host = true, cuda = true, drv = true;
+        ck_assert(
+            !ucx_lane_parse(lane_lines[3].line, small, sizeof(small), &host, &cuda, &drv));
+        ck_assert(!host && !cuda && !drv);
     }
 }
 END_TEST

@@ -226,20 +226,16 @@ symcoll_status_t algo_cuda_net_probe(comm_t *comm, pool_t *host_pool, pool_t *cu
     }
 
     /* what landed here, from each peer; in this rank's own entry (no probe of itself): 2
-     * unless its UCX moves CUDA memory only through network RMA lanes, which do not call
-     * the CUDA driver per put (InfiniBand/RoCE: rc_*, dc_*). cuda_ipc lanes call it; so
-     * does TCP, and so does a network without GPUDirect RDMA, through UCX's cuda_copy
-     * staging, which the endpoints' lanes do not name. 3: the same, with every stream of
-     * this process on one hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1), where UCX's
+     * when its UCX calls the CUDA driver to move CUDA memory to some peer
+     * (ucx_cuda_driver_lanes: cuda_ipc and TCP lanes do; network RMA lanes, rc_ and dc_,
+     * do not per put; a network without GPUDirect RDMA does, through UCX's cuda_copy
+     * staging, which the endpoints' lanes do not name). 3: the same, with every stream
+     * of this process on one hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1), where UCX's
      * copies queue behind the stream's wait for them: the direct path deadlocks at its
      * first call (bench/results/gpu-direct.md, "streams sharing hardware queues"). */
     status = be->memcpy(bctx, host, area, bytes);
-    {
-        const char *tls = ucx_transports(comm->ucx);
-        bool net_rma = strstr(tls, "rc_") || strstr(tls, "dc_");
-        if (!net_rma || strstr(tls, "cuda_") || strstr(tls, "tcp"))
-            landed[me] = cuda_hw_queues() == 1 ? 3 : 2;
-    }
+    if (ucx_cuda_driver_lanes(comm->ucx))
+        landed[me] = cuda_hw_queues() == 1 ? 3 : 2;
     for (int p = 0; p < n && status == SYMCOLL_OK; p++) {
         if (p == me || !ucx_is_remote(comm->ucx, p))
             continue;

@@ -57,13 +57,21 @@ const char *ucx_transports(const ucx_ctx_t *ucx);
  * rc_ lane without GPUDirect RDMA still counts. */
 bool ucx_cuda_rma_native(const ucx_ctx_t *ucx);
 
+/* True if UCX calls the CUDA driver when it moves CUDA memory over some endpoint to
+ * another node: every endpoint does unless one of its lanes puts into CUDA memory by
+ * network RMA (rc_, dc_) and none is a cuda_* or tcp lane. A network without GPUDirect
+ * RDMA still stages through cuda_copy, which the lanes do not name: not seen here. */
+bool ucx_cuda_driver_lanes(const ucx_ctx_t *ucx);
+
 /* Reads one lane of ucp_ep_print_info's listing ("lane[1]:  3:rc_mlx5/mlx5_0:1.0 md[2]
  * ... rma_bw#0 amo#0"): copies its transport ("rc_mlx5/mlx5_0:1.0") into name and says
  * whether the lane puts by RMA of its transport into a peer's host memory (host_rma:
- * not a GPU transport) and into its CUDA memory (cuda_rma: cuda_ipc, rc_, dc_). False
- * (and both flags false) for a line that names no lane, or a name that does not fit. */
+ * not a GPU transport) and into its CUDA memory (cuda_rma: cuda_ipc, rc_, dc_), and
+ * whether CUDA memory moved through it, in any role, calls the CUDA driver (driver:
+ * cuda_*, and tcp, whose emulated puts UCX stages with cuda_copy). False (and every
+ * flag false) for a line that names no lane, or a name that does not fit. */
 bool ucx_lane_parse(const char *line, char *name, size_t name_len, bool *host_rma,
-                    bool *cuda_rma);
+                    bool *cuda_rma, bool *driver);
 
 /* True if rank is on another node (reached through an endpoint). */
 bool ucx_is_remote(const ucx_ctx_t *ucx, int rank);

@@ -21,6 +21,11 @@ bool ucx_cuda_rma_native(const ucx_ctx_t *ucx)
     return ucx->shared->cuda_rma;
 }
 
+bool ucx_cuda_driver_lanes(const ucx_ctx_t *ucx)
+{
+    return ucx->shared->cuda_driver;
+}
+
 static symcoll_status_t ucx_init_worker(ucx_ctx_t *ucx)
 {
     ucp_worker_params_t wparams;

@@ -43,12 +43,12 @@ static ucs_status_t ucx_hello_cb(void *arg, const void *header, size_t header_le
 }
 
 bool ucx_lane_parse(const char *line, char *name, size_t name_len, bool *host_rma,
-                    bool *cuda_rma)
+                    bool *cuda_rma, bool *driver)
 {
     const char *lane = strstr(line, "lane["), *tl, *stop;
     size_t len;
 
-    *host_rma = *cuda_rma = false;
+    *host_rma = *cuda_rma = *driver = false;
     if (!lane || name_len == 0 || !(tl = strchr(lane, ':')))
         return false;
     /* "lane[1]:  3:tcp/lo.0 md[1] ..." -> "tcp/lo.0": past the lane's ':', the spaces,
@@ -63,6 +63,9 @@ bool ucx_lane_parse(const char *line, char *name, size_t name_len, bool *host_rm
         return false;
     memcpy(name, tl, len);
     name[len] = 0;
+    /* CUDA memory through this lane, whatever its role, calls the CUDA driver: cuda_ipc
+     * and cuda_copy copy with it, and TCP's emulated puts go through UCX's cuda_copy */
+    *driver = !strncmp(name, "cuda_", 5) || !strncmp(name, "tcp", 3);
     /* "... rma_bw#0 amo#0": a lane that moves RMA in its transport (every release marks
      * the lanes so; the summary lines after them differ between releases). The pool and
      * its flags are host memory, so for host_rma only a lane that puts into a peer's
@@ -82,9 +85,14 @@ bool ucx_lane_parse(const char *line, char *name, size_t name_len, bool *host_rm
 
 /* Names of the transports of one endpoint's lanes, from ucp_ep_print_info; whether it
  * has a lane that puts into host memory (native_rma) and one that puts into CUDA memory
- * (cuda_rma) by RMA of its transport. */
-static void ucx_describe_ep(ucx_ctx_t *ucx, ucp_ep_h ep, bool *native_rma, bool *cuda_rma)
+ * (cuda_rma) by RMA of its transport; whether UCX calls the CUDA driver when it moves
+ * CUDA memory over it (driver): unless a lane puts into CUDA memory by network RMA
+ * (rc_, dc_: no driver call per put) and no lane is one that calls it. */
+static void ucx_describe_ep(ucx_ctx_t *ucx, ucp_ep_h ep, bool *native_rma, bool *cuda_rma,
+                            bool *driver)
 {
+    bool net_rma = false, driver_lane = false;
+
     char *text = NULL, *line, *save = NULL;
     size_t text_len = 0, used = strlen(ucx->shared->transports);
     FILE *f = open_memstream(&text, &text_len);
@@ -96,16 +104,18 @@ static void ucx_describe_ep(ucx_ctx_t *ucx, ucp_ep_h ep, bool *native_rma, bool 
     for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         char *lane = strstr(line, "lane[");
         char name[64];
-        bool host = false, cuda = false;
+        bool host = false, cuda = false, drv = false;
         if (!lane && (strstr(line, "rma_bw") || strstr(line, "amo")))
             log_info("UCX %s", line + strspn(line, "# "));
         if (!lane)
             continue;
         log_info("UCX %s", lane);
-        if (!ucx_lane_parse(lane, name, sizeof(name), &host, &cuda))
+        if (!ucx_lane_parse(lane, name, sizeof(name), &host, &cuda, &drv))
             continue;
         *native_rma = *native_rma || host;
         *cuda_rma = *cuda_rma || cuda;
+        net_rma = net_rma || (cuda && !drv);
+        driver_lane = driver_lane || drv;
         if (!strstr(ucx->shared->transports, name)) {
             int n =
                 snprintf(ucx->shared->transports + used, sizeof(ucx->shared->transports) - used,
@@ -115,6 +125,7 @@ static void ucx_describe_ep(ucx_ctx_t *ucx, ucp_ep_h ep, bool *native_rma, bool 
         }
     }
     free(text);
+    *driver = driver_lane || !net_rma;
 }
 
 /* Sends one message to every remote rank that did not fail and waits, progressing, for
@@ -321,13 +332,15 @@ symcoll_status_t ucx_connect_all(ucx_ctx_t *ucx, const topo_t *topo)
         return SYMCOLL_ERR_NO_MEMORY;
     ucx->shared->native_rma = true;
     ucx->shared->cuda_rma = true;
+    ucx->shared->cuda_driver = false;
     for (int r = 0; r < ucx->nranks; r++) {
-        bool native = false, cuda = false;
+        bool native = false, cuda = false, driver = false;
         if (!ucx_is_remote(ucx, r))
             continue;
-        ucx_describe_ep(ucx, ucx->peers[r].ep, &native, &cuda);
+        ucx_describe_ep(ucx, ucx->peers[r].ep, &native, &cuda, &driver);
         ucx->shared->native_rma = ucx->shared->native_rma && native;
         ucx->shared->cuda_rma = ucx->shared->cuda_rma && cuda;
+        ucx->shared->cuda_driver = ucx->shared->cuda_driver || driver;
     }
     if (!strcmp(ucx->comm->config.net_protocol, "put")) {
         /* the target's UCX answers each emulated put with a message; when that answer

@@ -92,9 +92,10 @@ struct ucx_shared {
     size_t nregions, cap_regions;
     size_t blob_max;
 
-    bool native_rma; /* put / fence / flag; else one active message per transfer */
-    bool cuda_rma;   /* every remote endpoint (if any) puts into CUDA memory by RMA */
-    size_t am_piece; /* largest active message payload sent in one piece */
+    bool native_rma;  /* put / fence / flag; else one active message per transfer */
+    bool cuda_rma;    /* every remote endpoint (if any) puts into CUDA memory by RMA */
+    bool cuda_driver; /* some remote endpoint moves CUDA memory by calling the driver */
+    size_t am_piece;  /* largest active message payload sent in one piece */
 
     ucx_seg_table_t segtab[SYMCOLL_MEM_LAST];
     char transports[UCX_TLS_STR_MAX];
