@@ -122,6 +122,7 @@ struct algo_host_state {
     uint64_t bc_sent;   /* messages written as root */
     uint64_t bc_credit; /* the least count the receivers published, as last read */
     uint64_t *bc_recvd; /* messages consumed from each local root */
+    bool prefetchw;     /* x86: the CPU has PREFETCHW (CPUID 0x80000001 ECX bit 8) */
 };
 typedef struct algo_host_state algo_host_state_t;
 

@@ -3,6 +3,10 @@
  * call descriptors through which ranks tell each other where their data is. */
 #include "algo/host.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -55,6 +59,18 @@ void algo_host_free(comm_t *comm)
     comm->algo->host = NULL;
 }
 
+/* Whether this CPU executes PREFETCHW (AMD since K8, Intel since Broadwell); elsewhere a
+ * write prefetch is the compiler's. */
+static bool host_has_prefetchw(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    return __get_cpuid(0x80000001, &a, &b, &c, &d) && (c & (1u << 8));
+#else
+    return true;
+#endif
+}
+
 symcoll_status_t algo_host_state_get(comm_t *comm, pool_t *pool, algo_host_state_t **st_p)
 {
     algo_host_state_t *st = comm->algo->host;
@@ -93,6 +109,7 @@ symcoll_status_t algo_host_state_get(comm_t *comm, pool_t *pool, algo_host_state
         st->epoch = atomic_load(&st->sig[st->me]->progress);
         /* messages of our eager broadcasts every receiver consumed: none yet */
         st->bc_credit = 0;
+        st->prefetchw = host_has_prefetchw();
         /* more ranks than cores: a peer we wait for is likely waiting for our core */
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         st->spin_max = ncpu > 0 && n > ncpu ? 8 : HOST_SPIN_MAX;
