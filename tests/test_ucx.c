@@ -604,6 +604,70 @@ START_TEST(test_lane_parse)
 }
 END_TEST
 
+/* Whole listings of one endpoint, as ucp_ep_print_info prints them (header, lanes,
+ * summary lines; the first as logged on the GPU machine, the others shaped like it):
+ * what the endpoint does, and how many lines name a lane. */
+static const struct {
+    const char *listing;
+    bool host_rma, cuda_rma, driver;
+    int lanes;
+} ep_listings[] = {
+    /* TCP with cuda_ipc beside it: CUDA RMA, through the driver */
+    {"#\n# UCP endpoint\n#\n#               peer: <no debug data>\n"
+     "#                 lane[0]:  2:tcp/lo.0 md[1]                -> md[1]/tcp/sysdev[255] "
+     "seg 4294967295 am am_bw#0 keepalive wireup\n"
+     "#                 lane[1]:  4:cuda_ipc/cuda.0 md[3]         -> md[3]/cuda_ipc/sysdev[0] "
+     "seg 4294967295 rma_bw#0\n#\n#                tag_send: 0..<egr/short>..8185..\n",
+     false, true, true, 2},
+    /* TCP alone: its puts are emulated, and staged through cuda_copy */
+    {"# lane[0]:  2:tcp/lo.0 md[1] -> md[1]/tcp/sysdev[255] am am_bw#0 keepalive wireup\n",
+     false, false, true, 1},
+    /* InfiniBand: network RMA into CUDA memory, messages over ud_: no driver */
+    {"# lane[0]:  1:ud_mlx5/mlx5_0:1 md[2] -> md[2]/ib/sysdev[255] am am_bw#0 wireup\n"
+     "# lane[1]:  3:rc_mlx5/mlx5_0:1 md[2] -> md[2]/ib/sysdev[255] rma_bw#0 amo#0\n"
+     "#      rma_bw: mds [2] rndv_rkey_size 19\n",
+     true, true, false, 2},
+    /* the same with a cuda_copy lane beside it: the driver again */
+    {"# lane[0]:  1:ud_mlx5/mlx5_0:1 md[2] -> md[2]/ib/sysdev[255] am am_bw#0 wireup\n"
+     "# lane[1]:  3:rc_mlx5/mlx5_0:1 md[2] -> md[2]/ib/sysdev[255] rma_bw#0 amo#0\n"
+     "# lane[2]:  5:cuda_copy/cuda md[4] -> md[4]/cuda_cpy/sysdev[255] rma_bw#1\n",
+     true, true, true, 3},
+    /* InfiniBand messages only, no RMA lane: UCX stages CUDA memory with cuda_copy */
+    {"# lane[0]:  1:ud_mlx5/mlx5_0:1 md[2] -> md[2]/ib/sysdev[255] am am_bw#0 wireup\n", false,
+     false, true, 1},
+    /* an interface named like rc_ is TCP */
+    {"# lane[0]:  2:tcp/ib_rc_0 md[1] -> md[1]/tcp/sysdev[255] am rma_bw#0 wireup\n", true,
+     false, true, 1},
+    /* nothing read: nothing claimed, and the driver assumed */
+    {"", false, false, true, 0},
+};
+
+static void count_lane(void *arg, const char *line, const char *name)
+{
+    (void)line;
+    if (name)
+        ++*(int *)arg;
+}
+
+START_TEST(test_ep_lanes)
+{
+    for (size_t i = 0; i < sizeof(ep_listings) / sizeof(ep_listings[0]); i++) {
+        char *text = strdup(ep_listings[i].listing);
+        ucx_ep_lanes_t out = {true, true, false};
+        int lanes = 0;
+
+        ck_assert_ptr_nonnull(text);
+        ucx_ep_lanes_read(text, &out, count_lane, &lanes);
+        ck_assert_msg(out.host_rma == ep_listings[i].host_rma &&
+                          out.cuda_rma == ep_listings[i].cuda_rma &&
+                          out.driver == ep_listings[i].driver && lanes == ep_listings[i].lanes,
+                      "listing %zu: host_rma %d cuda_rma %d driver %d, %d lanes", i,
+                      out.host_rma, out.cuda_rma, out.driver, lanes);
+        free(text);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ucx");
@@ -615,6 +679,7 @@ int main(void)
 
     tcase_set_timeout(tc, RUN_TIMEOUT * 2 + 30);
     tcase_add_test(tc, test_lane_parse);
+    tcase_add_test(tc, test_ep_lanes);
     tcase_add_test(tc, test_presence);
     tcase_add_test(tc, test_roundtrip_2x1);
     tcase_add_test(tc, test_roundtrip_2x1_put);

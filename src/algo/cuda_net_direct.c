@@ -229,10 +229,11 @@ symcoll_status_t algo_cuda_net_probe(comm_t *comm, pool_t *host_pool, pool_t *cu
      * when its UCX calls the CUDA driver to move CUDA memory to some peer
      * (ucx_cuda_driver_lanes: cuda_ipc and TCP lanes do; network RMA lanes, rc_ and dc_,
      * do not per put; a network without GPUDirect RDMA does, through UCX's cuda_copy
-     * staging, which the endpoints' lanes do not name). 3: the same, with every stream
-     * of this process on one hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1), where UCX's
-     * copies queue behind the stream's wait for them: the direct path deadlocks at its
-     * first call (bench/results/gpu-direct.md, "streams sharing hardware queues"). */
+     * staging, which the endpoints' lanes do not name: not detected). 3: the same, with
+     * every stream of this process on one hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1),
+     * where UCX's copies queue behind the stream's wait for them: the direct path
+     * deadlocks at its first call (bench/results/gpu-direct.md, "streams sharing hardware
+     * queues"). */
     status = be->memcpy(bctx, host, area, bytes);
     if (ucx_cuda_driver_lanes(comm->ucx))
         landed[me] = cuda_hw_queues() == 1 ? 3 : 2;

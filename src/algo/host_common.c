@@ -59,8 +59,9 @@ void algo_host_free(comm_t *comm)
     comm->algo->host = NULL;
 }
 
-/* Whether this CPU executes PREFETCHW (AMD since K8, Intel since Broadwell); elsewhere a
- * write prefetch is the compiler's. */
+/* Whether CPUID reports PREFETCHW (AMD family 10h on, Intel Broadwell on; Linux flags
+ * older AMD parts itself, this check does not); off x86 a write prefetch is the
+ * compiler's. */
 static bool host_has_prefetchw(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

@@ -60,7 +60,9 @@ bool ucx_cuda_rma_native(const ucx_ctx_t *ucx);
 /* True if UCX calls the CUDA driver when it moves CUDA memory over some endpoint to
  * another node: every endpoint does unless one of its lanes puts into CUDA memory by
  * network RMA (rc_, dc_) and none is a cuda_* or tcp lane. A network without GPUDirect
- * RDMA still stages through cuda_copy, which the lanes do not name: not seen here. */
+ * RDMA still stages through cuda_copy, which the lanes do not name, and UCX may copy
+ * small puts from CUDA memory with cuda_copy on rc_/dc_ too: neither is seen here (no
+ * InfiniBand on these machines). */
 bool ucx_cuda_driver_lanes(const ucx_ctx_t *ucx);
 
 /* Reads one lane of ucp_ep_print_info's listing ("lane[1]:  3:rc_mlx5/mlx5_0:1.0 md[2]
@@ -72,6 +74,22 @@ bool ucx_cuda_driver_lanes(const ucx_ctx_t *ucx);
  * flag false) for a line that names no lane, or a name that does not fit. */
 bool ucx_lane_parse(const char *line, char *name, size_t name_len, bool *host_rma,
                     bool *cuda_rma, bool *driver);
+
+/* What one endpoint's lanes do, from ucp_ep_print_info's listing of it. */
+typedef struct ucx_ep_lanes {
+    bool host_rma; /* some lane puts into a peer's host memory by RMA of its transport */
+    bool cuda_rma; /* some lane puts into CUDA memory by RMA of its transport */
+    /* UCX calls the CUDA driver to move CUDA memory over the endpoint: unless some lane
+     * puts into CUDA memory by network RMA (rc_, dc_) and no lane calls the driver */
+    bool driver;
+} ucx_ep_lanes_t;
+
+/* Reads an endpoint's listing (lines separated by newlines; split in place) into *out
+ * with ucx_lane_parse. each, if not NULL, gets every line that names a lane (name: its
+ * transport; NULL where ucx_lane_parse takes none from it) and every summary line that
+ * mentions rma_bw or amo (name NULL). */
+void ucx_ep_lanes_read(char *listing, ucx_ep_lanes_t *out,
+                       void (*each)(void *arg, const char *line, const char *name), void *arg);
 
 /* True if rank is on another node (reached through an endpoint). */
 bool ucx_is_remote(const ucx_ctx_t *ucx, int rank);

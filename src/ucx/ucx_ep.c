@@ -83,49 +83,68 @@ bool ucx_lane_parse(const char *line, char *name, size_t name_len, bool *host_rm
     return true;
 }
 
-/* Names of the transports of one endpoint's lanes, from ucp_ep_print_info; whether it
- * has a lane that puts into host memory (native_rma) and one that puts into CUDA memory
- * (cuda_rma) by RMA of its transport; whether UCX calls the CUDA driver when it moves
- * CUDA memory over it (driver): unless a lane puts into CUDA memory by network RMA
- * (rc_, dc_: no driver call per put) and no lane is one that calls it. */
-static void ucx_describe_ep(ucx_ctx_t *ucx, ucp_ep_h ep, bool *native_rma, bool *cuda_rma,
-                            bool *driver)
+void ucx_ep_lanes_read(char *listing, ucx_ep_lanes_t *out,
+                       void (*each)(void *arg, const char *line, const char *name), void *arg)
 {
     bool net_rma = false, driver_lane = false;
+    char *line, *save = NULL;
 
-    char *text = NULL, *line, *save = NULL;
-    size_t text_len = 0, used = strlen(ucx->shared->transports);
+    out->host_rma = out->cuda_rma = false;
+    for (line = strtok_r(listing, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        const char *lane = strstr(line, "lane[");
+        char name[64];
+        bool host = false, cuda = false, drv = false;
+        if (!lane) {
+            if (each && (strstr(line, "rma_bw") || strstr(line, "amo")))
+                each(arg, line + strspn(line, "# "), NULL);
+            continue;
+        }
+        if (!ucx_lane_parse(lane, name, sizeof(name), &host, &cuda, &drv)) {
+            if (each)
+                each(arg, lane, NULL);
+            continue;
+        }
+        if (each)
+            each(arg, lane, name);
+        out->host_rma = out->host_rma || host;
+        out->cuda_rma = out->cuda_rma || cuda;
+        net_rma = net_rma || (cuda && !drv);
+        driver_lane = driver_lane || drv;
+    }
+    out->driver = driver_lane || !net_rma;
+}
+
+/* A line of an endpoint's listing: logged; a lane's transport added to the names. */
+static void ucx_ep_line(void *arg, const char *line, const char *name)
+{
+    ucx_ctx_t *ucx = arg;
+    size_t used = strlen(ucx->shared->transports);
+
+    log_info("UCX %s", line);
+    if (name && !strstr(ucx->shared->transports, name)) {
+        int n = snprintf(ucx->shared->transports + used, sizeof(ucx->shared->transports) - used,
+                         "%s%s", used ? "," : "", name);
+        if (n < 0 || (size_t)n >= sizeof(ucx->shared->transports) - used)
+            ucx->shared->transports[used] = 0; /* whole names only */
+    }
+}
+
+/* One endpoint's lanes (ucp_ep_print_info, read by ucx_ep_lanes_read); without its
+ * listing, nothing is claimed for it, and it counts as calling the CUDA driver. */
+static void ucx_describe_ep(ucx_ctx_t *ucx, ucp_ep_h ep, ucx_ep_lanes_t *out)
+{
+    char *text = NULL;
+    size_t text_len = 0;
     FILE *f = open_memstream(&text, &text_len);
 
+    out->host_rma = out->cuda_rma = false;
+    out->driver = true;
     if (!f)
         return;
     ucp_ep_print_info(ep, f);
-    fclose(f);
-    for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        char *lane = strstr(line, "lane[");
-        char name[64];
-        bool host = false, cuda = false, drv = false;
-        if (!lane && (strstr(line, "rma_bw") || strstr(line, "amo")))
-            log_info("UCX %s", line + strspn(line, "# "));
-        if (!lane)
-            continue;
-        log_info("UCX %s", lane);
-        if (!ucx_lane_parse(lane, name, sizeof(name), &host, &cuda, &drv))
-            continue;
-        *native_rma = *native_rma || host;
-        *cuda_rma = *cuda_rma || cuda;
-        net_rma = net_rma || (cuda && !drv);
-        driver_lane = driver_lane || drv;
-        if (!strstr(ucx->shared->transports, name)) {
-            int n =
-                snprintf(ucx->shared->transports + used, sizeof(ucx->shared->transports) - used,
-                         "%s%s", used ? "," : "", name);
-            if (n > 0 && (size_t)n < sizeof(ucx->shared->transports) - used)
-                used += (size_t)n;
-        }
-    }
+    if (fclose(f) == 0 && text)
+        ucx_ep_lanes_read(text, out, ucx_ep_line, ucx);
     free(text);
-    *driver = driver_lane || !net_rma;
 }
 
 /* Sends one message to every remote rank that did not fail and waits, progressing, for
@@ -334,13 +353,13 @@ symcoll_status_t ucx_connect_all(ucx_ctx_t *ucx, const topo_t *topo)
     ucx->shared->cuda_rma = true;
     ucx->shared->cuda_driver = false;
     for (int r = 0; r < ucx->nranks; r++) {
-        bool native = false, cuda = false, driver = false;
+        ucx_ep_lanes_t lanes;
         if (!ucx_is_remote(ucx, r))
             continue;
-        ucx_describe_ep(ucx, ucx->peers[r].ep, &native, &cuda, &driver);
-        ucx->shared->native_rma = ucx->shared->native_rma && native;
-        ucx->shared->cuda_rma = ucx->shared->cuda_rma && cuda;
-        ucx->shared->cuda_driver = ucx->shared->cuda_driver || driver;
+        ucx_describe_ep(ucx, ucx->peers[r].ep, &lanes);
+        ucx->shared->native_rma = ucx->shared->native_rma && lanes.host_rma;
+        ucx->shared->cuda_rma = ucx->shared->cuda_rma && lanes.cuda_rma;
+        ucx->shared->cuda_driver = ucx->shared->cuda_driver || lanes.driver;
     }
     if (!strcmp(ucx->comm->config.net_protocol, "put")) {
         /* the target's UCX answers each emulated put with a message; when that answer
