@@ -1,6 +1,8 @@
 #!/bin/sh
 # Prints every reference that goes up or sideways in the layer order of src/LAYERS (one
-# line per layer, ground first; folders on one line are siblings): symbols of the built
+# line per layer, ground first; folders on one line are siblings; a folder is a path under
+# src/, so "algo/net" is a floor of its own inside src/algo, and the files directly in a
+# folder form the floor named by the folder itself): symbols of the built
 # objects, read with nm (calls and data, whatever the headers say), and #include lines of
 # the sources beside LAYERS_FILE (which also covers what nm cannot see: inline functions,
 # macros, struct layouts, and files this configuration did not build).
@@ -30,7 +32,8 @@ objs=$(find "$build/src" -path '*/.libs/*.o' | sort)
 : >"$work/uses"
 for o in $objs; do
     folder=${o#"$build/src/"}
-    folder=${folder%%/*}
+    folder=${folder%/*}
+    folder=${folder%/.libs}
     $NM -g --defined-only "$o" | awk -v f="$folder" 'NF == 3 { print $3, f }' >>"$work/defs"
     $NM -u "$o" | awk -v f="$folder" -v o="$o" '{ print $NF, f, o }' >>"$work/uses"
 done
@@ -43,8 +46,8 @@ if [ -d "$srcdir" ]; then
     find "$srcdir" -mindepth 2 \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) | sort |
         while read -r f; do
             folder=${f#"$srcdir/"}
-            folder=${folder%%/*}
-            sed -n 's|^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([a-z_]*\)/.*|\1|p' "$f" |
+            folder=${folder%/*}
+            sed -n 's|^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([a-z_/]*\)/[^/"]*".*|\1|p' "$f" |
                 sort -u | awk -v f="$folder" -v file="$f" '{ print "#include", f, file, $1 }'
         done >"$work/includes"
 else

@@ -2,16 +2,18 @@
 # Calls go down the layers of src/LAYERS only: scripts/layers.sh must find no reference
 # of a built object, and no #include of a source, that goes up or sideways. It first
 # proves on a made-up tree that it flags an upward call, a sideways call, a folder
-# missing from the order and an upward #include.
+# missing from the order, an upward #include, and an upward call from a floor inside a
+# folder (high/sub) to the folder's own top floor (high).
 . "${top_srcdir:-.}/tests/testlib.sh"
 make_tmp layers
 check="$top_srcdir/scripts/layers.sh"
 
 # self-check: low calls high (up), a calls b (siblings), stray is not in the order, and
 # a header of low includes one of high (up); a header of high including low is fine
-mkdir -p "$tmp/b/src/low" "$tmp/b/src/high" "$tmp/b/src/a" "$tmp/b/src/b" "$tmp/b/src/stray"
+mkdir -p "$tmp/b/src/low" "$tmp/b/src/high" "$tmp/b/src/a" "$tmp/b/src/b" "$tmp/b/src/stray" \
+    "$tmp/b/src/high/sub"
 mkdir -p "$tmp/src/low" "$tmp/src/high"
-printf 'low\na b\nhigh\n' >"$tmp/src/LAYERS"
+printf 'low\na b\nhigh/sub\nhigh\n' >"$tmp/src/LAYERS"
 printf '#include "high/high.h"\n' >"$tmp/src/low/low.h"
 printf '#include "low/low.h"\n#include <stdio.h>\n' >"$tmp/src/high/high.h"
 cat >"$tmp/low.c" <<'X'
@@ -30,6 +32,11 @@ X
 cat >"$tmp/b.c" <<'X'
 void b_fn(void) {}
 X
+cat >"$tmp/sub.c" <<'X'
+void high_fn(void);
+void low_fn(void);
+void sub_fn(void) { high_fn(); low_fn(); }
+X
 cat >"$tmp/stray.c" <<'X'
 void low_fn(void);
 void stray_fn(void) { low_fn(); }
@@ -37,14 +44,16 @@ X
 for f in low high a b stray; do
     ${CC:-cc} -c -o "$tmp/b/src/$f/$f.o" "$tmp/$f.c" || exit 99
 done
+${CC:-cc} -c -o "$tmp/b/src/high/sub/sub.o" "$tmp/sub.c" || exit 99
 out=$(sh "$check" "$tmp/b" "$tmp/src/LAYERS")
 rc=$?
-if [ $rc -ne 1 ] || [ "$(echo "$out" | wc -l)" -ne 4 ] ||
+if [ $rc -ne 1 ] || [ "$(echo "$out" | wc -l)" -ne 5 ] ||
     ! echo "$out" | grep -q 'low uses high_fn of high (up)' ||
     ! echo "$out" | grep -q 'a uses b_fn of b (sideways)' ||
     ! echo "$out" | grep -q 'stray uses low_fn of low: folder missing' ||
-    ! echo "$out" | grep -q 'low/low.h: low uses #include of high (up)'; then
-    echo "FAIL: self-check: the layer check did not flag exactly the four bad references"
+    ! echo "$out" | grep -q 'low/low.h: low uses #include of high (up)' ||
+    ! echo "$out" | grep -q 'high/sub uses high_fn of high (up)'; then
+    echo "FAIL: self-check: the layer check did not flag exactly the five bad references"
     echo "(exit $rc):"
     echo "$out" | sed 's/^/    /'
     exit 99

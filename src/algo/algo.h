@@ -4,6 +4,7 @@
 #ifndef SYMCOLL_ALGO_H
 #define SYMCOLL_ALGO_H
 
+#include "algo/base/ctx.h"
 #include "core/core.h"
 #include "pool/pool.h"
 #include "topo/select.h"
@@ -40,41 +41,12 @@ bool algo_family_queued(topo_family_t family);
  * so that calls find it. A failure breaks the communicator (algo_check_usable). */
 symcoll_status_t algo_pool_attach(comm_t *comm, pool_t *pool);
 
-/* SYMCOLL_OK, or (logged) the failure of an earlier call that broke the communicator:
- * every collective entry refuses to run after one. */
-symcoll_status_t algo_check_usable(const comm_t *comm);
-
 /* Runs one all-reduce by its plan (count > 0, arguments checked, pools of
  * algo_family_pools(plan->family) in pools[], comm->lock held). */
 symcoll_status_t algo_allreduce(comm_t *comm, const topo_plan_t *plan,
                                 pool_t *const pools[SYMCOLL_MEM_LAST], const void *sendbuf,
                                 void *recvbuf, size_t count, symcoll_dtype_t dtype,
                                 symcoll_op_t op, void *stream);
-
-/* The collectives besides all-reduce, and what one call of any of them asks. */
-typedef enum {
-    ALGO_COLL_ALLREDUCE = 0,
-    ALGO_COLL_REDUCE_SCATTER,
-    ALGO_COLL_ALLGATHER,
-    ALGO_COLL_BROADCAST,
-    ALGO_COLL_BARRIER,
-    ALGO_COLL_LAST
-} algo_coll_t;
-
-typedef struct algo_args {
-    algo_coll_t coll;
-    const void *sendbuf;
-    void *recvbuf;
-    size_t count; /* elements: the message (all-reduce, broadcast), a rank's block
-                     (reduce-scatter, all-gather); 0 for the barrier */
-    symcoll_dtype_t dtype;
-    symcoll_op_t op; /* reductions only; SYMCOLL_SUM otherwise */
-    int root;        /* broadcast only; 0 otherwise */
-    void *stream;
-} algo_args_t;
-
-/* "reduce-scatter", ... for log lines. */
-const char *algo_coll_name(algo_coll_t coll);
 
 /* Bytes of the all-reduce whose plan serves a call (the selector plans all-reduces): the
  * whole buffer of n blocks for reduce-scatter and all-gather, which a call that does not

@@ -10,23 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/ctx.h"
-#include "algo/host.h"
-#include "algo/net.h"
+#include "algo/base/ctx.h"
+#include "algo/host/host.h"
+#include "algo/net/net.h"
 #ifdef HAVE_CUDA
-#include "algo/cuda_algo.h"
+#include "algo/cuda/cuda_algo.h"
 #endif
 #include "topo/topo.h"
-
-const char *algo_coll_name(algo_coll_t coll)
-{
-    static const char *const names[ALGO_COLL_LAST] = {
-        [ALGO_COLL_ALLREDUCE] = "all-reduce", [ALGO_COLL_REDUCE_SCATTER] = "reduce-scatter",
-        [ALGO_COLL_ALLGATHER] = "all-gather", [ALGO_COLL_BROADCAST] = "broadcast",
-        [ALGO_COLL_BARRIER] = "barrier",
-    };
-    return (unsigned)coll < ALGO_COLL_LAST ? names[coll] : "?";
-}
 
 size_t algo_plan_bytes(const comm_t *comm, const algo_args_t *a)
 {

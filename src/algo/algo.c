@@ -6,11 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/ctx.h"
-#include "algo/host.h"
-#include "algo/net.h"
+#include "algo/base/ctx.h"
+#include "algo/host/host.h"
+#include "algo/net/net.h"
 #ifdef HAVE_CUDA
-#include "algo/cuda_algo.h"
+#include "algo/cuda/cuda_algo.h"
+#include "algo/cuda_net/cuda_net.h"
 #include "cuda/cuda.h"
 #endif
 #include "topo/topo.h"
@@ -77,16 +78,6 @@ symcoll_status_t algo_check_call(const comm_t *comm, const topo_plan_t *plan,
     log_error("symcoll_allreduce: CUDA memory is not supported by this build");
     return SYMCOLL_ERR_UNSUPPORTED;
 #endif
-}
-
-symcoll_status_t algo_check_usable(const comm_t *comm)
-{
-    symcoll_status_t broken = algo_broken(comm);
-
-    if (broken != SYMCOLL_OK)
-        log_error("an earlier call failed (%s); the communicator can only be destroyed",
-                  symcoll_status_string(broken));
-    return broken;
 }
 
 /* ---- the families ------------------------------------------------------------------ */

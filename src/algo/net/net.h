@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "algo/algo.h"
+#include "algo/base/ctx.h"
 #include "core/core.h"
 #include "pool/pool.h"
 #include "topo/select.h"

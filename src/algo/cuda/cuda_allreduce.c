@@ -18,7 +18,7 @@
  * too), and raises the abort word with CUDA_KERR_PEER when one is gone.
  */
 #define _GNU_SOURCE /* syscall */
-#include "algo/cuda_algo.h"
+#include "algo/cuda/cuda_algo.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,8 +39,7 @@
 /* pool_cuda.c; named here so that static links of the library always carry it */
 extern const pool_backend_t pool_cuda_backend;
 #include "bootstrap/bootstrap.h"
-#include "algo/algo.h"
-#include "algo/ctx.h"
+#include "algo/base/ctx.h"
 #include "topo/topo.h"
 
 /* the watcher's look at /proc when no pidfd tells it at once */

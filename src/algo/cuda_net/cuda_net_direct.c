@@ -40,7 +40,7 @@
  * another one fails the call with SYMCOLL_ERR_MISMATCH (sticky, as on the staged path).
  * CUDA graphs: not capturable (a host thread moves the data), as the staged path.
  */
-#include "algo/cuda_net_int.h"
+#include "algo/cuda_net/cuda_net_int.h"
 
 #include <stdlib.h>
 #include <string.h>

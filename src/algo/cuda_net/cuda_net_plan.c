@@ -1,6 +1,6 @@
 /* The stream side of the staging pipeline of CUDA memory across nodes, in order, and the
  * lanes' queue (see algo/cuda_net_int.h for the protocol). */
-#include "algo/cuda_net_plan.h"
+#include "algo/cuda_net/cuda_net_plan.h"
 
 #include <string.h>
 

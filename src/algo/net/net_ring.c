@@ -19,12 +19,12 @@
  * rank folded the first one in, since the chain that produces it runs through this rank.
  * Consecutive calls alternate between two areas (see net.h).
  */
-#include "algo/net.h"
+#include "algo/net/net.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/reduce.h"
+#include "algo/base/reduce.h"
 
 size_t algo_net_ring_area(size_t count, size_t esize, int n)
 {

@@ -1,6 +1,6 @@
 /* The host staging of CUDA memory across nodes: slots and node word in pinned memory of
  * the host pool, set up and released by the caller's thread; waits for the GPU to leave it. */
-#include "algo/cuda_net_int.h"
+#include "algo/cuda_net/cuda_net_int.h"
 
 /* ---- staging ------------------------------------------------------------------------
  * Allocated and pinned by the caller's thread while no operation is queued (collective:

@@ -1,6 +1,6 @@
 /* A call of CUDA memory across nodes queued: its operation for the lanes and its pipeline
  * on the caller's stream (stream commands or the small-call kernel), flat or hierarchical. */
-#include "algo/cuda_net_int.h"
+#include "algo/cuda_net/cuda_net_int.h"
 
 #include <string.h>
 

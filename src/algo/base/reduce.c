@@ -6,7 +6,7 @@
  * on vector width), then converted and stored. Because a whole block is read before it
  * is written, dst may be one of the sources. Element pointers use types of alignment 1,
  * so any byte address works without the compiler assuming natural alignment. */
-#include "algo/reduce.h"
+#include "algo/base/reduce.h"
 
 #include <stdlib.h>
 #include <string.h>

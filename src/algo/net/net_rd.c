@@ -23,11 +23,11 @@
  * back with the result. So every rank ends knowing whether all agree, from the messages
  * rd sends anyway.
  */
-#include "algo/net.h"
+#include "algo/net/net.h"
 
 #include <string.h>
 
-#include "algo/reduce.h"
+#include "algo/base/reduce.h"
 
 static int net_log2(int p2)
 {

@@ -1,11 +1,11 @@
 /* The lanes of CUDA memory across nodes: progress threads that move the chunks of the
  * queued operations across the nodes over UCX, their failure handling, start and stop. */
-#include "algo/cuda_net_int.h"
+#include "algo/cuda_net/cuda_net_int.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/net.h"
+#include "algo/net/net.h"
 #include "bootstrap/bootstrap.h"
 #include "topo/topo.h"
 

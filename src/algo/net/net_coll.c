@@ -35,13 +35,13 @@
  * call ends only once every rank has entered it, so nobody still reads the receive area
  * of this call's parity (net.h).
  */
-#include "algo/net.h"
+#include "algo/net/net.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/ctx.h"
-#include "algo/reduce.h"
+#include "algo/base/ctx.h"
+#include "algo/base/reduce.h"
 #include "topo/topo.h"
 
 bool algo_net_coll_native(const comm_t *comm, const topo_plan_t *plan, size_t plan_bytes)

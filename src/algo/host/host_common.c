@@ -1,7 +1,7 @@
 /* Machinery shared by the host algorithms: per-pool state, the barrier over epochs in
  * the signal pads, the wait loop with its deadline, abort and dead-peer checks, and the
  * call descriptors through which ranks tell each other where their data is. */
-#include "algo/host.h"
+#include "algo/host/host.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "algo/ctx.h"
+#include "algo/base/ctx.h"
 #include "core/wait.h"
 #include "topo/topo.h"
 

@@ -1,6 +1,6 @@
 /* CUDA memory across nodes, the entry points of cuda_algo.h: the call's checks, the
  * engine's creation, drain, abort, release and destroy (the engine: cuda_net_int.h). */
-#include "algo/cuda_net_int.h"
+#include "algo/cuda_net/cuda_net_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 
 #include "core/core.h"
+#include "topo/select.h"
 #include "ucx/ucx.h"
 
 struct algo_host_state;
@@ -14,6 +15,28 @@ struct net_state;
 struct cuda_algo_state;
 struct cuda_net;
 typedef struct cuda_net cuda_net_t;
+
+/* The collectives besides all-reduce, and what one call of any of them asks. */
+typedef enum {
+    ALGO_COLL_ALLREDUCE = 0,
+    ALGO_COLL_REDUCE_SCATTER,
+    ALGO_COLL_ALLGATHER,
+    ALGO_COLL_BROADCAST,
+    ALGO_COLL_BARRIER,
+    ALGO_COLL_LAST
+} algo_coll_t;
+
+typedef struct algo_args {
+    algo_coll_t coll;
+    const void *sendbuf;
+    void *recvbuf;
+    size_t count; /* elements: the message (all-reduce, broadcast), a rank's block
+                     (reduce-scatter, all-gather); 0 for the barrier */
+    symcoll_dtype_t dtype;
+    symcoll_op_t op; /* reductions only; SYMCOLL_SUM otherwise */
+    int root;        /* broadcast only; 0 otherwise */
+    void *stream;
+} algo_args_t;
 
 typedef struct algo_ctx {
     /* SYMCOLL_OK, or the status of the first failure that left the ranks out of step
@@ -49,11 +72,24 @@ static inline symcoll_status_t algo_break(comm_t *comm, symcoll_status_t status)
     return (symcoll_status_t)ok;
 }
 
+/* The host pool's signal pad of each rank: the host family's words (algo_host_sig_t)
+ * fill its first ALGO_SIG_HOST_BYTES; the net family keeps its flags after them where
+ * they fit. */
+#define ALGO_SIG_HOST_BYTES 4096
+
 #define ALGO_SALT(coll, root) ((uint64_t)(coll) << 32 | (uint32_t)(root))
 
 static inline symcoll_status_t algo_broken(const comm_t *comm)
 {
     return (symcoll_status_t)atomic_load_explicit(&comm->algo->broken, memory_order_relaxed);
 }
+
+/* SYMCOLL_OK, or (logged) the failure of an earlier call that broke the communicator:
+ * every collective entry refuses to run after one. */
+symcoll_status_t algo_check_usable(const comm_t *comm);
+
+
+/* "reduce-scatter", ... for log lines. */
+const char *algo_coll_name(algo_coll_t coll);
 
 #endif

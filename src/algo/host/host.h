@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "algo/base/ctx.h"
 #include "core/core.h"
 #include "pool/pool.h"
 
@@ -69,7 +70,7 @@ typedef struct algo_host_bc_hdr {
 /* Layout of the first bytes of each rank's host signal pad. Only its owner writes it;
  * peers read it. Every word sits on its own cache line (or pair) to avoid false
  * sharing between the polled flag and the rest. The pad's remaining bytes are free
- * for other layers (HOST_SIG_FREE_OFF). */
+ * for the other families (ALGO_SIG_HOST_BYTES). */
 typedef struct algo_host_sig {
     _Atomic uint64_t progress; /* barriers passed; monotonic, never reset; its low 32
                                   bits are also the futex word peers sleep on */
@@ -96,9 +97,8 @@ typedef struct algo_host_sig {
     _Atomic uint64_t bc_cons[HOST_BC_MAX_RANKS];
 } algo_host_sig_t;
 
-#define HOST_SIG_FREE_OFF 4096
-_Static_assert(sizeof(algo_host_sig_t) <= HOST_SIG_FREE_OFF,
-               "the host signal pad's own part overlaps the other layers'");
+_Static_assert(sizeof(algo_host_sig_t) <= ALGO_SIG_HOST_BYTES,
+               "the host signal pad's own part overlaps the other families'");
 
 struct algo_host_state {
     int me, n;

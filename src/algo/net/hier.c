@@ -22,11 +22,11 @@
  * only before the barriers of the next call, which nobody passes before every local peer
  * has read them.
  */
-#include "algo/net.h"
+#include "algo/net/net.h"
 
 #include <string.h>
 
-#include "algo/reduce.h"
+#include "algo/base/reduce.h"
 #include "topo/select.h"
 #include "topo/topo.h"
 

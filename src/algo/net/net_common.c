@@ -1,17 +1,15 @@
 /* Machinery shared by the algorithms that cross nodes: state, scratch in the pool, flags,
  * transfers (UCX to other nodes, pool mappings inside a node), waits, and the dispatcher
  * of recursive doubling, ring and hierarchical. */
-#include "algo/net.h"
+#include "algo/net/net.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "algo/algo.h"
-#include "algo/ctx.h"
-#include "algo/host.h"
-#include "algo/reduce.h"
+#include "algo/base/ctx.h"
+#include "algo/base/reduce.h"
 #include "core/wait.h"
 #include "bootstrap/bootstrap.h"
 #include "topo/select.h"
@@ -125,10 +123,10 @@ static symcoll_status_t net_state_create(comm_t *comm, ucx_ctx_t *ucx, pool_t *p
      * pool segment, so trim can unmap the whole pool. Lanes and very large jobs take
      * them from the pool, at the same offset everywhere (same call sequence). */
     if (ucx == comm->ucx && pool_backend(pool)->mem_type == SYMCOLL_MEM_HOST &&
-        HOST_SIG_FREE_OFF + (size_t)(n + 1) * NET_FLAG_STRIDE <=
+        ALGO_SIG_HOST_BYTES + (size_t)(n + 1) * NET_FLAG_STRIDE <=
             pool_backend(pool)->signal_size) {
         st->flags_in_pad = true;
-        st->flags_off = HOST_SIG_FREE_OFF;
+        st->flags_off = ALGO_SIG_HOST_BYTES;
         status = SYMCOLL_OK;
     } else {
         status = pool_alloc(pool, (size_t)(n + 1) * NET_FLAG_STRIDE, POOL_ALLOC_STAGING,

@@ -109,9 +109,10 @@
 
 #include <cuda_runtime_api.h>
 
-#include "algo/ctx.h"
-#include "algo/cuda_algo.h"
-#include "algo/cuda_net_plan.h"
+#include "algo/base/ctx.h"
+#include "algo/cuda/cuda_algo.h"
+#include "algo/cuda_net/cuda_net.h"
+#include "algo/cuda_net/cuda_net_plan.h"
 #include "cuda/cuda.h"
 #include "topo/select.h"
 #include "ucx/ucx.h"

@@ -30,11 +30,11 @@
  * call ends with one more barrier; input read in place is covered by the last barrier
  * of the loop.
  */
-#include "algo/host.h"
+#include "algo/host/host.h"
 
 #include <string.h>
 
-#include "algo/reduce.h"
+#include "algo/base/reduce.h"
 
 /* Slice r of a chunk of m elements: [lo, hi). Slices are multiples of 64 bytes where
  * possible so that ranks do not write the same cache line. */

@@ -17,12 +17,12 @@
  * The barriers are algo_host_barrier_lazy: at small sizes a call is one barrier, and the
  * fence of the all-reduce's barrier would be a third of its time.
  */
-#include "algo/host.h"
+#include "algo/host/host.h"
 
 #include <string.h>
 
-#include "algo/ctx.h"
-#include "algo/reduce.h"
+#include "algo/base/ctx.h"
+#include "algo/base/reduce.h"
 #include "core/wait.h"
 #include "topo/topo.h"
 

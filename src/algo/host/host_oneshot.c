@@ -24,11 +24,11 @@
  * on the epoch word, the data is a second transfer that has to wait for the first).
  * The input is always copied there (also from a pool buffer: no end barrier).
  */
-#include "algo/host.h"
+#include "algo/host/host.h"
 
 #include <string.h>
 
-#include "algo/reduce.h"
+#include "algo/base/reduce.h"
 
 static symcoll_status_t oneshot_ll(host_call_t *c, size_t nbytes)
 {
