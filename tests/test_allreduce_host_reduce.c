@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/reduce.h"
+#include "algo/base/reduce.h"
 
 static uint32_t fbits(float f)
 {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/cuda_net_plan.h"
+#include "algo/cuda_net/cuda_net_plan.h"
 #include "harness.h"
 
 #define MAX_CMDS 4096

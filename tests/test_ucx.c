@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "algo/net.h"
+#include "algo/net/net.h"
 #include "topo/topo.h"
 #include "core/core.h"
 #include "harness.h"
