@@ -151,10 +151,20 @@ START_TEST(test_read_defaults)
     /* how the other collectives run on CUDA memory: allreduce by default, any case */
     clear_env();
     ck_assert_int_eq(config_read(&cfg), SYMCOLL_OK);
-    ck_assert_str_eq(cfg.cuda_coll, "allreduce");
+    ck_assert_int_eq(cfg.cuda_coll, CONFIG_CUDA_COLL_ALLREDUCE);
     setenv("SYMCOLL_CUDA_COLL", "Auto", 1);
     ck_assert_int_eq(config_read(&cfg), SYMCOLL_OK);
-    ck_assert_str_eq(cfg.cuda_coll, "auto");
+    ck_assert_int_eq(cfg.cuda_coll, CONFIG_CUDA_COLL_AUTO);
+    /* the other enumerated settings: parsed once into their enumerators */
+    setenv("SYMCOLL_NET_PROTOCOL", "PUT", 1);
+    setenv("SYMCOLL_CUDA_NET_PATH", "staged", 1);
+    ck_assert_int_eq(config_read(&cfg), SYMCOLL_OK);
+    ck_assert_int_eq(cfg.net_protocol, CONFIG_NET_PROTOCOL_PUT);
+    ck_assert_int_eq(cfg.cuda_net_path, CONFIG_CUDA_NET_PATH_STAGED);
+    setenv("SYMCOLL_NET_PROTOCOL", "rdma", 1);
+    ck_assert_int_eq(config_read(&cfg), SYMCOLL_ERR_INVALID_PARAM);
+    unsetenv("SYMCOLL_NET_PROTOCOL");
+    unsetenv("SYMCOLL_CUDA_NET_PATH");
 }
 END_TEST
 

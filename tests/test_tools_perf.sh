@@ -67,7 +67,7 @@ run "-a NAME" 2 -a oneshot && expect "-a NAME" "$tmp/err" "bad value 'oneshot' f
 # the larger buffer (4096 bytes of doubles: 256 per rank for reduce_scatter and
 # allgather), the operator column "none" where nothing is reduced; the algo column the
 # path: native inside a node; across 2 simulated nodes (2 ranks) one exchange for
-# reduce-scatter and all-gather, an eager broadcast (tools/coll_rule.h)
+# reduce-scatter and all-gather, an eager broadcast (the library's decision rows)
 for case in "one node|native|native|" "one node, pool|native|native|-P" \
     "2 simulated nodes, pool|ucx:exchange|ucx:eager|-P"; do
     what=${case%%|*} rest=${case#*|}

@@ -5,7 +5,7 @@ bin_PROGRAMS += tools/symcoll_run tools/symcoll_info
 tools_symcoll_run_SOURCES = tools/symcoll_run.c
 tools_symcoll_run_LDADD = -lm
 
-tools_symcoll_info_SOURCES = tools/symcoll_info.c tools/coll_rule.h
+tools_symcoll_info_SOURCES = tools/symcoll_info.c
 # -v asks the UCX that the library loads for its version and memory types
 tools_symcoll_info_CPPFLAGS = $(AM_CPPFLAGS) $(UCX_CFLAGS)
 tools_symcoll_info_LDADD = libsymcoll.la $(UCX_LIBS)

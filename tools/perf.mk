@@ -5,7 +5,7 @@
 bin_PROGRAMS += tools/symcoll_perf
 
 tools_symcoll_perf_SOURCES = tools/symcoll_perf.c tools/perf_engine.c tools/perf_engine.h \
-	tools/refcheck.c tools/refcheck.h tools/coll_rule.h
+	tools/refcheck.c tools/refcheck.h
 tools_symcoll_perf_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 tools_symcoll_perf_LDADD = libsymcoll.la $(CUDA_LIBS)
 

@@ -12,7 +12,6 @@
 #include <ucp/api/ucp.h>
 
 #include "symcoll.h"
-#include "coll_rule.h"
 
 #define INFO_EXIT_USAGE 2
 
@@ -477,42 +476,23 @@ static symcoll_status_t print_decisions(void *comm, FILE *f)
 }
 
 /* ---- the other collectives' paths ---------------------------------------------------
- * The library reports the all-reduce's decisions only; the other collectives follow
- * one rule from them (src/algo/coll.c, net_coll.c), applied here to the decision table
- * at the plan's size, which is the larger buffer's bytes (symcoll_perf's size column;
- * one byte for barrier): a plan of the host family (host memory inside a node) runs
- * the native host algorithm; host memory across nodes runs native rings and chains over
- * UCX where the all-reduce would run the ring, or the hierarchical algorithm above
- * recursive doubling's sizes; with SYMCOLL_CUDA_COLL=auto, a one-shot or two-shot plan
- * of CUDA memory inside a node runs the collective's own kernel; every other plan (CUDA
- * memory, the barrier) runs as one all-reduce of that path. */
-#define COLL_ROWS_MAX 128
+ * The library's decision report has a row per collective, memory type and plan size
+ * (topo_select_coll_plan, the selector every call asks): "COLL MEM BYTES HUMAN PATH
+ * FAMILY WORDS...". -a groups the sizes that share one path into ranges. */
+#define COLL_ROWS_MAX 512
 
 typedef struct dec_row {
+    char coll[16];
     char mem[16];
     size_t bytes;
-    char algo[32];
-    char family[32];
+    char words[96];
 } dec_row_t;
 
-static const char *const coll_names[] = {"reduce-scatter", "all-gather", "broadcast",
-                                         "barrier"};
-#define NCOLLS (sizeof(coll_names) / sizeof(coll_names[0]))
-
-/* the rule (coll_rule.h), as lines of the text report (joined by spaces in JSON) */
-static const char *const coll_rule[] = {
-    "a plan of the host family (host memory inside a node) runs the native host",
-    "algorithm; host memory across nodes: a broadcast of at most NET_BC_EAGER_MAX bytes",
-    "(up to NET_BC_MAX_RANKS ranks) is eager, two ranks where the all-reduce would run",
-    "recursive doubling make a reduce-scatter, an all-gather or a broadcast above",
-    "NET_RD_MAX one exchange, and native rings and chains run where the all-reduce",
-    "would run the ring (or the hierarchical algorithm above recursive doubling's sizes);",
-    "with SYMCOLL_CUDA_COLL=auto, CUDA memory inside a node runs the collective's own",
-    "one-shot or two-shot kernel where the all-reduce would; every other plan (CUDA",
-    "memory, the barrier) runs as one all-reduce of the size below (the larger buffer:",
-    "reduce-scatter's send, all-gather's receive; 1 byte for barrier), with the",
-    "all-reduce's algorithm for that size",
-};
+static int is_coll_name(const char *s)
+{
+    return !strcmp(s, "reduce-scatter") || !strcmp(s, "all-gather") || !strcmp(s, "broadcast") ||
+           !strcmp(s, "barrier");
+}
 
 static int parse_decisions(const char *text, dec_row_t *rows)
 {
@@ -520,67 +500,51 @@ static int parse_decisions(const char *text, dec_row_t *rows)
 
     for (const char *line = text; line && *line && n < COLL_ROWS_MAX;) {
         const char *end = strchr(line, '\n');
-        char human[16];
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char human[16], brief[32], family[32];
         dec_row_t *r = &rows[n];
-        if (line[0] != '#' && sscanf(line, "%15s %zu %15s %31s %31s", r->mem, &r->bytes, human,
-                                     r->algo, r->family) == 5)
+        int off = 0;
+        if (line[0] != '#' &&
+            sscanf(line, "%15s %15s %zu %15s %31s %31s %n", r->coll, r->mem, &r->bytes, human,
+                   brief, family, &off) == 6 &&
+            is_coll_name(r->coll) && off > 0 && (size_t)off < len) {
+            snprintf(r->words, sizeof(r->words), "%.*s", (int)(len - (size_t)off), line + off);
             n++;
+        }
         line = end ? end + 1 : NULL;
     }
     return n;
 }
 
-/* The path of one decision row for collective c (coll_names' order: coll_kind_t). */
-static void coll_path(const coll_facts_t *f, const dec_row_t *r, size_t c, char *path,
-                      size_t len)
-{
-    coll_rule_path(f, (coll_kind_t)c, r->family, r->algo, r->bytes, 0, path, len);
-}
-
 /* For each collective and memory type, the ranges of sizes that share one path. */
-static void print_collectives(const char *text, const dec_row_t *rows, int n)
+static void print_collectives(const dec_row_t *rows, int n)
 {
     int k = 0;
-    coll_facts_t f;
 
-    coll_facts_parse(text, &f);
-    if (json) {
-        printf(", \"collectives_rule\": \"");
-        for (size_t l = 0; l < sizeof(coll_rule) / sizeof(coll_rule[0]); l++)
-            printf("%s%s", l ? " " : "", coll_rule[l]);
-        printf("\", \"collectives\": [");
-    } else {
-        printf("#\n# the other collectives:\n");
-        for (size_t l = 0; l < sizeof(coll_rule) / sizeof(coll_rule[0]); l++)
-            printf("# %s\n", coll_rule[l]);
-        printf("# %-14s %-4s %12s %12s  %s\n", "collective", "mem", "from bytes", "to bytes",
-               "path");
-    }
-    for (size_t c = 0; c < NCOLLS; c++) {
-        const int barrier = !strcmp(coll_names[c], "barrier");
-        for (int i = 0; i < n;) {
-            char path[96], next[96];
-            int j = i;
-            coll_path(&f, &rows[i], c, path, sizeof(path));
-            /* barrier: its one-byte plan is the first row's (the smallest size) */
-            while (!barrier && j + 1 < n && !strcmp(rows[j + 1].mem, rows[i].mem) &&
-                   (coll_path(&f, &rows[j + 1], c, next, sizeof(next)), !strcmp(next, path)))
-                j++;
-            if (json)
-                printf("%s\n    {\"coll\": \"%s\", \"mem\": \"%s\", \"from\": %zu, "
-                       "\"to\": %zu, \"path\": \"%s\"}",
-                       k++ ? "," : "", coll_names[c], rows[i].mem, barrier ? 0 : rows[i].bytes,
-                       barrier ? 0 : rows[j].bytes, path);
-            else if (barrier)
-                printf("  %-14s %-4s %12s %12s  %s\n", coll_names[c], rows[i].mem, "-", "-",
-                       path);
-            else
-                printf("  %-14s %-4s %12zu %12zu  %s\n", coll_names[c], rows[i].mem,
-                       rows[i].bytes, rows[j].bytes, path);
-            /* the next memory type */
-            for (i = j + 1; barrier && i < n && !strcmp(rows[i].mem, rows[i - 1].mem); i++)
-                ;
-        }
+    if (json)
+        printf(", \"collectives\": [");
+    else
+        printf("#\n# the other collectives, by ranges of plan sizes (the larger buffer; "
+               "1 byte for barrier):\n# %-14s %-4s %12s %12s  %s\n",
+               "collective", "mem", "from bytes", "to bytes", "path");
+    for (int i = 0; i < n;) {
+        const int barrier = !strcmp(rows[i].coll, "barrier");
+        int j = i;
+        while (j + 1 < n && !strcmp(rows[j + 1].coll, rows[i].coll) &&
+               !strcmp(rows[j + 1].mem, rows[i].mem) && !strcmp(rows[j + 1].words, rows[i].words))
+            j++;
+        if (json)
+            printf("%s\n    {\"coll\": \"%s\", \"mem\": \"%s\", \"from\": %zu, "
+                   "\"to\": %zu, \"path\": \"%s\"}",
+                   k++ ? "," : "", rows[i].coll, rows[i].mem, barrier ? 0 : rows[i].bytes,
+                   barrier ? 0 : rows[j].bytes, rows[i].words);
+        else if (barrier)
+            printf("  %-14s %-4s %12s %12s  %s\n", rows[i].coll, rows[i].mem, "-", "-",
+                   rows[i].words);
+        else
+            printf("  %-14s %-4s %12zu %12zu  %s\n", rows[i].coll, rows[i].mem, rows[i].bytes,
+                   rows[j].bytes, rows[i].words);
+        i = j + 1;
     }
     if (json)
         printf("\n  ]");
@@ -626,7 +590,7 @@ static void json_decisions(const char *text)
     {
         dec_row_t *rows = calloc(COLL_ROWS_MAX, sizeof(*rows));
         if (rows)
-            print_collectives(text, rows, parse_decisions(text, rows));
+            print_collectives(rows, parse_decisions(text, rows));
         free(rows);
     }
     printf("}");
@@ -675,8 +639,16 @@ static int show_topo_report(const char *name, symcoll_status_t (*print)(void *, 
     if (!json) {
         dec_row_t *rows = calloc(COLL_ROWS_MAX, sizeof(*rows));
         if (st == SYMCOLL_OK && text && rows) {
-            fputs(text, stdout);
-            print_collectives(text, rows, parse_decisions(text, rows));
+            /* the all-reduce's rows as they are, the others' grouped into ranges */
+            for (const char *line = text; *line;) {
+                const char *end = strchr(line, '\n');
+                size_t len = end ? (size_t)(end - line) + 1 : strlen(line);
+                char first[16];
+                if (line[0] == '#' || sscanf(line, "%15s", first) != 1 || !is_coll_name(first))
+                    fwrite(line, 1, len, stdout);
+                line += len;
+            }
+            print_collectives(rows, parse_decisions(text, rows));
         }
         free(rows);
         free(text);

@@ -15,7 +15,6 @@
 
 #include "symcoll.h"
 #include "perf_engine.h"
-#include "coll_rule.h"
 
 /* CUDA errors are returned as PERF_CUDA_RC + cudaError_t, symcoll ones as their status */
 #define PERF_CUDA_RC 100000
@@ -32,12 +31,11 @@ typedef struct sp_ctx {
     const char *algo;
     double t0;
     struct {
+        int coll; /* perf_coll_t */
         size_t bytes;
-        char algo[24];
-        char family[24];
-    } dec[64]; /* the library's all-reduce decision table for this memory type */
+        char algo[24]; /* the all-reduce's algorithm, or the other collectives' path */
+    } dec[192];        /* the library's decision rows for this memory type */
     int ndec;
-    coll_facts_t facts; /* of the same report (coll_rule.h) */
     char algo_buf[72];
 #ifdef HAVE_CUDA
     cudaStream_t stream;
@@ -301,15 +299,18 @@ static void sp_abort(void *ctx)
     symcoll_comm_abort(c->comm);
 }
 
-/* The algorithm column: the library's own all-reduce decision table
- * (symcoll_comm_print_decisions), which lists powers of two; other sizes show the row
- * below them, marked '~'. The other collectives follow the library's rule (coll_rule.h,
- * as symcoll_info -a prints it) for the size column's bytes (one byte for barrier):
- * "native" (host memory inside a node), "ucx:eager", "ucx:exchange", "ucx:ring",
- * "ucx:hier" (host memory across nodes, native), "native:ALGO" (CUDA kernels of their
- * own), or "ar:" and the algorithm of the one all-reduce they run as. */
+/* The algorithm column: the library's own decision rows (symcoll_comm_print_decisions,
+ * the selector every call asks), which list powers of two; other sizes show the row below
+ * them, marked '~' where the path follows the row's all-reduce algorithm. All-reduce rows
+ * name the algorithm; the other collectives' (at the size column's bytes, one byte for
+ * barrier) the path: "native" (host memory inside a node), "ucx:eager", "ucx:exchange",
+ * "ucx:ring", "ucx:hier" (host memory across nodes, native), "native:ALGO" (CUDA kernels
+ * of their own), or "ar:" and the algorithm of the one all-reduce they run as. */
 static void sp_load_decisions(sp_ctx_t *c)
 {
+    static const char *const colls[PERF_COLL_LAST] = {
+        [PERF_COLL_REDUCE_SCATTER] = "reduce-scatter", [PERF_COLL_ALLGATHER] = "all-gather",
+        [PERF_COLL_BROADCAST] = "broadcast", [PERF_COLL_BARRIER] = "barrier"};
     char *text = NULL, *save = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
@@ -322,19 +323,27 @@ static void sp_load_decisions(sp_ctx_t *c)
         return;
     }
     fclose(f);
-    coll_facts_parse(text, &c->facts);
     for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        char mem[16], human[16], algo[24], family[24];
+        char w1[16], w2[16], w3[24], w4[24], w5[24];
         size_t bytes;
+        int coll = -1;
         if (line[0] == '#' || c->ndec >= (int)(sizeof(c->dec) / sizeof(c->dec[0])))
             continue;
-        if (sscanf(line, "%15s %zu %15s %23s %23s", mem, &bytes, human, algo, family) == 5 &&
-            !strcmp(mem, c->mem_name)) {
-            c->dec[c->ndec].bytes = bytes;
-            snprintf(c->dec[c->ndec].algo, sizeof(c->dec[0].algo), "%s", algo);
-            snprintf(c->dec[c->ndec].family, sizeof(c->dec[0].family), "%s", family);
-            c->ndec++;
+        if (sscanf(line, "%15s %zu %15s %23s", w1, &bytes, w3, w4) == 4 &&
+            !strcmp(w1, c->mem_name)) {
+            coll = PERF_COLL_ALLREDUCE; /* MEM BYTES HUMAN ALGO FAMILY REASON */
+        } else if (sscanf(line, "%15s %15s %zu %23s %23s", w1, w2, &bytes, w5, w4) == 5 &&
+                   !strcmp(w2, c->mem_name)) {
+            for (int k = 0; k < PERF_COLL_LAST; k++) /* COLL MEM BYTES HUMAN PATH ... */
+                if (colls[k] && !strcmp(colls[k], w1))
+                    coll = k;
         }
+        if (coll < 0)
+            continue;
+        c->dec[c->ndec].coll = coll;
+        c->dec[c->ndec].bytes = bytes;
+        snprintf(c->dec[c->ndec].algo, sizeof(c->dec[0].algo), "%s", w4);
+        c->ndec++;
     }
     free(text);
 }
@@ -342,34 +351,24 @@ static void sp_load_decisions(sp_ctx_t *c)
 static const char *sp_algo_name(void *ctx, perf_coll_t coll, size_t bytes)
 {
     sp_ctx_t *c = ctx;
-    int best = 0;
+    int best = -1;
 
-    if (!c->ndec)
-        return c->algo;
     if (coll == PERF_COLL_BARRIER)
         bytes = 1;
     for (int i = 0; i < c->ndec; i++)
-        if (c->dec[i].bytes <= bytes)
+        if (c->dec[i].coll == (int)coll && (best < 0 || c->dec[i].bytes <= bytes))
             best = i;
-    if (coll != PERF_COLL_ALLREDUCE) {
-        static const coll_kind_t kind[PERF_COLL_LAST] = {
-            [PERF_COLL_REDUCE_SCATTER] = COLL_RS, [PERF_COLL_ALLGATHER] = COLL_AG,
-            [PERF_COLL_BROADCAST] = COLL_BC, [PERF_COLL_BARRIER] = COLL_BARRIER};
-        char path[64];
-        coll_rule_path(&c->facts, kind[coll], c->dec[best].family, c->dec[best].algo, bytes, 1,
-                       path, sizeof(path));
-        /* '~' where the size is not the row's and the path follows the row's algorithm
-         * (all but the native host algorithms and the eager broadcast, which the size
-         * itself decides) */
-        snprintf(c->algo_buf, sizeof(c->algo_buf), "%s%s",
-                 c->dec[best].bytes != bytes && strcmp(path, "native") &&
-                         strcmp(path, "ucx:eager")
-                     ? "~"
-                     : "",
-                 path);
-        return c->algo_buf;
-    }
-    snprintf(c->algo_buf, sizeof(c->algo_buf), "%s%s", c->dec[best].bytes == bytes ? "" : "~",
+    if (best < 0)
+        return c->algo;
+    /* '~' where the size is not the row's and the path follows the row's all-reduce
+     * algorithm (all but the native host algorithms and the eager broadcast, which the
+     * size itself decides) */
+    snprintf(c->algo_buf, sizeof(c->algo_buf), "%s%s",
+             c->dec[best].bytes != bytes && (coll == PERF_COLL_ALLREDUCE ||
+                                             (strcmp(c->dec[best].algo, "native") &&
+                                              strcmp(c->dec[best].algo, "ucx:eager")))
+                 ? "~"
+                 : "",
              c->dec[best].algo);
     return c->algo_buf;
 }

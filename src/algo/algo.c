@@ -1,12 +1,14 @@
-/* The algorithm layer's entry: the communicator's algorithm context, the checks that
- * depend on the memory type, and the one table from a plan's family to the function that
- * runs it. */
+/* The algorithm layer's entry: the communicator's algorithm context and pools, the
+ * checks that depend on the plan, and the one run of a call by the selector's plan (what
+ * each family needs first, then its cell of the collective x family table: allreduce.c,
+ * coll.c). */
 #include "algo/algo.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "algo/base/ctx.h"
+#include "algo/run.h"
 #include "algo/host/host.h"
 #include "algo/net/net.h"
 #ifdef HAVE_CUDA
@@ -14,7 +16,9 @@
 #include "algo/cuda_net/cuda_net.h"
 #include "cuda/cuda.h"
 #endif
+#include "bootstrap/bootstrap.h"
 #include "topo/topo.h"
+#include "ucx/ucx.h"
 
 /* Defined by the CUDA layer when it is built (cudaPointerGetAttributes); weak, so that
  * without it every pointer is host memory. */
@@ -38,75 +42,7 @@ symcoll_status_t algo_mem_type(const void *sendbuf, const void *recvbuf,
     return SYMCOLL_OK;
 }
 
-symcoll_status_t algo_check_call(const comm_t *comm, const topo_plan_t *plan,
-                                 const void *sendbuf, const void *recvbuf,
-                                 symcoll_dtype_t dtype, void *stream, bool pools_missing)
-{
-    (void)comm;
-    if (plan->mem != SYMCOLL_MEM_CUDA)
-        return SYMCOLL_OK;
-#ifdef HAVE_CUDA
-    size_t esize = symcoll_dtype_size(dtype);
-    symcoll_status_t status;
-    bool capturing = false;
-
-    if (((uintptr_t)sendbuf | (uintptr_t)recvbuf) % esize) {
-        log_error("symcoll_allreduce: CUDA buffers must be aligned to the element size (%zu)",
-                  esize);
-        return SYMCOLL_ERR_INVALID_PARAM;
-    }
-    if (algo_family_queued(plan->family)) {
-        status = cuda_stream_capturing(stream, &capturing);
-        if (status != SYMCOLL_OK)
-            return status;
-        if (capturing) {
-            log_error("symcoll_allreduce: CUDA memory across nodes cannot be captured in a "
-                      "CUDA graph (a host thread moves the data over the network on every "
-                      "call); call it outside the capture");
-            return SYMCOLL_ERR_UNSUPPORTED;
-        }
-    }
-    if (pools_missing)
-        return cuda_check_not_capturing(stream, "symcoll_allreduce");
-    return SYMCOLL_OK;
-#else
-    (void)sendbuf;
-    (void)recvbuf;
-    (void)dtype;
-    (void)stream;
-    (void)pools_missing;
-    log_error("symcoll_allreduce: CUDA memory is not supported by this build");
-    return SYMCOLL_ERR_UNSUPPORTED;
-#endif
-}
-
 /* ---- the families ------------------------------------------------------------------ */
-
-typedef symcoll_status_t (*algo_family_fn_t)(comm_t *comm, const topo_plan_t *plan,
-                                             pool_t *const pools[SYMCOLL_MEM_LAST],
-                                             const void *sendbuf, void *recvbuf, size_t count,
-                                             symcoll_dtype_t dtype, symcoll_op_t op,
-                                             void *stream);
-
-static symcoll_status_t run_self(comm_t *comm, const topo_plan_t *plan,
-                                 pool_t *const pools[SYMCOLL_MEM_LAST], const void *sendbuf,
-                                 void *recvbuf, size_t count, symcoll_dtype_t dtype,
-                                 symcoll_op_t op, void *stream)
-{
-    (void)comm;
-    (void)pools;
-    (void)op;
-#ifdef HAVE_CUDA
-    if (plan->mem == SYMCOLL_MEM_CUDA)
-        return algo_cuda_copy(sendbuf, recvbuf, count * symcoll_dtype_size(dtype), stream);
-#else
-    (void)plan;
-    (void)stream;
-#endif
-    if (sendbuf != recvbuf)
-        memmove(recvbuf, sendbuf, count * symcoll_dtype_size(dtype));
-    return SYMCOLL_OK;
-}
 
 /* The host algorithms' state and their staging (collective: pool growth). */
 static symcoll_status_t prepare_host(comm_t *comm, pool_t *const pools[SYMCOLL_MEM_LAST])
@@ -115,51 +51,7 @@ static symcoll_status_t prepare_host(comm_t *comm, pool_t *const pools[SYMCOLL_M
     return algo_host_state_get(comm, pools[SYMCOLL_MEM_HOST], &st);
 }
 
-static symcoll_status_t run_host(comm_t *comm, const topo_plan_t *plan,
-                                 pool_t *const pools[SYMCOLL_MEM_LAST], const void *sendbuf,
-                                 void *recvbuf, size_t count, symcoll_dtype_t dtype,
-                                 symcoll_op_t op, void *stream)
-{
-    host_call_t c;
-    symcoll_status_t status = algo_host_call_init(&c, comm, pools[SYMCOLL_MEM_HOST], sendbuf,
-                                                  recvbuf, count, dtype, op);
-
-    (void)stream; /* host memory is synchronous */
-    if (status != SYMCOLL_OK)
-        return status;
-    switch (plan->algo) {
-    case TOPO_ALGO_ONESHOT:
-        return algo_host_done(&c, algo_host_oneshot(&c));
-    case TOPO_ALGO_TWOSHOT:
-        return algo_host_done(&c, algo_host_twoshot(&c));
-    default:
-        log_error("symcoll_allreduce: algorithm %s is not implemented for host memory "
-                  "inside a node",
-                  topo_algo_name(plan->algo));
-        return SYMCOLL_ERR_UNSUPPORTED;
-    }
-}
-
-static symcoll_status_t run_net_host(comm_t *comm, const topo_plan_t *plan,
-                                     pool_t *const pools[SYMCOLL_MEM_LAST], const void *sendbuf,
-                                     void *recvbuf, size_t count, symcoll_dtype_t dtype,
-                                     symcoll_op_t op, void *stream)
-{
-    (void)stream;
-    return algo_net_allreduce(comm, pools[SYMCOLL_MEM_HOST], plan->algo, sendbuf, recvbuf,
-                              count, dtype, op);
-}
-
 #ifdef HAVE_CUDA
-static symcoll_status_t run_cuda(comm_t *comm, const topo_plan_t *plan,
-                                 pool_t *const pools[SYMCOLL_MEM_LAST], const void *sendbuf,
-                                 void *recvbuf, size_t count, symcoll_dtype_t dtype,
-                                 symcoll_op_t op, void *stream)
-{
-    return algo_cuda_allreduce(comm, pools[SYMCOLL_MEM_CUDA], plan->algo, sendbuf, recvbuf,
-                               count, dtype, op, stream);
-}
-
 static symcoll_status_t prepare_net_cuda(comm_t *comm, pool_t *const pools[SYMCOLL_MEM_LAST])
 {
     return algo_cuda_net_prepare(comm, pools[SYMCOLL_MEM_HOST]);
@@ -170,86 +62,229 @@ static symcoll_status_t prepare_net_cuda_direct(comm_t *comm,
 {
     return algo_cuda_net_prepare_direct(comm, pools[SYMCOLL_MEM_HOST], pools[SYMCOLL_MEM_CUDA]);
 }
-
-static symcoll_status_t run_net_cuda(comm_t *comm, const topo_plan_t *plan,
-                                     pool_t *const pools[SYMCOLL_MEM_LAST], const void *sendbuf,
-                                     void *recvbuf, size_t count, symcoll_dtype_t dtype,
-                                     symcoll_op_t op, void *stream)
-{
-    return algo_cuda_net_allreduce(comm, plan, pools[SYMCOLL_MEM_HOST], pools[SYMCOLL_MEM_CUDA],
-                                   sendbuf, recvbuf, count, dtype, op, stream);
-}
 #endif
 
 #define POOL_BIT(mem) (1u << (mem))
 
-/* The one table from a plan's family to what runs it, the pools it needs, and the
- * collective setup of its state beyond the pools' (made once, before the first call
- * runs, never inside an algorithm). */
+/* What every call of a family needs before its row runs (allreduce.c, coll.c): the
+ * pools, whether it runs behind the queued CUDA calls across nodes instead of after
+ * them, and the collective setup of its state beyond the pools' (made once, before the
+ * first call runs, never inside an algorithm). */
 static const struct {
-    algo_family_fn_t run;
     unsigned pools;
-    bool queued; /* runs behind the queued CUDA calls across nodes instead of after them */
+    bool queued;
     symcoll_status_t (*prepare)(comm_t *comm, pool_t *const pools[SYMCOLL_MEM_LAST]);
 } families[TOPO_FAMILY_LAST] = {
-    [TOPO_FAMILY_SELF] = {run_self, 0, false, NULL},
-    [TOPO_FAMILY_HOST] = {run_host, POOL_BIT(SYMCOLL_MEM_HOST), false, prepare_host},
-    [TOPO_FAMILY_NET_HOST] = {run_net_host, POOL_BIT(SYMCOLL_MEM_HOST), false, NULL},
+    [TOPO_FAMILY_SELF] = {0, false, NULL},
+    [TOPO_FAMILY_HOST] = {POOL_BIT(SYMCOLL_MEM_HOST), false, prepare_host},
+    [TOPO_FAMILY_NET_HOST] = {POOL_BIT(SYMCOLL_MEM_HOST), false, NULL},
 #ifdef HAVE_CUDA
-    [TOPO_FAMILY_CUDA] = {run_cuda, POOL_BIT(SYMCOLL_MEM_CUDA), false, NULL},
+    [TOPO_FAMILY_CUDA] = {POOL_BIT(SYMCOLL_MEM_CUDA), false, NULL},
     /* staged through the host pool */
-    [TOPO_FAMILY_NET_CUDA] = {run_net_cuda, POOL_BIT(SYMCOLL_MEM_HOST), true, prepare_net_cuda},
+    [TOPO_FAMILY_NET_CUDA] = {POOL_BIT(SYMCOLL_MEM_HOST), true, prepare_net_cuda},
     /* the node's part over the CUDA pool's peer mappings, staged through the host pool */
-    [TOPO_FAMILY_NET_CUDA_HIER] = {run_net_cuda,
-                                   POOL_BIT(SYMCOLL_MEM_HOST) | POOL_BIT(SYMCOLL_MEM_CUDA),
-                                   true, prepare_net_cuda},
+    [TOPO_FAMILY_NET_CUDA_HIER] = {POOL_BIT(SYMCOLL_MEM_HOST) | POOL_BIT(SYMCOLL_MEM_CUDA), true,
+                                   prepare_net_cuda},
     /* UCX puts into the peers' CUDA pool; staged where the probe found no way */
-    [TOPO_FAMILY_NET_CUDA_DIRECT] = {run_net_cuda,
-                                     POOL_BIT(SYMCOLL_MEM_HOST) | POOL_BIT(SYMCOLL_MEM_CUDA),
+    [TOPO_FAMILY_NET_CUDA_DIRECT] = {POOL_BIT(SYMCOLL_MEM_HOST) | POOL_BIT(SYMCOLL_MEM_CUDA),
                                      true, prepare_net_cuda_direct},
     /* the node's part as NET_CUDA_HIER, the slice by UCX puts into the CUDA pool */
-    [TOPO_FAMILY_NET_CUDA_HIER_DIRECT] = {run_net_cuda,
-                                          POOL_BIT(SYMCOLL_MEM_HOST) |
+    [TOPO_FAMILY_NET_CUDA_HIER_DIRECT] = {POOL_BIT(SYMCOLL_MEM_HOST) |
                                               POOL_BIT(SYMCOLL_MEM_CUDA),
                                           true, prepare_net_cuda_direct},
 #endif
 };
 
-unsigned algo_family_pools(topo_family_t family)
+size_t algo_plan_bytes(const comm_t *comm, const algo_args_t *a)
 {
-    return (unsigned)family < TOPO_FAMILY_LAST ? families[family].pools : 0;
+    size_t bytes = a->count * symcoll_dtype_size(a->dtype);
+
+    switch (a->coll) {
+    case TOPO_COLL_REDUCE_SCATTER:
+    case TOPO_COLL_ALLGATHER:
+        return bytes * (size_t)comm->nranks;
+    case TOPO_COLL_BARRIER:
+        return 1;
+    default:
+        return bytes;
+    }
 }
 
-bool algo_family_queued(topo_family_t family)
+/* The pool of mem_type, created on first use (collective: every rank's first use of a
+ * memory type is the same call), with the algorithms' state on it. The one way to a
+ * pool. Called with comm->lock held. */
+symcoll_status_t algo_pool_get(comm_t *comm, symcoll_mem_type_t mem_type, pool_t **pool_p)
 {
-    return (unsigned)family < TOPO_FAMILY_LAST && families[family].queued;
-}
-
-symcoll_status_t algo_allreduce(comm_t *comm, const topo_plan_t *plan,
-                                pool_t *const pools[SYMCOLL_MEM_LAST], const void *sendbuf,
-                                void *recvbuf, size_t count, symcoll_dtype_t dtype,
-                                symcoll_op_t op, void *stream)
-{
+    pool_params_t params = {.mem_type = mem_type,
+                            .listener = NULL,
+                            .local_rank = comm->topo->local_rank,
+                            .local_size = comm->topo->local_size};
+    pool_listener_t listener;
+    pool_t *pool = comm->pools[mem_type];
     symcoll_status_t status;
 
-    if ((unsigned)plan->family >= TOPO_FAMILY_LAST || !families[plan->family].run) {
+    if (!pool) {
+        if (!pool_backend_get(mem_type)) {
+            log_error("%s memory is not supported by this build",
+                      mem_type == SYMCOLL_MEM_CUDA ? "CUDA" : "this");
+            return SYMCOLL_ERR_UNSUPPORTED;
+        }
+        /* queued CUDA all-reduces across nodes use the pools: creating one is a
+         * rendezvous they must not interleave with */
+        status = algo_quiesce(comm);
+        if (status != SYMCOLL_OK)
+            return status;
+        /* host segments are registered with UCX; CUDA ones where UCX reaches CUDA
+         * memory on every rank and the direct path may be used (a UCX that cannot
+         * register them says so once, and CUDA data crosses nodes staged through the
+         * host pool, which the probe of the direct path then needs: created first) */
+        if (comm->ucx && (mem_type == SYMCOLL_MEM_HOST ||
+                          (comm->topo->shape[SYMCOLL_MEM_CUDA].net_cuda &&
+                           comm->topo->select_cfg.cuda_net_path != TOPO_PATH_STAGED))) {
+            if (mem_type != SYMCOLL_MEM_HOST) {
+                pool_t *host;
+                status = algo_pool_get(comm, SYMCOLL_MEM_HOST, &host);
+                if (status != SYMCOLL_OK)
+                    return status;
+            }
+            ucx_pool_listener(comm->ucx, mem_type, &listener);
+            params.listener = &listener;
+        }
+        status = pool_create(comm, &params, &pool);
+        if (status != SYMCOLL_OK)
+            return status;
+        /* published for symcoll_pool_query, which does not take the lock */
+        __atomic_store_n(&comm->pools[mem_type], pool, __ATOMIC_RELEASE);
+        status = algo_pool_attach(comm, pool);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    *pool_p = pool;
+    return SYMCOLL_OK;
+}
+
+/* The pools a family needs, created where missing. */
+static symcoll_status_t pools_get(comm_t *comm, unsigned mask, pool_t *pools[SYMCOLL_MEM_LAST])
+{
+    for (int mt = 0; mt < SYMCOLL_MEM_LAST; mt++) {
+        pools[mt] = NULL;
+        if (mask & (1u << mt)) {
+            symcoll_status_t status = algo_pool_get(comm, (symcoll_mem_type_t)mt, &pools[mt]);
+            if (status != SYMCOLL_OK)
+                return status;
+        }
+    }
+    return SYMCOLL_OK;
+}
+
+static bool pools_missing(const comm_t *comm, unsigned mask)
+{
+    for (int mt = 0; mt < SYMCOLL_MEM_LAST; mt++)
+        if ((mask & (1u << mt)) && !comm->pools[mt])
+            return true;
+    return false;
+}
+
+/* An aborted communicator: tells the peers, refuses the call. */
+static symcoll_status_t run_aborted(comm_t *comm, const char *fn, symcoll_mem_type_t mem)
+{
+    log_error("%s: communicator aborted", fn);
+    /* the staging thread tells the peers itself; it must be done with UCX first */
+    (void)algo_quiesce(comm);
+    if (comm->pools[mem])
+        algo_pool_abort(comm, comm->pools[mem]);
+    /* and peers waiting for us in a bootstrap exchange (a pool's growth) */
+    bootstrap_abort(comm->bootstrap);
+    return SYMCOLL_ERR_ABORTED;
+}
+
+/* Checks of a call that depend on its plan (CUDA: buffers aligned to the element size;
+ * no stream capture across nodes, nor while a pool the call needs is missing, since
+ * creating it is a rendezvous). No side effect. */
+static symcoll_status_t check_call(const comm_t *comm, const char *fn, const topo_plan_t *plan,
+                                   const algo_args_t *a, bool pools_missing)
+{
+    const void *sendbuf = a->sendbuf, *recvbuf = a->recvbuf;
+    symcoll_dtype_t dtype = a->dtype;
+    void *stream = a->stream;
+
+    (void)comm;
+    if (plan->mem != SYMCOLL_MEM_CUDA)
+        return SYMCOLL_OK;
+#ifdef HAVE_CUDA
+    size_t esize = symcoll_dtype_size(dtype);
+    symcoll_status_t status;
+    bool capturing = false;
+
+    if (((uintptr_t)sendbuf | (uintptr_t)recvbuf) % esize) {
+        log_error("%s: CUDA buffers must be aligned to the element size (%zu)", fn, esize);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    if (families[plan->family].queued) {
+        status = cuda_stream_capturing(stream, &capturing);
+        if (status != SYMCOLL_OK)
+            return status;
+        if (capturing) {
+            log_error("%s: CUDA memory across nodes cannot be captured in a "
+                      "CUDA graph (a host thread moves the data over the network on every "
+                      "call); call it outside the capture",
+                      fn);
+            return SYMCOLL_ERR_UNSUPPORTED;
+        }
+    }
+    if (pools_missing)
+        return cuda_check_not_capturing(stream, fn);
+    return SYMCOLL_OK;
+#else
+    (void)sendbuf;
+    (void)recvbuf;
+    (void)dtype;
+    (void)stream;
+    (void)pools_missing;
+    log_error("%s: CUDA memory is not supported by this build", fn);
+    return SYMCOLL_ERR_UNSUPPORTED;
+#endif
+}
+
+symcoll_status_t algo_run(comm_t *comm, const char *fn, const topo_plan_t *plan,
+                          const algo_args_t *a)
+{
+    const bool has = (unsigned)plan->family < TOPO_FAMILY_LAST &&
+                     plan->family != TOPO_FAMILY_NONE && algo_allreduce_has(plan->family);
+    const unsigned need = has ? families[plan->family].pools : 0;
+    const bool queued = has && families[plan->family].queued;
+    pool_t *pools[SYMCOLL_MEM_LAST];
+    symcoll_status_t status;
+
+    if (atomic_load_explicit(&comm->aborted, memory_order_relaxed))
+        return run_aborted(comm, fn, plan->mem);
+    if (!has || log_level_current >= LOG_LEVEL_DEBUG) {
+        size_t bytes = algo_plan_bytes(comm, a);
         topo_plan_t p;
         topo_decision_t d;
-        topo_plan_explain(comm->topo, plan->mem, count * symcoll_dtype_size(dtype), &p, &d);
-        log_error("symcoll_allreduce: no algorithm for %zu bytes of %s memory: %s",
-                  count * symcoll_dtype_size(dtype),
-                  plan->mem == SYMCOLL_MEM_HOST ? "host" : "CUDA", d.reason);
-        return SYMCOLL_ERR_UNSUPPORTED;
+        topo_plan_explain(comm->topo, plan->coll, plan->mem, bytes, &p, &d);
+        if (!has) {
+            log_error("%s: no algorithm for %zu bytes of %s memory: %s", fn, bytes,
+                      plan->mem == SYMCOLL_MEM_HOST ? "host" : "CUDA", d.reason);
+            return SYMCOLL_ERR_UNSUPPORTED;
+        }
+        log_debug("%s of %zu bytes: %s/%s, via %d (%s)", topo_coll_name(plan->coll), bytes,
+                  topo_family_name(plan->family), topo_algo_name(plan->algo), (int)plan->via,
+                  d.reason);
     }
-    if (log_level_current >= LOG_LEVEL_DEBUG) {
-        topo_plan_t p;
-        topo_decision_t d;
-        topo_plan_explain(comm->topo, plan->mem, count * symcoll_dtype_size(dtype), &p, &d);
-        log_debug("all-reduce of %zu bytes: %s/%s (%s)", count * symcoll_dtype_size(dtype),
-                  topo_family_name(plan->family), topo_algo_name(plan->algo), d.reason);
-    }
+    status = check_call(comm, fn, plan, a, pools_missing(comm, need));
+    if (status != SYMCOLL_OK)
+        return status;
+    /* calls of another family go after the queued CUDA all-reduces across nodes (every
+     * collective of CUDA memory there runs as one of them, queued in turn) */
+    if (!queued)
+        status = algo_quiesce(comm);
+    if (status == SYMCOLL_OK)
+        status = pools_get(comm, need, pools);
+    if (status != SYMCOLL_OK)
+        return status;
     /* the queued families check it themselves, and tell the node's kernels */
-    if (plan->family != TOPO_FAMILY_SELF && !families[plan->family].queued) {
+    if (plan->family != TOPO_FAMILY_SELF && !queued) {
         status = algo_check_usable(comm);
         if (status != SYMCOLL_OK)
             return status;
@@ -259,8 +294,8 @@ symcoll_status_t algo_allreduce(comm_t *comm, const topo_plan_t *plan,
         if (status != SYMCOLL_OK)
             return status;
     }
-    return families[plan->family].run(comm, plan, pools, sendbuf, recvbuf, count, dtype, op,
-                                      stream);
+    return a->coll == TOPO_COLL_ALLREDUCE ? algo_allreduce(comm, plan, pools, a)
+                                          : algo_coll(comm, plan, pools, a);
 }
 
 /* ---- the context ------------------------------------------------------------------ */
@@ -273,6 +308,12 @@ symcoll_status_t algo_comm_init(comm_t *comm)
         return SYMCOLL_ERR_NO_MEMORY;
     }
     atomic_init(&comm->algo->broken, SYMCOLL_OK);
+    /* the native reduce-scatter inside a node needs a piece of every rank's block in a
+     * staging slot */
+    topo_set_host_rs_native(comm->topo,
+                            algo_host_rs_piece(comm->config.host_chunk_size / POOL_ALIGN *
+                                                   POOL_ALIGN,
+                                               comm->topo->local_size) > 0);
     return SYMCOLL_OK;
 }
 

@@ -1,6 +1,5 @@
-/* The algorithm layer's entry, used by src/api: the context of a communicator, the
- * checks of a call that depend on its memory, and one table from the selector's plan to
- * the function that runs it. */
+/* The algorithm layer's entry, used by src/api: the context of a communicator, its
+ * pools, and the one run of a call by the selector's plan. */
 #ifndef SYMCOLL_ALGO_H
 #define SYMCOLL_ALGO_H
 
@@ -21,49 +20,28 @@ void algo_comm_release(comm_t *comm);
 symcoll_status_t algo_mem_type(const void *sendbuf, const void *recvbuf,
                                symcoll_mem_type_t *mem_type_p);
 
-/* Checks of an all-reduce that depend on its plan (CUDA: buffers aligned to the element
- * size; no stream capture across nodes, nor while a pool the call needs is missing,
- * since creating it is a rendezvous). pools_missing: some pool the plan needs is not
- * created yet. No side effect. */
-symcoll_status_t algo_check_call(const comm_t *comm, const topo_plan_t *plan,
-                                 const void *sendbuf, const void *recvbuf,
-                                 symcoll_dtype_t dtype, void *stream, bool pools_missing);
-
-/* The pools (bit 1 << memory type) that a family's calls use. */
-unsigned algo_family_pools(topo_family_t family);
-
-/* Whether a family's calls run behind the queued CUDA all-reduces across nodes (their
- * own family) or must wait for them first (every other call that reaches the peers). */
-bool algo_family_queued(topo_family_t family);
-
 /* Sets up the algorithms' state on a pool just created (collective, like pool_create:
  * the inter-node flags are allocated and zeroed here; the CUDA kernels' grid is agreed),
  * so that calls find it. A failure breaks the communicator (algo_check_usable). */
 symcoll_status_t algo_pool_attach(comm_t *comm, pool_t *pool);
 
-/* Runs one all-reduce by its plan (count > 0, arguments checked, pools of
- * algo_family_pools(plan->family) in pools[], comm->lock held). */
-symcoll_status_t algo_allreduce(comm_t *comm, const topo_plan_t *plan,
-                                pool_t *const pools[SYMCOLL_MEM_LAST], const void *sendbuf,
-                                void *recvbuf, size_t count, symcoll_dtype_t dtype,
-                                symcoll_op_t op, void *stream);
-
-/* Bytes of the all-reduce whose plan serves a call (the selector plans all-reduces): the
- * whole buffer of n blocks for reduce-scatter and all-gather, which a call that does not
- * run natively reduces as a whole (algo_collective); 1 for the barrier. */
+/* The plan size of a call (topo_plan's bytes): the whole buffer of n blocks for
+ * reduce-scatter and all-gather, which a call that runs as one all-reduce reduces as a
+ * whole; 1 for the barrier. */
 size_t algo_plan_bytes(const comm_t *comm, const algo_args_t *a);
 
-/* Runs one reduce-scatter, all-gather, broadcast or barrier by the plan of
- * algo_plan_bytes (count > 0 or a barrier, arguments checked, pools of the plan's family
- * in pools[], comm->lock held). Host memory inside a node runs native algorithms over
- * the host pool (host_coll.c); host memory across nodes runs native rings and chains
- * over UCX (net_coll.c) where the plan is the ring or hierarchical above recursive
- * doubling's sizes. Every other case runs as one all-reduce of the plan (a broadcast or
- * an all-gather as the bytewise maximum of the root's or each rank's bytes and zeros,
- * which is exact; a reduce-scatter as the whole reduction, of which each rank keeps its
- * block). */
-symcoll_status_t algo_collective(comm_t *comm, const topo_plan_t *plan,
-                                 pool_t *const pools[SYMCOLL_MEM_LAST], const algo_args_t *a);
+/* Runs one call by the selector's plan (topo_plan of algo_plan_bytes), arguments checked,
+ * count > 0 or a barrier, comm->lock held: refuses on an aborted communicator (telling
+ * the peers), checks what depends on the plan (CUDA alignment, stream capture), waits for
+ * queued CUDA calls across nodes where the family does not run behind them, creates the
+ * pools the family needs, prepares its state, and runs the plan's cell of the
+ * collective x family table. fn names the entry point in log lines. */
+symcoll_status_t algo_run(comm_t *comm, const char *fn, const topo_plan_t *plan,
+                          const algo_args_t *a);
+
+/* The pool of mem_type, created on first use (collective), with the algorithms' state on
+ * it (algo_pool_attach). Called with comm->lock held. */
+symcoll_status_t algo_pool_get(comm_t *comm, symcoll_mem_type_t mem_type, pool_t **pool_p);
 
 /* Releases what the algorithms keep in the pool (staging space) so that pool_trim can
  * unmap it; it comes back on the next all-reduce. Collective, like pool_trim. */

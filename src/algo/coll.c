@@ -1,57 +1,61 @@
-/* Reduce-scatter, all-gather, broadcast and barrier: the native host algorithms inside
- * a node (host_coll.c), the native CUDA kernels inside a node (cuda_allreduce.c,
- * cuda/coll.cu) and, above the sizes recursive doubling serves, across nodes
- * (net_coll.c); every other path as one all-reduce of the path the selector planned (so
- * that every memory type and shape the all-reduce serves, with its argument agreement,
- * deadlines and failure reporting, serves these too; for CUDA memory with the zeroing
- * and copies around it on the caller's stream). */
-#include "algo/algo.h"
+/* The dispatch's rows of reduce-scatter, all-gather, broadcast and barrier: the
+ * families' native algorithms where the selector's plan says so (topo_via_t: the host
+ * pool's inside a node, host_coll.c; rings, chains, one exchange or the eager broadcast
+ * over UCX across nodes, net_coll.c; the CUDA kernels inside a node, cuda/coll.cu), and
+ * every other plan as one all-reduce of the plan's family and algorithm (so that every
+ * memory type and shape the all-reduce serves, with its argument agreement, deadlines
+ * and failure reporting, serves these too): a broadcast or an all-gather as the bytewise
+ * maximum of the root's or each rank's bytes and zeros, which is exact; a reduce-scatter
+ * as the whole reduction, of which each rank keeps its block. */
+#include "algo/run.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/base/ctx.h"
 #include "algo/host/host.h"
 #include "algo/net/net.h"
 #ifdef HAVE_CUDA
 #include "algo/cuda/cuda_algo.h"
 #endif
-#include "topo/topo.h"
 
-size_t algo_plan_bytes(const comm_t *comm, const algo_args_t *a)
+/* One all-reduce of the plan's family and algorithm. */
+static symcoll_status_t by_ar(comm_t *comm, const topo_plan_t *plan,
+                              pool_t *const pools[SYMCOLL_MEM_LAST], const void *sendbuf,
+                              void *recvbuf, size_t count, symcoll_dtype_t dtype,
+                              symcoll_op_t op, void *stream)
 {
-    size_t bytes = a->count * symcoll_dtype_size(a->dtype);
-
-    switch (a->coll) {
-    case ALGO_COLL_REDUCE_SCATTER:
-    case ALGO_COLL_ALLGATHER:
-        return bytes * (size_t)comm->nranks;
-    case ALGO_COLL_BARRIER:
-        return 1;
-    default:
-        return bytes;
-    }
+    const algo_args_t ar = {.coll = TOPO_COLL_ALLREDUCE,
+                            .sendbuf = sendbuf,
+                            .recvbuf = recvbuf,
+                            .count = count,
+                            .dtype = dtype,
+                            .op = op,
+                            .stream = stream};
+    return algo_allreduce(comm, plan, pools, &ar);
 }
 
 /* Host memory inside a node: the native algorithms. */
-static symcoll_status_t coll_host(comm_t *comm, pool_t *pool, const algo_args_t *a)
+static symcoll_status_t coll_host(comm_t *comm, const topo_plan_t *plan,
+                                  pool_t *const pools[SYMCOLL_MEM_LAST], const algo_args_t *a)
 {
+    pool_t *pool = pools[SYMCOLL_MEM_HOST];
     host_call_t c;
     symcoll_status_t status =
         algo_host_call_init(&c, comm, pool, a->sendbuf, a->recvbuf, a->count, a->dtype, a->op);
 
+    (void)plan; /* the plan said native: the family's own algorithm of a->coll */
     if (status != SYMCOLL_OK)
         return status;
     switch (a->coll) {
-    case ALGO_COLL_REDUCE_SCATTER:
+    case TOPO_COLL_REDUCE_SCATTER:
         return algo_host_done(&c, algo_host_reduce_scatter(&c));
-    case ALGO_COLL_ALLGATHER:
+    case TOPO_COLL_ALLGATHER:
         return algo_host_done(&c, algo_host_allgather(&c));
-    case ALGO_COLL_BROADCAST:
+    case TOPO_COLL_BROADCAST:
         /* one node: global ranks are local ranks */
         c.root = a->root;
         return algo_host_done(&c, algo_host_broadcast(&c, a->root));
-    case ALGO_COLL_BARRIER:
+    case TOPO_COLL_BARRIER:
         return algo_host_done(&c, algo_host_coll_barrier(&c));
     default:
         return SYMCOLL_ERR_INTERNAL;
@@ -95,11 +99,10 @@ static symcoll_status_t coll_cuda_scratch_done(pool_t *cuda_pool, void *p, void 
     return status != SYMCOLL_OK ? status : freed;
 }
 
-/* CUDA memory: inside a node the collectives' own kernels where they serve
- * (algo_cuda_coll_native); else the same all-reduces as host memory, with every zeroing
+/* CUDA memory as one all-reduce: the same all-reduces as host memory, with every zeroing
  * and copy queued on the caller's stream around it (so a call inside a node stays
  * capturable). */
-static symcoll_status_t coll_cuda(comm_t *comm, const topo_plan_t *plan,
+static symcoll_status_t coll_cuda_by_allreduce(comm_t *comm, const topo_plan_t *plan,
                                   pool_t *const pools[SYMCOLL_MEM_LAST], const algo_args_t *a)
 {
     const size_t bytes = a->count * symcoll_dtype_size(a->dtype);
@@ -109,35 +112,22 @@ static symcoll_status_t coll_cuda(comm_t *comm, const topo_plan_t *plan,
     symcoll_status_t status;
     void *tmp = NULL;
 
-    /* nothing serves it (ranks without GPUs, say): the all-reduce says why, with no side
-     * effect */
-    if (plan->family == TOPO_FAMILY_NONE)
-        return algo_allreduce(comm, plan, pools, NULL, NULL, algo_plan_bytes(comm, a),
-                              SYMCOLL_UINT8, SYMCOLL_MAX, a->stream);
     if (plan->family == TOPO_FAMILY_SELF)
-        return a->coll == ALGO_COLL_BARRIER
+        return a->coll == TOPO_COLL_BARRIER
                    ? SYMCOLL_OK
                    : algo_cuda_copy(a->sendbuf, recv, bytes, a->stream);
-    /* the scratch of the pool is collective: only on a communicator that can still run */
-    if (cuda_pool) {
-        status = algo_check_usable(comm);
-        if (status != SYMCOLL_OK)
-            return status;
-        if (algo_cuda_coll_native(comm, cuda_pool, plan, a))
-            return algo_cuda_coll(comm, cuda_pool, plan, a);
-    }
     switch (a->coll) {
-    case ALGO_COLL_REDUCE_SCATTER:
+    case TOPO_COLL_REDUCE_SCATTER:
         status = coll_cuda_scratch(comm, cuda_pool, ALGO_CUDA_SCRATCH_REDUCE, bytes * n,
                                    a->stream, &tmp);
         if (status != SYMCOLL_OK)
             return status;
-        status = algo_allreduce(comm, plan, pools, a->sendbuf, tmp, a->count * n, a->dtype,
+        status = by_ar(comm, plan, pools, a->sendbuf, tmp, a->count * n, a->dtype,
                                 a->op, a->stream);
         if (status == SYMCOLL_OK)
             status = algo_cuda_copy((char *)tmp + me * bytes, recv, bytes, a->stream);
         return coll_cuda_scratch_done(cuda_pool, tmp, a->stream, status);
-    case ALGO_COLL_ALLGATHER:
+    case TOPO_COLL_ALLGATHER:
         status = algo_cuda_copy(a->sendbuf, recv + me * bytes, bytes, a->stream);
         if (status == SYMCOLL_OK)
             status = algo_cuda_zero(recv, me * bytes, a->stream);
@@ -145,16 +135,16 @@ static symcoll_status_t coll_cuda(comm_t *comm, const topo_plan_t *plan,
             status = algo_cuda_zero(recv + (me + 1) * bytes, (n - me - 1) * bytes, a->stream);
         if (status != SYMCOLL_OK)
             return status;
-        return algo_allreduce(comm, plan, pools, recv, recv, bytes * n, SYMCOLL_UINT8,
+        return by_ar(comm, plan, pools, recv, recv, bytes * n, SYMCOLL_UINT8,
                               SYMCOLL_MAX, a->stream);
-    case ALGO_COLL_BROADCAST:
+    case TOPO_COLL_BROADCAST:
         status = comm->rank == a->root ? algo_cuda_copy(a->sendbuf, recv, bytes, a->stream)
                                        : algo_cuda_zero(recv, bytes, a->stream);
         if (status != SYMCOLL_OK)
             return status;
-        return algo_allreduce(comm, plan, pools, recv, recv, bytes, SYMCOLL_UINT8, SYMCOLL_MAX,
+        return by_ar(comm, plan, pools, recv, recv, bytes, SYMCOLL_UINT8, SYMCOLL_MAX,
                               a->stream);
-    case ALGO_COLL_BARRIER:
+    case TOPO_COLL_BARRIER:
         /* one byte, never in whole words: the one-shot kernel, whose flags are released
          * at system scope after everything before it on the stream (the LL kernel's
          * flags travel inside the data, without a fence) */
@@ -165,7 +155,7 @@ static symcoll_status_t coll_cuda(comm_t *comm, const topo_plan_t *plan,
         if (!cuda_pool)
             status = algo_cuda_zero(tmp, 1, a->stream);
         if (status == SYMCOLL_OK)
-            status = algo_allreduce(comm, plan, pools, tmp, tmp, 1, SYMCOLL_UINT8, SYMCOLL_MAX,
+            status = by_ar(comm, plan, pools, tmp, tmp, 1, SYMCOLL_UINT8, SYMCOLL_MAX,
                                     a->stream);
         return coll_cuda_scratch_done(cuda_pool, tmp, a->stream, status);
     default:
@@ -174,7 +164,7 @@ static symcoll_status_t coll_cuda(comm_t *comm, const topo_plan_t *plan,
 }
 #endif
 
-/* Every other path: one all-reduce of the planned size. */
+/* TOPO_VIA_ALLREDUCE: one all-reduce of the plan's size. */
 static symcoll_status_t coll_by_allreduce_salted(comm_t *comm, const topo_plan_t *plan,
                                                  pool_t *const pools[SYMCOLL_MEM_LAST],
                                                  const algo_args_t *a)
@@ -187,36 +177,36 @@ static symcoll_status_t coll_by_allreduce_salted(comm_t *comm, const topo_plan_t
 
 #ifdef HAVE_CUDA
     if (plan->mem == SYMCOLL_MEM_CUDA)
-        return coll_cuda(comm, plan, pools, a);
+        return coll_cuda_by_allreduce(comm, plan, pools, a);
 #endif
     switch (a->coll) {
-    case ALGO_COLL_REDUCE_SCATTER:
+    case TOPO_COLL_REDUCE_SCATTER:
         status = coll_scratch(comm, bytes * (size_t)comm->nranks, &tmp);
         if (status != SYMCOLL_OK)
             return status;
-        status = algo_allreduce(comm, plan, pools, a->sendbuf, tmp,
+        status = by_ar(comm, plan, pools, a->sendbuf, tmp,
                                 a->count * (size_t)comm->nranks, a->dtype, a->op, a->stream);
         if (status == SYMCOLL_OK)
             memcpy(recv, (char *)tmp + (size_t)comm->rank * bytes, bytes);
         return status;
-    case ALGO_COLL_ALLGATHER: {
+    case TOPO_COLL_ALLGATHER: {
         char *own = recv + (size_t)comm->rank * bytes;
         if (a->sendbuf != own)
             memcpy(own, a->sendbuf, bytes);
         memset(recv, 0, (size_t)comm->rank * bytes);
         memset(own + bytes, 0, (size_t)(comm->nranks - comm->rank - 1) * bytes);
-        return algo_allreduce(comm, plan, pools, recv, recv, bytes * (size_t)comm->nranks,
+        return by_ar(comm, plan, pools, recv, recv, bytes * (size_t)comm->nranks,
                               SYMCOLL_UINT8, SYMCOLL_MAX, a->stream);
     }
-    case ALGO_COLL_BROADCAST:
+    case TOPO_COLL_BROADCAST:
         if (comm->rank != a->root)
             memset(recv, 0, bytes);
         else if (a->sendbuf != recv)
             memcpy(recv, a->sendbuf, bytes);
-        return algo_allreduce(comm, plan, pools, recv, recv, bytes, SYMCOLL_UINT8, SYMCOLL_MAX,
+        return by_ar(comm, plan, pools, recv, recv, bytes, SYMCOLL_UINT8, SYMCOLL_MAX,
                               a->stream);
-    case ALGO_COLL_BARRIER:
-        return algo_allreduce(comm, plan, pools, &b, &b, 1, SYMCOLL_UINT8, SYMCOLL_MAX, NULL);
+    case TOPO_COLL_BARRIER:
+        return by_ar(comm, plan, pools, &b, &b, 1, SYMCOLL_UINT8, SYMCOLL_MAX, NULL);
     default:
         return SYMCOLL_ERR_INTERNAL;
     }
@@ -235,52 +225,51 @@ static symcoll_status_t coll_by_allreduce(comm_t *comm, const topo_plan_t *plan,
     return status;
 }
 
-/* Two ranks across nodes: recursive doubling serves all-reduces up to 16 x
- * SYMCOLL_NET_RD_MAX, but a reduce-scatter, all-gather or broadcast run as one moves both
- * ranks' whole buffers, twice the bytes of the native path. Wherever the plan is
- * recursive doubling (up to 16 x SYMCOLL_NET_RD_MAX, or any size with SYMCOLL_ALGO=rd),
- * a reduce-scatter or all-gather is one exchange of a block that also carries the
- * agreement (net_coll.c, coll_pair): 2 simulated nodes over TCP, 0.83-0.93x Open MPI's
- * time up to 32 KiB, where the all-reduce took 1.0-1.19x. So is a broadcast above
- * SYMCOLL_NET_RD_MAX (below it: eager, or the all-reduce): the root's data one way, the
- * receiver's agreement the other, 0.51-0.58x Open MPI at 128 KiB and 0.72-0.87x at
- * 512 KiB, where the chain after an agreement round trip took 0.74-0.88x and
- * 0.92-1.00x. */
-static bool coll_net_native_pair(const comm_t *comm, const topo_plan_t *plan,
-                                 const algo_args_t *a)
-{
-    return comm->nranks == 2 && plan->family == TOPO_FAMILY_NET_HOST &&
-           plan->algo == TOPO_ALGO_RD &&
-           (a->coll == ALGO_COLL_ALLGATHER || a->coll == ALGO_COLL_REDUCE_SCATTER ||
-            (a->coll == ALGO_COLL_BROADCAST &&
-             algo_plan_bytes(comm, a) > comm->topo->select_cfg.net_rd_max));
-}
-
-symcoll_status_t algo_collective(comm_t *comm, const topo_plan_t *plan,
+/* Host memory across nodes: the eager broadcast, one exchange (2 ranks) or the rings
+ * and chains. */
+static symcoll_status_t coll_net(comm_t *comm, const topo_plan_t *plan,
                                  pool_t *const pools[SYMCOLL_MEM_LAST], const algo_args_t *a)
 {
-    if (plan->family == TOPO_FAMILY_HOST) {
-        symcoll_status_t status = algo_check_usable(comm);
-        if (status != SYMCOLL_OK)
-            return status;
-        /* a staging slot too small for a piece of every rank's block */
-        if (a->coll != ALGO_COLL_REDUCE_SCATTER ||
-            algo_host_rs_piece(comm->config.host_chunk_size / POOL_ALIGN * POOL_ALIGN,
-                               comm->topo->local_size) > 0)
-            return coll_host(comm, pools[SYMCOLL_MEM_HOST], a);
-    }
-    /* small broadcasts across nodes: eager, the root does not wait (net_coll.c) */
-    if (a->coll == ALGO_COLL_BROADCAST &&
-        algo_net_bc_eager(comm, plan, algo_plan_bytes(comm, a))) {
-        symcoll_status_t status = algo_check_usable(comm);
-        if (status != SYMCOLL_OK)
-            return status;
+    if (plan->via == TOPO_VIA_EAGER)
         return algo_net_bc_run(comm, pools[SYMCOLL_MEM_HOST], a);
+    return algo_net_collective(comm, pools[SYMCOLL_MEM_HOST], a, plan->via == TOPO_VIA_PAIR);
+}
+
+#ifdef HAVE_CUDA
+/* CUDA memory inside a node: the collective's own kernel. */
+static symcoll_status_t coll_cuda(comm_t *comm, const topo_plan_t *plan,
+                                  pool_t *const pools[SYMCOLL_MEM_LAST], const algo_args_t *a)
+{
+    if (!comm->algo->cuda) /* made when the CUDA pool was attached */
+        return SYMCOLL_ERR_INTERNAL;
+    return algo_cuda_coll(comm, pools[SYMCOLL_MEM_CUDA], plan, a);
+}
+#endif
+
+/* The cells of the plans whose way is not TOPO_VIA_ALLREDUCE. */
+#define NATIVE_ROW(coll)                                                                       \
+    [coll] = {[TOPO_FAMILY_HOST] = coll_host, [TOPO_FAMILY_NET_HOST] = coll_net, CUDA_CELL}
+#ifdef HAVE_CUDA
+#define CUDA_CELL [TOPO_FAMILY_CUDA] = coll_cuda
+#else
+#define CUDA_CELL
+#endif
+static const algo_run_fn_t rows[TOPO_COLL_LAST][TOPO_FAMILY_LAST] = {
+    NATIVE_ROW(TOPO_COLL_REDUCE_SCATTER),
+    NATIVE_ROW(TOPO_COLL_ALLGATHER),
+    NATIVE_ROW(TOPO_COLL_BROADCAST),
+    [TOPO_COLL_BARRIER] = {[TOPO_FAMILY_HOST] = coll_host},
+};
+
+symcoll_status_t algo_coll(comm_t *comm, const topo_plan_t *plan,
+                           pool_t *const pools[SYMCOLL_MEM_LAST], const algo_args_t *a)
+{
+    if (plan->via == TOPO_VIA_ALLREDUCE)
+        return coll_by_allreduce(comm, plan, pools, a);
+    if ((unsigned)a->coll >= TOPO_COLL_LAST || !rows[a->coll][plan->family]) {
+        log_error("internal: no native %s for family %s", topo_coll_name(a->coll),
+                  topo_family_name(plan->family));
+        return SYMCOLL_ERR_INTERNAL;
     }
-    if (a->coll != ALGO_COLL_BARRIER) {
-        bool pair = coll_net_native_pair(comm, plan, a);
-        if (pair || algo_net_coll_native(comm, plan, algo_plan_bytes(comm, a)))
-            return algo_net_collective(comm, pools[SYMCOLL_MEM_HOST], a, pair);
-    }
-    return coll_by_allreduce(comm, plan, pools, a);
+    return rows[a->coll][plan->family](comm, plan, pools, a);
 }

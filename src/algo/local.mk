@@ -2,9 +2,11 @@
 # base/ the shared context and the reductions; host/, net/ and cuda/ the families inside
 # a node over the host pool, across nodes over UCX, and inside a node over the CUDA pool;
 # cuda_net/ CUDA memory across nodes (over net/ and cuda/); at the top the dispatch
-# (algo.c: the family table; coll.c: the collectives besides all-reduce).
+# (algo.c: checks, pools and the one run; allreduce.c and coll.c: the rows of the
+# collective x family table).
 libsymcoll_core_la_SOURCES += \
 	src/algo/algo.c \
+	src/algo/allreduce.c \
 	src/algo/coll.c \
 	src/algo/base/ctx.c \
 	src/algo/base/reduce.c \
@@ -20,6 +22,7 @@ libsymcoll_core_la_SOURCES += \
 	src/algo/net/net_ring.c
 noinst_HEADERS += \
 	src/algo/algo.h \
+	src/algo/run.h \
 	src/algo/base/ctx.h \
 	src/algo/base/reduce.h \
 	src/algo/host/host.h \

@@ -9,11 +9,6 @@
  * touching freed memory. */
 bool api_comm_valid(const comm_t *comm);
 
-/* Arguments of an all-reduce, checked before any side effect. */
-symcoll_status_t api_check_allreduce_args(const void *sendbuf, void *recvbuf, size_t count,
-                                          symcoll_dtype_t dtype, symcoll_op_t op,
-                                          symcoll_comm_h comm);
-
 /* The layers created with the communicator after the bootstrap and the topology probe
  * (UCX across nodes, the algorithms' context), and their teardown in reverse order.
  * Pools are created on the first call that needs one, so a communicator that never

@@ -192,37 +192,35 @@ static int parse_string_field(const char *s, void *f)
     return 0;
 }
 
-static int parse_net_protocol_field(const char *s, void *f)
+/* An enumerated setting: the index of s in names (case-insensitive) into an int. */
+static int parse_enum(const char *s, void *f, const char *const *names, int n)
 {
-    if (strcasecmp(s, "auto") && strcasecmp(s, "put") && strcasecmp(s, "am"))
-        return -1;
-    if (!strcasecmp(s, "put"))
-        return parse_string_field("put", f);
-    return parse_string_field(!strcasecmp(s, "am") ? "am" : "auto", f);
+    for (int i = 0; i < n; i++) {
+        if (!strcasecmp(s, names[i])) {
+            *(int *)f = i;
+            return 0;
+        }
+    }
+    return -1;
 }
 
-static int parse_cuda_net_path_field(const char *s, void *f)
-{
-    if (strcasecmp(s, "auto") && strcasecmp(s, "direct") && strcasecmp(s, "staged"))
-        return -1;
-    return parse_string_field(!strcasecmp(s, "direct")   ? "direct"
-                              : !strcasecmp(s, "staged") ? "staged"
-                                                         : "auto",
-                              f);
-}
+#define PARSE_ENUM_FIELD(_fn, ...)                                                             \
+    static int _fn(const char *s, void *f)                                                     \
+    {                                                                                          \
+        static const char *const names[] = {__VA_ARGS__};                                      \
+        return parse_enum(s, f, names, (int)(sizeof(names) / sizeof(names[0])));               \
+    }
+
+/* in the order of the CONFIG_* enumerators */
+PARSE_ENUM_FIELD(parse_net_protocol_field, "auto", "put", "am")
+PARSE_ENUM_FIELD(parse_cuda_net_path_field, "auto", "direct", "staged")
+PARSE_ENUM_FIELD(parse_cuda_coll_field, "allreduce", "auto")
 
 static int parse_reduce_isa_field(const char *s, void *f)
 {
     if (strcmp(s, "best") && strcmp(s, "avx2") && strcmp(s, "generic"))
         return -1;
     return parse_string_field(s, f);
-}
-
-static int parse_cuda_coll_field(const char *s, void *f)
-{
-    if (strcasecmp(s, "auto") && strcasecmp(s, "allreduce"))
-        return -1;
-    return parse_string_field(strcasecmp(s, "auto") ? "allreduce" : "auto", f);
 }
 
 static int parse_algo_field(const char *s, void *f)

@@ -23,6 +23,12 @@ static inline bool config_timeout_ok(double sec)
     return sec > 0 && sec <= CONFIG_TIMEOUT_MAX_SEC;
 }
 
+/* The enumerated settings, parsed once when the configuration is read (the names, in
+ * this order, are the variables' values; case does not matter). */
+enum { CONFIG_CUDA_COLL_ALLREDUCE = 0, CONFIG_CUDA_COLL_AUTO };
+enum { CONFIG_NET_PROTOCOL_AUTO = 0, CONFIG_NET_PROTOCOL_PUT, CONFIG_NET_PROTOCOL_AM };
+enum { CONFIG_CUDA_NET_PATH_AUTO = 0, CONFIG_CUDA_NET_PATH_DIRECT, CONFIG_CUDA_NET_PATH_STAGED };
+
 typedef struct config {
     int log_level;                      /* SYMCOLL_LOG_LEVEL */
     double timeout_sec;                 /* SYMCOLL_TIMEOUT */
@@ -41,17 +47,17 @@ typedef struct config {
     size_t cuda_pcie_oneshot_max;       /* SYMCOLL_CUDA_PCIE_ONESHOT_MAX */
     long cuda_nblocks;                  /* SYMCOLL_CUDA_NBLOCKS (0: auto) */
     size_t cuda_ll_max;                 /* SYMCOLL_CUDA_LL_MAX */
-    char cuda_coll[CONFIG_STR_MAX];     /* SYMCOLL_CUDA_COLL: auto or allreduce */
+    int cuda_coll;                      /* SYMCOLL_CUDA_COLL: CONFIG_CUDA_COLL_* */
     size_t net_rd_max;                  /* SYMCOLL_NET_RD_MAX */
     size_t hier_min;                    /* SYMCOLL_HIER_MIN */
     size_t net_chunk_size;              /* SYMCOLL_NET_CHUNK_SIZE */
-    char net_protocol[CONFIG_STR_MAX];  /* SYMCOLL_NET_PROTOCOL: auto, put or am */
+    int net_protocol;                   /* SYMCOLL_NET_PROTOCOL: CONFIG_NET_PROTOCOL_* */
     char reduce_isa[CONFIG_STR_MAX];    /* SYMCOLL_REDUCE_ISA (algo/reduce.c reads it itself) */
     size_t net_tcp_seg_size;            /* SYMCOLL_NET_TCP_SEG_SIZE (0: UCX's own) */
     size_t cuda_net_chunk;              /* SYMCOLL_CUDA_NET_CHUNK */
     long cuda_net_lanes;                /* SYMCOLL_CUDA_NET_LANES */
     size_t cuda_net_kernel_max;         /* SYMCOLL_CUDA_NET_KERNEL_MAX */
-    char cuda_net_path[CONFIG_STR_MAX]; /* SYMCOLL_CUDA_NET_PATH: auto, direct or staged */
+    int cuda_net_path;                  /* SYMCOLL_CUDA_NET_PATH: CONFIG_CUDA_NET_PATH_* */
     size_t cuda_net_direct_min;         /* SYMCOLL_CUDA_NET_DIRECT_MIN */
 } config_t;
 

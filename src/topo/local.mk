@@ -3,6 +3,7 @@ libsymcoll_core_la_SOURCES += \
 	src/topo/gpu.c \
 	src/topo/print.c \
 	src/topo/select.c \
+	src/topo/select_coll.c \
 	src/topo/topo.c
 noinst_HEADERS += \
 	src/topo/gpu.h \

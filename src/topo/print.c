@@ -238,6 +238,36 @@ void topo_print(const topo_t *t, FILE *out)
     print_shape(t, SYMCOLL_MEM_CUDA, out);
 }
 
+/* The other collectives' rows, from the same selector (topo_select_coll_plan): one per
+ * collective, memory type and plan size (the larger buffer: reduce-scatter's send,
+ * all-gather's receive; the barrier's one row is 1 byte), with the path in brief (the
+ * tools' algo column) and in words. */
+static void print_coll_decisions(const topo_t *t, FILE *out)
+{
+    fprintf(out, "#\n# the other collectives: the plan of the all-reduce of the call's plan size "
+                 "(the larger buffer; 1 byte for barrier) and how the collective runs on it\n");
+    fprintf(out, "# %-14s %-4s %12s %6s  %-14s  %-13s  %s\n", "collective", "mem", "bytes", "",
+            "path", "family", "in words");
+    for (int coll = TOPO_COLL_REDUCE_SCATTER; coll < TOPO_COLL_LAST; coll++) {
+        for (int mem = 0; mem < SYMCOLL_MEM_LAST; mem++) {
+            size_t first = coll == TOPO_COLL_BARRIER ? 1 : 8;
+            size_t last = coll == TOPO_COLL_BARRIER ? 1 : (size_t)1 << 30;
+            for (size_t bytes = first; bytes <= last; bytes *= 2) {
+                topo_plan_t plan;
+                char sz[16], brief[32], words[96];
+                topo_plan_explain(t, (topo_coll_t)coll, (symcoll_mem_type_t)mem, bytes, &plan,
+                                  NULL);
+                topo_plan_path(&plan, true, brief, sizeof(brief));
+                topo_plan_path(&plan, false, words, sizeof(words));
+                topo_fmt_size(bytes, sz, sizeof(sz));
+                fprintf(out, "  %-14s %-4s %12zu %6s  %-14s  %-13s  %s\n",
+                        topo_coll_name((topo_coll_t)coll), mem_name((symcoll_mem_type_t)mem),
+                        bytes, sz, brief, topo_family_name(plan.family), words);
+            }
+        }
+    }
+}
+
 void topo_print_decisions(const topo_t *t, FILE *out)
 {
     const topo_select_cfg_t *c = &t->select_cfg;
@@ -261,11 +291,12 @@ void topo_print_decisions(const topo_t *t, FILE *out)
             topo_plan_t plan;
             char sz[16];
             /* the plan the data path gets for this size (topo_plan) */
-            topo_plan_explain(t, (symcoll_mem_type_t)mem, bytes, &plan, &d);
+            topo_plan_explain(t, TOPO_COLL_ALLREDUCE, (symcoll_mem_type_t)mem, bytes, &plan, &d);
             topo_fmt_size(bytes, sz, sizeof(sz));
             fprintf(out, "  %-4s %12zu %6s  %-8s  %-13s  %s\n",
                     mem_name((symcoll_mem_type_t)mem), bytes, sz, topo_algo_name(plan.algo),
                     topo_family_name(plan.family), d.reason);
         }
     }
+    print_coll_decisions(t, out);
 }

@@ -73,9 +73,11 @@ symcoll_status_t topo_select_cfg_from_config(const config_t *config, topo_select
     cfg.hier_min = config->hier_min;
     cfg.cuda_net_chunk = config->cuda_net_chunk;
     cfg.cuda_net_lanes = (int)config->cuda_net_lanes;
-    cfg.cuda_net_path = !strcmp(config->cuda_net_path, "direct")   ? TOPO_PATH_DIRECT
-                        : !strcmp(config->cuda_net_path, "staged") ? TOPO_PATH_STAGED
-                                                                   : TOPO_PATH_AUTO;
+    cfg.cuda_net_path = config->cuda_net_path == CONFIG_CUDA_NET_PATH_DIRECT   ? TOPO_PATH_DIRECT
+                        : config->cuda_net_path == CONFIG_CUDA_NET_PATH_STAGED ? TOPO_PATH_STAGED
+                                                                               : TOPO_PATH_AUTO;
+    cfg.cuda_coll = config->cuda_coll;
+    cfg.host_rs_native = true;
     cfg.cuda_net_direct_min = config->cuda_net_direct_min;
     *cfg_p = cfg;
     return SYMCOLL_OK;

@@ -10,6 +10,16 @@
 #include "symcoll.h"
 #include "core/config.h"
 
+/* The collectives; the selector answers for each. */
+typedef enum {
+    TOPO_COLL_ALLREDUCE = 0,
+    TOPO_COLL_REDUCE_SCATTER,
+    TOPO_COLL_ALLGATHER,
+    TOPO_COLL_BROADCAST,
+    TOPO_COLL_BARRIER,
+    TOPO_COLL_LAST
+} topo_coll_t;
+
 typedef enum {
     TOPO_ALGO_AUTO = 0, /* only as an override: let the selector choose */
     TOPO_ALGO_ONESHOT,  /* intra-node: every rank reduces all peers' copies */
@@ -78,6 +88,11 @@ typedef struct topo_select_cfg {
     int cuda_net_lanes;         /* SYMCOLL_CUDA_NET_LANES: chunks crossing the nodes at once */
     int cuda_net_path;          /* SYMCOLL_CUDA_NET_PATH: TOPO_PATH_* */
     size_t cuda_net_direct_min; /* SYMCOLL_CUDA_NET_DIRECT_MIN */
+    int cuda_coll;              /* SYMCOLL_CUDA_COLL: CONFIG_CUDA_COLL_* */
+    /* the host pool's staging slot holds a piece of every rank's block, which the native
+     * reduce-scatter inside a node moves (set by the algorithm layer from its chunk size;
+     * true unless it says otherwise) */
+    bool host_rs_native;
 } topo_select_cfg_t;
 
 /* SYMCOLL_CUDA_NET_PATH */
@@ -118,13 +133,36 @@ typedef enum {
     TOPO_FAMILY_LAST
 } topo_family_t;
 
+/* How a collective other than all-reduce runs on its plan's family. */
+typedef enum {
+    TOPO_VIA_NATIVE = 0, /* the family's own algorithm of the collective (every all-reduce;
+                            host memory inside a node; host memory across nodes: rings
+                            and chains over UCX; CUDA memory inside a node: its kernel) */
+    TOPO_VIA_EAGER,      /* broadcast of host memory across nodes: the root does not wait */
+    TOPO_VIA_PAIR,       /* host memory, 2 ranks across nodes: one exchange */
+    TOPO_VIA_ALLREDUCE,  /* one all-reduce of the plan's bytes by the plan's family and
+                            algorithm (broadcast and all-gather as a bytewise maximum,
+                            reduce-scatter as the whole reduction) */
+    TOPO_VIA_LAST
+} topo_via_t;
+
 /* What one call runs: the selector's whole answer. */
 typedef struct topo_plan {
+    topo_coll_t coll;
     symcoll_mem_type_t mem;
     topo_family_t family;
     topo_algo_t algo; /* of the family; for the staged CUDA families the algorithm of the
                          chunks (each chunk's host all-reduce is chosen for its size) */
+    topo_via_t via;   /* TOPO_VIA_NATIVE for all-reduce */
 } topo_plan_t;
+
+/* "all-reduce", "reduce-scatter", ...; "?" if out of range. */
+const char *topo_coll_name(topo_coll_t coll);
+
+/* The path of a plan in words, for reports and the tools: the algorithm's name for an
+ * all-reduce; for the other collectives brief ("native", "ucx:eager", "ucx:exchange",
+ * "ucx:ring", "ucx:hier", "native:oneshot", "ar:ring", "none") or long. */
+void topo_plan_path(const topo_plan_t *plan, bool brief, char *out, size_t len);
 
 const char *topo_family_name(topo_family_t family);
 
@@ -214,6 +252,14 @@ bool topo_cuda_net_hier(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
 void topo_select_plan(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
                       symcoll_mem_type_t mem, size_t bytes, topo_plan_t *plan,
                       topo_decision_t *d);
+
+/* The plan for one call of collective coll whose plan size is bytes (the larger buffer:
+ * reduce-scatter's send, all-gather's receive; 1 for the barrier): the all-reduce's plan
+ * of that size (topo_select_plan), and how the collective runs on it (select_coll.c);
+ * with d non-NULL, also the reason. */
+void topo_select_coll_plan(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                           topo_coll_t coll, symcoll_mem_type_t mem, size_t bytes,
+                           topo_plan_t *plan, topo_decision_t *d);
 
 /* The choice for one message of bytes bytes. */
 void topo_select(const topo_select_cfg_t *cfg, const topo_shape_t *shape,

@@ -370,6 +370,14 @@ err:
     return status;
 }
 
+/* The shapes changed: every remembered plan is stale. */
+static void topo_memo_clear(topo_t *t)
+{
+    for (int c = 0; c < TOPO_COLL_LAST; c++)
+        for (int mem = 0; mem < SYMCOLL_MEM_LAST; mem++)
+            t->memo[c][mem].valid = false;
+}
+
 void topo_set_net_caps(topo_t *t, int rank, uint32_t mem_types, const char *tls)
 {
     topo_rank_info_t *i;
@@ -384,10 +392,9 @@ void topo_set_net_caps(topo_t *t, int rank, uint32_t mem_types, const char *tls)
     i->net_mem_types = mem_types;
     snprintf(i->net_tls, sizeof(i->net_tls), "%s", tls ? tls : "");
     net_cuda = t->net_cuda_ranks == t->nranks;
-    for (int mem = 0; mem < SYMCOLL_MEM_LAST; mem++) {
+    for (int mem = 0; mem < SYMCOLL_MEM_LAST; mem++)
         t->shape[mem].net_cuda = net_cuda;
-        t->memo[mem].valid = false;
-    }
+    topo_memo_clear(t);
 }
 
 void topo_set_net_direct(topo_t *t, const signed char *per_rank, bool all_ok, bool drv,
@@ -401,24 +408,32 @@ void topo_set_net_direct(topo_t *t, const signed char *per_rank, bool all_ok, bo
         t->shape[mem].net_direct = all_ok ? 1 : -1;
         t->shape[mem].net_direct_drv = drv;
         t->shape[mem].net_direct_one_queue = one_queue;
-        t->memo[mem].valid = false;
     }
+    topo_memo_clear(t);
 }
 
-const topo_plan_t *topo_plan(topo_t *t, symcoll_mem_type_t mem, size_t bytes)
+const topo_plan_t *topo_plan(topo_t *t, topo_coll_t coll, symcoll_mem_type_t mem, size_t bytes)
 {
-    if (!t->memo[mem].valid || t->memo[mem].bytes != bytes) {
-        topo_select_plan(&t->select_cfg, &t->shape[mem], mem, bytes, &t->memo[mem].plan, NULL);
-        t->memo[mem].bytes = bytes;
-        t->memo[mem].valid = true;
+    __typeof__(t->memo[0][0]) *m = &t->memo[coll][mem];
+
+    if (!m->valid || m->bytes != bytes) {
+        topo_select_coll_plan(&t->select_cfg, &t->shape[mem], coll, mem, bytes, &m->plan, NULL);
+        m->bytes = bytes;
+        m->valid = true;
     }
-    return &t->memo[mem].plan;
+    return &m->plan;
 }
 
-void topo_plan_explain(const topo_t *t, symcoll_mem_type_t mem, size_t bytes, topo_plan_t *plan,
-                       topo_decision_t *d)
+void topo_plan_explain(const topo_t *t, topo_coll_t coll, symcoll_mem_type_t mem, size_t bytes,
+                       topo_plan_t *plan, topo_decision_t *d)
 {
-    topo_select_plan(&t->select_cfg, &t->shape[mem], mem, bytes, plan, d);
+    topo_select_coll_plan(&t->select_cfg, &t->shape[mem], coll, mem, bytes, plan, d);
+}
+
+void topo_set_host_rs_native(topo_t *t, bool native)
+{
+    t->select_cfg.host_rs_native = native;
+    topo_memo_clear(t);
 }
 
 void topo_choose(const topo_t *t, symcoll_mem_type_t mem, size_t bytes, topo_decision_t *d)

@@ -77,13 +77,13 @@ typedef struct topo {
     signed char *net_direct_peer;
     topo_select_cfg_t select_cfg;         /* SYMCOLL_ALGO and thresholds */
     topo_shape_t shape[SYMCOLL_MEM_LAST]; /* what the selector sees, per memory type */
-    /* the last plan per memory type (topo_plan): a loop of equal calls asks the selector
-     * once; used under the communicator's lock only */
+    /* the last plan per collective and memory type (topo_plan): a loop of equal calls
+     * asks the selector once; used under the communicator's lock only */
     struct {
         size_t bytes;
         topo_plan_t plan;
         bool valid;
-    } memo[SYMCOLL_MEM_LAST];
+    } memo[TOPO_COLL_LAST][SYMCOLL_MEM_LAST];
 } topo_t;
 
 /* Collective: gathers every rank's facts (and, with GPUs, every rank's row of its node's
@@ -117,15 +117,20 @@ void topo_set_net_caps(topo_t *t, int rank, uint32_t mem_types, const char *tls)
 void topo_set_net_direct(topo_t *t, const signed char *per_rank, bool all_ok, bool drv,
                          bool one_queue);
 
-/* The plan of one all-reduce of bytes bytes of mem memory on this communicator: the
- * family and algorithm that run it. The data path's one question to the selector: it
- * remembers the last answer per memory type (call with the communicator's lock held). */
-const topo_plan_t *topo_plan(topo_t *t, symcoll_mem_type_t mem, size_t bytes);
+/* The plan of one call of collective coll of mem memory whose plan size is bytes
+ * (topo_select_coll_plan) on this communicator: the family, algorithm and way that run
+ * it. The data path's one question to the selector: it remembers the last answer per
+ * collective and memory type (call with the communicator's lock held). */
+const topo_plan_t *topo_plan(topo_t *t, topo_coll_t coll, symcoll_mem_type_t mem, size_t bytes);
 
 /* The same plan with its reason (formatting it costs about half a microsecond), for
  * logs and reports; touches no memo. */
-void topo_plan_explain(const topo_t *t, symcoll_mem_type_t mem, size_t bytes, topo_plan_t *plan,
-                       topo_decision_t *d);
+void topo_plan_explain(const topo_t *t, topo_coll_t coll, symcoll_mem_type_t mem, size_t bytes,
+                       topo_plan_t *plan, topo_decision_t *d);
+
+/* Set by the algorithm layer at creation: whether the native reduce-scatter of host
+ * memory inside a node can run with its staging (topo_select_cfg_t's host_rs_native). */
+void topo_set_host_rs_native(topo_t *t, bool native);
 
 /* The selector's choice for one all-reduce of bytes bytes of mem memory, with the
  * reason (formatting it costs about half a microsecond). */

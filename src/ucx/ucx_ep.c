@@ -361,7 +361,7 @@ symcoll_status_t ucx_connect_all(ucx_ctx_t *ucx, const topo_t *topo)
         ucx->shared->cuda_rma = ucx->shared->cuda_rma && lanes.cuda_rma;
         ucx->shared->cuda_driver = ucx->shared->cuda_driver || lanes.driver;
     }
-    if (!strcmp(ucx->comm->config.net_protocol, "put")) {
+    if (ucx->comm->config.net_protocol == CONFIG_NET_PROTOCOL_PUT) {
         /* the target's UCX answers each emulated put with a message; when that answer
          * fails, UCX (1.13 to 1.22 seen) ends the process with ucs_fatal in
          * ucp_request_try_send (bench/results/faults.md) */
@@ -372,7 +372,7 @@ symcoll_status_t ucx_connect_all(ucx_ctx_t *ucx, const topo_t *topo)
                      "sends active messages there",
                      ucx->shared->transports[0] ? ucx->shared->transports : "?");
         ucx->shared->native_rma = true;
-    } else if (!strcmp(ucx->comm->config.net_protocol, "am")) {
+    } else if (ucx->comm->config.net_protocol == CONFIG_NET_PROTOCOL_AM) {
         ucx->shared->native_rma = false;
     }
     log_info("UCX transports to other nodes: %s; transfers: %s",

@@ -16,18 +16,9 @@ struct cuda_algo_state;
 struct cuda_net;
 typedef struct cuda_net cuda_net_t;
 
-/* The collectives besides all-reduce, and what one call of any of them asks. */
-typedef enum {
-    ALGO_COLL_ALLREDUCE = 0,
-    ALGO_COLL_REDUCE_SCATTER,
-    ALGO_COLL_ALLGATHER,
-    ALGO_COLL_BROADCAST,
-    ALGO_COLL_BARRIER,
-    ALGO_COLL_LAST
-} algo_coll_t;
-
+/* What one call of any collective asks. */
 typedef struct algo_args {
-    algo_coll_t coll;
+    topo_coll_t coll;
     const void *sendbuf;
     void *recvbuf;
     size_t count; /* elements: the message (all-reduce, broadcast), a rank's block
@@ -88,8 +79,5 @@ static inline symcoll_status_t algo_broken(const comm_t *comm)
  * every collective entry refuses to run after one. */
 symcoll_status_t algo_check_usable(const comm_t *comm);
 
-
-/* "reduce-scatter", ... for log lines. */
-const char *algo_coll_name(algo_coll_t coll);
 
 #endif

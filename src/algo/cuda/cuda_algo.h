@@ -30,16 +30,13 @@ symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, topo_algo_t alg
 symcoll_status_t algo_cuda_copy(const void *sendbuf, void *recvbuf, size_t bytes, void *stream);
 
 /* ---- reduce-scatter, all-gather and broadcast by their own kernels (cuda/coll.cu) ------
- * algo_cuda_coll_native: whether a's collective runs natively on plan (the CUDA family
- * inside a node, one-shot or two-shot, at most CUDA_AR_MAX_RANKS GPUs, the kernels' state
- * set up, SYMCOLL_CUDA_COLL not "allreduce"); the same answer on every rank for the same
- * arguments. algo_cuda_coll runs it (count > 0, arguments checked, comm->lock held):
+ * where the selector says so (topo_select_coll_plan: the CUDA family inside a node,
+ * one-shot or two-shot, SYMCOLL_CUDA_COLL=auto). algo_cuda_coll runs it (count > 0,
+ * arguments checked, the kernels' state set up, comm->lock held):
  * one-shot over the all-reduce one-shot's staging, two-shot straight from the peers'
  * pool buffers (a source outside the pool is first copied into the pool scratch
  * ALGO_CUDA_SCRATCH_COLL, which grows as algo_cuda_scratch says: refused while the stream
  * is captured). Queued on stream; failures as algo_cuda_allreduce's. */
-bool algo_cuda_coll_native(const comm_t *comm, pool_t *pool, const topo_plan_t *plan,
-                           const algo_args_t *a);
 symcoll_status_t algo_cuda_coll(comm_t *comm, pool_t *pool, const topo_plan_t *plan,
                                 const algo_args_t *a);
 

@@ -76,12 +76,12 @@ struct cuda_algo_state {
 typedef struct cuda_algo_state cuda_algo_state_t;
 
 /* the kernels' signature numbers the collectives as the algorithm layer does */
-_Static_assert((int)CUDA_AR_COLL_REDUCE_SCATTER == (int)ALGO_COLL_REDUCE_SCATTER &&
-                   (int)CUDA_AR_COLL_ALLGATHER == (int)ALGO_COLL_ALLGATHER &&
-                   (int)CUDA_AR_COLL_BROADCAST == (int)ALGO_COLL_BROADCAST &&
-                   (int)CUDA_AR_COLL_BARRIER == (int)ALGO_COLL_BARRIER &&
-                   (int)CUDA_AR_COLL_ALLREDUCE == (int)ALGO_COLL_ALLREDUCE,
-               "CUDA_AR_COLL_* and ALGO_COLL_* differ");
+_Static_assert((int)CUDA_AR_COLL_REDUCE_SCATTER == (int)TOPO_COLL_REDUCE_SCATTER &&
+                   (int)CUDA_AR_COLL_ALLGATHER == (int)TOPO_COLL_ALLGATHER &&
+                   (int)CUDA_AR_COLL_BROADCAST == (int)TOPO_COLL_BROADCAST &&
+                   (int)CUDA_AR_COLL_BARRIER == (int)TOPO_COLL_BARRIER &&
+                   (int)CUDA_AR_COLL_ALLREDUCE == (int)TOPO_COLL_ALLREDUCE,
+               "CUDA_AR_COLL_* and TOPO_COLL_* differ");
 
 /* ---- the watcher of the local peers' processes ---------------------------------------- */
 
@@ -663,21 +663,6 @@ symcoll_status_t algo_cuda_allreduce(comm_t *comm, pool_t *pool, topo_algo_t tal
 
 /* ---- reduce-scatter, all-gather, broadcast: their own kernels ------------------------ */
 
-bool algo_cuda_coll_native(const comm_t *comm, pool_t *pool, const topo_plan_t *plan,
-                           const algo_args_t *a)
-{
-    if (a->coll != ALGO_COLL_REDUCE_SCATTER && a->coll != ALGO_COLL_ALLGATHER &&
-        a->coll != ALGO_COLL_BROADCAST)
-        return false;
-    if (!strcmp(comm->config.cuda_coll, "allreduce") || !pool ||
-        plan->family != TOPO_FAMILY_CUDA ||
-        (plan->algo != TOPO_ALGO_ONESHOT && plan->algo != TOPO_ALGO_TWOSHOT))
-        return false;
-    /* one node, every rank on it (local rank = rank), no more GPUs than the kernels serve */
-    return pool_backend(pool) == &pool_cuda_backend && pool_local_size(pool) == comm->nranks &&
-           pool_local_size(pool) <= CUDA_AR_MAX_RANKS && comm->algo->cuda;
-}
-
 /* The kernels' launch, on the pool's device (as launch). */
 static symcoll_status_t coll_launch(const cuda_algo_state_t *st, const cuda_coll_args_t *a,
                                     void *stream)
@@ -702,7 +687,7 @@ symcoll_status_t algo_cuda_coll(comm_t *comm, pool_t *pool, const topo_plan_t *p
 {
     const size_t bytes = a->count * symcoll_dtype_size(a->dtype);
     const int coll = (int)a->coll;
-    const bool rs = a->coll == ALGO_COLL_REDUCE_SCATTER;
+    const bool rs = a->coll == TOPO_COLL_REDUCE_SCATTER;
     /* what a rank's peers read from it: the whole input of a reduce-scatter, the block
      * of an all-gather, the root's message of a broadcast */
     const size_t src_bytes = rs ? bytes * (size_t)comm->nranks : bytes;
@@ -739,7 +724,7 @@ symcoll_status_t algo_cuda_coll(comm_t *comm, pool_t *pool, const topo_plan_t *p
         ca.ar.stage_slot = 0;
         ca.ar.stage_out = 0;
         ca.ar.recv_info = 0;
-        if (a->coll != ALGO_COLL_BROADCAST || a->root == st->me) {
+        if (a->coll != TOPO_COLL_BROADCAST || a->root == st->me) {
             if (pool_lookup(pool, a->sendbuf, src_bytes, &off)) {
                 ca.ar.recv_info = (uint64_t)off + 1;
             } else {

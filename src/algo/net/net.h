@@ -305,17 +305,10 @@ symcoll_status_t algo_net_finish(net_state_t *st, symcoll_status_t status);
  * the communicator. */
 symcoll_status_t algo_net_state_usable(comm_t *comm, pool_t *pool, net_state_t **st_p);
 
-/* Whether a reduce-scatter, all-gather or broadcast of host memory across nodes
- * (family TOPO_FAMILY_NET_HOST) of plan_bytes (algo_plan_bytes) runs natively
- * (algo_net_collective): where the all-reduce's plan is the ring, or hierarchical above
- * the size recursive doubling serves. Smaller ones run as the recursive doubling
- * all-reduce, which agrees in its own messages and is latency-bound anyway; but two
- * ranks have paths of their own there (algo/coll.c, coll_net_native_pair), and small
- * broadcasts are eager (algo_net_bc_eager). */
-bool algo_net_coll_native(const comm_t *comm, const topo_plan_t *plan, size_t plan_bytes);
-
-/* Reduce-scatter, all-gather or broadcast of host memory across nodes, natively (count
- * > 0, arguments checked, comm->lock held): the all-reduce's agreement without data (flat
+/* Reduce-scatter, all-gather or broadcast of host memory across nodes, natively, where
+ * the selector says so (topo_select_coll_plan: the all-reduce's plan is the ring, or
+ * hierarchical above recursive doubling's sizes; count > 0, arguments checked,
+ * comm->lock held): the all-reduce's agreement without data (flat
  * recursive doubling, or the hierarchical steps where every all-reduce is hierarchical),
  * then a pipelined ring or chain over all ranks in node order. exchange (two ranks, a
  * reduce-scatter, all-gather or broadcast where the all-reduce runs recursive doubling):
@@ -346,9 +339,6 @@ symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args
 #define NET_BC_MAX_RANKS TOPO_NET_BC_MAX_RANKS
 #define NET_WORD_BC_DATA 5
 #define NET_WORD_BC_CREDIT 6
-
-/* Whether a broadcast of bytes of host memory across nodes goes eager. */
-bool algo_net_bc_eager(const comm_t *comm, const topo_plan_t *plan, size_t bytes);
 
 /* The eager broadcast (count > 0, arguments checked, comm->lock held). */
 symcoll_status_t algo_net_bc_run(comm_t *comm, pool_t *pool, const algo_args_t *a);

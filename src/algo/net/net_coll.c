@@ -44,15 +44,6 @@
 #include "algo/base/reduce.h"
 #include "topo/topo.h"
 
-bool algo_net_coll_native(const comm_t *comm, const topo_plan_t *plan, size_t plan_bytes)
-{
-    if (plan->family != TOPO_FAMILY_NET_HOST)
-        return false;
-    return plan->algo == TOPO_ALGO_RING ||
-           (plan->algo == TOPO_ALGO_HIER &&
-            plan_bytes > topo_rd_max(&comm->topo->select_cfg, comm->nranks));
-}
-
 /* The agreement of a call whose every all-reduce is hierarchical: the hierarchical
  * algorithm's own steps without data (hier.c), so that a rank in an all-reduce and a rank
  * here meet in the same messages and barriers. c is the call over the group of this
@@ -335,7 +326,7 @@ static symcoll_status_t coll_run(net_state_t *st, net_call_t *c, const algo_args
 {
     size_t esize = symcoll_dtype_size(a->dtype), bytes = a->count * esize;
     size_t ce = st->chunk_bytes / esize;
-    bool bcast = a->coll == ALGO_COLL_BROADCAST;
+    bool bcast = a->coll == TOPO_COLL_BROADCAST;
     net_group_t ring = {st->ring, st->n, st->ring_me};
     coll_ring_t r = {c, st->ring, st->n, st->ring_me, 0, 0, esize, 0, bytes, NULL};
     int root_place = 0;
@@ -356,13 +347,13 @@ static symcoll_status_t coll_run(net_state_t *st, net_call_t *c, const algo_args
     r.chunk = (ce ? ce : 1) * esize;
     r.area = algo_net_addr(st, c->area_off);
     switch (a->coll) {
-    case ALGO_COLL_ALLGATHER:
+    case TOPO_COLL_ALLGATHER:
         status = coll_allgather(&r);
         break;
-    case ALGO_COLL_REDUCE_SCATTER:
+    case TOPO_COLL_REDUCE_SCATTER:
         status = coll_reduce_scatter(&r);
         break;
-    case ALGO_COLL_BROADCAST:
+    case TOPO_COLL_BROADCAST:
         while (st->ring[root_place] != a->root)
             root_place++;
         status = coll_broadcast(&r, root_place);
@@ -395,7 +386,7 @@ static symcoll_status_t coll_pair(net_state_t *st, deadline_t *dl, const net_sig
     int me = st->comm->rank, peer = 1 - me;
     net_group_t g = {st->all, 2, me};
     bool fits = st->has_scratch && block <= st->area_bytes;
-    bool gather = a->coll == ALGO_COLL_ALLGATHER, bcast = a->coll == ALGO_COLL_BROADCAST;
+    bool gather = a->coll == TOPO_COLL_ALLGATHER, bcast = a->coll == TOPO_COLL_BROADCAST;
     bool hooked;
     coll_ring_t ring = {NULL, st->all, 2, me, peer, peer, es, 0, 0, NULL};
     coll_hook_t h = {0};
@@ -480,18 +471,18 @@ symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args
     symcoll_status_t status;
 
     if (!comm->ucx) {
-        log_error("internal: %s across nodes without a UCX context", algo_coll_name(a->coll));
+        log_error("internal: %s across nodes without a UCX context", topo_coll_name(a->coll));
         return SYMCOLL_ERR_INTERNAL;
     }
     status = algo_net_state_usable(comm, pool, &st);
     if (status != SYMCOLL_OK)
         return status;
     if (exchange && st->n == 2 && !st->hier_all) {
-        log_debug("%s of %zu elements across nodes: one exchange", algo_coll_name(a->coll),
+        log_debug("%s of %zu elements across nodes: one exchange", topo_coll_name(a->coll),
                   a->count);
         return algo_net_finish(st, coll_pair(st, &dl, &sig, a));
     }
-    log_debug("%s of %zu elements across nodes: native ring", algo_coll_name(a->coll),
+    log_debug("%s of %zu elements across nodes: native ring", topo_coll_name(a->coll),
               a->count);
     status = st->hier_all ? coll_agree_hier(st, &c, &dl, &sig, &g)
                           : coll_agree_flat(st, &c, &dl, &sig, &g);
@@ -539,12 +530,6 @@ symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args
  * not hand to the network at once (a full socket) move on at the root's next call that
  * progresses UCX; a receiver waits for them, bounded by its deadline.
  */
-
-bool algo_net_bc_eager(const comm_t *comm, const topo_plan_t *plan, size_t bytes)
-{
-    return plan->family == TOPO_FAMILY_NET_HOST && bytes <= NET_BC_EAGER_MAX &&
-           comm->nranks <= NET_BC_MAX_RANKS;
-}
 
 typedef struct net_bc_hdr {
     uint64_t seq, count, sig, pad[5];

@@ -695,7 +695,7 @@ symcoll_status_t algo_net_mismatch(net_state_t *st, const net_call_t *c, const n
     net_xsig_t me = {(uint64_t)sig->count, (c->tag >> 24) & 7, sig->salt, (int32_t)sig->dtype,
                      (int32_t)sig->op,     (int32_t)sig->mem,  0,         st->bc_seq};
     /* the collective run: its own, or the one run as this all-reduce (the same salt) */
-    const char *what = algo_coll_name((algo_coll_t)(sig->salt >> 32));
+    const char *what = topo_coll_name((topo_coll_t)(sig->salt >> 32));
 
     if (exact) {
         /* every rank of the communicator knows: a bootstrap exchange (error path only) */
@@ -726,9 +726,9 @@ symcoll_status_t algo_net_mismatch(net_state_t *st, const net_call_t *c, const n
         if (status == SYMCOLL_OK && r < comm->nranks && all[r].salt != me.salt) {
             log_error("collective across nodes: ranks called different collectives: rank %d "
                       "%s (root %d), this rank (%d) %s (root %d)",
-                      r, algo_coll_name((algo_coll_t)(all[r].salt >> 32)),
+                      r, topo_coll_name((topo_coll_t)(all[r].salt >> 32)),
                       (int)(uint32_t)all[r].salt, comm->rank,
-                      algo_coll_name((algo_coll_t)(me.salt >> 32)), (int)(uint32_t)me.salt);
+                      topo_coll_name((topo_coll_t)(me.salt >> 32)), (int)(uint32_t)me.salt);
             free(all);
             return SYMCOLL_ERR_MISMATCH;
         }

@@ -1,0 +1,137 @@
+/* The selector's answer for every collective: the all-reduce's plan of the call's plan
+ * size (select.c), and how a reduce-scatter, all-gather, broadcast or barrier runs on
+ * it. The one place that decides a call's path; the algorithm layer runs what it says and
+ * the tools print it (symcoll_comm_print_decisions). */
+#include <stdio.h>
+#include <string.h>
+
+#include "topo/select.h"
+
+const char *topo_coll_name(topo_coll_t coll)
+{
+    static const char *const names[TOPO_COLL_LAST] = {
+        [TOPO_COLL_ALLREDUCE] = "all-reduce", [TOPO_COLL_REDUCE_SCATTER] = "reduce-scatter",
+        [TOPO_COLL_ALLGATHER] = "all-gather", [TOPO_COLL_BROADCAST] = "broadcast",
+        [TOPO_COLL_BARRIER] = "barrier",
+    };
+    return (unsigned)coll < TOPO_COLL_LAST ? names[coll] : "?";
+}
+
+/* Host memory across nodes, two ranks, where the all-reduce runs recursive doubling (up
+ * to 16 x SYMCOLL_NET_RD_MAX, or any size with SYMCOLL_ALGO=rd): a reduce-scatter or
+ * all-gather run as one all-reduce would move both ranks' whole buffers, twice the bytes
+ * of one exchange of a block that also carries the agreement. Measured on 2 simulated
+ * nodes over TCP: 0.83-0.93x Open MPI's time up to 32 KiB, where the all-reduce took
+ * 1.0-1.19x. So is a broadcast above SYMCOLL_NET_RD_MAX (below it: eager, or the
+ * all-reduce): the root's data one way, the receiver's agreement the other, 0.51-0.58x
+ * Open MPI at 128 KiB and 0.72-0.87x at 512 KiB, where the chain after an agreement round
+ * trip took 0.74-0.88x and 0.92-1.00x. */
+static bool via_pair(const topo_select_cfg_t *cfg, const topo_shape_t *s, topo_coll_t coll,
+                     const topo_plan_t *p, size_t bytes)
+{
+    return s->nranks == 2 && p->family == TOPO_FAMILY_NET_HOST && p->algo == TOPO_ALGO_RD &&
+           (coll == TOPO_COLL_ALLGATHER || coll == TOPO_COLL_REDUCE_SCATTER ||
+            (coll == TOPO_COLL_BROADCAST && bytes > cfg->net_rd_max));
+}
+
+/* Host memory across nodes: native rings and chains where the all-reduce runs the ring,
+ * and above recursive doubling's sizes where it runs the hierarchical algorithm (below
+ * them one all-reduce is fewer rounds). */
+static bool via_net_native(const topo_select_cfg_t *cfg, const topo_shape_t *s,
+                           const topo_plan_t *p, size_t bytes)
+{
+    return p->family == TOPO_FAMILY_NET_HOST &&
+           (p->algo == TOPO_ALGO_RING ||
+            (p->algo == TOPO_ALGO_HIER && bytes > topo_rd_max(cfg, s->nranks)));
+}
+
+/* CUDA memory inside a node, SYMCOLL_CUDA_COLL=auto: the collective's own one-shot or
+ * two-shot kernel where the all-reduce's serves, every rank on the node. */
+static bool via_cuda_native(const topo_select_cfg_t *cfg, const topo_shape_t *s,
+                            topo_coll_t coll, const topo_plan_t *p)
+{
+    return coll != TOPO_COLL_BARRIER && cfg->cuda_coll == CONFIG_CUDA_COLL_AUTO &&
+           p->family == TOPO_FAMILY_CUDA &&
+           (p->algo == TOPO_ALGO_ONESHOT || p->algo == TOPO_ALGO_TWOSHOT) &&
+           s->nnodes == 1 && s->nranks <= s->cuda_max_local;
+}
+
+static topo_via_t select_via(const topo_select_cfg_t *cfg, const topo_shape_t *s,
+                             topo_coll_t coll, const topo_plan_t *p, size_t bytes,
+                             const char **why)
+{
+    if (p->family == TOPO_FAMILY_HOST &&
+        (coll != TOPO_COLL_REDUCE_SCATTER || cfg->host_rs_native)) {
+        *why = "the host pool's own algorithm";
+        return TOPO_VIA_NATIVE;
+    }
+    if (coll == TOPO_COLL_BROADCAST && p->family == TOPO_FAMILY_NET_HOST &&
+        bytes <= TOPO_NET_BC_EAGER_MAX && s->nranks <= TOPO_NET_BC_MAX_RANKS) {
+        *why = "eager: at most NET_BC_EAGER_MAX bytes, NET_BC_MAX_RANKS ranks";
+        return TOPO_VIA_EAGER;
+    }
+    if (coll != TOPO_COLL_BARRIER && via_pair(cfg, s, coll, p, bytes)) {
+        *why = "2 ranks where the all-reduce runs rd: one exchange";
+        return TOPO_VIA_PAIR;
+    }
+    if (coll != TOPO_COLL_BARRIER && via_net_native(cfg, s, p, bytes)) {
+        *why = "rings and chains over UCX where the all-reduce runs ring (or hier above rd)";
+        return TOPO_VIA_NATIVE;
+    }
+    if (via_cuda_native(cfg, s, coll, p)) {
+        *why = "its own kernel (SYMCOLL_CUDA_COLL=auto)";
+        return TOPO_VIA_NATIVE;
+    }
+    *why = "one all-reduce of the plan's bytes";
+    return TOPO_VIA_ALLREDUCE;
+}
+
+void topo_select_coll_plan(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                           topo_coll_t coll, symcoll_mem_type_t mem, size_t bytes,
+                           topo_plan_t *plan, topo_decision_t *d)
+{
+    const char *why = NULL;
+
+    topo_select_plan(cfg, shape, mem, bytes, plan, d);
+    plan->coll = coll;
+    plan->via = TOPO_VIA_NATIVE;
+    if (coll == TOPO_COLL_ALLREDUCE)
+        return;
+    /* one rank, or nothing serves the all-reduce: the all-reduce path copies, or says
+     * why, with no side effect */
+    if (plan->family == TOPO_FAMILY_NONE || plan->family == TOPO_FAMILY_SELF) {
+        plan->via = TOPO_VIA_ALLREDUCE;
+        return;
+    }
+    plan->via = select_via(cfg, shape, coll, plan, bytes, &why);
+    if (d && !d->quiet) {
+        size_t len = strnlen(d->reason, sizeof(d->reason));
+        snprintf(d->reason + len, sizeof(d->reason) - len, "; %s: %s", topo_coll_name(coll),
+                 why);
+    }
+}
+
+void topo_plan_path(const topo_plan_t *p, bool brief, char *out, size_t len)
+{
+    const char *algo = topo_algo_name(p->algo);
+
+    if (p->family == TOPO_FAMILY_NONE)
+        snprintf(out, len, brief ? "none" : "none (as the all-reduce)");
+    else if (p->coll == TOPO_COLL_ALLREDUCE)
+        snprintf(out, len, "%s", algo);
+    else if (p->via == TOPO_VIA_EAGER)
+        snprintf(out, len, brief ? "ucx:eager" : "eager over UCX (the root does not wait)");
+    else if (p->via == TOPO_VIA_PAIR)
+        snprintf(out, len, brief ? "ucx:exchange" : "one exchange over UCX (2 ranks)");
+    else if (p->via == TOPO_VIA_NATIVE && p->family == TOPO_FAMILY_HOST)
+        snprintf(out, len, brief ? "native" : "native host");
+    else if (p->via == TOPO_VIA_NATIVE && p->family == TOPO_FAMILY_NET_HOST)
+        /* a ring or chain over every rank in node order, whichever the all-reduce's */
+        snprintf(out, len, brief ? "ucx:%s" : "native over UCX (ring, chain)", algo);
+    else if (p->via == TOPO_VIA_NATIVE)
+        snprintf(out, len, brief ? "native:%s" : "native CUDA kernel: %s", algo);
+    else if (brief)
+        snprintf(out, len, "ar:%s", algo);
+    else
+        snprintf(out, len, "via all-reduce: %s (%s)", algo, topo_family_name(p->family));
+}
