@@ -4,13 +4,17 @@ TESTS += tests/test_topo_info.sh
 EXTRA_DIST += tests/test_topo_info.sh
 
 if HAVE_CHECK
-TOPO_TESTS = tests/test_topo_select tests/test_topo_facts tests/test_topo
+TOPO_TESTS = tests/test_topo_select tests/test_topo_select_coll tests/test_topo_facts tests/test_topo
 check_PROGRAMS += $(TOPO_TESTS)
 TESTS += $(TOPO_TESTS)
 
 tests_test_topo_select_SOURCES = tests/test_topo_select.c
 tests_test_topo_select_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_topo_select_LDADD = $(TEST_INTERNAL_LIBS)
+
+tests_test_topo_select_coll_SOURCES = tests/test_topo_select_coll.c
+tests_test_topo_select_coll_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_topo_select_coll_LDADD = $(HARNESS_LIBS) $(TEST_INTERNAL_LIBS)
 
 tests_test_topo_facts_SOURCES = tests/test_topo_facts.c
 tests_test_topo_facts_CPPFLAGS = $(TEST_CPPFLAGS)
