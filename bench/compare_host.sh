@@ -1,7 +1,7 @@
 #!/bin/sh
 # Compares symcoll's host collectives with Open MPI's in the same run (2 ranks, doubles,
-# sum; all-reduce unless --coll says another) and records markdown tables in
-# bench/results/.
+# sum; all-reduce unless --coll says another) and writes markdown tables (the current
+# figures are kept in docs/performance.md).
 #
 #   intra: symcoll, 2 ranks on one node        vs  Open MPI ob1 + vader (shared memory)
 #   inter: symcoll, 2 simulated nodes (UCX)    vs  Open MPI ob1 + tcp over loopback
@@ -23,7 +23,7 @@ usage: $0 [--intra] [--inter] [--coll COLL] [--runs K] [-b MIN] [-e MAX] [-f FAC
   --bind core|none   core (default): rank i on core i mod nproc, for both sides (what
                      mpirun does by default for 2 ranks); none: the scheduler places them
                      (on a busy 2-core machine it sometimes puts both ranks on one core)
-  --out DIR          where the .md files go (default: bench/results in the source tree)
+  --out DIR          where the .md files go (default: the current directory)
   --no-record        print the tables only
   --commit TEXT      what to record as the measured commit (default: git HEAD of the
                      source tree this script is in, marked if it has local changes)
@@ -33,7 +33,7 @@ EOF
 }
 
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
-do_intra=0 do_inter=0 runs=3 minb=8 maxb=32M factor=2 repeats=5 outdir=$srcdir/bench/results
+do_intra=0 do_inter=0 runs=3 minb=8 maxb=32M factor=2 repeats=5 outdir=.
 record=1 bind=core commit= coll=allreduce
 while [ $# -gt 0 ]; do
     case $1 in

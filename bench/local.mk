@@ -1,7 +1,7 @@
 # bench: the MPI peer driver (same engine and output as symcoll_perf) and the scripts
-# that compare symcoll with Open MPI and record the tables in bench/results/.
+# that compare symcoll with Open MPI; their current figures are in docs/performance.md.
 EXTRA_DIST += bench/mpi_allreduce_peer.c bench/compare_host.sh bench/coll_speed.sh \
-	bench/bind_rank.sh bench/host_speed.sh bench/ucx_versions.sh bench/results/README.md
+	bench/host_speed.sh bench/ucx_versions.sh
 
 if HAVE_MPI
 # Compiled and linked by $(MPICC): automake picks one compiler for every C program, so

@@ -54,18 +54,20 @@ $(SYMCOLL_MAN_RENDERED) $(SYMCOLL_MAN_HTML): man/render.sh
 .3.md.3.html:
 	$(AM_V_GEN)$(SYMCOLL_RENDER) html $< $@
 
-# symcoll(7): its template with the configuration table written in
+# symcoll(7): its template with the configuration table written in. The filled-in
+# Markdown is only a step: it is removed once rendered, since in a build in the sources
+# man/ is the folder of the pages' own Markdown.
 SYMCOLL_MAN7_DEPS = man/symcoll.7.md man/config-vars.awk src/core/config.c
 man/symcoll.7: $(SYMCOLL_MAN7_DEPS)
 	@$(MKDIR_P) man
 	$(AM_V_GEN)$(AWK) -f $(srcdir)/man/config-vars.awk $(srcdir)/src/core/config.c \
 		$(srcdir)/man/symcoll.7.md >man/symcoll.7.gen.md && \
-	$(SYMCOLL_RENDER) man man/symcoll.7.gen.md $@
+	$(SYMCOLL_RENDER) man man/symcoll.7.gen.md $@ && rm -f man/symcoll.7.gen.md
 man/symcoll.7.html: $(SYMCOLL_MAN7_DEPS)
 	@$(MKDIR_P) man
 	$(AM_V_GEN)$(AWK) -f $(srcdir)/man/config-vars.awk $(srcdir)/src/core/config.c \
 		$(srcdir)/man/symcoll.7.md >man/symcoll.7.html.gen.md && \
-	$(SYMCOLL_RENDER) html man/symcoll.7.html.gen.md $@
+	$(SYMCOLL_RENDER) html man/symcoll.7.html.gen.md $@ && rm -f man/symcoll.7.html.gen.md
 
 MOSTLYCLEANFILES = man/symcoll.7.gen.md man/symcoll.7.html.gen.md
 

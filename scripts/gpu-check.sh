@@ -140,7 +140,7 @@ run() {
         coll)
             # the collectives on one node, one case a step: their own kernels
             # (SYMCOLL_CUDA_COLL=auto, set by the native cases) and as all-reduces. 1-70 s
-            # each with 2-3 ranks on one H200 (bench/results/gpu-coll-native.md).
+            # each with 2-3 ranks on one H200 (docs/performance.md).
             for c in ${COLLCASES:-coll_native2 coll_native3 coll_graph_native coll_mismatch barrier_stream coll2 coll3 coll_graph}; do
                 step "$c" 180 env CK_RUN_CASE=$c "$bin"/test_cuda
             done
@@ -148,7 +148,7 @@ run() {
         nettests)
             # GPU memory across 2 simulated nodes (UCX over TCP on loopback), one case a
             # step. The timeout cases take 22-23 s, each types case 10-12 s, the others
-            # 1-4 s (bench/results/gpu-across-nodes-raw/run14.txt, run16.txt, run21.txt).
+            # 1-4 s on 2 x H200.
             # The limits add up to far more; they only bound a case that hangs.
             for c in ${NETCASES:-net_capture net_mixed net_kill net_mismatch net_abort net_abort_idle net_timeout net_pool net_types net_hier net_types_plain net_types_lanes3 net_hier_types net_hier_mixed net_hier_flat net_hier_plain net_hier_kill net_hier_abort net_hier_timeout net_hier_pool net_coll net_coll_hier net_barrier}; do
                 case $c in net_types*|net_hier_types|net_coll*) l=240 ;; net_hier*) l=180 ;; net_pool) l=120 ;; *) l=100 ;; esac
@@ -169,7 +169,7 @@ run() {
             # with UCX_TLS=tcp,self UCX does not report CUDA memory (staged, as with the
             # distributions' UCX); with cuda_copy it does, and pins the host pool's
             # segments itself (the data is still staged, and the CUDA pool is not
-            # registered with UCX: bench/results/ucx-cuda-probe.md)
+            # registered with UCX: docs/performance.md)
             for tls in tcp,self tcp,self,cuda_copy; do
                 v=`echo $tls | tr -c 'a-z0-9\n' _`
                 step ucxcuda_info_$v 60 env LD_LIBRARY_PATH=$u/lib:$LD_LIBRARY_PATH \

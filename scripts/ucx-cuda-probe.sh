@@ -5,7 +5,7 @@
 # GPU machine, one GPU each, over TCP on loopback: one-sided put (what the direct-rkey
 # path of CUDA memory across nodes needs) and active messages, host and CUDA memory.
 # Usage (on the GPU machine): sh scripts/ucx-cuda-probe.sh DIR
-# Results: bench/results/ucx-cuda-probe.md.
+# Results: docs/performance.md (GPU: what has run but is not measured for speed).
 set -u
 U=$(cd "${1:-.gpu}" && pwd)/ucx-cuda
 export LD_LIBRARY_PATH=$U/lib:$U/extra:${LD_LIBRARY_PATH:-} UCX_MODULE_DIR=$U/lib/ucx

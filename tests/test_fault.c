@@ -51,7 +51,7 @@ static void fault_env(const char *timeout)
     setenv("SYMCOLL_TIMEOUT", timeout, 1);
 }
 
-/* Trials of the death tests; FAULT_TRIALS overrides (bench/results/faults.md uses 10). */
+/* Trials of the death tests; FAULT_TRIALS overrides (docs/performance.md's fault figures use 10). */
 static int fault_trials(int dflt)
 {
     const char *v = getenv("FAULT_TRIALS");

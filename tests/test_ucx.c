@@ -542,7 +542,7 @@ START_TEST(test_lanes_2x2_hier_min)
 END_TEST
 
 /* Lines of ucp_ep_print_info as UCX 1.22 prints them: the first three as logged on the
- * GPU machine (bench/results/gpu-direct-raw), the others shaped like them. */
+ * GPU machine (raw logs on the results branch), the others shaped like them. */
 static const struct {
     const char *line, *name;
     bool lane, host_rma, cuda_rma, driver;
