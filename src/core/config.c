@@ -349,8 +349,7 @@ static const config_row_t config_table[] = {
         "(direct from SYMCOLL_CUDA_NET_DIRECT_MIN bytes where available and UCX's lanes do "
         "not call the CUDA driver, i.e. not cuda_ipc or cuda_copy, else staged). Forced "
         "direct over cuda_ipc or cuda_copy: synchronise the stream before a blocking CUDA "
-        "call (README). Staged is the default: direct is unmeasured on GPUDirect RDMA "
-        "(bench/results/gpu-direct.md).",
+        "call (README). Staged is the default: direct is unmeasured on GPUDirect RDMA.",
         parse_cuda_net_path_field, cuda_net_path),
     ROW("SYMCOLL_CUDA_NET_DIRECT_MIN", "0",
         "CUDA memory across nodes: smallest message, bytes, that auto sends on the direct "

@@ -32,7 +32,7 @@ int cuda_net_reduce_launch(const cuda_net_reduce_args_t *args, void *stream);
  * (32-bit wrap-safe), as a kernel of one thread rather than cuStreamWaitValue32: where a
  * GPU serves several ranks, a stream blocked in a wait-value command kept the copies that
  * UCX queues from the same process on that GPU from running while another rank's kernel
- * ran there (bench/results/gpu-direct.md, "Hierarchical"). Ends when the word gets there,
+ * ran there (one H200 shared by 4 ranks). Ends when the word gets there,
  * or when node_word (device address of a host-mapped word, or NULL) is raised: a rank of
  * the node gave up. Returns a cudaError_t. */
 int cuda_net_wait_launch(const void *word, unsigned value, const void *node_word, void *stream);

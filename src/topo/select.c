@@ -18,7 +18,8 @@
  *      (log2(n) latency-bound steps), the ring above (bandwidth-optimal). With 2 ranks
  *      both move the same bytes (rd in one exchange, the ring in two steps), so rd
  *      serves up to 16 x SYMCOLL_NET_RD_MAX, where the ring's pipelining starts to pay.
- * Thresholds come from measurements recorded in bench/results/selector.md. */
+ * Thresholds come from measurements on the project's machines (docs/performance.md
+ * gives the commands that remake them). */
 #include "topo/select.h"
 
 #include <stdarg.h>
@@ -281,8 +282,7 @@ static const char *oneshot_threshold(const topo_select_cfg_t *cfg, const topo_sh
     *max_p = topo_oneshot_scaled(*max2_p, s->nranks, mem);
     /* Host ranks outnumbering the CPUs: each barrier is a context switch, and two-shot has
      * twice one-shot's barriers, so one-shot pays further: measured on 2 cores, 4 ranks
-     * cross over at 8-16 KiB, not at 32K/(n-1)^2 = 3.6 KiB
-     * (bench/results/selector.md). */
+     * cross over at 8-16 KiB, not at 32K/(n-1)^2 = 3.6 KiB. */
     if (mem == SYMCOLL_MEM_HOST && s->oversubscribed && s->nranks > 2)
         *max_p = (size_t)((double)*max2_p / (double)(s->nranks - 1));
     return var;
@@ -432,7 +432,7 @@ bool topo_cuda_net_direct(const topo_select_cfg_t *cfg, const topo_shape_t *shap
 
 /* Only when forced for now: no machine with GPUDirect RDMA has measured it; the one H200
  * lent so far (4 ranks sharing it) passed every case, over transports that call the CUDA
- * driver from the lane, which auto does not take anyway (bench/results/gpu-direct.md). */
+ * driver from the lane, which auto does not take anyway. */
 bool topo_cuda_net_hier_direct(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
                                size_t bytes)
 {

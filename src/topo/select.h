@@ -225,7 +225,7 @@ static inline size_t topo_cuda_net_chunk(size_t bytes, size_t chunk_max, int lan
  * shared by ranks, only from TOPO_CUDA_HIER_SHARED_MIN on (unless SYMCOLL_ALGO=hier): the
  * kernels wait for each other's ranks, and time-sliced that costs 2.2-2.8 ms a call (2
  * nodes x 2 ranks on 2 GPUs), against 48-107 us flat at 4-64K; the hierarchical
- * algorithm is ahead from 16M (bench/results/gpu-across-nodes.md, "Hierarchical"). */
+ * algorithm is ahead from 16M (one H200 shared by the 4 ranks). */
 #define TOPO_CUDA_HIER_SHARED_MIN ((size_t)16 << 20)
 
 /* Broadcasts of host memory across nodes of at most TOPO_NET_BC_EAGER_MAX bytes, among up

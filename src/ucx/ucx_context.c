@@ -50,7 +50,7 @@ static symcoll_status_t ucx_init_worker(ucx_ctx_t *ucx)
      * CUDA driver (cuStreamAddCallback), which waits for a lock that another thread of the
      * process holds while it waits inside the driver (a stream synchronisation, a kernel
      * loaded on its first launch): a lane doing that while the caller's stream waits for
-     * the lane never returns (bench/results/gpu-direct.md). Such workers never arm; their
+     * the lane never returns (seen on an H200 with cuda_ipc and cuda_copy). Such workers never arm; their
      * long waits nap (ucx_idle). */
     memset(&cattr, 0, sizeof(cattr));
     cattr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
@@ -402,7 +402,7 @@ void ucx_close(ucx_ctx_t *ucx)
         log_warn("UCX close: not every peer confirmed; closing the endpoints anyway");
     /* operations a failure left in flight go back to UCX, which releases each when it
      * completes or its endpoint closes: none stays ours past the worker (UCX 1.22 warned
-     * of every one and once asserted while closing, bench/results/gpu-direct.md) */
+     * of every one and once asserted while closing) */
     for (unsigned k = 0; k < UCX_OPS; k++)
         if (ucx->ops[k].req) {
             ucp_request_free(ucx->ops[k].req);

@@ -364,7 +364,7 @@ symcoll_status_t ucx_connect_all(ucx_ctx_t *ucx, const topo_t *topo)
     if (ucx->comm->config.net_protocol == CONFIG_NET_PROTOCOL_PUT) {
         /* the target's UCX answers each emulated put with a message; when that answer
          * fails, UCX (1.13 to 1.22 seen) ends the process with ucs_fatal in
-         * ucp_request_try_send (bench/results/faults.md) */
+         * ucp_request_try_send */
         if (!ucx->shared->native_rma)
             log_warn("SYMCOLL_NET_PROTOCOL=put over UCX %s, which emulates RMA with "
                      "messages: a rank that dies while its puts are arriving can make UCX "

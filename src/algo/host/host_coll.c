@@ -218,7 +218,7 @@ static uint64_t host_bc_sig(const host_call_t *c, int root)
  * transfers and the call's own stack stores stall behind them. On the 2-core VM, 2 ranks
  * back to back, while its cross-core transfers are slow: 8 B 0.20 -> 0.14 us a call,
  * 512 B 0.24 -> 0.18 us; while they are fast: 8-512 B within 3 %, 2 KiB 0.17 -> 0.13 us
- * (bench/results/host-bc-prefetch.md). One slot ahead: further ones took longer. */
+ * One slot ahead: further ones took longer. */
 static void host_bc_prefetch(const host_call_t *c, uint64_t k, size_t nbytes)
 {
     const char *p = (const char *)host_bc_slot(c, c->me, k);
