@@ -1,7 +1,10 @@
-/* Shared machinery of the algorithms that cross nodes (all-reduce by recursive doubling,
- * ring or hierarchy; reduce-scatter, all-gather and broadcast by rings): per-communicator
- * state kept in the pool, message counters and flags, transfers that go through UCX to
- * other nodes and through the pool mappings inside a node, and the wait loop. */
+/* The family of algorithms that cross nodes (all-reduce by recursive doubling, ring or
+ * hierarchy; reduce-scatter, all-gather and broadcast by rings). Its files, top first;
+ * each calls only files below it, and the two entries do not call each other:
+ *   entries     net_allreduce.c (all-reduce), net_coll.c (the other collectives)
+ *   algorithms  hier.c, net_ring.c, net_rd.c
+ *   machinery   net_xfer.c (transfers, waits), net_agree.c (tags, agreement),
+ *               net_state.c (per-worker state, its pool memory, giving up) */
 #ifndef SYMCOLL_ALGO_NET_H
 #define SYMCOLL_ALGO_NET_H
 
@@ -190,6 +193,14 @@ void algo_net_call_init(net_call_t *c, net_state_t *st, const net_group_t *g,
                         const void *sendbuf, void *recvbuf, size_t count, symcoll_dtype_t dtype,
                         symcoll_op_t op, deadline_t *dl, const net_sig_t *sig);
 
+/* algo_net_call_init for a call among the ranks of one local index
+ * (algo_net_group_allreduce_on): in the group calls' own pair of receive areas (the state
+ * has 4), counted among the group calls. */
+void algo_net_group_call_init(net_call_t *c, net_state_t *st, const net_group_t *g,
+                              const void *sendbuf, void *recvbuf, size_t count,
+                              symcoll_dtype_t dtype, symcoll_op_t op, deadline_t *dl,
+                              const net_sig_t *sig);
+
 /* Points c at its receive area again (after the scratch moved: algo_net_reserve). */
 void algo_net_call_area(net_call_t *c);
 
@@ -301,8 +312,12 @@ void algo_net_pool_release(comm_t *comm, pool_t *pool);
  * peers hear of it; returns status. */
 symcoll_status_t algo_net_finish(net_state_t *st, symcoll_status_t status);
 
-/* The state of the communicator's own worker for a call, unless an earlier call broke
- * the communicator. */
+/* The state of worker ucx for a call (algo_net_state_get_on), unless an earlier call
+ * broke the communicator. */
+symcoll_status_t algo_net_state_usable_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
+                                          net_state_t **st_p);
+
+/* algo_net_state_usable_on the communicator's own worker. */
 symcoll_status_t algo_net_state_usable(comm_t *comm, pool_t *pool, net_state_t **st_p);
 
 /* Whether a reduce-scatter, all-gather or broadcast of host memory across nodes

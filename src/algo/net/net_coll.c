@@ -97,7 +97,7 @@ static symcoll_status_t coll_agree_hier(net_state_t *st, net_call_t *c, deadline
     return SYMCOLL_OK;
 }
 
-/* The agreement of the flat all-reduce (net_common.c): recursive doubling over all ranks
+/* The agreement of the flat all-reduce (net_allreduce.c): recursive doubling over all ranks
  * in rank order, messages without data. */
 static symcoll_status_t coll_agree_flat(net_state_t *st, net_call_t *c, deadline_t *dl,
                                         const net_sig_t *sig, net_group_t *g)
