@@ -116,8 +116,9 @@ struct net_state {
     /* every all-reduce is hierarchical (the selector's choice for any size): calls agree
      * inside the hierarchical steps; else before the flat algorithms (algo_net_rd) */
     bool hier_all;
-    /* eager broadcast (net_coll.c): the rings (n roots x NET_BC_RING bytes at bc_off,
-     * made on the first eager call, given back at trim), and its counters, which stay;
+    /* eager broadcast (net_coll.c): the rings (n roots x NET_BC_RING bytes at bc_off, made
+     * with the communicator's state at the pool's attach up to NET_BC_MAX_RANKS ranks,
+     * given back at trim and made again by the next call), and its counters, which stay;
      * positions count bytes of a root's ring from its first message, without wrapping */
     bool has_bc;
     size_t bc_off;
@@ -163,7 +164,8 @@ typedef struct net_call {
 uint64_t algo_net_tag(const net_sig_t *sig, uint64_t seq);
 
 /* Creates the state on the communicator's own worker when its host pool is created
- * (collective, like pool_create: allocates and zeroes the flags, then a barrier). */
+ * (collective, like pool_create: allocates and zeroes the flags, then a barrier), with
+ * the eager broadcast's rings, so that calls set up nothing of a fixed size. */
 symcoll_status_t algo_net_attach(comm_t *comm, pool_t *pool);
 
 /* The state of the communicator's own worker (comm->ucx), made by algo_net_attach; or of a
@@ -305,7 +307,8 @@ void algo_net_local_index_group(net_state_t *st, net_group_t *g);
  * deadline). */
 void algo_net_pool_abort(comm_t *comm, pool_t *pool);
 
-/* Releases the scratch so that pool_trim can unmap it (collective, like the trim). */
+/* Releases the scratch and the eager broadcast's rings so that pool_trim can unmap them
+ * (collective, like the trim). */
 void algo_net_pool_release(comm_t *comm, pool_t *pool);
 
 /* A failure that leaves the counters out of step breaks the state (algo_break) and the
@@ -313,7 +316,9 @@ void algo_net_pool_release(comm_t *comm, pool_t *pool);
 symcoll_status_t algo_net_finish(net_state_t *st, symcoll_status_t status);
 
 /* The state of worker ucx for a call (algo_net_state_get_on), unless an earlier call
- * broke the communicator. */
+ * broke the communicator. On the communicator's own worker it also makes the eager
+ * broadcast's rings again where a trim gave them back (collective: every call on that
+ * worker passes here on every rank, before anything that depends on its arguments). */
 symcoll_status_t algo_net_state_usable_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
                                           net_state_t **st_p);
 

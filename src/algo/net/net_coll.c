@@ -505,7 +505,8 @@ symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args
 /*
  * Eager broadcast across nodes (at most NET_BC_EAGER_MAX bytes, up to NET_BC_MAX_RANKS
  * ranks): as inside a node (host_coll.c), the root does not wait for the receivers. Every
- * rank keeps, in its pool, a ring of NET_BC_RING bytes per root (same offset everywhere);
+ * rank keeps, in its pool, a ring of NET_BC_RING bytes per root (same offset everywhere;
+ * made with the state when the pool is attached, so no broadcast sets anything up);
  * the root writes header (the broadcast's number on the communicator, count, datatype,
  * root) and data at the next place of its own ring, then sends them to the same place of
  * each receiver's ring with the message count in the root's NET_WORD_BC_DATA word of the
@@ -693,11 +694,10 @@ symcoll_status_t algo_net_bc_run(comm_t *comm, pool_t *pool, const algo_args_t *
     if (status != SYMCOLL_OK)
         return status;
     if (!st->has_bc) {
-        /* every rank makes the same call here: same decision, same offset */
-        status = pool_alloc(pool, (size_t)st->n * NET_BC_RING, POOL_ALLOC_STAGING, &st->bc_off);
-        if (status != SYMCOLL_OK)
-            return status;
-        st->has_bc = true;
+        /* made with the state, on every rank whatever its arguments (algo_net_attach) */
+        log_error("internal: eager broadcast across nodes of %d ranks without its rings",
+                  st->n);
+        return SYMCOLL_ERR_INTERNAL;
     }
     /* a peer that gave up (a receiver's mismatch, a failure): fail at once. Remote peers'
      * notices arrive while UCX progresses: every wait does; a root that never waits does

@@ -130,11 +130,38 @@ err_nomem:
     return SYMCOLL_ERR_NO_MEMORY;
 }
 
+/* The eager broadcast's rings (n roots x NET_BC_RING bytes), where the eager broadcast
+ * can run (up to NET_BC_MAX_RANKS ranks). Collective: every rank comes here at the same
+ * point of its calls (the pool's attach, or the first call after a trim gave them back),
+ * whatever its arguments, so every rank allocates the same offset. Their counters stay
+ * in the state: rings made again go on where they were (trim follows every rank's calls,
+ * so every message in them was consumed). */
+static symcoll_status_t net_bc_rings_make(net_state_t *st)
+{
+    symcoll_status_t status;
+
+    if (st->has_bc || st->n > NET_BC_MAX_RANKS)
+        return SYMCOLL_OK;
+    status = pool_alloc(st->pool, (size_t)st->n * NET_BC_RING, POOL_ALLOC_STAGING, &st->bc_off);
+    if (status != SYMCOLL_OK)
+        return status;
+    st->has_bc = true;
+    return SYMCOLL_OK;
+}
+
+/* The communicator's own state, and its fixed-size pool memory (the eager rings), so
+ * that no call sets anything up across nodes but the scratch, which grows with the size
+ * and only after the ranks agree on it. */
 symcoll_status_t algo_net_attach(comm_t *comm, pool_t *pool)
 {
+    symcoll_status_t status;
+
     if (comm->algo->net || !comm->ucx)
         return SYMCOLL_OK;
-    return net_state_create(comm, comm->ucx, pool, &comm->algo->net);
+    status = net_state_create(comm, comm->ucx, pool, &comm->algo->net);
+    if (status != SYMCOLL_OK)
+        return status;
+    return net_bc_rings_make(comm->algo->net);
 }
 
 /* The slot of worker ucx's state in the context; NULL when the lanes are all taken. */
@@ -297,7 +324,8 @@ void algo_net_pool_release(comm_t *comm, pool_t *pool)
         st->in_bytes = st->acc_bytes = st->area_bytes = 0;
     }
     if (st && st->has_bc) {
-        /* trim follows every rank's calls: every message in the ring was consumed */
+        /* so that trim can unmap the whole pool; the next call makes them again
+         * (algo_net_state_usable_on) */
         pool_free(pool, st->bc_off);
         st->has_bc = false;
     }
@@ -367,9 +395,13 @@ symcoll_status_t algo_net_state_usable_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *
 {
     symcoll_status_t status = algo_net_state_get_on(comm, ucx, pool, st_p);
 
-    if (status != SYMCOLL_OK)
-        return status;
-    return algo_check_usable(comm);
+    if (status == SYMCOLL_OK)
+        status = algo_check_usable(comm);
+    /* after a trim gave the rings back: every call on the communicator's worker passes
+     * here, before anything that depends on its arguments */
+    if (status == SYMCOLL_OK && ucx == comm->ucx)
+        status = net_bc_rings_make(*st_p);
+    return status;
 }
 
 symcoll_status_t algo_net_state_usable(comm_t *comm, pool_t *pool, net_state_t **st_p)
