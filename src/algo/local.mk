@@ -16,10 +16,14 @@ libsymcoll_core_la_SOURCES += \
 	src/algo/host/host_oneshot.c \
 	src/algo/host/host_twoshot.c \
 	src/algo/net/hier.c \
+	src/algo/net/net_agree.c \
+	src/algo/net/net_allreduce.c \
+	src/algo/net/net_bc.c \
 	src/algo/net/net_coll.c \
-	src/algo/net/net_common.c \
 	src/algo/net/net_rd.c \
-	src/algo/net/net_ring.c
+	src/algo/net/net_ring.c \
+	src/algo/net/net_state.c \
+	src/algo/net/net_xfer.c
 noinst_HEADERS += \
 	src/algo/algo.h \
 	src/algo/run.h \
@@ -27,6 +31,7 @@ noinst_HEADERS += \
 	src/algo/base/reduce.h \
 	src/algo/host/host.h \
 	src/algo/net/net.h \
+	src/algo/net/net_int.h \
 	src/algo/cuda/cuda_algo.h \
 	src/algo/cuda_net/cuda_net.h \
 	src/algo/cuda_net/cuda_net_int.h \

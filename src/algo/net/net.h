@@ -1,7 +1,11 @@
-/* Shared machinery of the algorithms that cross nodes (all-reduce by recursive doubling,
- * ring or hierarchy; reduce-scatter, all-gather and broadcast by rings): per-communicator
- * state kept in the pool, message counters and flags, transfers that go through UCX to
- * other nodes and through the pool mappings inside a node, and the wait loop. */
+/* The family of algorithms that cross nodes (all-reduce by recursive doubling, ring or
+ * hierarchy; reduce-scatter, all-gather and broadcast by rings). Its files, top first;
+ * each calls only files below it, and the entries do not call each other:
+ *   entries     net_allreduce.c (all-reduce), net_coll.c (the other collectives), net_bc.c
+ *               (the eager broadcast)
+ *   algorithms  hier.c, net_ring.c, net_rd.c
+ *   machinery   net_xfer.c (transfers, waits), net_agree.c (tags, agreement),
+ *               net_state.c (per-worker state, its pool memory, giving up) */
 #ifndef SYMCOLL_ALGO_NET_H
 #define SYMCOLL_ALGO_NET_H
 
@@ -113,8 +117,9 @@ struct net_state {
     /* every all-reduce is hierarchical (the selector's choice for any size): calls agree
      * inside the hierarchical steps; else before the flat algorithms (algo_net_rd) */
     bool hier_all;
-    /* eager broadcast (net_coll.c): the rings (n roots x NET_BC_RING bytes at bc_off,
-     * made on the first eager call, given back at trim), and its counters, which stay;
+    /* eager broadcast (net_bc.c): the rings (n roots x NET_BC_RING bytes at bc_off, made
+     * with the communicator's state at the pool's attach up to NET_BC_MAX_RANKS ranks,
+     * given back at trim and made again by the next call), and its counters, which stay;
      * positions count bytes of a root's ring from its first message, without wrapping */
     bool has_bc;
     size_t bc_off;
@@ -160,7 +165,8 @@ typedef struct net_call {
 uint64_t algo_net_tag(const net_sig_t *sig, uint64_t seq);
 
 /* Creates the state on the communicator's own worker when its host pool is created
- * (collective, like pool_create: allocates and zeroes the flags, then a barrier). */
+ * (collective, like pool_create: allocates and zeroes the flags, then a barrier), with
+ * the eager broadcast's rings, so that calls set up nothing of a fixed size. */
 symcoll_status_t algo_net_attach(comm_t *comm, pool_t *pool);
 
 /* The state of the communicator's own worker (comm->ucx), made by algo_net_attach; or of a
@@ -189,6 +195,14 @@ void algo_net_lane_abort(ucx_ctx_t *ucx, pool_t *pool, symcoll_status_t why);
 void algo_net_call_init(net_call_t *c, net_state_t *st, const net_group_t *g,
                         const void *sendbuf, void *recvbuf, size_t count, symcoll_dtype_t dtype,
                         symcoll_op_t op, deadline_t *dl, const net_sig_t *sig);
+
+/* algo_net_call_init for a call among the ranks of one local index
+ * (algo_net_group_allreduce_on): in the group calls' own pair of receive areas (the state
+ * has 4), counted among the group calls. */
+void algo_net_group_call_init(net_call_t *c, net_state_t *st, const net_group_t *g,
+                              const void *sendbuf, void *recvbuf, size_t count,
+                              symcoll_dtype_t dtype, symcoll_op_t op, deadline_t *dl,
+                              const net_sig_t *sig);
 
 /* Points c at its receive area again (after the scratch moved: algo_net_reserve). */
 void algo_net_call_area(net_call_t *c);
@@ -294,15 +308,22 @@ void algo_net_local_index_group(net_state_t *st, net_group_t *g);
  * deadline). */
 void algo_net_pool_abort(comm_t *comm, pool_t *pool);
 
-/* Releases the scratch so that pool_trim can unmap it (collective, like the trim). */
+/* Releases the scratch and the eager broadcast's rings so that pool_trim can unmap them
+ * (collective, like the trim). */
 void algo_net_pool_release(comm_t *comm, pool_t *pool);
 
 /* A failure that leaves the counters out of step breaks the state (algo_break) and the
  * peers hear of it; returns status. */
 symcoll_status_t algo_net_finish(net_state_t *st, symcoll_status_t status);
 
-/* The state of the communicator's own worker for a call, unless an earlier call broke
- * the communicator. */
+/* The state of worker ucx for a call (algo_net_state_get_on), unless an earlier call
+ * broke the communicator. On the communicator's own worker it also makes the eager
+ * broadcast's rings again where a trim gave them back (collective: every call on that
+ * worker passes here on every rank, before anything that depends on its arguments). */
+symcoll_status_t algo_net_state_usable_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
+                                          net_state_t **st_p);
+
+/* algo_net_state_usable_on the communicator's own worker. */
 symcoll_status_t algo_net_state_usable(comm_t *comm, pool_t *pool, net_state_t **st_p);
 
 /* Reduce-scatter, all-gather or broadcast of host memory across nodes, natively, where
@@ -316,18 +337,18 @@ symcoll_status_t algo_net_state_usable(comm_t *comm, pool_t *pool, net_state_t *
 symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args_t *a,
                                      bool exchange);
 
-/* Eager broadcast across nodes (net_coll.c): at most NET_BC_EAGER_MAX bytes, up to
+/* Eager broadcast across nodes (net_bc.c): at most NET_BC_EAGER_MAX bytes, up to
  * NET_BC_MAX_RANKS ranks. Flag words of a sender's line (see the flags above) that the
  * all-reduce's receive areas leave free: the messages of a root, in the receiver's flags;
  * the credits of a receiver, in the root's flags. 32 KiB: on 2 simulated nodes over TCP
  * the chain with its agreement took 1.9-2.2x Open MPI's time at 8-32 KiB, eager
- * 1.28x at 8 KiB and 0.67x at 32 KiB (bench/results/collectives-speed.md). A message
+ * 1.28x at 8 KiB and 0.67x at 32 KiB. A message
  * takes its 64-byte header and data rounded up to 64 bytes of its root's ring
  * (NET_BC_SLOT_BYTES at most); a ring of 16 such (513 KiB, 8 MiB of the host pool at 16
  * ranks) holds 16 broadcasts of 32 KiB or about 4100 of 8 bytes; a receiver returns a
  * credit each half ring, which costs a message and the root's reading it: on 2 simulated
  * nodes over TCP a credit every 8 broadcasts made 8 B take about 7 % longer than this
- * ring does, which takes 1.08-1.19x Open MPI's time there (same file). NET_BC_REQS: sends of
+ * ring does, which takes 1.08-1.19x Open MPI's time there. NET_BC_REQS: sends of
  * ours whose requests are kept (each is waited for before its entry is taken again). The root
  * progresses UCX every NET_BC_NOTICE broadcasts that do not wait, for its receivers' failure
  * notices. */
