@@ -10,11 +10,11 @@ TESTS += $(TOPO_TESTS)
 
 tests_test_topo_select_SOURCES = tests/test_topo_select.c
 tests_test_topo_select_CPPFLAGS = $(TEST_CPPFLAGS)
-tests_test_topo_select_LDADD = $(TEST_INTERNAL_LIBS)
+tests_test_topo_select_LDADD = $(HARNESS_LIBS) $(TEST_INTERNAL_LIBS)
 
 tests_test_topo_facts_SOURCES = tests/test_topo_facts.c
 tests_test_topo_facts_CPPFLAGS = $(TEST_CPPFLAGS)
-tests_test_topo_facts_LDADD = $(TEST_INTERNAL_LIBS)
+tests_test_topo_facts_LDADD = $(HARNESS_LIBS) $(TEST_INTERNAL_LIBS)
 
 tests_test_topo_SOURCES = tests/test_topo.c
 tests_test_topo_CPPFLAGS = $(TEST_CPPFLAGS)
