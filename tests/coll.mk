@@ -1,11 +1,18 @@
 # tests of the collectives besides all-reduce (reduce-scatter, all-gather, broadcast,
 # barrier), on one node and on simulated nodes (UCX over TCP loopback)
 if HAVE_CHECK
-COLL_TESTS = tests/test_coll
+COLL_TESTS = tests/test_coll tests/test_coll_bcast
 check_PROGRAMS += $(COLL_TESTS)
 TESTS += $(COLL_TESTS)
+COLL_TESTLIB_SOURCES = tests/coll_testlib.c tests/coll_testlib.h tools/refcheck.c \
+	tools/refcheck.h
 
-tests_test_coll_SOURCES = tests/test_coll.c tools/refcheck.c tools/refcheck.h
+# test_coll_bcast: broadcast's own protocol (stream, tail, mismatch, eager split)
+tests_test_coll_SOURCES = tests/test_coll.c $(COLL_TESTLIB_SOURCES)
 tests_test_coll_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/tools
 tests_test_coll_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) -lm -lpthread
+
+tests_test_coll_bcast_SOURCES = tests/test_coll_bcast.c $(COLL_TESTLIB_SOURCES)
+tests_test_coll_bcast_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/tools
+tests_test_coll_bcast_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) -lm -lpthread
 endif

@@ -1,7 +1,8 @@
 # tests of the cuda layer: GPU tests (exit 77, skipped, without a GPU). They link the
 # static CUDA runtime like the library does, so they build and skip on machines
 # without a driver. test_cuda: one node; test_cuda_net: across simulated nodes (UCX over
-# TCP). Both fill and check with the inputs and reference of tools/refcheck.c.
+# TCP). Both fill and check with the inputs and reference of tools/refcheck.c. Each is one
+# program (scripts/gpu-check.sh runs their cases by name) built from one file per topic.
 if HAVE_CUDA
 if HAVE_CHECK
 CUDA_TESTS = tests/test_cuda tests/test_cuda_net
@@ -11,11 +12,13 @@ CUDA_TESTLIB_SOURCES = tests/cuda_testlib.c tests/cuda_testlib.h tools/refcheck.
 	tools/refcheck.h
 CUDA_TEST_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/tools $(CUDA_CPPFLAGS)
 CUDA_TEST_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) $(CUDA_LIBS) -lm
-tests_test_cuda_SOURCES = tests/test_cuda.c $(CUDA_TESTLIB_SOURCES)
+tests_test_cuda_SOURCES = tests/test_cuda.c tests/cuda_cases.h tests/cuda_case_allreduce.c \
+	tests/cuda_case_faults.c tests/cuda_case_coll.c $(CUDA_TESTLIB_SOURCES)
 tests_test_cuda_CPPFLAGS = $(CUDA_TEST_CPPFLAGS)
 tests_test_cuda_LDADD = $(CUDA_TEST_LDADD)
-tests_test_cuda_net_SOURCES = tests/test_cuda_net.c tests/cuda_net_testlib.c \
-	tests/cuda_net_testlib.h $(CUDA_TESTLIB_SOURCES)
+tests_test_cuda_net_SOURCES = tests/test_cuda_net.c tests/cuda_net_cases.h \
+	tests/cuda_net_case_staged.c tests/cuda_net_case_faults.c tests/cuda_net_case_direct.c \
+	tests/cuda_net_testlib.c tests/cuda_net_testlib.h $(CUDA_TESTLIB_SOURCES)
 tests_test_cuda_net_CPPFLAGS = $(CUDA_TEST_CPPFLAGS)
 tests_test_cuda_net_LDADD = $(CUDA_TEST_LDADD)
 endif

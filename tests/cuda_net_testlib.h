@@ -1,5 +1,5 @@
 /* The stream-order harness of the GPU tests across simulated nodes
- * (tests/test_cuda_net.c): per-rank setup, calls queued between stream work that
+ * (test_cuda_net): per-rank setup, calls queued between stream work that
  * writes their input late and overwrites it early, their checks, bounded waits. */
 #ifndef SYMCOLL_TESTS_CUDA_NET_TESTLIB_H
 #define SYMCOLL_TESTS_CUDA_NET_TESTLIB_H

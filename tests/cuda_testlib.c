@@ -149,6 +149,21 @@ int gpu_tests_main(Suite *(*make_suite)(int ngpus), int nogpu_nnodes)
     return harness_main(make_suite(ngpus));
 }
 
+void gpu_add_cases(Suite *su, const gpu_case_t *cases, size_t n, int ngpus, const char *tags)
+{
+    for (size_t i = 0; i < n; i++) {
+        TCase *tc;
+        if (ngpus < cases[i].min_gpus)
+            continue;
+        tc = tcase_create(cases[i].name);
+        if (tags)
+            tcase_set_tags(tc, tags);
+        tcase_set_timeout(tc, 1200);
+        tcase_add_test(tc, cases[i].test);
+        suite_add_tcase(su, tc);
+    }
+}
+
 /* ---- reduce-scatter, all-gather, broadcast and the stream barrier ------------------- */
 
 #define COLL_GUARD 64 /* bytes after an out-of-place result that must stay untouched */

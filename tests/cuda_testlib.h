@@ -1,9 +1,10 @@
-/* What the GPU test programs share (tests/test_cuda.c on one node, tests/test_cuda_net.c
- * across simulated nodes): checks of CUDA and symcoll calls, device buffers filled and
- * checked with the inputs and reference of tools/refcheck.h, and main's skip logic. */
+/* What the GPU test programs share (test_cuda on one node, test_cuda_net across simulated
+ * nodes): checks of CUDA and symcoll calls, device buffers filled and checked with the
+ * inputs and reference of tools/refcheck.h, main's skip logic and the cases' TCases. */
 #ifndef SYMCOLL_TESTS_CUDA_TESTLIB_H
 #define SYMCOLL_TESTS_CUDA_TESTLIB_H
 
+#include <check.h>
 #include <stdatomic.h>
 #include <stddef.h>
 
@@ -104,7 +105,18 @@ void gpu_barrier_order(symcoll_comm_h comm, int rank, int nranks, gpu_bar_shared
  * @a nogpu_nnodes simulated nodes that CUDA memory is refused with
  * SYMCOLL_ERR_UNSUPPORTED and the host all-reduce still works, then returns 77 (skip),
  * or 1 if that failed. */
-struct Suite;
-int gpu_tests_main(struct Suite *(*make_suite)(int ngpus), int nogpu_nnodes);
+int gpu_tests_main(Suite *(*make_suite)(int ngpus), int nogpu_nnodes);
+
+/* One case of a GPU suite: its name (CK_RUN_CASE=name runs it alone), its test and the
+ * GPUs it needs. */
+typedef struct gpu_case {
+    const char *name;
+    const TTest *test;
+    int min_gpus;
+} gpu_case_t;
+
+/* Adds the cases of @a cases[0 .. n) that @a ngpus GPUs can run to @a su, one TCase each
+ * (tagged @a tags unless NULL), with the GPU tests' timeout. */
+void gpu_add_cases(Suite *su, const gpu_case_t *cases, size_t n, int ngpus, const char *tags);
 
 #endif

@@ -13,8 +13,8 @@ tests_test_pool_SOURCES = tests/test_pool.c tests/pool_tests.h
 tests_test_pool_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_pool_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) -lpthread
 
-# internals: links the convenience library
+# internals: links the convenience library (and the harness, for its main)
 tests_test_allreduce_host_reduce_SOURCES = tests/test_allreduce_host_reduce.c
 tests_test_allreduce_host_reduce_CPPFLAGS = $(TEST_CPPFLAGS)
-tests_test_allreduce_host_reduce_LDADD = $(TEST_INTERNAL_LIBS) -lm
+tests_test_allreduce_host_reduce_LDADD = $(HARNESS_LIBS) $(TEST_INTERNAL_LIBS) -lm
 endif

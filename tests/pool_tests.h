@@ -1,5 +1,5 @@
 /* Shared scaffolding of the pool and host all-reduce tests: one Check case per test
- * (so CK_RUN_CASE=name runs one), multi-rank tests through the harness. */
+ * (so CK_RUN_CASE=name runs one), multi-rank tests and main through the harness. */
 #ifndef SYMCOLL_TESTS_POOL_TESTS_H
 #define SYMCOLL_TESTS_POOL_TESTS_H
 
@@ -22,16 +22,5 @@
         tcase_add_test(tc_, t);                                                                \
         suite_add_tcase(s, tc_);                                                               \
     } while (0)
-
-/* Runs the suite; the exit status of main. */
-static inline int pool_tests_run(Suite *s)
-{
-    SRunner *sr = srunner_create(s);
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
 
 #endif

@@ -331,5 +331,5 @@ int main(void)
     ADD_CASE(s, test_big_all_ops_3);
     ADD_CASE(s, test_mailbox_3);
     ADD_CASE(s, test_mailbox_8);
-    return pool_tests_run(s);
+    return harness_main(s);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "algo/base/reduce.h"
+#include "harness.h"
 
 static uint32_t fbits(float f)
 {
@@ -290,8 +291,6 @@ int main(void)
 {
     Suite *s = suite_create("reduce");
     TCase *tc = tcase_create("reduce");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_half_roundtrip);
     tcase_add_test(tc, test_half_rounding);
@@ -303,9 +302,5 @@ int main(void)
     tcase_add_test(tc, test_bf16_loops_avx2);
     tcase_add_test(tc, test_bf16_loops_generic);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return harness_main(s);
 }

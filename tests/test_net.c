@@ -530,8 +530,6 @@ int main(void)
 {
     Suite *s = suite_create("net");
     TCase *tc = tcase_create("net");
-    SRunner *sr;
-    int failed;
 
     tcase_set_timeout(tc, RUN_TIMEOUT + 60);
     tcase_add_test(tc, test_sweep_2x1);
@@ -563,9 +561,5 @@ int main(void)
     tcase_add_test(tc, test_mismatch_3on2_auto);
     tcase_add_test(tc, test_mismatch_3on2_ring);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return harness_main(s);
 }

@@ -727,5 +727,5 @@ int main(void)
     ADD_CASE(s, test_bad_args_2);
     ADD_CASE(s, test_mem_free_2);
     ADD_CASE(s, test_mem_free_3);
-    return pool_tests_run(s);
+    return harness_main(s);
 }

@@ -297,16 +297,10 @@ static Suite *topo_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(topo_suite());
-    int failed;
-
     /* the harness sets the bootstrap's variables; the rest must not leak in */
     unsetenv("SYMCOLL_ALGO");
     unsetenv("SYMCOLL_HOST_ID");
     setenv("UCX_TLS", "tcp,self", 0);
     setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return harness_main(topo_suite());
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "topo/topo.h"
 
 #define MAXR 16
@@ -296,11 +297,5 @@ static Suite *facts_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(facts_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return harness_main(facts_suite());
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "harness.h"
 #include "topo/select.h"
 
 #define K ((size_t)1 << 10)
@@ -624,11 +625,5 @@ static Suite *select_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(select_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return harness_main(select_suite());
 }

@@ -674,8 +674,6 @@ int main(void)
     /* before any UCX library code reads its configuration */
     ucx_test_env();
     TCase *tc = tcase_create("ucx");
-    SRunner *sr;
-    int failed;
 
     tcase_set_timeout(tc, RUN_TIMEOUT * 2 + 30);
     tcase_add_test(tc, test_lane_parse);
@@ -695,9 +693,5 @@ int main(void)
     tcase_add_test(tc, test_lanes_group_3x2);
     tcase_add_test(tc, test_lanes_dead_peer);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return harness_main(s);
 }

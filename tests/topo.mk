@@ -10,7 +10,7 @@ TESTS += $(TOPO_TESTS)
 
 tests_test_topo_select_SOURCES = tests/test_topo_select.c
 tests_test_topo_select_CPPFLAGS = $(TEST_CPPFLAGS)
-tests_test_topo_select_LDADD = $(TEST_INTERNAL_LIBS)
+tests_test_topo_select_LDADD = $(HARNESS_LIBS) $(TEST_INTERNAL_LIBS)
 
 tests_test_topo_select_coll_SOURCES = tests/test_topo_select_coll.c
 tests_test_topo_select_coll_CPPFLAGS = $(TEST_CPPFLAGS)
@@ -18,7 +18,7 @@ tests_test_topo_select_coll_LDADD = $(HARNESS_LIBS) $(TEST_INTERNAL_LIBS)
 
 tests_test_topo_facts_SOURCES = tests/test_topo_facts.c
 tests_test_topo_facts_CPPFLAGS = $(TEST_CPPFLAGS)
-tests_test_topo_facts_LDADD = $(TEST_INTERNAL_LIBS)
+tests_test_topo_facts_LDADD = $(HARNESS_LIBS) $(TEST_INTERNAL_LIBS)
 
 tests_test_topo_SOURCES = tests/test_topo.c
 tests_test_topo_CPPFLAGS = $(TEST_CPPFLAGS)

@@ -2,7 +2,8 @@
 # symcoll_info (version, build configuration, configuration table)
 bin_PROGRAMS += tools/symcoll_run tools/symcoll_info
 
-tools_symcoll_run_SOURCES = tools/symcoll_run.c
+tools_symcoll_run_SOURCES = tools/symcoll_run.c tools/run.h tools/run_args.c tools/run_bind.c \
+	tools/run_output.c tools/run_spawn.c
 tools_symcoll_run_LDADD = -lm
 
 tools_symcoll_info_SOURCES = tools/symcoll_info.c

@@ -219,23 +219,6 @@ __device__ __forceinline__ void oneshot_reduce(const cuda_ar_args_t &a, const ch
     st_any<T>(recv + i * 16, reduce_vec<T, OP>(v, a.nranks), ral);
 }
 
-/* wait until every peer's flag of this block reached want; seq (block 0's first wait of
- * a call): check the peers' call headers first */
-__device__ __forceinline__ bool flags_wait(const cuda_ar_args_t &a, uint32_t want, uint32_t seq,
-                                           int *s_fail)
-{
-    const int t = threadIdx.x, b = blockIdx.x;
-    if (t < a.nranks && t != a.rank) {
-        const uint32_t *f =
-            a.pad[a.rank] + CUDA_PAD_FLAG(CUDA_AR_ONESHOT, CUDA_BAR_START, b, t);
-        if ((seq && !header_check(a, t, seq)) ||
-            !wait_for(a, t, [&]() { return (int32_t)(ld_acquire_sys(f) - want) >= 0; }))
-            *s_fail = 1;
-    }
-    __syncthreads();
-    return !*s_fail;
-}
-
 template <typename T, int OP>
 __global__ void __launch_bounds__(CUDA_AR_THREADS, 1) k_oneshot(const cuda_ar_args_t a)
 {

@@ -114,23 +114,6 @@ __device__ __forceinline__ void st1(char *p, size_t i, typename Elem<sizeof(T)>:
 
 /* ---- one-shot ------------------------------------------------------------------- */
 
-/* wait until every peer's one-shot flag of this block reached want; seq (block 0's first
- * wait of a call): check the peers' call headers first */
-__device__ __forceinline__ bool flags_wait(const cuda_ar_args_t &a, uint32_t want, uint32_t seq,
-                                           int *s_fail)
-{
-    const int t = threadIdx.x, b = blockIdx.x;
-    if (t < a.nranks && t != a.rank) {
-        const uint32_t *f =
-            a.pad[a.rank] + CUDA_PAD_FLAG(CUDA_AR_ONESHOT, CUDA_BAR_START, b, t);
-        if ((seq && !header_check(a, t, seq)) ||
-            !wait_for(a, t, [&]() { return (int32_t)(ld_acquire_sys(f) - want) >= 0; }))
-            *s_fail = 1;
-    }
-    __syncthreads();
-    return !*s_fail;
-}
-
 /* Pushes vectors [c0, c0 + U * blockDim.x) (those below nvec) of src into dst of peer p
  * (every peer but this rank where p < 0). */
 template <typename T>

@@ -1,8 +1,9 @@
 /* Device code the kernels inside a node share (src/cuda/allreduce.cu, src/cuda/coll.cu):
  * element traits and reductions, 16-byte accesses, and the synchronisation through the
- * signal pad (epochs, call headers, barriers, bounded waits, giving up), so that the
- * kernels of either file interleave on one pool: they count the same epochs and calls and
- * compare the same signatures. See allreduce.cu's opening comment for the protocol. */
+ * signal pad (epochs, call headers, barriers, one-shot's flag wait, bounded waits, giving
+ * up), so that the kernels of either file interleave on one pool: they count the same
+ * epochs and calls and compare the same signatures. See allreduce.cu's opening comment
+ * for the protocol. */
 #ifndef SYMCOLL_CUDA_KERNEL_COMMON_CUH
 #define SYMCOLL_CUDA_KERNEL_COMMON_CUH
 
@@ -322,6 +323,25 @@ __device__ __forceinline__ bool barrier(const cuda_ar_args_t &a, int algo, int s
             }
         }
         if (!ok)
+            *s_fail = 1;
+    }
+    __syncthreads();
+    return !*s_fail;
+}
+
+/* One-shot's wait (either kernel's): until every peer's START flag of this block reached
+ * want, compared wrap-safely (epochs are never reset); seq (block 0's first wait of a
+ * call): check the peers' call headers first. Returns false if it gave up (the reason
+ * recorded, as wait_for). */
+__device__ __forceinline__ bool flags_wait(const cuda_ar_args_t &a, uint32_t want, uint32_t seq,
+                                           int *s_fail)
+{
+    const int t = threadIdx.x, b = blockIdx.x;
+    if (t < a.nranks && t != a.rank) {
+        const uint32_t *f =
+            a.pad[a.rank] + CUDA_PAD_FLAG(CUDA_AR_ONESHOT, CUDA_BAR_START, b, t);
+        if ((seq && !header_check(a, t, seq)) ||
+            !wait_for(a, t, [&]() { return (int32_t)(ld_acquire_sys(f) - want) >= 0; }))
             *s_fail = 1;
     }
     __syncthreads();
