@@ -8,12 +8,13 @@ if HAVE_MPI
 # this program has a plain rule, hooked into 'all'.
 BENCH_MPI_PEER = bench/mpi_allreduce_peer$(EXEEXT)
 BENCH_MPI_PEER_SRC = $(srcdir)/bench/mpi_allreduce_peer.c $(srcdir)/tools/perf_engine.c \
+	$(srcdir)/tools/perf_args.c $(srcdir)/tools/perf_check.c $(srcdir)/tools/perf_output.c \
 	$(srcdir)/tools/refcheck.c
 
 all-local: $(BENCH_MPI_PEER)
 
 $(BENCH_MPI_PEER): $(BENCH_MPI_PEER_SRC) $(srcdir)/tools/perf_engine.h \
-		$(srcdir)/tools/refcheck.h
+		$(srcdir)/tools/perf_int.h $(srcdir)/tools/refcheck.h
 	@$(MKDIR_P) bench
 	$(AM_V_CCLD)$(MPICC) -I$(top_srcdir)/include -I$(top_srcdir)/tools $(AM_CFLAGS) \
 	  $(CFLAGS) $(LDFLAGS) -o $@ $(BENCH_MPI_PEER_SRC)

@@ -1,6 +1,6 @@
 /* MPI peer of symcoll_perf: times MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather,
  * MPI_Bcast and MPI_Barrier (--coll) with the same options, inputs, check and output
- * (tools/perf_engine.c), so both can be compared row by row in the same run. */
+ * (tools/perf_engine.h), so both can be compared row by row in the same run. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@ EXTRA_DIST += bench/nccl_allreduce_peer.c
 if HAVE_NCCL
 noinst_PROGRAMS += bench/nccl_allreduce_peer
 bench_nccl_allreduce_peer_SOURCES = bench/nccl_allreduce_peer.c tools/perf_engine.c \
-	tools/refcheck.c
+	tools/perf_args.c tools/perf_check.c tools/perf_output.c tools/refcheck.c
 bench_nccl_allreduce_peer_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir)/tools
 bench_nccl_allreduce_peer_LDADD = -L$(CUDA_DIR)/lib64 -lnccl $(CUDA_LIBS) -lm
 endif

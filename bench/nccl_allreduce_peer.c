@@ -1,6 +1,6 @@
 /* NCCL peer of symcoll_perf: times ncclAllReduce (or, with --coll, ncclReduceScatter,
  * ncclAllGather, ncclBroadcast; NCCL has no barrier) with the same options, inputs, check
- * and output (tools/perf_engine.c), eager or under a CUDA graph (-G, all-reduce), on plain
+ * and output (tools/perf_engine.h), eager or under a CUDA graph (-G, all-reduce), on plain
  * cudaMalloc buffers or NCCL symmetric windows (-W: ncclMemAlloc + ncclCommWindowRegister with
  * NCCL_WIN_COLL_SYMMETRIC). Run under symcoll_run (SYMCOLL_RANK, SYMCOLL_NRANKS,
  * SYMCOLL_ADDR): rank 0 passes NCCL's unique id to the others through a file named after

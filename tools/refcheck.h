@@ -1,5 +1,5 @@
 /* Deterministic all-reduce inputs and their reference, shared by the benchmark engine
- * (tools/perf_engine.c), the bench drivers and the tests: encodings, fill and check. */
+ * (tools/perf_check.c), the bench drivers and the tests: encodings, fill and check. */
 #ifndef SYMCOLL_REFCHECK_H
 #define SYMCOLL_REFCHECK_H
 

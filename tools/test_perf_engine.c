@@ -1,5 +1,5 @@
 /* Tests of the inputs and checker that the benchmark engine and the tests share
- * (tools/refcheck.c, through tools/perf_engine.c): a right reduction passes bitwise for
+ * (tools/refcheck.c, through tools/perf_check.c): a right reduction passes bitwise for
  * every datatype and operator, and a wrong, stale or partial one is counted. The ranks
  * are simulated in one process; nothing is timed. */
 #include <check.h>
