@@ -25,6 +25,7 @@ noinst_HEADERS += \
 	src/algo/host/host.h \
 	src/algo/net/net.h \
 	src/algo/cuda/cuda_algo.h \
+	src/algo/cuda/cuda_int.h \
 	src/algo/cuda_net/cuda_net.h \
 	src/algo/cuda_net/cuda_net_int.h \
 	src/algo/cuda_net/cuda_net_plan.h
@@ -33,6 +34,10 @@ noinst_HEADERS += \
 if HAVE_CUDA
 libsymcoll_core_la_SOURCES += \
 	src/algo/cuda/cuda_allreduce.c \
+	src/algo/cuda/cuda_coll.c \
+	src/algo/cuda/cuda_hier.c \
+	src/algo/cuda/cuda_stage.c \
+	src/algo/cuda/cuda_watch.c \
 	src/algo/cuda_net/cuda_net.c \
 	src/algo/cuda_net/cuda_net_direct.c \
 	src/algo/cuda_net/cuda_net_lane.c \
