@@ -39,8 +39,12 @@ libsymcoll_core_la_SOURCES += \
 	src/algo/cuda/cuda_stage.c \
 	src/algo/cuda/cuda_watch.c \
 	src/algo/cuda_net/cuda_net.c \
-	src/algo/cuda_net/cuda_net_direct.c \
+	src/algo/cuda_net/cuda_net_direct_buf.c \
+	src/algo/cuda_net/cuda_net_direct_stream.c \
+	src/algo/cuda_net/cuda_net_direct_thread.c \
+	src/algo/cuda_net/cuda_net_hier.c \
 	src/algo/cuda_net/cuda_net_lane.c \
+	src/algo/cuda_net/cuda_net_probe.c \
 	src/algo/cuda_net/cuda_net_queue.c \
 	src/algo/cuda_net/cuda_net_stage.c
 endif
