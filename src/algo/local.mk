@@ -33,6 +33,7 @@ noinst_HEADERS += \
 	src/algo/net/net.h \
 	src/algo/net/net_int.h \
 	src/algo/cuda/cuda_algo.h \
+	src/algo/cuda/cuda_int.h \
 	src/algo/cuda_net/cuda_net.h \
 	src/algo/cuda_net/cuda_net_int.h \
 	src/algo/cuda_net/cuda_net_plan.h
@@ -41,9 +42,17 @@ noinst_HEADERS += \
 if HAVE_CUDA
 libsymcoll_core_la_SOURCES += \
 	src/algo/cuda/cuda_allreduce.c \
+	src/algo/cuda/cuda_coll.c \
+	src/algo/cuda/cuda_hier.c \
+	src/algo/cuda/cuda_stage.c \
+	src/algo/cuda/cuda_watch.c \
 	src/algo/cuda_net/cuda_net.c \
-	src/algo/cuda_net/cuda_net_direct.c \
+	src/algo/cuda_net/cuda_net_direct_buf.c \
+	src/algo/cuda_net/cuda_net_direct_stream.c \
+	src/algo/cuda_net/cuda_net_direct_thread.c \
+	src/algo/cuda_net/cuda_net_hier.c \
 	src/algo/cuda_net/cuda_net_lane.c \
+	src/algo/cuda_net/cuda_net_probe.c \
 	src/algo/cuda_net/cuda_net_queue.c \
 	src/algo/cuda_net/cuda_net_stage.c
 endif

@@ -1,5 +1,6 @@
-/* CUDA memory across nodes, the entry points of cuda_algo.h: the call's checks, the
- * engine's creation, drain, abort, release and destroy (the engine: cuda_net_int.h). */
+/* CUDA memory across nodes, the entry points of cuda_net.h: the call's checks, the
+ * engine's creation, its preparation (staging, lanes, the direct path's probe and buffers),
+ * abort, release and destroy (the engine: cuda_net_int.h). */
 #include "algo/cuda_net/cuda_net_int.h"
 
 #include <stdlib.h>
@@ -80,25 +81,34 @@ err_free:
     return status;
 }
 
-symcoll_status_t algo_cuda_net_drain(comm_t *comm)
+/* Stops the lanes, then frees the host staging and the direct path's buffers once no queued
+ * stream work uses them (caller's thread, queue drained; collective). */
+static void cnet_stop(cuda_net_t *cn)
 {
-    cuda_net_t *cn = comm->algo->cuda_net;
+    cnet_lanes_stop(cn);
+    cnet_stage_release(cn);
+}
+
+/* Sets up the host staging, then starts the lanes, which reserve their scratch for its
+ * slots, if not done yet (caller's thread, no operation queued; collective). */
+static symcoll_status_t cnet_start(cuda_net_t *cn)
+{
     symcoll_status_t status;
 
-    if (!cn)
+    if (cn->has_stage)
         return SYMCOLL_OK;
-    status = cnet_wait_queued(cn, 0);
-    /* and the hierarchical calls' all-gather kernels: a trim may free their staging. They
-     * wait for this node's other ranks, whose lanes may still need ours to progress (an
-     * idle lane 0 progresses, every CNET_LISTEN_SEC, only while not quiet) */
-    if (status == SYMCOLL_OK)
-        status = cnet_wait_hier(cn);
-    pthread_mutex_lock(&cn->mu);
-    cn->quiet = true;
-    pthread_mutex_unlock(&cn->mu);
-    if (status == SYMCOLL_OK)
-        status = (symcoll_status_t)atomic_load(&cn->comm->algo->broken);
-    return status;
+    status = cnet_stage_ensure(cn);
+    if (status != SYMCOLL_OK)
+        return status;
+    status = cnet_lanes_start(cn);
+    if (status != SYMCOLL_OK) {
+        cnet_stop(cn);
+        return status;
+    }
+    log_debug("CUDA across nodes: %d x %zu bytes of pinned host staging at pool offset %zu, "
+              "%d lanes",
+              cn->nslots, cn->slot_bytes, cn->stage_off, cn->nlanes);
+    return SYMCOLL_OK;
 }
 
 void algo_cuda_net_abort(comm_t *comm)
@@ -121,7 +131,7 @@ void algo_cuda_net_release(comm_t *comm)
 
     if (!cn || algo_cuda_net_drain(comm) == SYMCOLL_ERR_TIMED_OUT)
         return;
-    cnet_stage_release(cn);
+    cnet_stop(cn);
 }
 
 void algo_cuda_net_release_direct(comm_t *comm)
@@ -145,7 +155,7 @@ void algo_cuda_net_destroy(comm_t *comm)
         atomic_compare_exchange_strong(&cn->comm->algo->broken, &ok,
                                        (int)SYMCOLL_ERR_TIMED_OUT);
     }
-    cnet_stage_release(cn); /* stops the lanes once the queue is empty */
+    cnet_stop(cn); /* the lanes stop once the queue is empty */
     if (cn->nops)
         log_info("CUDA across nodes: %llu all-reduces on %d lanes; per call, us, summed over "
                  "the lanes: %.1f busy = %.1f until the first chunk was on the host + %.1f "
@@ -199,10 +209,30 @@ symcoll_status_t algo_cuda_net_prepare(comm_t *comm, pool_t *host_pool)
      * the lanes, which connect to their peers (collective) */
     status = algo_cuda_net_drain(comm);
     if (status == SYMCOLL_OK)
-        status = cnet_stage_ensure(cn);
+        status = cnet_start(cn);
     if (status != SYMCOLL_OK)
         cnet_fail_call(cn, status);
     return status;
+}
+
+symcoll_status_t algo_cuda_net_probe(comm_t *comm, pool_t *host_pool, pool_t *cuda_pool)
+{
+    topo_t *topo = comm->topo;
+    symcoll_status_t status;
+
+    if (topo->nnodes < 2 || !comm->ucx || topo->shape[SYMCOLL_MEM_CUDA].net_direct != 0 ||
+        !topo->shape[SYMCOLL_MEM_CUDA].net_cuda || !topo->shape[SYMCOLL_MEM_CUDA].gpus ||
+        topo->select_cfg.cuda_net_path == TOPO_PATH_STAGED)
+        return SYMCOLL_OK;
+    if (!ucx_pool_registered(comm->ucx, SYMCOLL_MEM_CUDA)) {
+        /* every rank knows (the registrations' exchange told them): no probe */
+        topo_set_net_direct(topo, NULL, false, false, false);
+        return SYMCOLL_OK;
+    }
+    status = algo_cuda_net_prepare(comm, host_pool);
+    if (status != SYMCOLL_OK)
+        return status;
+    return cnet_probe(comm, cuda_pool);
 }
 
 symcoll_status_t algo_cuda_net_prepare_direct(comm_t *comm, pool_t *host_pool,

@@ -5,24 +5,38 @@
  * progress threads per communicator move each queued all-reduce off the GPU, across the
  * nodes with the host algorithms over UCX, and back, in order with the caller's stream.
  *
- * Files:
- *   cuda_net.c        the entry points of cuda_algo.h: the call's checks, creation,
- *                     drain, abort, release and destroy;
- *   cuda_net_queue.c  the call queued: its operation for the lanes and its pipeline on
- *                     the caller's stream (stream commands or the small-call kernel),
- *                     and the hierarchical variant around it;
- *   cuda_net_lane.c   the lanes: their threads, the chunks they move, their failure
- *                     handling, start and stop;
- *   cuda_net_stage.c  the host staging (slots and node word in the pinned host pool):
- *                     setting it up, waiting until the GPU is done with it, releasing it;
- *   cuda_net_plan.c   the stream commands of a call and the lanes' queue, without CUDA
- *                     (tests/test_cuda_net_plan runs them without a GPU).
+ * Files, ground first (a file calls only files above it in this list):
+ *   cuda_net_plan.c           the stream commands of a call and the lanes' queue, without
+ *                             CUDA (tests/test_cuda_net_plan runs them without a GPU);
+ *   cuda_net_direct_buf.c     the direct path's buffers (scratch in the CUDA pool, flags in
+ *                             the host pool): setting them up, waiting until the GPU left
+ *                             them, releasing them; the wait for the peers' flags;
+ *   cuda_net_stage.c          the host staging (slots and node word in the pinned host
+ *                             pool): setting it up, waiting until the GPU is done with it,
+ *                             releasing it;
+ *   cuda_net_direct_thread.c  the direct path on lane 0: a chunk's puts and flags, or its
+ *                             release once the operation failed;
+ *   cuda_net_lane.c           the lanes: their threads, the chunks they move, their
+ *                             failure handling, start and stop;
+ *   cuda_net_queue.c          the queue from the caller's side: waiting for room, draining
+ *                             it (algo_cuda_net_drain); a staged call queued: its operation
+ *                             for the lanes and its pipeline on the caller's stream (stream
+ *                             commands or the small-call kernel); the stream's waits;
+ *   cuda_net_direct_stream.c  a direct call queued: its operation for lane 0 and its
+ *                             pipeline on the caller's stream;
+ *   cuda_net_hier.c           a hierarchical call queued: the node's kernels around a staged
+ *                             or direct call on this rank's slice;
+ *   cuda_net_probe.c          the probe of the direct path;
+ *   cuda_net.c                the entry points of cuda_net.h: the call's checks, the
+ *                             engine's creation, its preparation (the staging, then the
+ *                             lanes; the direct path's probe and buffers), abort, release
+ *                             and destroy.
  *
  * Why staged: the UCX of Debian and Ubuntu is built without CUDA, so it cannot read or
  * write GPU memory. A UCX 1.13 built with CUDA (scripts/ucx-cuda-build.sh) reports CUDA
  * memory, but on TCP a put into GPU memory crashes it and a put into host memory is
  * emulated at 86 MB/s, and it cannot register the CUDA pool's VMM segments
- * (bench/results/ucx-cuda-probe.md): there is no direct path (puts into the CUDA pool with
+ * (UCX 1.13 here): there is no direct path (puts into the CUDA pool with
  * rkeys), the staged path serves that case too, and symcoll_info says so. A direct path
  * needs RMA into GPU memory (InfiniBand or RoCE with GPUDirect RDMA).
  *
@@ -47,11 +61,11 @@
  * A message spreads over the lanes in chunks of 64K up to SYMCOLL_CUDA_NET_CHUNK
  * (topo_cuda_net_chunk). A one-chunk call (up to SYMCOLL_CUDA_NET_KERNEL_MAX bytes, when
  * no GPU serves two ranks of the communicator) queues one kernel instead of the six stream
- * commands, which does the same in less time (24.6 instead of 41-75 us at 1 KB,
- * bench/results/gpu-across-nodes.md). So the lanes move chunks across the nodes at the
+ * commands, which does the same in less time (24.6 instead of 41-75 us at 1 KB on an
+ * H200). So the lanes move chunks across the nodes at the
  * same time while the copies of the next ones run. Why lanes: one thread that sends,
  * receives and reduces is the limit over TCP (two pairs of ranks over loopback reach 2.2
- * times the bandwidth of one, bench/results/gpu-across-nodes.md); each lane has its own
+ * times the bandwidth of one); each lane has its own
  * UCX worker and connections (a UCX lane of the communicator's context, ucx_lane_create),
  * its own flags and scratch, so lanes share nothing but the registered pool (one lane
  * too).
@@ -68,7 +82,7 @@
  * CUDA pool (algo_cuda_hier_rs: local rank l ends with slice l of the node's sum in its
  * staging), then this staged pipeline on that slice, whose lanes all-reduce it among
  * the ranks of local index l, one a node (algo_net_group_allreduce_on), or the direct
- * path's (TOPO_FAMILY_NET_CUDA_HIER_DIRECT, cuda_net_direct.c) among the same ranks, then
+ * path's (TOPO_FAMILY_NET_CUDA_HIER_DIRECT, below) among the same ranks, then
  * the all-gather half (every slice from the peers' staging into the result). So each
  * rank copies, sends and reduces on the host only 1/L of the message. The hier word orders
  * these calls across streams (they share the CUDA pool's staging), and the node word
@@ -98,6 +112,50 @@
  * only the stream waits; a call on a capturing stream fails with SYMCOLL_ERR_UNSUPPORTED
  * and changes nothing.
  */
+/*
+ * The direct path: UCX puts every rank's data straight into the peers' CUDA pool with
+ * their rkeys, and the GPU reduces (cuda_net_direct_buf.c: its buffers; cuda_net_probe.c:
+ * the probe that decides whether it works; cuda_net_direct_stream.c and
+ * cuda_net_direct_thread.c: its calls on the stream and on lane 0).
+ *
+ * Where: a UCX with CUDA support on every rank that registered the CUDA pool
+ * (ucx_pool_registered), and a probe put per remote peer that landed (algo_cuda_net_probe,
+ * when the CUDA pool is created). Among the group of this rank's local index, one rank a
+ * node (cnet_direct_t): every rank with one rank a node; the ranks of a local index in a
+ * hierarchical call's inter-node step, whose input is this rank's slice of the node's sum
+ * in the CUDA pool's staging, reduced there in place (cnet_hier). An average divides by
+ * the communicator's size. Below, "peer" means a peer of the group.
+ *
+ * One call, chunk by chunk (chunks of SYMCOLL_CUDA_NET_CHUNK bytes, numbered across
+ * calls in 64 bits: g; slot g mod CNET_DSLOTS of the buffers below):
+ *   stream: [copy chunk k of a plain input into the pool's in slot], raise DREADY;
+ *           wait DDONE; reduce own input + every peer's scratch slot into the result
+ *           (rank order: every rank gets the same bits); raise DCONS;
+ *   lane 0: wait DREADY (and DCONS of chunk g - S + 1, see below); put the chunk into
+ *           every peer's scratch slot of this rank (ucx_put_rma from the CUDA pool:
+ *           pool inputs are put from where they are, no copy); flush (remote
+ *           completion); put the flag (tag | chunk) into every peer's host flag of this
+ *           rank and slot; wait for every peer's flag of this slot; check the tags;
+ *           raise DDONE.
+ * The words are host-mapped (the stream writes them with cuStreamWriteValue32 and waits
+ * with cuStreamWaitValue32, or where a GPU serves several ranks in a one-thread kernel:
+ * cnet_stream_wait); no host staging copy of the data.
+ *
+ * Why a peer never overwrites a scratch slot the GPU still reads: a peer puts chunk g into
+ * our slot g mod S only after it saw our flag of chunk g - 1, which our lane raises after
+ * it saw DCONS of chunk g - S: so with S slots, the lane waits for DCONS of g - S + 1
+ * before it puts g. S = 3 lets the reduction of one chunk overlap the puts of the next.
+ * The in slots are refilled only after their chunk's DDONE (the flush completed its
+ * puts) and its reduction (same stream). A call's stream first waits for DCONS of the
+ * previous direct call's last chunk, so calls on other streams take their turn.
+ *
+ * Failure: as the staged path (above): the lane raises DDONE of its remaining
+ * chunks (results undefined), breaks the communicator and tells its peers; every wait of
+ * the lane is bounded and ends on abort or peer failure. Argument agreement: the flag's
+ * upper half is a hash of the call's count, type, operator and collective; a peer with
+ * another one fails the call with SYMCOLL_ERR_MISMATCH (sticky, as on the staged path).
+ * CUDA graphs: not capturable (a host thread moves the data), as the staged path.
+ */
 #ifndef SYMCOLL_ALGO_CUDA_NET_INT_H
 #define SYMCOLL_ALGO_CUDA_NET_INT_H
 
@@ -126,7 +184,7 @@ typedef struct cnet_op {
     uint64_t nchunks;
     bool group;    /* hierarchical: a slice, among the ranks of this local index */
     uint64_t salt; /* the collective it serves (algo_ctx_t), which the ranks agree on too */
-    /* the direct path (cuda_net_direct.c): lane 0 runs every chunk; src: the input when
+    /* the direct path (above): lane 0 runs every chunk; src: the input when
      * it is in the CUDA pool (put from there), else NULL (put from the in slots); tag:
      * what the flags carry for argument agreement */
     bool direct;
@@ -292,21 +350,47 @@ static inline CUdeviceptr cnet_dword_dev(cuda_net_t *cn, int which, int slot)
     return cn->words_dev + cnet_dword_index(cn, which, slot) * sizeof(uint32_t);
 }
 
-/* ---- the lanes (cuda_net_lane.c) ----------------------------------------------------- */
+/* ---- the direct path's buffers (cuda_net_direct_buf.c) ------------------------------- */
 
-/* Starts the lanes (queue empty: caller's thread; collective). */
-symcoll_status_t cnet_lanes_start(cuda_net_t *cn);
+static inline size_t cnet_round(size_t v)
+{
+    return (v + POOL_ALIGN - 1) / POOL_ALIGN * POOL_ALIGN;
+}
 
-/* Stops the lanes (queue drained: caller's thread; collective). */
-void cnet_lanes_stop(cuda_net_t *cn);
+/* host flag of source rank src for slot (row CNET_DSLOTS: the probe's barrier) */
+static inline uint64_t *cnet_dflag(cnet_direct_t *d, int slot, int src, int nranks)
+{
+    return d->flags + (size_t)slot * (size_t)nranks + (size_t)src;
+}
+
+/* The host flags, if not there yet: zeroed and agreed before any peer puts into them
+ * (collective: the caller's thread, nothing queued). */
+symcoll_status_t cnet_flags_ensure(cuda_net_t *cn);
+
+/* Waits for the flag of row slot of every remote peer (group: of every peer of the group)
+ * to equal value (low 32 bits), keeping UCX progressing (the peers' puts may need us). */
+symcoll_status_t cnet_dflags_wait(cuda_net_t *cn, ucx_ctx_t *ucx, int slot, uint32_t value,
+                                  bool group, const deadline_t *dl);
+
+/* Its buffers (caller's thread, nothing queued; collective), and their release (after
+ * cnet_direct_wait_quiet). */
+symcoll_status_t cnet_direct_ensure(cuda_net_t *cn, pool_t *cuda_pool);
+void cnet_direct_release(cuda_net_t *cn);
+
+/* The scratch only (CUDA pool trim), once the GPU left it; the flags stay. */
+void cnet_direct_release_scratch(cuda_net_t *cn);
+
+/* Waits (caller's thread) until the GPU reduced every direct chunk queued. */
+symcoll_status_t cnet_direct_wait_quiet(cuda_net_t *cn);
 
 /* ---- the staging (cuda_net_stage.c) -------------------------------------------------- */
 
-/* Sets up the host staging and starts the lanes, if not done yet (caller's thread, no
- * operation queued; collective). */
+/* Sets up the host staging, if not done yet (caller's thread, no operation queued, the
+ * lanes not started; collective). */
 symcoll_status_t cnet_stage_ensure(cuda_net_t *cn);
 
-/* Stops the lanes and frees the host staging once no queued stream work uses it. */
+/* Frees the host staging and the direct path's buffers once no queued stream work uses
+ * them (the lanes stopped). */
 void cnet_stage_release(cuda_net_t *cn);
 
 /* Waits (caller's thread) until the all-gather of every queued hierarchical call ran. */
@@ -322,6 +406,21 @@ bool cnet_node_failed(const cuda_net_t *cn);
 /* Raises the node word of every rank of the node: this rank gave up. */
 void cnet_tell_node(cuda_net_t *cn);
 
+/* ---- the direct path on lane 0 (cuda_net_direct_thread.c) ---------------------------- */
+
+/* Lane 0: runs a direct operation (*k_p: the chunk it stopped at on failure), or gives
+ * its chunks from k on up (raises their DDONE). */
+symcoll_status_t cnet_run_direct(cnet_lane_t *ln, const cnet_op_t *op, uint64_t *k_p);
+void cnet_direct_give_up(cnet_lane_t *ln, const cnet_op_t *op, uint64_t k);
+
+/* ---- the lanes (cuda_net_lane.c) ----------------------------------------------------- */
+
+/* Starts the lanes (queue empty, the staging set up: caller's thread; collective). */
+symcoll_status_t cnet_lanes_start(cuda_net_t *cn);
+
+/* Stops the lanes (queue drained: caller's thread; collective). */
+void cnet_lanes_stop(cuda_net_t *cn);
+
 /* ---- the queue (cuda_net_queue.c) ---------------------------------------------------- */
 
 /* Waits until at most max operations are queued. */
@@ -333,29 +432,6 @@ symcoll_status_t cnet_enqueue(cuda_net_t *cn, cudaStream_t s, const void *sendbu
                               void *recvbuf, size_t count, symcoll_dtype_t dtype,
                               symcoll_op_t op, bool group);
 
-/* ---- the direct path (cuda_net_direct.c) -------------------------------------------- */
-
-/* Its buffers (caller's thread, nothing queued; collective), and their release (after
- * cnet_direct_wait_quiet). */
-symcoll_status_t cnet_direct_ensure(cuda_net_t *cn, pool_t *cuda_pool);
-void cnet_direct_release(cuda_net_t *cn);
-
-/* The scratch only (CUDA pool trim), once the GPU left it; the flags stay. */
-void cnet_direct_release_scratch(cuda_net_t *cn);
-
-/* Waits (caller's thread) until the GPU reduced every direct chunk queued. */
-symcoll_status_t cnet_direct_wait_quiet(cuda_net_t *cn);
-
-/* Queues a direct call: its operation for lane 0 and its pipeline on the stream. */
-symcoll_status_t cnet_direct_enqueue(cuda_net_t *cn, cudaStream_t s, const void *sendbuf,
-                                     void *recvbuf, size_t count, symcoll_dtype_t dtype,
-                                     symcoll_op_t op);
-
-/* Lane 0: runs a direct operation (*k_p: the chunk it stopped at on failure), or gives
- * its chunks from k on up (raises their DDONE). */
-symcoll_status_t cnet_run_direct(cnet_lane_t *ln, const cnet_op_t *op, uint64_t *k_p);
-void cnet_direct_give_up(cnet_lane_t *ln, const cnet_op_t *op, uint64_t k);
-
 /* Queues on s a wait until the host-mapped word at device address w reaches value
  * (CU_STREAM_WAIT_VALUE_GEQ, plus flags): cuStreamWaitValue32, or where the direct path
  * waits in kernels (cnet_direct_t's wait_kernel) a one-thread kernel that also ends when
@@ -363,11 +439,26 @@ void cnet_direct_give_up(cnet_lane_t *ln, const cnet_op_t *op, uint64_t k);
 symcoll_status_t cnet_stream_wait(cuda_net_t *cn, cudaStream_t s, CUdeviceptr w, uint32_t value,
                                   unsigned flags);
 
+/* ---- a direct call (cuda_net_direct_stream.c) ---------------------------------------- */
+
+/* Queues a direct call: its operation for lane 0 and its pipeline on the stream. */
+symcoll_status_t cnet_direct_enqueue(cuda_net_t *cn, cudaStream_t s, const void *sendbuf,
+                                     void *recvbuf, size_t count, symcoll_dtype_t dtype,
+                                     symcoll_op_t op);
+
+/* ---- a hierarchical call (cuda_net_hier.c) ------------------------------------------- */
+
 /* A hierarchical call (the plan's TOPO_FAMILY_NET_CUDA_HIER) over cuda_pool, queued on s;
  * direct: its slice goes the direct path (TOPO_FAMILY_NET_CUDA_HIER_DIRECT, the direct
  * buffers set up), else staged. */
 symcoll_status_t cnet_hier(cuda_net_t *cn, cudaStream_t s, pool_t *cuda_pool,
                            const void *sendbuf, void *recvbuf, size_t count,
                            symcoll_dtype_t dtype, symcoll_op_t op, bool direct);
+
+/* ---- the probe (cuda_net_probe.c) ---------------------------------------------------- */
+
+/* The probe of the direct path, on the prepared engine (algo_cuda_net_probe: which ranks
+ * run it, and the preparation before it). */
+symcoll_status_t cnet_probe(comm_t *comm, pool_t *cuda_pool);
 
 #endif

@@ -334,8 +334,7 @@ void cnet_lanes_stop(cuda_net_t *cn)
 /* Starts the lanes (queue empty: caller's thread; collective), each on a UCX lane of its
  * own (a worker and connections), whose algorithm scratch is reserved here for the chunk
  * size: lane threads never grow the pool. One lane too: a lane never shares the
- * communicator's worker with the caller's thread (bench/results/gpu-direct.md, "a single
- * lane on a worker of its own"). */
+ * communicator's worker with the caller's thread. */
 symcoll_status_t cnet_lanes_start(cuda_net_t *cn)
 {
     symcoll_status_t status = SYMCOLL_OK;

@@ -1,5 +1,6 @@
-/* A call of CUDA memory across nodes queued: its operation for the lanes and its pipeline
- * on the caller's stream (stream commands or the small-call kernel), flat or hierarchical. */
+/* The queue of CUDA memory across nodes seen from the caller's thread: waiting for room,
+ * draining it, and a staged call queued: its operation for the lanes and its pipeline on
+ * the caller's stream (stream commands or the small-call kernel). */
 #include "algo/cuda_net/cuda_net_int.h"
 
 #include <string.h>
@@ -33,6 +34,27 @@ symcoll_status_t cnet_wait_queued(cuda_net_t *cn, uint64_t max)
         }
     }
     pthread_mutex_unlock(&cn->mu);
+    return status;
+}
+
+symcoll_status_t algo_cuda_net_drain(comm_t *comm)
+{
+    cuda_net_t *cn = comm->algo->cuda_net;
+    symcoll_status_t status;
+
+    if (!cn)
+        return SYMCOLL_OK;
+    status = cnet_wait_queued(cn, 0);
+    /* and the hierarchical calls' all-gather kernels: a trim may free their staging. They
+     * wait for this node's other ranks, whose lanes may still need ours to progress (an
+     * idle lane 0 progresses, every CNET_LISTEN_SEC, only while not quiet) */
+    if (status == SYMCOLL_OK)
+        status = cnet_wait_hier(cn);
+    pthread_mutex_lock(&cn->mu);
+    cn->quiet = true;
+    pthread_mutex_unlock(&cn->mu);
+    if (status == SYMCOLL_OK)
+        status = (symcoll_status_t)atomic_load(&cn->comm->algo->broken);
     return status;
 }
 
@@ -173,59 +195,10 @@ symcoll_status_t cnet_enqueue(cuda_net_t *cn, cudaStream_t s, const void *sendbu
         cn->stage_dev && !cn->comm->topo->shape[SYMCOLL_MEM_CUDA].gpus_shared) {
         /* (not where a GPU serves two ranks: the kernel spins on the GPU until its lane
          * is done, which holds the other process's work on that GPU back, for
-         * milliseconds a small call: bench/results/gpu-across-nodes.md) */
+         * milliseconds a small call) */
         return cnet_queue_small(cn, s, &o, sendbuf, recvbuf);
     } else {
         cnet_queue_t q = {cn, s, &o, sendbuf, recvbuf};
         return cnet_plan(o.first, o.nchunks, cn->nslots, cnet_queue_cmd, &q);
     }
-}
-
-/* Hierarchical: reduce-scatter over the GPUs of the node (a kernel over the CUDA pool's
- * peer mappings), this rank's slice of the node's sum across the nodes among the ranks
- * of its local index (staged by the lanes as any staged call, or the direct path),
- * all-gather over the GPUs; all on the stream. Each rank sends only 1/L of the message across
- * nodes, and the host reduces only 1/L of it. */
-symcoll_status_t cnet_hier(cuda_net_t *cn, cudaStream_t s, pool_t *cuda_pool,
-                           const void *sendbuf, void *recvbuf, size_t count,
-                           symcoll_dtype_t dtype, symcoll_op_t op, bool direct)
-{
-    comm_t *comm = cn->comm;
-    CUdeviceptr hw = cn->words_dev + CNET_HIER_LINE(cn) * sizeof(uint32_t);
-    symcoll_status_t status = SYMCOLL_OK;
-    char *slice = NULL;
-    size_t slice_count = 0;
-    CUresult res;
-
-    if (!algo_cuda_hier_ready(cuda_pool, count * symcoll_dtype_size(dtype))) {
-        /* the CUDA staging is set up or grows (collective pool calls): nothing queued may
-         * still use the pool or the staging */
-        status = algo_cuda_net_drain(comm);
-        if (status != SYMCOLL_OK)
-            return status;
-    }
-    if (cn->hier_seq) {
-        status = cnet_stream_wait(cn, s, hw, (uint32_t)cn->hier_seq, 0);
-        if (status != SYMCOLL_OK)
-            return status;
-    }
-    status = algo_cuda_hier_rs(comm, cuda_pool, sendbuf, count, dtype, op, cn->node_word_dev, s,
-                               &slice, &slice_count);
-    if (status != SYMCOLL_OK)
-        return status;
-    /* the slice is in the CUDA pool's staging: the direct path puts it from there */
-    if (slice_count > 0 && direct)
-        status = cnet_direct_enqueue(cn, s, slice, slice, slice_count, dtype, op);
-    else if (slice_count > 0)
-        status = cnet_enqueue(cn, s, slice, slice, slice_count, dtype, op, true);
-    if (status == SYMCOLL_OK)
-        status =
-            algo_cuda_hier_ag(comm, cuda_pool, recvbuf, count, dtype, cn->node_word_dev, s);
-    if (status != SYMCOLL_OK)
-        return status;
-    res = cn->drv->stream_write_value32(s, hw, (uint32_t)(cn->hier_seq + 1), 0);
-    if (res != CUDA_SUCCESS)
-        return cuda_drv_error(res, "cuStreamWriteValue32");
-    cn->hier_seq++; /* waited for only once its write is queued */
-    return SYMCOLL_OK;
 }

@@ -4,13 +4,13 @@
 
 /* ---- staging ------------------------------------------------------------------------
  * Allocated and pinned by the caller's thread while no operation is queued (collective:
- * the same call on every rank), together with the lanes. Never by a lane thread:
+ * the same call on every rank), before the lanes start; released after they stopped (the
+ * entry, cuda_net.c, does both). Never by a lane thread:
  * cudaHostRegister waits for work the driver has queued, and a caller's stream may be
  * waiting for that thread. */
 
 void cnet_stage_release(cuda_net_t *cn)
 {
-    cnet_lanes_stop(cn);
     if (cn->direct.scratch || cn->direct.flags) {
         if (cnet_direct_wait_quiet(cn) == SYMCOLL_OK)
             cnet_direct_release(cn);
@@ -97,14 +97,6 @@ symcoll_status_t cnet_stage_ensure(cuda_net_t *cn)
             mapped ? (const volatile uint32_t *)((char *)dev + cn->node_off) : NULL;
         (void)cudaGetLastError();
     }
-    status = cnet_lanes_start(cn);
-    if (status != SYMCOLL_OK) {
-        cnet_stage_release(cn);
-        return status;
-    }
-    log_debug("CUDA across nodes: %d x %zu bytes of pinned host staging at pool offset %zu, "
-              "%d lanes",
-              cn->nslots, cn->slot_bytes, cn->stage_off, cn->nlanes);
     return SYMCOLL_OK;
 }
 
