@@ -403,7 +403,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_size(symcoll_comm_h comm, int *size
  * a node it is capturable into a CUDA graph once the pool is large enough, and buffers
  * allocated with symcoll_mem_alloc() are reduced without staging copies. Across nodes
  * the call returns once the operation is queued: the stream stages the data through
- * pinned host memory and progress threads (lanes) move it over the network (with
+ * pinned host memory and progress threads (channels) move it over the network (with
  * several ranks a node whose GPUs map each other, only each rank's slice of the node's
  * sum, reduced and gathered by kernels over the CUDA pool); any other
  * call on the communicator first waits for the queued operations, and a failed one
@@ -479,9 +479,9 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_allreduce(const void *sendbuf, void *rec
  *         overlap other than in place
  */
 SYMCOLL_EXPORT symcoll_status_t symcoll_reduce_scatter(const void *sendbuf, void *recvbuf,
-                                                       size_t recvcount,
-                                                       symcoll_dtype_t dtype, symcoll_op_t op,
-                                                       symcoll_comm_h comm, void *stream);
+                                                       size_t recvcount, symcoll_dtype_t dtype,
+                                                       symcoll_op_t op, symcoll_comm_h comm,
+                                                       void *stream);
 
 /**
  * @brief All-gather: every rank receives the concatenation, in rank order, of every
@@ -539,8 +539,8 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_allgather(const void *sendbuf, void *rec
  *         range or partially overlapping buffers on the root
  */
 SYMCOLL_EXPORT symcoll_status_t symcoll_broadcast(const void *sendbuf, void *recvbuf,
-                                                  size_t count, symcoll_dtype_t dtype,
-                                                  int root, symcoll_comm_h comm, void *stream);
+                                                  size_t count, symcoll_dtype_t dtype, int root,
+                                                  symcoll_comm_h comm, void *stream);
 
 /**
  * @brief Barrier: no rank returns before every rank called it (collective).

@@ -150,7 +150,7 @@ run() {
             # step. The timeout cases take 22-23 s, each types case 10-12 s, the others
             # 1-4 s on 2 x H200.
             # The limits add up to far more; they only bound a case that hangs.
-            for c in ${NETCASES:-net_capture net_mixed net_kill net_mismatch net_abort net_abort_idle net_timeout net_pool net_types net_hier net_types_plain net_types_lanes3 net_hier_types net_hier_mixed net_hier_flat net_hier_plain net_hier_kill net_hier_abort net_hier_timeout net_hier_pool net_coll net_coll_hier net_barrier}; do
+            for c in ${NETCASES:-net_capture net_mixed net_kill net_mismatch net_abort net_abort_idle net_timeout net_pool net_types net_hier net_types_plain net_types_channels3 net_hier_types net_hier_mixed net_hier_flat net_hier_plain net_hier_kill net_hier_abort net_hier_timeout net_hier_pool net_coll net_coll_hier net_barrier}; do
                 case $c in net_types*|net_hier_types|net_coll*) l=240 ;; net_hier*) l=180 ;; net_pool) l=120 ;; *) l=100 ;; esac
                 step "$c" $l env CK_RUN_CASE=$c "$bin"/test_cuda_net
             done

@@ -28,10 +28,10 @@ EXTRA_DIST += scripts/gpu-check.sh scripts/ucx-cuda-build.sh
 # the staging protocol of CUDA memory across nodes, simulated (no GPU needed: it runs
 # everywhere; the GPU cases above run the real thing)
 if HAVE_CHECK
-CUDA_PLAN_TESTS = tests/test_cuda_net_plan
-check_PROGRAMS += $(CUDA_PLAN_TESTS)
-TESTS += $(CUDA_PLAN_TESTS)
-tests_test_cuda_net_plan_SOURCES = tests/test_cuda_net_plan.c
-tests_test_cuda_net_plan_CPPFLAGS = $(TEST_CPPFLAGS)
-tests_test_cuda_net_plan_LDADD = $(HARNESS_LIBS) $(TEST_INTERNAL_LIBS)
+CUDA_SCHED_TESTS = tests/test_cuda_net_sched
+check_PROGRAMS += $(CUDA_SCHED_TESTS)
+TESTS += $(CUDA_SCHED_TESTS)
+tests_test_cuda_net_sched_SOURCES = tests/test_cuda_net_sched.c
+tests_test_cuda_net_sched_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_cuda_net_sched_LDADD = $(HARNESS_LIBS) $(TEST_INTERNAL_LIBS)
 endif

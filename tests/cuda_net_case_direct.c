@@ -158,7 +158,7 @@ START_TEST(t_net_direct_hier_types_2x2)
 END_TEST
 
 /* as net_hier: hierarchical direct from 16M (a GPU serves two ranks here), below it flat
- * and staged (two ranks a node) on the same lanes; pool buffers, trims behind a call */
+ * and staged (two ranks a node) on the same channels; pool buffers, trims behind a call */
 START_TEST(t_net_direct_hier_mixed_2x2)
 {
     net_direct_hier(900, body_net_hier, NULL);
@@ -212,7 +212,7 @@ static void body_net_direct_auto(int rank, int nranks, void *arg)
     }
     if (rank == 0) {
         text = net_reports(r.comm);
-        if (strstr(text, "transports that call the CUDA driver from the lane"))
+        if (strstr(text, "transports that call the CUDA driver from the channel"))
             ck_assert_msg(!strstr(text, "net-cuda-direct"),
                           "auto plans the direct path over lanes that call the CUDA driver");
         free(text);
@@ -244,7 +244,7 @@ END_TEST
  * contexts) with the direct path forced, over lanes that call the CUDA driver (TCP with
  * cuda_copy, or cuda_ipc: every UCX_TLS these tests use): the probe reports the direct path
  * not available, so the first call fails at once with SYMCOLL_ERR_UNSUPPORTED on every
- * rank instead of waiting for its deadline (the lane's copies would queue behind the
+ * rank instead of waiting for its deadline (the channel's copies would queue behind the
  * stream's wait for them); the next call is planned staged and runs */
 static void body_net_direct_one_queue(int rank, int nranks, void *arg)
 {

@@ -144,9 +144,9 @@ void body_net_kill(int rank, int nranks, void *arg)
 NET_TEST(t_net_kill_2x1, 2, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_kill)
 
 /* One rank queues a call with another datatype of the same size, or another count: the
- * lanes' agreement sees it on every rank. A queued call returns before its lanes run, so
+ * channels' agreement sees it on every rank. A queued call returns before its channels run, so
  * the verdict shows at the latest in the next call; it is a failure of the communicator
- * here (the lanes of ranks with other counts are out of step), never success: every
+ * here (the channels of ranks with other counts are out of step), never success: every
  * rank's next call fails with a failure code and MISMATCH is logged, the streams are
  * released, and destroy returns. */
 void body_net_mismatch(int rank, int nranks, void *arg)
@@ -249,8 +249,8 @@ void body_net_abort(int rank, int nranks, void *arg)
 
 NET_TEST(t_net_abort_2x1, 2, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_abort)
 
-/* The last rank aborts while its lanes are idle; the other's next call (8 chunks over
- * the lanes) must end soon after, not at its timeout: idle lanes tell their peers. */
+/* The last rank aborts while its channels are idle; the other's next call (8 chunks over
+ * the channels) must end soon after, not at its timeout: idle channels tell their peers. */
 static void body_net_abort_idle(int rank, int nranks, void *arg)
 {
     net_rank_t r;

@@ -1,5 +1,5 @@
 /* test_cuda_net's cases of the staged all-reduce: every datatype x operator (and with
- * one lane or three, no small-call kernel), pool growth, 2 nodes x 2 ranks
+ * one channel or three, no small-call kernel), pool growth, 2 nodes x 2 ranks
  * hierarchical over each node's GPUs and flat, and the failure cases on that shape. */
 #define _GNU_SOURCE
 #include <check.h>
@@ -57,12 +57,12 @@ void body_net_types(int rank, int nranks, void *arg)
 
 NET_TEST(t_net_types_2x1, 2, 2, 900, body_net_types)
 
-/* the same with other staging shapes: one lane without the small-call kernel (every call
- * through the stream commands, 3 slots), and 3 lanes with 64K chunks (16 MiB: 256 chunks
- * over 7 slots, lanes finishing out of order) */
-static void net_types_staged(const char *lanes, const char *kernel_max, const char *chunk)
+/* the same with other staging shapes: one channel without the small-call kernel (every call
+ * through the stream commands, 3 slots), and 3 channels with 64K chunks (16 MiB: 256 chunks
+ * over 7 slots, channels finishing out of order) */
+static void net_types_staged(const char *channels, const char *kernel_max, const char *chunk)
 {
-    setenv("SYMCOLL_CUDA_NET_LANES", lanes, 1);
+    setenv("SYMCOLL_CUDA_NET_CHANNELS", channels, 1);
     setenv("SYMCOLL_CUDA_NET_KERNEL_MAX", kernel_max, 1);
     setenv("SYMCOLL_CUDA_NET_CHUNK", chunk, 1);
     ck_assert_int_eq(harness_run(2, 2, 900, body_net_types, NULL), 0);
@@ -74,7 +74,7 @@ START_TEST(t_net_types_plain)
 }
 END_TEST
 
-START_TEST(t_net_types_lanes3)
+START_TEST(t_net_types_channels3)
 {
     net_types_staged("3", "4K", "64K");
 }
@@ -227,11 +227,11 @@ NET_TEST(t_net_hier_2x2, 4, 2, 900, body_net_hier)
  * over the CUDA pool around the staged step): every datatype x operator there too, in
  * place on the legacy stream and out of place on the body's (so consecutive calls come
  * on two streams); then the flat staged path on the same shape (every rank stages all of
- * its data, hier through the host pool per chunk), and hierarchical with one lane and no
+ * its data, hier through the host pool per chunk), and hierarchical with one channel and no
  * small-call kernel (every slice through the stream commands) */
 NET_TEST(t_net_hier_types_2x2, 4, 2, 900, body_net_types)
 
-/* hierarchical and flat calls mixed on the same lanes, the flat chunks by rd and ring
+/* hierarchical and flat calls mixed on the same channels, the flat chunks by rd and ring
  * below SYMCOLL_HIER_MIN: ranks of different local indices make different numbers of
  * slice calls, and the flat calls' receive areas must still agree */
 START_TEST(t_net_hier_mixed_2x2)
@@ -250,7 +250,7 @@ END_TEST
 
 START_TEST(t_net_hier_plain_2x2)
 {
-    setenv("SYMCOLL_CUDA_NET_LANES", "1", 1);
+    setenv("SYMCOLL_CUDA_NET_CHANNELS", "1", 1);
     setenv("SYMCOLL_CUDA_NET_KERNEL_MAX", "0", 1);
     ck_assert_int_eq(harness_run(4, 2, 900, body_net_hier, NULL), 0);
 }
@@ -262,10 +262,10 @@ END_TEST
 NET_TEST(t_net_hier_kill_2x2, 4, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_kill)
 
 /* 2 x 2, hierarchical: rank 3 aborts; its node peer (rank 2) waits on its kernels and
- * hears through its lanes' partners and the node word */
+ * hears through its channels' partners and the node word */
 NET_TEST(t_net_hier_abort_2x2, 4, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_abort)
 
-/* 2 x 2, hierarchical: only rank 0 calls; its kernels and lanes give up by the deadline */
+/* 2 x 2, hierarchical: only rank 0 calls; its kernels and channels give up by the deadline */
 NET_TEST(t_net_hier_timeout_2x2, 4, 2, NET_SHORT_TIMEOUT * 6 + 60, body_net_timeout)
 
 /* ---- cases ------------------------------------------------------------------------- */
@@ -285,7 +285,7 @@ void cuda_net_staged_cases(Suite *su, int ngpus)
         {"net_hier_timeout", t_net_hier_timeout_2x2, 1},
         {"net_hier_pool", t_net_hier_pool_2x2, 1},
         {"net_types_plain", t_net_types_plain, 1},
-        {"net_types_lanes3", t_net_types_lanes3, 1},
+        {"net_types_channels3", t_net_types_channels3, 1},
     };
     gpu_add_cases(su, cases, sizeof(cases) / sizeof(cases[0]), ngpus, "net");
 }

@@ -70,7 +70,7 @@ void gpu_verify(const void *dev, size_t count, symcoll_dtype_t t, symcoll_op_t o
 {
     /* the stream first, then the copy into pageable memory (which blocks inside the
      * driver): a forced direct path across nodes over transports that call the driver
-     * from its lane needs that order (README, SYMCOLL_CUDA_NET_PATH) */
+     * from its channel needs that order (README, SYMCOLL_CUDA_NET_PATH) */
     CK_CUDA(cudaStreamSynchronize(s));
     CK_CUDA(
         cudaMemcpyAsync(host, dev, count * refcheck_dtype_size(t), cudaMemcpyDeviceToHost, s));
@@ -194,7 +194,7 @@ typedef struct {
 
 /* The host side of the checks is pinned: a cudaMemcpyAsync to or from pageable memory
  * waits inside the driver for the stream, which (forced direct path over transports that
- * call the driver from the lane) blocks the lane the stream waits for (README). */
+ * call the driver from the channel) blocks the channel the stream waits for (README). */
 static void coll_host_alloc(coll_ctx_t *c)
 {
     if (cudaMallocHost((void **)&c->h, c->room) != cudaSuccess)

@@ -202,7 +202,7 @@ static void body_mismatch_nodes(int rank, int nranks, void *arg)
 }
 
 /* Across nodes, received all-gather and broadcast data goes straight into recvbuf as it
- * arrives (src/algo/net_coll.c, coll_hook), unless a message began to arrive before its
+ * arrives (src/algo/net/net_coll.c, coll_hook), unless a message began to arrive before its
  * call was ready for it: random delays on each rank make both happen, small TCP segments
  * split every message into several payloads. Calls of every two-rank path and of the
  * ring and chain, sizes drawn alike on every rank, results checked byte for byte. */

@@ -1,6 +1,7 @@
 /* Multi-rank tests of broadcast's own protocol: the streamed broadcast on one node and
  * across simulated nodes (uneven ranks per node), its tail, ranks that disagree (root,
- * size, the call after) and the eager path split across nodes. */
+ * size, the call after), the eager path split across nodes and eager calls around trims
+ * of the host pool. */
 #define _GNU_SOURCE
 #include <check.h>
 #include <stdatomic.h>
@@ -11,10 +12,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-#include "harness.h"
-#include "refcheck.h"
-#include "symcoll.h"
 
 #include "coll_testlib.h"
 #include "harness.h"
@@ -221,6 +218,57 @@ static void body_bc_eager_split(int rank, int nranks, void *arg)
     (void)arg;
 }
 
+/* Eager broadcasts across nodes around trims of the host pool: the trim releases the
+ * rings with the rest of the staging, and the next call makes them again (collectively,
+ * on every rank, whatever the root). Each round: eager broadcasts from every root at
+ * sizes up to the eager limit, one larger broadcast and an all-reduce between trims,
+ * every result checked; the pool's bytes in use must fall at each trim. */
+static void body_bc_trim(int rank, int nranks, void *arg)
+{
+    static const size_t sizes[] = {1, 64, 4096, 32768};
+    uint8_t *send = malloc(1 << 20), *recv = malloc(1 << 20);
+    symcoll_comm_h comm;
+    uint64_t seed = 900;
+
+    (void)arg;
+    setenv("UCX_TLS", "tcp,self", 1);
+    setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
+    setenv("SYMCOLL_TIMEOUT", "60", 1);
+    comm = harness_comm_create();
+    for (int round = 0; round < 4; round++) {
+        symcoll_pool_attr_t before = {.field_mask = SYMCOLL_POOL_ATTR_FIELD_IN_USE},
+                            after = before;
+        int64_t v = rank + round, sum = 0;
+        for (int root = 0; root < nranks; root++)
+            for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++, seed++)
+                bc_checked(comm, rank, send, recv, sizes[i], root, seed, "eager", round);
+        if (round % 2 == 1) /* a broadcast past the eager limit, then eager again */
+            bc_checked(comm, rank, send, recv, 1 << 20, round % nranks, seed++, "large", round);
+        bc_checked(comm, rank, send, recv, 100, nranks - 1, seed++, "eager", round);
+        ck_assert_int_eq(symcoll_allreduce(&v, &sum, 1, SYMCOLL_INT64, SYMCOLL_SUM, comm, NULL),
+                         SYMCOLL_OK);
+        ck_assert_int_eq(sum, (int64_t)nranks * round + (int64_t)nranks * (nranks - 1) / 2);
+        ck_assert_int_eq(symcoll_pool_query(comm, SYMCOLL_MEM_HOST, &before), SYMCOLL_OK);
+        ck_assert_int_eq(symcoll_pool_trim(comm, SYMCOLL_MEM_HOST), SYMCOLL_OK);
+        ck_assert_int_eq(symcoll_pool_query(comm, SYMCOLL_MEM_HOST, &after), SYMCOLL_OK);
+        if (after.in_use >= before.in_use) /* the rings and the other staging went */
+            harness_fail("round %d: the trim left %zu of %zu bytes in use", round, after.in_use,
+                         before.in_use);
+    }
+    /* the first call after the last trim is eager from a root other than 0 */
+    bc_checked(comm, rank, send, recv, 8, nranks - 1, seed++, "after trim", 4);
+    ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+    free(send);
+    free(recv);
+}
+
+START_TEST(test_bc_trim_2nodes_3)
+{
+    ck_assert_int_eq(harness_run(3, 2, RUN_TIMEOUT, body_bc_trim, NULL), 0);
+}
+END_TEST
+
 START_TEST(test_bc_eager_split_2nodes_2)
 {
     ck_assert_int_eq(harness_run(2, 2, RUN_TIMEOUT, body_bc_eager_split, NULL), 0);
@@ -286,6 +334,7 @@ int main(void)
         {"bc_mismatch_stream_2nodes_2", test_bc_mismatch_stream_2nodes_2},
         {"bc_eager_split_2nodes_2", test_bc_eager_split_2nodes_2},
         {"bc_eager_split_2nodes_3", test_bc_eager_split_2nodes_3},
+        {"bc_trim_2nodes_3", test_bc_trim_2nodes_3},
     };
     Suite *s = suite_create("coll");
 

@@ -165,6 +165,18 @@ START_TEST(test_read_defaults)
     ck_assert_int_eq(config_read(&cfg), SYMCOLL_ERR_INVALID_PARAM);
     unsetenv("SYMCOLL_NET_PROTOCOL");
     unsetenv("SYMCOLL_CUDA_NET_PATH");
+    /* a renamed variable: the former name is read while the new one is unset, and the
+     * new one wins where both are set */
+    setenv("SYMCOLL_CUDA_NET_LANES", "3", 1);
+    ck_assert_int_eq(config_read(&cfg), SYMCOLL_OK);
+    ck_assert_int_eq(cfg.cuda_net_channels, 3);
+    setenv("SYMCOLL_CUDA_NET_CHANNELS", "5", 1);
+    ck_assert_int_eq(config_read(&cfg), SYMCOLL_OK);
+    ck_assert_int_eq(cfg.cuda_net_channels, 5);
+    unsetenv("SYMCOLL_CUDA_NET_CHANNELS");
+    setenv("SYMCOLL_CUDA_NET_LANES", "16", 1);
+    ck_assert_int_eq(config_read(&cfg), SYMCOLL_ERR_INVALID_PARAM);
+    unsetenv("SYMCOLL_CUDA_NET_LANES");
 }
 END_TEST
 

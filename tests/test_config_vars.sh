@@ -42,7 +42,13 @@ if [ $rc -ne 0 ]; then
     cat "$tmp/info.err"
     exit 1
 fi
-sed -n 's/^\(SYMCOLL_[A-Z0-9_]*\)=.*/\1/p' "$tmp/info.out" | sort -u >"$tmp/table"
+# A row's former name (ROW_FORMER) is still read where the new one is unset: allowed.
+{
+    sed -n 's/^\(SYMCOLL_[A-Z0-9_]*\)=.*/\1/p' "$tmp/info.out"
+    tr '\n' ' ' <"$top_srcdir/src/core/config.c" |
+        grep -o 'ROW_FORMER( *"SYMCOLL_[A-Z0-9_]*", *"SYMCOLL_[A-Z0-9_]*"' |
+        sed 's/.*"\(SYMCOLL_[A-Z0-9_]*\)"$/\1/'
+} | sort -u >"$tmp/table"
 ntable=$(wc -l <"$tmp/table")
 
 # Self-check: a source that reads a variable missing from the table must be flagged,
@@ -82,7 +88,8 @@ report_unknown tools/ "$top_srcdir/tools" "$tmp/read_tools" "$tmp/table_launcher
 nread=$(sort -u "$tmp/read" "$tmp/read_tools" | wc -l)
 
 # 3. every row of the table shows up in symcoll_info -c
-sed -n 's/^[[:space:]]*ROW("\(SYMCOLL_[A-Z0-9_]*\)".*/\1/p' "$top_srcdir/src/core/config.c" |
+tr '\n' ' ' <"$top_srcdir/src/core/config.c" | grep -o 'ROW\(_FORMER\)\{0,1\}( *"SYMCOLL_[A-Z0-9_]*"' |
+    sed 's/.*"\(SYMCOLL_[A-Z0-9_]*\)"$/\1/' |
     sort -u >"$tmp/rows"
 nrows=$(wc -l <"$tmp/rows")
 if [ "$nrows" -eq 0 ]; then

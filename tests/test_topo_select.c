@@ -23,7 +23,7 @@ static const topo_select_cfg_t cfg_test = {
     .net_rd_max = 64 * K,
     .hier_min = 0,
     .cuda_net_chunk = 4 * M,
-    .cuda_net_lanes = 4,
+    .cuda_net_channels = 4,
 };
 
 /* nranks, nnodes, ppn, uniform, gpu_link, net_cuda, cuda_max_local, cuda_across_nodes,
@@ -167,20 +167,20 @@ static const select_case_t cases[] = {
     {"2x4 cuda gpu hier small", &two_nodes_4_nvlink_staged, 0, DFLT, C, 8, TOPO_ALGO_HIER,
      "CUDA hier: RS/AG over each node's 4 GPUs (NVLink), each rank's 2B slice staged"},
     {"2x4 cuda gpu hier rd", &two_nodes_4_nvlink_staged, 0, DFLT, C, 4 * K, TOPO_ALGO_HIER,
-     "1K chunks on 4 lanes: 2 nodes, 2 ranks: 1K <= 1M"},
+     "1K chunks on 4 channels: 2 nodes, 2 ranks: 1K <= 1M"},
     {"2x4 cuda gpu hier large", &two_nodes_4_nvlink, 0, DFLT, C, 64 * M, TOPO_ALGO_HIER,
      "16M slice staged (UCX has CUDA, the hierarchical direct step only when forced)"},
     {"2x4 cuda forced hier", &two_nodes_4_nvlink, TOPO_ALGO_HIER, DFLT, C, 8, TOPO_ALGO_HIER,
      "CUDA hier"},
     {"2x4 cuda below hier_min", &two_nodes_4_nvlink, 0, 1 * M, C, 512 * K, TOPO_ALGO_RING,
      "CUDA staged via pinned host memory (UCX has CUDA, direct only with one rank a node (or "
-     "hierarchical, forced)), 128K chunks on 4 lanes: 2 nodes, 8 ranks (not hierarchical)"},
+     "hierarchical, forced)), 128K chunks on 4 channels: 2 nodes, 8 ranks (not hierarchical)"},
     {"2x4 cuda at hier_min", &two_nodes_4_nvlink, 0, 1 * M, C, 1 * M, TOPO_ALGO_HIER,
      "CUDA hier"},
     /* GPUs shared by ranks: hierarchical over the GPUs only from 16M (waiting kernels
      * time-slice), unless forced */
     {"2x2 shared gpus below", &two_nodes_2_shared, 0, DFLT, C, 16 * M - 2, TOPO_ALGO_HIER,
-     "CUDA staged via pinned host memory (UCX lacks CUDA), 4M chunks on 4 lanes: 2 nodes x "
+     "CUDA staged via pinned host memory (UCX lacks CUDA), 4M chunks on 4 channels: 2 nodes x "
      "2 ranks"},
     {"2x2 shared gpus at", &two_nodes_2_shared, 0, DFLT, C, 16 * M, TOPO_ALGO_HIER,
      "CUDA hier"},
@@ -208,14 +208,14 @@ static const select_case_t cases[] = {
     {"2x1 rd", &two_nodes_1, 0, DFLT, H, 1 * M, TOPO_ALGO_RD, "16 x SYMCOLL_NET_RD_MAX"},
     {"2x1 ring", &two_nodes_1, 0, DFLT, H, 1 * M + 8, TOPO_ALGO_RING, "1M (16 x"},
     /* CUDA across nodes: the host algorithm for the staging chunk, not the message (a
-     * message spreads over the 4 lanes in chunks of 64K to 4M): rd up to 16 x 64K = 1M,
+     * message spreads over the 4 channels in chunks of 64K to 4M): rd up to 16 x 64K = 1M,
      * then the ring */
     {"2x1 cuda staged rd", &two_nodes_1, 0, DFLT, C, 1 * M, TOPO_ALGO_RD,
-     "CUDA staged via pinned host memory (UCX lacks CUDA), 256K chunks on 4 lanes: 2 nodes"},
+     "CUDA staged via pinned host memory (UCX lacks CUDA), 256K chunks on 4 channels: 2 nodes"},
     {"2x1 cuda staged small", &two_nodes_1, 0, DFLT, C, 48 * K, TOPO_ALGO_RD,
-     "48K chunks on 4 lanes"},
+     "48K chunks on 4 channels"},
     {"2x1 cuda staged 2 pieces", &two_nodes_1, 0, DFLT, C, 64 * K + 2, TOPO_ALGO_RD,
-     "64K chunks on 4 lanes"},
+     "64K chunks on 4 channels"},
     {"2x1 cuda staged 16M", &two_nodes_1, 0, DFLT, C, 16 * M, TOPO_ALGO_RING, "4M chunks"},
     {"2x1 cuda staged ring", &two_nodes_1, 0, DFLT, C, 1 * G, TOPO_ALGO_RING, "4M chunks"},
     {"host 1 rank", &host_1_rank, 0, DFLT, H, G, TOPO_ALGO_ONESHOT, "single rank"},

@@ -18,7 +18,7 @@ static const topo_select_cfg_t cfg_test = {
     .cuda_pcie_oneshot_max = 64 * K,
     .net_rd_max = 32 * K,
     .cuda_net_chunk = 4 * M,
-    .cuda_net_lanes = 4,
+    .cuda_net_channels = 4,
     .cuda_coll = CONFIG_CUDA_COLL_ALLREDUCE,
     .host_rs_native = true,
 };
@@ -68,8 +68,8 @@ static const coll_case_t cases[] = {
      TOPO_VIA_NATIVE, "native"},
     /* two ranks across nodes: eager broadcasts, one exchange where the all-reduce runs
      * recursive doubling (a broadcast only above NET_RD_MAX), rings above */
-    {&host_2_nodes_1, H, AR, true, TOPO_COLL_BROADCAST, 8, TOPO_FAMILY_NET_HOST,
-     TOPO_VIA_EAGER, "ucx:eager"},
+    {&host_2_nodes_1, H, AR, true, TOPO_COLL_BROADCAST, 8, TOPO_FAMILY_NET_HOST, TOPO_VIA_EAGER,
+     "ucx:eager"},
     {&host_2_nodes_1, H, AR, true, TOPO_COLL_BROADCAST, TOPO_NET_BC_EAGER_MAX * 2,
      TOPO_FAMILY_NET_HOST, TOPO_VIA_PAIR, "ucx:exchange"},
     {&host_2_nodes_1, H, AR, true, TOPO_COLL_REDUCE_SCATTER, 8, TOPO_FAMILY_NET_HOST,

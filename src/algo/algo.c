@@ -83,8 +83,8 @@ static const struct {
     /* staged through the host pool */
     [TOPO_FAMILY_NET_CUDA] = {POOL_BIT(SYMCOLL_MEM_HOST), true, prepare_net_cuda},
     /* the node's part over the CUDA pool's peer mappings, staged through the host pool */
-    [TOPO_FAMILY_NET_CUDA_HIER] = {POOL_BIT(SYMCOLL_MEM_HOST) | POOL_BIT(SYMCOLL_MEM_CUDA), true,
-                                   prepare_net_cuda},
+    [TOPO_FAMILY_NET_CUDA_HIER] = {POOL_BIT(SYMCOLL_MEM_HOST) | POOL_BIT(SYMCOLL_MEM_CUDA),
+                                   true, prepare_net_cuda},
     /* UCX puts into the peers' CUDA pool; staged where the probe found no way */
     [TOPO_FAMILY_NET_CUDA_DIRECT] = {POOL_BIT(SYMCOLL_MEM_HOST) | POOL_BIT(SYMCOLL_MEM_CUDA),
                                      true, prepare_net_cuda_direct},
@@ -310,10 +310,9 @@ symcoll_status_t algo_comm_init(comm_t *comm)
     atomic_init(&comm->algo->broken, SYMCOLL_OK);
     /* the native reduce-scatter inside a node needs a piece of every rank's block in a
      * staging slot */
-    topo_set_host_rs_native(comm->topo,
-                            algo_host_rs_piece(comm->config.host_chunk_size / POOL_ALIGN *
-                                                   POOL_ALIGN,
-                                               comm->topo->local_size) > 0);
+    topo_set_host_rs_native(
+        comm->topo, algo_host_rs_piece(comm->config.host_chunk_size / POOL_ALIGN * POOL_ALIGN,
+                                       comm->topo->local_size) > 0);
     return SYMCOLL_OK;
 }
 
@@ -374,7 +373,7 @@ symcoll_status_t algo_quiesce(comm_t *comm)
 void algo_comm_abort(comm_t *comm)
 {
 #ifdef HAVE_CUDA
-    algo_cuda_net_abort(comm); /* lanes tell their peers, also when idle */
+    algo_cuda_net_abort(comm); /* channels tell their peers, also when idle */
 #else
     (void)comm;
 #endif

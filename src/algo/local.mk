@@ -10,7 +10,7 @@ libsymcoll_core_la_SOURCES += \
 	src/algo/coll.c \
 	src/algo/base/ctx.c \
 	src/algo/base/reduce.c \
-	src/algo/cuda_net/cuda_net_plan.c \
+	src/algo/cuda_net/cuda_net_sched.c \
 	src/algo/host/host_coll.c \
 	src/algo/host/host_common.c \
 	src/algo/host/host_oneshot.c \
@@ -36,8 +36,8 @@ noinst_HEADERS += \
 	src/algo/cuda/cuda_int.h \
 	src/algo/cuda_net/cuda_net.h \
 	src/algo/cuda_net/cuda_net_int.h \
-	src/algo/cuda_net/cuda_net_plan.h
-# CUDA memory, built when configure finds CUDA. The staging plan (cuda_net_plan.c, above)
+	src/algo/cuda_net/cuda_net_sched.h
+# CUDA memory, built when configure finds CUDA. The staging plan (cuda_net_sched.c, above)
 # needs no CUDA: its test runs everywhere.
 if HAVE_CUDA
 libsymcoll_core_la_SOURCES += \
@@ -51,7 +51,7 @@ libsymcoll_core_la_SOURCES += \
 	src/algo/cuda_net/cuda_net_direct_stream.c \
 	src/algo/cuda_net/cuda_net_direct_thread.c \
 	src/algo/cuda_net/cuda_net_hier.c \
-	src/algo/cuda_net/cuda_net_lane.c \
+	src/algo/cuda_net/cuda_net_channel.c \
 	src/algo/cuda_net/cuda_net_probe.c \
 	src/algo/cuda_net/cuda_net_queue.c \
 	src/algo/cuda_net/cuda_net_stage.c

@@ -20,7 +20,7 @@
  * and abort holds it across all its work on the communicator. It is taken only by the
  * entry points of src/api/, never while another lock of the library is held; under it
  * abort takes only locks that their holders keep briefly (the CUDA abort words' table,
- * the CUDA lanes' mutex), never comm->lock, and never waits for a peer. */
+ * the CUDA channels' mutex), never comm->lock, and never waits for a peer. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static comm_t **registry;
 static size_t registry_len, registry_cap;
@@ -375,7 +375,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_destroy(symcoll_comm_h comm)
 SYMCOLL_EXPORT symcoll_status_t symcoll_comm_abort(symcoll_comm_h comm)
 {
     /* registry_lock held throughout, so a destroy cannot free comm under it (see the
-     * registry); the work is short: flags, and a broadcast under the lanes' mutex */
+     * registry); the work is short: flags, and a broadcast under the channels' mutex */
     if (!comm)
         return SYMCOLL_ERR_INVALID_PARAM;
     pthread_mutex_lock(&registry_lock);

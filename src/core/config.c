@@ -21,6 +21,7 @@ typedef struct config_row {
     const char *doc;
     config_parser_t parse;
     size_t offset;
+    const char *former; /* the variable's earlier name, still read when name is unset */
 } config_row_t;
 
 static int parse_log_level(const char *s, void *field)
@@ -234,7 +235,12 @@ static int parse_algo_field(const char *s, void *f)
 
 #define ROW(_name, _dflt, _doc, _parse, _field)                                                \
     {                                                                                          \
-        _name, _dflt, _doc, _parse, offsetof(config_t, _field)                                 \
+        _name, _dflt, _doc, _parse, offsetof(config_t, _field), NULL                           \
+    }
+/* a row whose variable had another name in earlier releases */
+#define ROW_FORMER(_name, _former, _dflt, _doc, _parse, _field)                                \
+    {                                                                                          \
+        _name, _dflt, _doc, _parse, offsetof(config_t, _field), _former                        \
     }
 
 static const config_row_t config_table[] = {
@@ -326,8 +332,8 @@ static const config_row_t config_table[] = {
     ROW("SYMCOLL_CUDA_NET_CHUNK", "1M",
         "CUDA memory across nodes, staged through pinned host memory: largest pipeline "
         "chunk, bytes (copied to the host, reduced across nodes, copied back while other "
-        "chunks move; a message is spread over the lanes in chunks of at least 64K); "
-        "2 x lanes + 1 chunks of pinned host staging per rank.",
+        "chunks move; a message is spread over the channels in chunks of at least 64K); "
+        "2 x channels + 1 chunks of pinned host staging per rank.",
         parse_size_field, cuda_net_chunk),
     ROW("SYMCOLL_CUDA_NET_KERNEL_MAX", "64K",
         "CUDA memory across nodes: largest message, bytes, whose staging copies and "
@@ -336,12 +342,14 @@ static const config_row_t config_table[] = {
         "communicator; "
         "0: never.",
         parse_size_field, cuda_net_kernel_max),
-    ROW("SYMCOLL_CUDA_NET_LANES", "8",
+    ROW_FORMER(
+        "SYMCOLL_CUDA_NET_CHANNELS", "SYMCOLL_CUDA_NET_LANES", "8",
         "CUDA memory across nodes: chunks in flight across the nodes at once, each on its "
-        "own lane (a thread with its own UCX worker and connections), 1 to 15.",
-        parse_nonneg_long_field, cuda_net_lanes),
+        "own channel (a thread with its own UCX worker and connections), 1 to 15 "
+        "(formerly SYMCOLL_CUDA_NET_LANES, still read when this one is unset).",
+        parse_nonneg_long_field, cuda_net_channels),
     ROW("SYMCOLL_CUDA_NET_PATH", "staged",
-        "CUDA memory across nodes: staged (through pinned host memory by the lanes), direct "
+        "CUDA memory across nodes: staged (through pinned host memory by the channels), direct "
         "(UCX puts each rank's data straight into the peers' CUDA pool with rkeys, the GPU "
         "reduces; needs a UCX with CUDA support that registers the pool, one rank a node "
         "or the hierarchical algorithm's inter-node step (that one only when forced), and a "
@@ -380,17 +388,31 @@ const char *config_var_name(size_t i)
     return i < CONFIG_NROWS ? config_table[i].name : NULL;
 }
 
+/* The row's value from the environment (NULL: unset), under its name or, where that is
+ * unset, its former one; *name_p: the variable it came from. */
+static const char *config_getenv(const config_row_t *row, const char **name_p)
+{
+    const char *val = getenv(row->name);
+    *name_p = row->name;
+    if (!val && row->former && (val = getenv(row->former)))
+        *name_p = row->former;
+    return val;
+}
+
 symcoll_status_t config_read(config_t *cfg)
 {
     for (size_t i = 0; i < CONFIG_NROWS; i++) {
         const config_row_t *row = &config_table[i];
-        const char *val = getenv(row->name);
+        const char *name;
+        const char *val = config_getenv(row, &name);
+        if (val && name == row->former)
+            log_warn("%s is the former name of %s: read as such", row->former, row->name);
         if (row->parse(row->dflt, (char *)cfg + row->offset)) {
             log_error("internal: default of %s does not parse", row->name);
             return SYMCOLL_ERR_INTERNAL;
         }
         if (val && row->parse(val, (char *)cfg + row->offset)) {
-            log_error("invalid value '%s' for %s (%s)", val, row->name, row->doc);
+            log_error("invalid value '%s' for %s (%s)", val, name, row->doc);
             return SYMCOLL_ERR_INVALID_PARAM;
         }
     }
@@ -405,8 +427,8 @@ symcoll_status_t config_read(config_t *cfg)
                   "must be at least 4K");
         return SYMCOLL_ERR_INVALID_PARAM;
     }
-    if (cfg->cuda_net_lanes < 1 || cfg->cuda_net_lanes > 15) {
-        log_error("SYMCOLL_CUDA_NET_LANES must be 1 to 15, not %ld", cfg->cuda_net_lanes);
+    if (cfg->cuda_net_channels < 1 || cfg->cuda_net_channels > 15) {
+        log_error("SYMCOLL_CUDA_NET_CHANNELS must be 1 to 15, not %ld", cfg->cuda_net_channels);
         return SYMCOLL_ERR_INVALID_PARAM;
     }
     return SYMCOLL_OK;
@@ -421,7 +443,8 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_config_print(FILE *stream, unsigned flag
         return SYMCOLL_ERR_INVALID_PARAM;
     for (size_t i = 0; i < CONFIG_NROWS; i++) {
         const config_row_t *row = &config_table[i];
-        const char *val = getenv(row->name);
+        const char *name;
+        const char *val = config_getenv(row, &name);
         const char *mark = "";
         if (val && row->parse(val, (char *)&scratch + row->offset)) {
             mark = "  <-- INVALID";
@@ -430,8 +453,9 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_config_print(FILE *stream, unsigned flag
         if (flags & SYMCOLL_CONFIG_PRINT_DOC)
             fprintf(stream, "#\n# %s\n#\n", row->doc);
         fprintf(stream, "%s=%s", row->name, val ? val : row->dflt);
-        fprintf(stream, "    (default: %s%s)%s\n", *row->dflt ? row->dflt : "<unset>",
-                val ? ", from environment" : "", mark);
+        fprintf(stream, "    (default: %s%s%s%s)%s\n", *row->dflt ? row->dflt : "<unset>",
+                val ? ", from environment" : "", val && name == row->former ? " as " : "",
+                val && name == row->former ? name : "", mark);
     }
     return status;
 }

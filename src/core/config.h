@@ -27,38 +27,42 @@ static inline bool config_timeout_ok(double sec)
  * this order, are the variables' values; case does not matter). */
 enum { CONFIG_CUDA_COLL_ALLREDUCE = 0, CONFIG_CUDA_COLL_AUTO };
 enum { CONFIG_NET_PROTOCOL_AUTO = 0, CONFIG_NET_PROTOCOL_PUT, CONFIG_NET_PROTOCOL_AM };
-enum { CONFIG_CUDA_NET_PATH_AUTO = 0, CONFIG_CUDA_NET_PATH_DIRECT, CONFIG_CUDA_NET_PATH_STAGED };
+enum {
+    CONFIG_CUDA_NET_PATH_AUTO = 0,
+    CONFIG_CUDA_NET_PATH_DIRECT,
+    CONFIG_CUDA_NET_PATH_STAGED
+};
 
 typedef struct config {
-    int log_level;                      /* SYMCOLL_LOG_LEVEL */
-    double timeout_sec;                 /* SYMCOLL_TIMEOUT */
-    long rank;                          /* SYMCOLL_RANK (-1: unset) */
-    long nranks;                        /* SYMCOLL_NRANKS (-1: unset) */
-    char addr[CONFIG_STR_MAX];          /* SYMCOLL_ADDR */
-    char cookie[CONFIG_STR_MAX];        /* SYMCOLL_COOKIE ("": none) */
-    char host_id[CONFIG_STR_MAX];       /* SYMCOLL_HOST_ID ("" = hostname + boot id) */
-    size_t pool_min_size;               /* SYMCOLL_POOL_MIN_SIZE */
-    size_t pool_max_size;               /* SYMCOLL_POOL_MAX_SIZE */
-    double pool_growth;                 /* SYMCOLL_POOL_GROWTH */
-    char algo[CONFIG_STR_MAX];          /* SYMCOLL_ALGO ("auto") */
-    size_t host_oneshot_max;            /* SYMCOLL_HOST_ONESHOT_MAX */
-    size_t host_chunk_size;             /* SYMCOLL_HOST_CHUNK_SIZE */
-    size_t cuda_oneshot_max;            /* SYMCOLL_CUDA_ONESHOT_MAX */
-    size_t cuda_pcie_oneshot_max;       /* SYMCOLL_CUDA_PCIE_ONESHOT_MAX */
-    long cuda_nblocks;                  /* SYMCOLL_CUDA_NBLOCKS (0: auto) */
-    size_t cuda_ll_max;                 /* SYMCOLL_CUDA_LL_MAX */
-    int cuda_coll;                      /* SYMCOLL_CUDA_COLL: CONFIG_CUDA_COLL_* */
-    size_t net_rd_max;                  /* SYMCOLL_NET_RD_MAX */
-    size_t hier_min;                    /* SYMCOLL_HIER_MIN */
-    size_t net_chunk_size;              /* SYMCOLL_NET_CHUNK_SIZE */
-    int net_protocol;                   /* SYMCOLL_NET_PROTOCOL: CONFIG_NET_PROTOCOL_* */
-    char reduce_isa[CONFIG_STR_MAX];    /* SYMCOLL_REDUCE_ISA (algo/reduce.c reads it itself) */
-    size_t net_tcp_seg_size;            /* SYMCOLL_NET_TCP_SEG_SIZE (0: UCX's own) */
-    size_t cuda_net_chunk;              /* SYMCOLL_CUDA_NET_CHUNK */
-    long cuda_net_lanes;                /* SYMCOLL_CUDA_NET_LANES */
-    size_t cuda_net_kernel_max;         /* SYMCOLL_CUDA_NET_KERNEL_MAX */
-    int cuda_net_path;                  /* SYMCOLL_CUDA_NET_PATH: CONFIG_CUDA_NET_PATH_* */
-    size_t cuda_net_direct_min;         /* SYMCOLL_CUDA_NET_DIRECT_MIN */
+    int log_level;                   /* SYMCOLL_LOG_LEVEL */
+    double timeout_sec;              /* SYMCOLL_TIMEOUT */
+    long rank;                       /* SYMCOLL_RANK (-1: unset) */
+    long nranks;                     /* SYMCOLL_NRANKS (-1: unset) */
+    char addr[CONFIG_STR_MAX];       /* SYMCOLL_ADDR */
+    char cookie[CONFIG_STR_MAX];     /* SYMCOLL_COOKIE ("": none) */
+    char host_id[CONFIG_STR_MAX];    /* SYMCOLL_HOST_ID ("" = hostname + boot id) */
+    size_t pool_min_size;            /* SYMCOLL_POOL_MIN_SIZE */
+    size_t pool_max_size;            /* SYMCOLL_POOL_MAX_SIZE */
+    double pool_growth;              /* SYMCOLL_POOL_GROWTH */
+    char algo[CONFIG_STR_MAX];       /* SYMCOLL_ALGO ("auto") */
+    size_t host_oneshot_max;         /* SYMCOLL_HOST_ONESHOT_MAX */
+    size_t host_chunk_size;          /* SYMCOLL_HOST_CHUNK_SIZE */
+    size_t cuda_oneshot_max;         /* SYMCOLL_CUDA_ONESHOT_MAX */
+    size_t cuda_pcie_oneshot_max;    /* SYMCOLL_CUDA_PCIE_ONESHOT_MAX */
+    long cuda_nblocks;               /* SYMCOLL_CUDA_NBLOCKS (0: auto) */
+    size_t cuda_ll_max;              /* SYMCOLL_CUDA_LL_MAX */
+    int cuda_coll;                   /* SYMCOLL_CUDA_COLL: CONFIG_CUDA_COLL_* */
+    size_t net_rd_max;               /* SYMCOLL_NET_RD_MAX */
+    size_t hier_min;                 /* SYMCOLL_HIER_MIN */
+    size_t net_chunk_size;           /* SYMCOLL_NET_CHUNK_SIZE */
+    int net_protocol;                /* SYMCOLL_NET_PROTOCOL: CONFIG_NET_PROTOCOL_* */
+    char reduce_isa[CONFIG_STR_MAX]; /* SYMCOLL_REDUCE_ISA (algo/reduce.c reads it itself) */
+    size_t net_tcp_seg_size;         /* SYMCOLL_NET_TCP_SEG_SIZE (0: UCX's own) */
+    size_t cuda_net_chunk;           /* SYMCOLL_CUDA_NET_CHUNK */
+    long cuda_net_channels;          /* SYMCOLL_CUDA_NET_CHANNELS */
+    size_t cuda_net_kernel_max;      /* SYMCOLL_CUDA_NET_KERNEL_MAX */
+    int cuda_net_path;               /* SYMCOLL_CUDA_NET_PATH: CONFIG_CUDA_NET_PATH_* */
+    size_t cuda_net_direct_min;      /* SYMCOLL_CUDA_NET_DIRECT_MIN */
 } config_t;
 
 /* Parse every variable of the table into *cfg. On a bad value logs an error naming

@@ -541,7 +541,7 @@ __global__ void __launch_bounds__(CUDA_NET_SMALL_THREADS, 1)
     if (threadIdx.x == 0) {
         __threadfence_system();
         st_release_sys(a.ready, a.value);
-        /* the lane raises "done" even when the operation fails, so this ends */
+        /* the channel raises "done" even when the operation fails, so this ends */
         while ((int32_t)(ld_acquire_sys(a.done) - a.value) < 0)
             __nanosleep(100);
     }

@@ -77,8 +77,8 @@ symcoll_status_t cuda_check_not_capturing(void *stream, const char *what);
  * runtime API uses), once per device and process; the caller's current device stays.
  * CUDA loads a kernel at its first launch by default (lazy loading), and that load may
  * wait for the context's queued work while it holds the driver's lock. A stream of this
- * library may be parked in a kernel that waits for a lane thread, or for a peer process
- * whose own first launch waits the same way; the lane calls the driver (through UCX
+ * library may be parked in a kernel that waits for a channel thread, or for a peer process
+ * whose own first launch waits the same way; the channel calls the driver (through UCX
  * too), so a load in the middle of a call can wait forever (a hierarchical call across
  * nodes stalled so on a GPU that served several ranks). Called where a communicator sets
  * up its CUDA paths, before any call is queued. A context the caller destroys

@@ -16,9 +16,9 @@ extern "C" {
 /* one-shot of small messages with flags inside the data (LL), one-shot, two-shot */
 enum { CUDA_AR_ONESHOT = 0, CUDA_AR_TWOSHOT = 1, CUDA_AR_LL = 2, CUDA_AR_NALGOS = 3 };
 enum { CUDA_BAR_START = 0, CUDA_BAR_END = 1, CUDA_BAR_NSLOTS = 2 };
-/* Two-shot in two launches around a step across nodes (algo/cuda_net.c, hierarchical):
- * RS pushes and reduces this rank's slice into its own results area (stage_out) and
- * returns; AG, after the step, gathers every rank's slice from the results areas. */
+/* Two-shot in two launches around a step across nodes (algo/cuda_net/cuda_net_hier.c,
+ * hierarchical): RS pushes and reduces this rank's slice into its own results area (stage_out)
+ * and returns; AG, after the step, gathers every rank's slice from the results areas. */
 enum { CUDA_AR_PHASE_ALL = 0, CUDA_AR_PHASE_RS = 1, CUDA_AR_PHASE_AG = 2 };
 
 /* Signal pad, uint32 words. Flags: written by peers, one per (algorithm, slot, block,
@@ -131,12 +131,12 @@ int cuda_ar_preload(void);
 /* Threads per block of the all-reduce kernels. */
 #define CUDA_AR_THREADS 512
 
-/* A small all-reduce of CUDA memory across nodes (algo/cuda_net.c), one chunk: the
- * stream side of its staging pipeline in one kernel instead of six stream commands.
- * It waits until the slot's "freed" word reached wait_freed (if has_wait), copies send
- * into the slot (pinned host memory), raises "ready" to value, waits for "done" to reach
- * value (the lane reduced the chunk across the nodes), copies the slot to recv and
- * raises "freed" to value. Words compare as int32 differences, as in the plan. */
+/* A small all-reduce of CUDA memory across nodes (algo/cuda_net/cuda_net_queue.c), one chunk:
+ * the stream side of its staging pipeline in one kernel instead of six stream commands. It
+ * waits until the slot's "freed" word reached wait_freed (if has_wait), copies send into the
+ * slot (pinned host memory), raises "ready" to value, waits for "done" to reach value (the
+ * channel reduced the chunk across the nodes), copies the slot to recv and raises "freed" to
+ * value. Words compare as int32 differences, as in the plan. */
 typedef struct cuda_net_small_args {
     const void *send;
     void *recv;

@@ -1,7 +1,7 @@
-/* The reduction of CUDA memory across nodes on the direct path (algo/cuda_net_direct.c):
- * one kernel that reduces, element by element in rank order, the sources the peers put
- * into this rank's CUDA pool with UCX, plus this rank's own input, into the result. Plain
- * C, shared by the glue and the CUDA source. */
+/* The reduction of CUDA memory across nodes on the direct path
+ * (algo/cuda_net/cuda_net_direct_stream.c): one kernel that reduces, element by element in rank
+ * order, the sources the peers put into this rank's CUDA pool with UCX, plus this rank's own
+ * input, into the result. Plain C, shared by the glue and the CUDA source. */
 #ifndef SYMCOLL_CUDA_NET_DIRECT_H
 #define SYMCOLL_CUDA_NET_DIRECT_H
 

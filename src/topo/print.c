@@ -135,8 +135,8 @@ static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
             : s->net_direct < 0 && s->net_direct_one_queue
                 ? "staged through pinned host memory of the pool: every probe put into the "
                   "peers' CUDA pool landed, but UCX moves it through transports that call the "
-                  "CUDA driver from the lane, and some rank runs with "
-                  "CUDA_DEVICE_MAX_CONNECTIONS=1: the lane's copies would queue behind the "
+                  "CUDA driver from the channel, and some rank runs with "
+                  "CUDA_DEVICE_MAX_CONNECTIONS=1: the channel's copies would queue behind the "
                   "stream's wait for them, so the direct path is not available"
             : s->nnodes != s->nranks && t->select_cfg.cuda_net_path == TOPO_PATH_DIRECT
                 ? "hierarchical calls put each rank's slice into the CUDA pool of the ranks "
@@ -151,12 +151,12 @@ static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
                     t->select_cfg.cuda_net_path != TOPO_PATH_DIRECT
                 ? "staged through pinned host memory of the pool: every probe put into the "
                   "peers' CUDA pool landed, but UCX moves it through transports that call the "
-                  "CUDA driver from the lane (cuda_ipc, or cuda_copy under TCP or a network "
+                  "CUDA driver from the channel (cuda_ipc, or cuda_copy under TCP or a network "
                   "without GPUDirect RDMA), so direct only when forced with "
                   "SYMCOLL_CUDA_NET_PATH=direct"
             : s->net_direct > 0 && s->net_direct_drv
                 ? "direct (forced): UCX puts every rank's data into the peers' CUDA pool with "
-                  "rkeys through transports that call the CUDA driver from the lane: "
+                  "rkeys through transports that call the CUDA driver from the channel: "
                   "synchronise the stream before blocking CUDA calls (README)"
             : s->net_direct > 0
                 ? "direct: UCX puts every rank's data into the peers' CUDA pool with rkeys, "
@@ -170,9 +170,9 @@ static void print_shape(const topo_t *t, symcoll_mem_type_t mem, FILE *out)
                   "first to see it), else staged");
         if (s->cuda_across_nodes && s->cuda_max_local > 0 && s->gpus) {
             fprintf(out,
-                    "; %d lane(s) (SYMCOLL_CUDA_NET_LANES), chunks of 64K to %s "
+                    "; %d channel(s) (SYMCOLL_CUDA_NET_CHANNELS), chunks of 64K to %s "
                     "(SYMCOLL_CUDA_NET_CHUNK)",
-                    t->select_cfg.cuda_net_lanes, chunk);
+                    t->select_cfg.cuda_net_channels, chunk);
             if (s->ppn > 1 && topo_cuda_net_hier(&t->select_cfg, s, SIZE_MAX)) {
                 char min[32];
                 size_t from = t->select_cfg.hier_min;
@@ -244,8 +244,9 @@ void topo_print(const topo_t *t, FILE *out)
  * tools' algo column) and in words. */
 static void print_coll_decisions(const topo_t *t, FILE *out)
 {
-    fprintf(out, "#\n# the other collectives: the plan of the all-reduce of the call's plan size "
-                 "(the larger buffer; 1 byte for barrier) and how the collective runs on it\n");
+    fprintf(out,
+            "#\n# the other collectives: the plan of the all-reduce of the call's plan size "
+            "(the larger buffer; 1 byte for barrier) and how the collective runs on it\n");
     fprintf(out, "# %-14s %-4s %12s %6s  %-14s  %-13s  %s\n", "collective", "mem", "bytes", "",
             "path", "family", "in words");
     for (int coll = TOPO_COLL_REDUCE_SCATTER; coll < TOPO_COLL_LAST; coll++) {
@@ -291,7 +292,8 @@ void topo_print_decisions(const topo_t *t, FILE *out)
             topo_plan_t plan;
             char sz[16];
             /* the plan the data path gets for this size (topo_plan) */
-            topo_plan_explain(t, TOPO_COLL_ALLREDUCE, (symcoll_mem_type_t)mem, bytes, &plan, &d);
+            topo_plan_explain(t, TOPO_COLL_ALLREDUCE, (symcoll_mem_type_t)mem, bytes, &plan,
+                              &d);
             topo_fmt_size(bytes, sz, sizeof(sz));
             fprintf(out, "  %-4s %12zu %6s  %-8s  %-13s  %s\n",
                     mem_name((symcoll_mem_type_t)mem), bytes, sz, topo_algo_name(plan.algo),

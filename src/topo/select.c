@@ -73,10 +73,11 @@ symcoll_status_t topo_select_cfg_from_config(const config_t *config, topo_select
     cfg.net_rd_max = config->net_rd_max;
     cfg.hier_min = config->hier_min;
     cfg.cuda_net_chunk = config->cuda_net_chunk;
-    cfg.cuda_net_lanes = (int)config->cuda_net_lanes;
-    cfg.cuda_net_path = config->cuda_net_path == CONFIG_CUDA_NET_PATH_DIRECT   ? TOPO_PATH_DIRECT
-                        : config->cuda_net_path == CONFIG_CUDA_NET_PATH_STAGED ? TOPO_PATH_STAGED
-                                                                               : TOPO_PATH_AUTO;
+    cfg.cuda_net_channels = (int)config->cuda_net_channels;
+    cfg.cuda_net_path = config->cuda_net_path == CONFIG_CUDA_NET_PATH_DIRECT ? TOPO_PATH_DIRECT
+                        : config->cuda_net_path == CONFIG_CUDA_NET_PATH_STAGED
+                            ? TOPO_PATH_STAGED
+                            : TOPO_PATH_AUTO;
     cfg.cuda_coll = config->cuda_coll;
     cfg.host_rs_native = true;
     cfg.cuda_net_direct_min = config->cuda_net_direct_min;
@@ -432,7 +433,7 @@ bool topo_cuda_net_direct(const topo_select_cfg_t *cfg, const topo_shape_t *shap
 
 /* Only when forced for now: no machine with GPUDirect RDMA has measured it; the one H200
  * lent so far (4 ranks sharing it) passed every case, over transports that call the CUDA
- * driver from the lane, which auto does not take anyway. */
+ * driver from the channel, which auto does not take anyway. */
 bool topo_cuda_net_hier_direct(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
                                size_t bytes)
 {
@@ -519,7 +520,7 @@ static void select_cuda_staged(const topo_select_cfg_t *cfg, const topo_shape_t 
         hcfg.forced = TOPO_ALGO_AUTO;
     }
     chunk = cfg->cuda_net_chunk
-                ? topo_cuda_net_chunk(moved, cfg->cuda_net_chunk, cfg->cuda_net_lanes)
+                ? topo_cuda_net_chunk(moved, cfg->cuda_net_chunk, cfg->cuda_net_channels)
                 : moved;
     select_impl(&hcfg, &hs, SYMCOLL_MEM_HOST, chunk, d);
     if (d->algo == TOPO_ALGO_NONE)
@@ -535,15 +536,15 @@ static void select_cuda_staged(const topo_select_cfg_t *cfg, const topo_shape_t 
     if (hier)
         n = snprintf(d->reason, sizeof(d->reason),
                      "CUDA hier: RS/AG over each node's %d GPUs (%s), each rank's %s "
-                     "slice staged (%s), %s chunks on %d lane%s: ",
+                     "slice staged (%s), %s chunks on %d channel%s: ",
                      shape->ppn, topo_link_name(shape->gpu_link), msz,
-                     cuda_staged_why(cfg, shape, true), sz, cfg->cuda_net_lanes,
-                     cfg->cuda_net_lanes == 1 ? "" : "s");
+                     cuda_staged_why(cfg, shape, true), sz, cfg->cuda_net_channels,
+                     cfg->cuda_net_channels == 1 ? "" : "s");
     else
         n = snprintf(d->reason, sizeof(d->reason),
-                     "CUDA staged via pinned host memory (%s), %s chunks on %d lane%s: ",
-                     cuda_staged_why(cfg, shape, false), sz, cfg->cuda_net_lanes,
-                     cfg->cuda_net_lanes == 1 ? "" : "s");
+                     "CUDA staged via pinned host memory (%s), %s chunks on %d channel%s: ",
+                     cuda_staged_why(cfg, shape, false), sz, cfg->cuda_net_channels,
+                     cfg->cuda_net_channels == 1 ? "" : "s");
     if (n > 0 && (size_t)n < sizeof(d->reason)) {
         /* as much of the inner reason as fits */
         size_t room = sizeof(d->reason) - (size_t)n - 1, len = strnlen(inner, sizeof(inner));

@@ -62,15 +62,15 @@ typedef struct topo_shape {
      * (the probe runs when the CUDA pool is created), 1 every peer's landed, -1 not */
     int net_direct;
     /* UCX moves CUDA memory to some peer through a transport that calls the CUDA driver
-     * from the lane for every transfer (cuda_ipc on one host; cuda_copy staging under TCP
-     * or a network without GPUDirect RDMA; any lanes but rc_ and dc_ ones): a lane
+     * from the channel for every transfer (cuda_ipc on one host; cuda_copy staging under TCP
+     * or a network without GPUDirect RDMA; any lanes but rc_ and dc_ ones): a channel
      * blocked there while the caller's thread waits inside the driver for the call's own
      * stream (a copy to pageable memory, a first kernel launch) never returns. Such a
      * direct path runs only when forced (SYMCOLL_CUDA_NET_PATH=direct, the program
      * synchronising the stream before any blocking CUDA call); auto keeps it staged. */
     bool net_direct_drv;
-    /* net_direct is -1 although every probe put landed: some rank with such lanes runs
-     * with CUDA_DEVICE_MAX_CONNECTIONS=1, where the lane's copies queue behind the
+    /* net_direct is -1 although every probe put landed: some rank with such channels runs
+     * with CUDA_DEVICE_MAX_CONNECTIONS=1, where the channel's copies queue behind the
      * stream's wait for them and the direct path deadlocks at its first call */
     bool net_direct_one_queue;
 } topo_shape_t;
@@ -85,8 +85,8 @@ typedef struct topo_select_cfg {
     size_t hier_min;              /* SYMCOLL_HIER_MIN: smallest message sent hierarchically */
     size_t cuda_net_chunk;        /* SYMCOLL_CUDA_NET_CHUNK: staging chunk of CUDA memory
                                      across nodes (0: whole messages) */
-    int cuda_net_lanes;         /* SYMCOLL_CUDA_NET_LANES: chunks crossing the nodes at once */
-    int cuda_net_path;          /* SYMCOLL_CUDA_NET_PATH: TOPO_PATH_* */
+    int cuda_net_channels; /* SYMCOLL_CUDA_NET_CHANNELS: chunks crossing the nodes at once */
+    int cuda_net_path;     /* SYMCOLL_CUDA_NET_PATH: TOPO_PATH_* */
     size_t cuda_net_direct_min; /* SYMCOLL_CUDA_NET_DIRECT_MIN */
     int cuda_coll;              /* SYMCOLL_CUDA_COLL: CONFIG_CUDA_COLL_* */
     /* the host pool's staging slot holds a piece of every rank's block, which the native
@@ -122,7 +122,7 @@ typedef enum {
     TOPO_FAMILY_CUDA,                 /* CUDA memory inside a node, kernels over the VMM pool */
     TOPO_FAMILY_NET_HOST,             /* host memory across nodes over UCX */
     TOPO_FAMILY_NET_CUDA,             /* CUDA memory across nodes, staged through pinned host
-                                         memory by the lanes */
+                                         memory by the channels */
     TOPO_FAMILY_NET_CUDA_HIER,        /* CUDA memory across nodes: reduce-scatter over each
                                          node's GPUs, the slice staged across nodes, all-gather */
     TOPO_FAMILY_NET_CUDA_DIRECT,      /* CUDA memory across nodes, one rank a node: UCX puts
@@ -201,15 +201,14 @@ size_t topo_oneshot_max(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
 size_t topo_rd_max(const topo_select_cfg_t *cfg, int n);
 
 /* CUDA memory across nodes, staged: the chunk a message of bytes moves in, with chunks of
- * at most chunk_max bytes and lanes lanes. A message spreads over the lanes in pieces of
- * at least TOPO_CUDA_NET_PIECE_MIN (a multiple of every element size), so a message of
- * a few of those already crosses the nodes on several lanes at once; smaller ones move
- * whole. */
+ * at most chunk_max bytes and channels channels. A message spreads over the channels in pieces
+ * of at least TOPO_CUDA_NET_PIECE_MIN (a multiple of every element size), so a message of a few
+ * of those already crosses the nodes on several channels at once; smaller ones move whole. */
 #define TOPO_CUDA_NET_PIECE_MIN ((size_t)64 * 1024)
-static inline size_t topo_cuda_net_chunk(size_t bytes, size_t chunk_max, int lanes)
+static inline size_t topo_cuda_net_chunk(size_t bytes, size_t chunk_max, int channels)
 {
-    size_t per_lane = (bytes + (size_t)lanes - 1) / (size_t)lanes;
-    size_t piece = (per_lane + TOPO_CUDA_NET_PIECE_MIN - 1) / TOPO_CUDA_NET_PIECE_MIN *
+    size_t per_channel = (bytes + (size_t)channels - 1) / (size_t)channels;
+    size_t piece = (per_channel + TOPO_CUDA_NET_PIECE_MIN - 1) / TOPO_CUDA_NET_PIECE_MIN *
                    TOPO_CUDA_NET_PIECE_MIN;
 
     if (bytes <= TOPO_CUDA_NET_PIECE_MIN)
@@ -229,7 +228,7 @@ static inline size_t topo_cuda_net_chunk(size_t bytes, size_t chunk_max, int lan
 #define TOPO_CUDA_HIER_SHARED_MIN ((size_t)16 << 20)
 
 /* Broadcasts of host memory across nodes of at most TOPO_NET_BC_EAGER_MAX bytes, among up
- * to TOPO_NET_BC_MAX_RANKS ranks, are eager (algo/net_coll.c; the figures behind it:
+ * to TOPO_NET_BC_MAX_RANKS ranks, are eager (algo/net/net_bc.c; the figures behind it:
  * algo/net.h); the decision report prints both for the tools' collective rule. */
 #define TOPO_NET_BC_EAGER_MAX 32768
 #define TOPO_NET_BC_MAX_RANKS 16

@@ -270,7 +270,7 @@ static void topo_update_shapes(topo_t *t)
     s.net_cuda = t->net_cuda_ranks == t->nranks;
 #ifdef HAVE_CUDA
     s.cuda_max_local = CUDA_AR_MAX_RANKS;
-    s.cuda_across_nodes = true; /* staged through pinned host memory (algo/cuda_net.c) */
+    s.cuda_across_nodes = true; /* staged through pinned host memory (algo/cuda_net/) */
 #endif
     s.gpus = gpus;
     /* a GPU used by two ranks (unknown GPUs count as shared): their kernels time-slice */

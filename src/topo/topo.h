@@ -111,7 +111,7 @@ void topo_set_net_caps(topo_t *t, int rank, uint32_t mem_types, const char *tls)
 /* Called by the algorithm layer after the collective probe of the direct path of CUDA
  * memory across nodes: per_rank as net_direct_peer (copied), all_ok: every rank's puts
  * into every peer landed (the same on every rank); drv: some rank's UCX moves CUDA memory
- * through a transport that calls the CUDA driver from the lane (the same on every rank:
+ * through a transport that calls the CUDA driver from the channel (the same on every rank:
  * topo_shape_t's net_direct_drv); one_queue: besides, some such rank has one hardware queue
  * (net_direct_one_queue; all_ok is then false). Updates the shapes. */
 void topo_set_net_direct(topo_t *t, const signed char *per_rank, bool all_ok, bool drv,

@@ -1,5 +1,5 @@
 /* UCX layer: one UCP context per communicator with its workers (the communicator's own and
- * its lanes), endpoints to the ranks of the other nodes, registered memory regions whose
+ * its channels), endpoints to the ranks of the other nodes, registered memory regions whose
  * packed rkeys are exchanged and unpacked lazily, and the put / fence / flag primitives the
  * inter-node algorithms are built on. A ucx_ctx_t is one worker; the context is shared. */
 #ifndef SYMCOLL_UCX_H
@@ -25,16 +25,16 @@ typedef void *ucx_req_t;
  * each connection with one message each way. Fills the topology's UCX capabilities. */
 symcoll_status_t ucx_create(comm_t *comm, ucx_ctx_t **ucx_p);
 
-/* Lanes: more workers of the same context, each with its own endpoints (so its own
+/* Channels: more workers of the same context, each with its own endpoints (so its own
  * connections) to the same ranks, for threads that move data in parallel (the staging
- * threads of CUDA memory across nodes). A lane uses its owner's registered regions and
+ * threads of CUDA memory across nodes). A channel uses its owner's registered regions and
  * has its own rkeys, operations, and receive hook; every data-path
- * call below works on a lane as on its owner. One thread at a time may use a lane, and
+ * call below works on a channel as on its owner. One thread at a time may use a channel, and
  * nobody may use it while the owner registers or releases regions (pool growth, trim).
- * Collective over all ranks, like ucx_create; destroy lanes (ucx_destroy, collective
+ * Collective over all ranks, like ucx_create; destroy channels (ucx_destroy, collective
  * too) before their owner. */
-#define UCX_LANES_MAX 15
-symcoll_status_t ucx_lane_create(ucx_ctx_t *owner, ucx_ctx_t **lane_p);
+#define UCX_CHANNELS_MAX 15
+symcoll_status_t ucx_channel_create(ucx_ctx_t *owner, ucx_ctx_t **channel_p);
 
 /* First half of teardown: flush outstanding operations, destroy every unpacked rkey and
  * close the endpoints (flushing them; peers that failed are closed by force). After our
@@ -45,7 +45,7 @@ void ucx_close(ucx_ctx_t *ucx);
 
 /* Second half: ucx_close if not done, then destroy the worker. The communicator's own
  * ucx_ctx_t also deregisters the remaining regions and destroys the shared context (its
- * lanes must be gone); a lane leaves both to it. NULL is ignored. */
+ * channels must be gone); a channel leaves both to it. NULL is ignored. */
 void ucx_destroy(ucx_ctx_t *ucx);
 
 /* Transports UCX chose for the inter-node endpoints ("tcp/lo", ...), for reports. */
@@ -123,7 +123,7 @@ symcoll_status_t ucx_region_create(ucx_ctx_t *ucx, void *addr, size_t size,
 
 /* Fills a pool listener that registers every segment of the mem_type pool (with that
  * memory type) and exchanges its rkeys during the pool's growth exchange; trim and
- * destroy release them. ucx is the communicator's own; its lanes reach the segments
+ * destroy release them. ucx is the communicator's own; its channels reach the segments
  * through the shared context. */
 void ucx_pool_listener(ucx_ctx_t *ucx, symcoll_mem_type_t mem_type,
                        struct pool_listener *listener);

@@ -1,5 +1,5 @@
 /* UCX layer: the shared UCP context and the workers on it (the communicator's own and
- * its lanes): creation, teardown and accessors. */
+ * its channels): creation, teardown and accessors. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +35,7 @@ static symcoll_status_t ucx_init_worker(ucx_ctx_t *ucx)
     memset(&wparams, 0, sizeof(wparams));
     /* one thread at a time uses a worker, not always the one that created it: the
      * communicator's lock serialises the calls on the owner's (from whichever thread
-     * calls), and a lane, created by the owner's thread, is then used by its progress
+     * calls), and a channel, created by the owner's thread, is then used by its progress
      * thread. That is UCX's serialized mode; its single mode means the creating thread
      * only (UCX built with assertions aborts on any other). */
     wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -49,9 +49,9 @@ static symcoll_status_t ucx_init_worker(ucx_ctx_t *ucx)
     /* Arming a worker whose transports move CUDA memory (cuda_copy, cuda_ipc) calls the
      * CUDA driver (cuStreamAddCallback), which waits for a lock that another thread of the
      * process holds while it waits inside the driver (a stream synchronisation, a kernel
-     * loaded on its first launch): a lane doing that while the caller's stream waits for
-     * the lane never returns (seen on an H200 with cuda_ipc and cuda_copy). Such workers never arm; their
-     * long waits nap (ucx_idle). */
+     * loaded on its first launch): a channel doing that while the caller's stream waits for
+     * the channel never returns (seen on an H200 with cuda_ipc and cuda_copy). Such workers
+     * never arm; their long waits nap (ucx_idle). */
     memset(&cattr, 0, sizeof(cattr));
     cattr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
     if (ucp_context_query(ucx->shared->context, &cattr) == UCS_OK &&
@@ -157,10 +157,10 @@ static symcoll_status_t ucx_init_context(ucx_ctx_t *ucx)
     memset(&params, 0, sizeof(params));
     params.field_mask =
         UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-    /* lanes (ucx_lane_create) are workers of this context used by other threads at the
+    /* channels (ucx_channel_create) are workers of this context used by other threads at the
      * same time: what the workers share (memory registration and its cache, used by
      * every zero-copy send) must be thread-safe: UCX's registration cache is not
-     * otherwise, and two lanes sending at once corrupt it. */
+     * otherwise, and two channels sending at once corrupt it. */
     params.mt_workers_shared = 1;
     /* WAKEUP: a wait that lasts sleeps on the worker's event fd instead of spinning */
     params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
@@ -245,41 +245,41 @@ static void ucx_shared_free(ucx_shared_t *shared)
     free(shared);
 }
 
-symcoll_status_t ucx_lane_create(ucx_ctx_t *owner, ucx_ctx_t **lane_p)
+symcoll_status_t ucx_channel_create(ucx_ctx_t *owner, ucx_ctx_t **channel_p)
 {
-    ucx_ctx_t *lane;
+    ucx_ctx_t *channel;
     symcoll_status_t status;
     int index = 1;
 
     if (owner->index != 0) {
-        log_error("internal: a lane of a lane");
+        log_error("internal: a channel of a channel");
         return SYMCOLL_ERR_INTERNAL;
     }
-    while (index <= UCX_LANES_MAX && (owner->shared->lanes_used & (1u << index)))
+    while (index <= UCX_CHANNELS_MAX && (owner->shared->channels_used & (1u << index)))
         index++;
-    if (index > UCX_LANES_MAX) {
-        log_error("internal: more than %d UCX lanes", UCX_LANES_MAX);
+    if (index > UCX_CHANNELS_MAX) {
+        log_error("internal: more than %d UCX channels", UCX_CHANNELS_MAX);
         return SYMCOLL_ERR_INTERNAL;
     }
     /* a worker on the owner's context: its regions, protocol and transports (every
-     * rank decided the protocol alike for the owner) are the lane's too */
-    lane = ucx_alloc(owner->comm, owner->shared, index);
-    if (!lane)
+     * rank decided the protocol alike for the owner) are the channel's too */
+    channel = ucx_alloc(owner->comm, owner->shared, index);
+    if (!channel)
         return SYMCOLL_ERR_NO_MEMORY;
     /* without a worker it still takes part in the exchange, so that all ranks fail */
-    status = ucx_init_worker(lane);
+    status = ucx_init_worker(channel);
     {
-        symcoll_status_t cs = ucx_connect_eps(lane, owner->comm->topo);
+        symcoll_status_t cs = ucx_connect_eps(channel, owner->comm->topo);
         if (status == SYMCOLL_OK)
             status = cs;
     }
     if (status != SYMCOLL_OK) {
-        ucx_destroy(lane);
+        ucx_destroy(channel);
         return status;
     }
-    owner->shared->lanes_used |= 1u << index;
-    log_debug("UCX lane %d: worker and %d endpoints", index, lane->nremote);
-    *lane_p = lane;
+    owner->shared->channels_used |= 1u << index;
+    log_debug("UCX channel %d: worker and %d endpoints", index, channel->nremote);
+    *channel_p = channel;
     return SYMCOLL_OK;
 }
 
@@ -441,13 +441,13 @@ void ucx_destroy(ucx_ctx_t *ucx)
     shared = ucx->shared;
     if (ucx->worker) {
         ucx_close(ucx);
-        /* the regions are the owner's: a lane leaves them registered */
+        /* the regions are the owner's: a channel leaves them registered */
         while (ucx->index == 0 && shared->nregions > 0)
             ucx_region_release(ucx, shared->regions[shared->nregions - 1]);
         ucp_worker_destroy(ucx->worker);
     }
     if (ucx->index != 0)
-        shared->lanes_used &= ~(1u << ucx->index);
+        shared->channels_used &= ~(1u << ucx->index);
     else if (shared->context)
         ucp_cleanup(shared->context);
     if (ucx->index == 0)

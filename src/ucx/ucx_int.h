@@ -16,8 +16,8 @@
 /* Room left in a TCP segment for UCX's and our headers. */
 #define UCX_AM_HDR_ROOM 512
 #define UCX_TLS_STR_MAX 256
-/* Workers of one context: the communicator's own (index 0) and its lanes. */
-#define UCX_WORKERS_MAX (UCX_LANES_MAX + 1)
+/* Workers of one context: the communicator's own (index 0) and its channels. */
+#define UCX_WORKERS_MAX (UCX_CHANNELS_MAX + 1)
 
 typedef struct ucx_shared ucx_shared_t;
 
@@ -36,7 +36,7 @@ typedef struct ucx_remote {
     uint64_t size;
     void *rkey_buf; /* packed rkey as received */
     size_t rkey_len;
-    ucp_rkey_h rkey[UCX_WORKERS_MAX]; /* per worker (lane): unpacked on first use */
+    ucp_rkey_h rkey[UCX_WORKERS_MAX]; /* per worker (channel): unpacked on first use */
 } ucx_remote_t;
 
 struct ucx_region {
@@ -81,12 +81,12 @@ typedef struct ucx_op {
 } ucx_op_t;
 
 /* The UCP context of a communicator and what its workers share: the owner (index 0)
- * creates and destroys it, lanes point to it. Lanes only read it, while the owner's
- * thread leaves it alone (see ucx_lane_create); the region table, the segment tables
- * and lanes_used change later, the rest is set while the owner is created. */
+ * creates and destroys it, channels point to it. Channels only read it, while the owner's
+ * thread leaves it alone (see ucx_channel_create); the region table, the segment tables
+ * and channels_used change later, the rest is set while the owner is created. */
 struct ucx_shared {
     ucp_context_h context;
-    unsigned lanes_used; /* bit i set while lane index i exists */
+    unsigned channels_used; /* bit i set while channel index i exists */
 
     ucx_region_t **regions;
     size_t nregions, cap_regions;
@@ -102,14 +102,14 @@ struct ucx_shared {
     _Atomic int broken; /* ucx_mark_broken: close without waiting for the peers */
 };
 
-/* A worker: the communicator's own (index 0, the owner of the shared context) or a lane
- * (ucx_lane_create), each with its endpoints, rkeys, operations and receive hook. */
+/* A worker: the communicator's own (index 0, the owner of the shared context) or a channel
+ * (ucx_channel_create), each with its endpoints, rkeys, operations and receive hook. */
 struct ucx_ctx {
     comm_t *comm;
     int rank;
     int nranks;
     ucx_shared_t *shared;
-    int index; /* 0: the owner; 1..UCX_LANES_MAX: a lane (its rkeys' slot) */
+    int index; /* 0: the owner; 1..UCX_CHANNELS_MAX: a channel (its rkeys' slot) */
     ucp_worker_h worker;
     ucx_peer_t *peers;
     int nremote;

@@ -32,23 +32,23 @@ typedef struct algo_args {
 typedef struct algo_ctx {
     /* SYMCOLL_OK, or the status of the first failure that left the ranks out of step
      * (timeout, dead peer, abort, UCX error): sticky, every later call returns it. Set
-     * with algo_break from any thread (the lanes of CUDA memory across nodes). */
+     * with algo_break from any thread (the channels of CUDA memory across nodes). */
     _Atomic int broken;
     struct algo_host_state *host; /* intra-node host algorithms (host pool) */
     struct net_state *net;        /* across nodes on the communicator's own worker */
     struct cuda_algo_state *cuda; /* intra-node CUDA kernels (CUDA pool) */
-    struct cuda_net *cuda_net;    /* CUDA memory across nodes: call queue and lanes */
+    struct cuda_net *cuda_net;    /* CUDA memory across nodes: call queue and channels */
     /* While another collective runs as an all-reduce (coll.c): which one, and its root
      * (ALGO_SALT), which the all-reduce's agreement across nodes also compares; 0 for a
      * user's all-reduce. */
     uint64_t salt;
     void *scratch; /* host memory for reduce-scatters run as all-reduces (coll.c) */
     size_t scratch_bytes;
-    /* across nodes on each lane's worker: one state per lane, made by the lane's owner */
+    /* across nodes on each channel's worker: one state per channel, made by its owner */
     struct {
         ucx_ctx_t *ucx;
         struct net_state *st;
-    } lanes[UCX_LANES_MAX];
+    } channels[UCX_CHANNELS_MAX];
 } algo_ctx_t;
 
 /* Records status as the communicator's failure unless one is recorded already; returns
@@ -78,6 +78,5 @@ static inline symcoll_status_t algo_broken(const comm_t *comm)
 /* SYMCOLL_OK, or (logged) the failure of an earlier call that broke the communicator:
  * every collective entry refuses to run after one. */
 symcoll_status_t algo_check_usable(const comm_t *comm);
-
 
 #endif

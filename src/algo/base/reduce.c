@@ -307,7 +307,7 @@ H16_AVX2 static inline __m128i bf16_v_round(__m256 a)
                                      _mm256_set1_epi32(0x7f800000));
     __m256i q = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
     r = _mm256_blendv_epi8(r, q, nan);
-    /* 32 -> 16 bits: packus works per 128-bit lane; keep quadwords 0 and 2 */
+    /* 32 -> 16 bits: packus works per 128-bit channel; keep quadwords 0 and 2 */
     r = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
     return _mm256_castsi256_si128(r);
 }

@@ -69,11 +69,11 @@ symcoll_status_t algo_cuda_stream_alloc(comm_t *comm, size_t bytes, void *stream
 symcoll_status_t algo_cuda_stream_free(void *p, void *stream);
 
 /* Hierarchical all-reduce of CUDA memory across nodes, the node's part over the CUDA
- * pool (the two halves of two-shot around the step across nodes, algo/cuda_net.c):
- * _rs queues the intra-node reduce-scatter on stream and returns this rank's slice of
- * the node's sum (in its staging; slice_count elements, possibly 0), _ag the
- * intra-node all-gather of every rank's slice into recvbuf. _ready: the staging already
- * holds a message of bytes (else _rs makes it grow: collective, and only while nothing
+ * pool (the two halves of two-shot around the step across nodes,
+ * algo/cuda_net/cuda_net_hier.c): _rs queues the intra-node reduce-scatter on stream and
+ * returns this rank's slice of the node's sum (in its staging; slice_count elements, possibly
+ * 0), _ag the intra-node all-gather of every rank's slice into recvbuf. _ready: the staging
+ * already holds a message of bytes (else _rs makes it grow: collective, and only while nothing
  * else uses the pool). node_word (device view of a host-mapped word, or NULL): the
  * kernels stop waiting once it is non-zero, and the next call fails with
  * SYMCOLL_ERR_PEER_FAILED. */

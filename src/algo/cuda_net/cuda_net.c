@@ -1,5 +1,5 @@
 /* CUDA memory across nodes, the entry points of cuda_net.h: the call's checks, the
- * engine's creation, its preparation (staging, lanes, the direct path's probe and buffers),
+ * engine's creation, its preparation (staging, channels, the direct path's probe and buffers),
  * abort, release and destroy (the engine: cuda_net_int.h). */
 #include "algo/cuda_net/cuda_net_int.h"
 
@@ -36,9 +36,9 @@ static symcoll_status_t cnet_create(comm_t *comm, pool_t *host_pool, cuda_net_t 
     pthread_cond_init(&cn->idle, NULL);
     cn->comm = comm;
     cn->host_pool = host_pool;
-    cn->nlanes = (int)comm->config.cuda_net_lanes; /* 1 .. 15: checked by the config */
-    cn->nslots = cnet_nslots(cn->nlanes);
-    cnet_sched_init(&cn->sched, cn->nlanes);
+    cn->nchannels = (int)comm->config.cuda_net_channels; /* 1 .. 15: checked by the config */
+    cn->nslots = cnet_nslots(cn->nchannels);
+    cnet_sched_init(&cn->sched, cn->nchannels);
     words_bytes = CNET_WORDS_LINES(cn) * CNET_WORD_STRIDE * sizeof(uint32_t);
     cn->drv = cuda_driver("CUDA all-reduce across nodes");
     if (!cn->drv) {
@@ -65,14 +65,14 @@ static symcoll_status_t cnet_create(comm_t *comm, pool_t *host_pool, cuda_net_t 
         goto err_free;
     }
     cn->words_dev = (CUdeviceptr)(uintptr_t)dev;
-    log_info("CUDA memory across nodes: %s, %d lanes",
+    log_info("CUDA memory across nodes: %s, %d channels",
              comm->topo->shape[SYMCOLL_MEM_CUDA].net_cuda
                  ? "UCX reports CUDA memory: direct where the probe puts land and the "
                    "selector plans it (SYMCOLL_CUDA_NET_PATH), else staged through pinned "
                    "host memory"
                  : "staged through pinned host memory (UCX of some rank has no CUDA memory "
                    "support)",
-             cn->nlanes);
+             cn->nchannels);
     *cn_p = cn;
     return SYMCOLL_OK;
 
@@ -81,15 +81,15 @@ err_free:
     return status;
 }
 
-/* Stops the lanes, then frees the host staging and the direct path's buffers once no queued
+/* Stops the channels, then frees the host staging and the direct path's buffers once no queued
  * stream work uses them (caller's thread, queue drained; collective). */
 static void cnet_stop(cuda_net_t *cn)
 {
-    cnet_lanes_stop(cn);
+    cnet_channels_stop(cn);
     cnet_stage_release(cn);
 }
 
-/* Sets up the host staging, then starts the lanes, which reserve their scratch for its
+/* Sets up the host staging, then starts the channels, which reserve their scratch for its
  * slots, if not done yet (caller's thread, no operation queued; collective). */
 static symcoll_status_t cnet_start(cuda_net_t *cn)
 {
@@ -100,14 +100,14 @@ static symcoll_status_t cnet_start(cuda_net_t *cn)
     status = cnet_stage_ensure(cn);
     if (status != SYMCOLL_OK)
         return status;
-    status = cnet_lanes_start(cn);
+    status = cnet_channels_start(cn);
     if (status != SYMCOLL_OK) {
         cnet_stop(cn);
         return status;
     }
     log_debug("CUDA across nodes: %d x %zu bytes of pinned host staging at pool offset %zu, "
-              "%d lanes",
-              cn->nslots, cn->slot_bytes, cn->stage_off, cn->nlanes);
+              "%d channels",
+              cn->nslots, cn->slot_bytes, cn->stage_off, cn->nchannels);
     return SYMCOLL_OK;
 }
 
@@ -150,18 +150,19 @@ void algo_cuda_net_destroy(comm_t *comm)
     if (!cn)
         return;
     if (algo_cuda_net_drain(comm) == SYMCOLL_ERR_TIMED_OUT) {
-        /* make the lanes fail what is left (and release those streams) */
+        /* make the channels fail what is left (and release those streams) */
         int ok = SYMCOLL_OK;
         atomic_compare_exchange_strong(&cn->comm->algo->broken, &ok,
                                        (int)SYMCOLL_ERR_TIMED_OUT);
     }
-    cnet_stop(cn); /* the lanes stop once the queue is empty */
+    cnet_stop(cn); /* the channels stop once the queue is empty */
     if (cn->nops)
-        log_info("CUDA across nodes: %llu all-reduces on %d lanes; per call, us, summed over "
-                 "the lanes: %.1f busy = %.1f until the first chunk was on the host + %.1f "
-                 "in the host all-reduces + the rest",
-                 (unsigned long long)cn->nops, cn->nlanes, 1e6 * cn->t_busy / (double)cn->nops,
-                 1e6 * cn->t_wait_in / (double)cn->nops, 1e6 * cn->t_net / (double)cn->nops);
+        log_info(
+            "CUDA across nodes: %llu all-reduces on %d channels; per call, us, summed over "
+            "the channels: %.1f busy = %.1f until the first chunk was on the host + %.1f "
+            "in the host all-reduces + the rest",
+            (unsigned long long)cn->nops, cn->nchannels, 1e6 * cn->t_busy / (double)cn->nops,
+            1e6 * cn->t_wait_in / (double)cn->nops, 1e6 * cn->t_net / (double)cn->nops);
     comm->algo->cuda_net = NULL;
     /* the words too: a stream may still be on its way to its last copy out */
     if (cnet_wait_quiet(cn) != SYMCOLL_OK) {
@@ -175,8 +176,8 @@ void algo_cuda_net_destroy(comm_t *comm)
 /* ---- the call -------------------------------------------------------------------- */
 
 /* A call failed after other ranks may have queued it: their threads would wait for
- * ours. The communicator breaks (the lanes stop waiting for its chunks and release them,
- * and every later call fails), the node's kernels stop waiting for ours, and idle lanes
+ * ours. The communicator breaks (the channels stop waiting for its chunks and release them,
+ * and every later call fails), the node's kernels stop waiting for ours, and idle channels
  * wake and tell their peers (cnet_must_tell). */
 static void cnet_fail_call(cuda_net_t *cn, symcoll_status_t status)
 {
@@ -206,7 +207,7 @@ symcoll_status_t algo_cuda_net_prepare(comm_t *comm, pool_t *host_pool)
     if (cn->has_stage || algo_broken(comm) != SYMCOLL_OK)
         return SYMCOLL_OK;
     /* first call, or the first after a trim (the queue is empty then): the staging and
-     * the lanes, which connect to their peers (collective) */
+     * the channels, which connect to their peers (collective) */
     status = algo_cuda_net_drain(comm);
     if (status == SYMCOLL_OK)
         status = cnet_start(cn);

@@ -9,7 +9,7 @@
 #include "topo/select.h"
 
 /* Sets up CUDA memory across nodes before a call runs (comm->lock held): the engine on
- * the first call, and its host staging and lanes (threads, each with a UCX lane of its
+ * the first call, and its host staging and channels (threads, each with a UCX channel of its
  * own that connects to its peers: collective) on the first call and the first after a
  * trim. A failure breaks the communicator. */
 symcoll_status_t algo_cuda_net_prepare(comm_t *comm, pool_t *host_pool);
@@ -27,7 +27,7 @@ symcoll_status_t algo_cuda_net_prepare_direct(comm_t *comm, pool_t *host_pool,
  * topology (symcoll_info -t, the selector). Fails only where the ranks cannot agree. */
 symcoll_status_t algo_cuda_net_probe(comm_t *comm, pool_t *host_pool, pool_t *cuda_pool);
 
-/* Staged through pinned host memory of host_pool by lanes of progress threads, ordered
+/* Staged through pinned host memory of host_pool by channels of progress threads, ordered
  * on stream; returns once the operation is queued. Called with comm->lock held. */
 symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, const topo_plan_t *plan,
                                          pool_t *host_pool, pool_t *cuda_pool,
@@ -46,11 +46,11 @@ void algo_cuda_net_release(comm_t *comm);
 /* Drains, then frees the direct path's scratch in the CUDA pool (its trim). */
 void algo_cuda_net_release_direct(comm_t *comm);
 
-/* Drains, stops the lanes and frees everything (communicator destroy). */
+/* Drains, stops the channels and frees everything (communicator destroy). */
 void algo_cuda_net_destroy(comm_t *comm);
 
-/* symcoll_comm_abort (any thread): queued operations fail, and every lane, busy or idle,
- * tells the peers' matching lanes, so that their waits end now. */
+/* symcoll_comm_abort (any thread): queued operations fail, and every channel, busy or idle,
+ * tells the peers' matching channels, so that their waits end now. */
 void algo_cuda_net_abort(comm_t *comm);
 
 #endif

@@ -1,6 +1,6 @@
 /* The direct path's buffers (CUDA memory across nodes): its scratch in the CUDA pool and its
  * flags in the host pool (cuda_net_int.h), set up, waited for and released by the caller's
- * thread; the wait for the peers' flags that the probe and lane 0 share. */
+ * thread; the wait for the peers' flags that the probe and channel 0 share. */
 #include "algo/cuda_net/cuda_net_int.h"
 
 #include <stdlib.h>
@@ -76,24 +76,24 @@ symcoll_status_t cnet_dflags_wait(cuda_net_t *cn, ucx_ctx_t *ucx, int slot, uint
 
 /* ---- buffers ------------------------------------------------------------------------ */
 
-/* Lane 0's worker puts the whole scratch into every group peer's once, from the caller's
+/* Channel 0's worker puts the whole scratch into every group peer's once, from the caller's
  * thread, while nothing of ours is queued on any stream; then a flag barrier that keeps
  * that worker progressing. UCX maps a peer's GPU memory (cuda_ipc imports and maps it) or
  * sets up its staging (cuda_copy) on the first transfer to it, and mapping GPU memory
- * can wait for the device's queued work: done by the lane during a call, that work
- * would be the call's own stream waiting for the lane, and both would wait for ever. So
+ * can wait for the device's queued work: done by the channel during a call, that work
+ * would be the call's own stream waiting for the channel, and both would wait for ever. So
  * those first transfers happen here, and a call's puts only copy. The bytes land in
  * scratch nobody reads yet (a peer reads a slot only after our flag for it). */
 static symcoll_status_t cnet_direct_warm(cuda_net_t *cn, size_t bytes)
 {
     cnet_direct_t *d = &cn->direct;
     comm_t *comm = cn->comm;
-    ucx_ctx_t *ucx = cn->lanes[0].ucx;
+    ucx_ctx_t *ucx = cn->channels[0].ucx;
     deadline_t dl = deadline_make(comm->timeout_sec, &comm->aborted);
     symcoll_status_t status = SYMCOLL_OK;
 
     if (!ucx) {
-        log_error("internal: CUDA across nodes, direct: no lane");
+        log_error("internal: CUDA across nodes, direct: no channel");
         return SYMCOLL_ERR_INTERNAL;
     }
     for (int i = 0; i < d->gn && status == SYMCOLL_OK; i++)
@@ -134,7 +134,7 @@ symcoll_status_t cnet_direct_ensure(cuda_net_t *cn, pool_t *cuda_pool)
         d->waits_set = true;
         /* A NIC's writes into GPU memory (GPUDirect RDMA) may still be on their way inside
          * the GPU when the flag that follows them reaches host memory; where the device
-         * can, the stream's wait for the lane flushes them before the reduction reads. */
+         * can, the stream's wait for the channel flushes them before the reduction reads. */
         if (cuda_comm_device(comm, &dev) == SYMCOLL_OK &&
             cn->drv->device_get(&cudev, dev) == CUDA_SUCCESS &&
             cn->drv->device_get_attribute(&can, CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES,

@@ -1,5 +1,5 @@
 /* A direct call of CUDA memory across nodes queued (cuda_net_int.h): its operation for
- * lane 0 and its pipeline on the caller's stream (copies in, waits, the reductions). */
+ * channel 0 and its pipeline on the caller's stream (copies in, waits, the reductions). */
 #include "algo/cuda_net/cuda_net_int.h"
 
 #include <string.h>
@@ -49,7 +49,7 @@ static size_t cnet_dq_elems(const cnet_op_t *o, uint64_t k)
     return o->count - first < o->chunk ? o->count - first : o->chunk;
 }
 
-/* chunk k's input ready for the lane: copied into its in slot unless it is in the pool */
+/* chunk k's input ready for the channel: copied into its in slot unless it is in the pool */
 static symcoll_status_t cnet_dq_in(cnet_dq_t *q, uint64_t k)
 {
     const cnet_op_t *o = q->o;
@@ -124,12 +124,12 @@ symcoll_status_t cnet_direct_enqueue(cuda_net_t *cn, cudaStream_t s, const void 
     o.nchunks = (count + o.chunk - 1) / o.chunk;
     d->next += o.nchunks;
 
-    /* lane 0 takes it (the queue: one "chunk" for the scheduler), in call order */
+    /* channel 0 takes it (the queue: one "chunk" for the scheduler), in call order */
     pthread_mutex_lock(&cn->mu);
     cn->quiet = false;
     cn->q[cn->sched.end % CNET_QUEUE] = o;
     (void)cnet_sched_push(&cn->sched, 1);
-    if (cn->lane0_asleep)
+    if (cn->channel0_asleep)
         pthread_cond_broadcast(&cn->work);
     pthread_mutex_unlock(&cn->mu);
 

@@ -4,7 +4,7 @@
 
 /* Hierarchical: reduce-scatter over the GPUs of the node (a kernel over the CUDA pool's
  * peer mappings), this rank's slice of the node's sum across the nodes among the ranks
- * of its local index (staged by the lanes as any staged call, or the direct path),
+ * of its local index (staged by the channels as any staged call, or the direct path),
  * all-gather over the GPUs; all on the stream. Each rank sends only 1/L of the message across
  * nodes, and the host reduces only 1/L of it. */
 symcoll_status_t cnet_hier(cuda_net_t *cn, cudaStream_t s, pool_t *cuda_pool,

@@ -1,5 +1,5 @@
 /* The queue of CUDA memory across nodes seen from the caller's thread: waiting for room,
- * draining it, and a staged call queued: its operation for the lanes and its pipeline on
+ * draining it, and a staged call queued: its operation for the channels and its pipeline on
  * the caller's stream (stream commands or the small-call kernel). */
 #include "algo/cuda_net/cuda_net_int.h"
 
@@ -46,8 +46,8 @@ symcoll_status_t algo_cuda_net_drain(comm_t *comm)
         return SYMCOLL_OK;
     status = cnet_wait_queued(cn, 0);
     /* and the hierarchical calls' all-gather kernels: a trim may free their staging. They
-     * wait for this node's other ranks, whose lanes may still need ours to progress (an
-     * idle lane 0 progresses, every CNET_LISTEN_SEC, only while not quiet) */
+     * wait for this node's other ranks, whose channels may still need ours to progress (an
+     * idle channel 0 progresses, every CNET_LISTEN_SEC, only while not quiet) */
     if (status == SYMCOLL_OK)
         status = cnet_wait_hier(cn);
     pthread_mutex_lock(&cn->mu);
@@ -58,7 +58,7 @@ symcoll_status_t algo_cuda_net_drain(comm_t *comm)
     return status;
 }
 
-/* Queues one command of the plan (algo/cuda_net_plan.c) on the caller's stream. */
+/* Queues one step of the schedule (algo/cuda_net/cuda_net_sched.c) on the caller's stream. */
 typedef struct cnet_queue {
     cuda_net_t *cn;
     cudaStream_t s;
@@ -121,7 +121,7 @@ static symcoll_status_t cnet_queue_cmd(void *arg, const cnet_cmd_t *c)
     return SYMCOLL_ERR_INTERNAL;
 }
 
-/* A one-chunk call as one kernel: the same commands as cnet_plan queues for it (wait for
+/* A one-chunk call as one kernel: the same commands as cnet_steps queues for it (wait for
  * the slot's "freed", copy in, "ready", wait for "done", copy out, "freed"), run by the
  * GPU in one launch; measured faster than six stream commands for small messages. */
 static symcoll_status_t cnet_queue_small(cuda_net_t *cn, cudaStream_t s, const cnet_op_t *o,
@@ -150,8 +150,8 @@ static symcoll_status_t cnet_queue_small(cuda_net_t *cn, cudaStream_t s, const c
     return SYMCOLL_OK;
 }
 
-/* Queues one operation for the lanes and its pipeline on the stream (the staging is in
- * place). On failure the communicator is broken: the lanes stop waiting for its chunks. */
+/* Queues one operation for the channels and its pipeline on the stream (the staging is in
+ * place). On failure the communicator is broken: the channels stop waiting for its chunks. */
 symcoll_status_t cnet_enqueue(cuda_net_t *cn, cudaStream_t s, const void *sendbuf,
                               void *recvbuf, size_t count, symcoll_dtype_t dtype,
                               symcoll_op_t op, bool group)
@@ -161,12 +161,12 @@ symcoll_status_t cnet_enqueue(cuda_net_t *cn, cudaStream_t s, const void *sendbu
     cnet_op_t o;
     size_t chunk;
 
-    /* a free queue entry: the lanes free one per operation */
+    /* a free queue entry: the channels free one per operation */
     status = cnet_wait_queued(cn, CNET_QUEUE - 1);
     if (status != SYMCOLL_OK)
         return status;
     memset(&o, 0, sizeof(o)); /* a staged operation: not direct, no source, no tag */
-    chunk = topo_cuda_net_chunk(count * esize, cn->slot_bytes, cn->nlanes) / esize;
+    chunk = topo_cuda_net_chunk(count * esize, cn->slot_bytes, cn->nchannels) / esize;
     if (chunk == 0)
         chunk = 1; /* count 0 never comes here; keep the division below defined anyway */
     o.chunk = chunk;
@@ -179,26 +179,26 @@ symcoll_status_t cnet_enqueue(cuda_net_t *cn, cudaStream_t s, const void *sendbu
     o.nchunks = (count + chunk - 1) / chunk;
     cn->next_chunk += o.nchunks;
 
-    /* the lanes first: they wait for each chunk's "ready" anyway. Only lanes with chunks
-     * in it need to hear of it: lane 0 (if it sleeps) for a one-chunk call, every lane
+    /* the channels first: they wait for each chunk's "ready" anyway. Only channels with chunks
+     * in it need to hear of it: channel 0 (if it sleeps) for a one-chunk call, every channel
      * for more */
     pthread_mutex_lock(&cn->mu);
     cn->quiet = false;
     cn->q[cn->sched.end % CNET_QUEUE] = o;
     (void)cnet_sched_push(&cn->sched, o.nchunks);
-    if (o.nchunks > 1 || cn->lane0_asleep)
+    if (o.nchunks > 1 || cn->channel0_asleep)
         pthread_cond_broadcast(&cn->work);
     pthread_mutex_unlock(&cn->mu);
 
     /* the pipeline on the caller's stream */
     if (o.nchunks == 1 && count * esize <= cn->comm->config.cuda_net_kernel_max &&
         cn->stage_dev && !cn->comm->topo->shape[SYMCOLL_MEM_CUDA].gpus_shared) {
-        /* (not where a GPU serves two ranks: the kernel spins on the GPU until its lane
+        /* (not where a GPU serves two ranks: the kernel spins on the GPU until its channel
          * is done, which holds the other process's work on that GPU back, for
          * milliseconds a small call) */
         return cnet_queue_small(cn, s, &o, sendbuf, recvbuf);
     } else {
         cnet_queue_t q = {cn, s, &o, sendbuf, recvbuf};
-        return cnet_plan(o.first, o.nchunks, cn->nslots, cnet_queue_cmd, &q);
+        return cnet_steps(o.first, o.nchunks, cn->nslots, cnet_queue_cmd, &q);
     }
 }

@@ -4,8 +4,8 @@
 
 /* ---- staging ------------------------------------------------------------------------
  * Allocated and pinned by the caller's thread while no operation is queued (collective:
- * the same call on every rank), before the lanes start; released after they stopped (the
- * entry, cuda_net.c, does both). Never by a lane thread:
+ * the same call on every rank), before the channels start; released after they stopped (the
+ * entry, cuda_net.c, does both). Never by a channel thread:
  * cudaHostRegister waits for work the driver has queued, and a caller's stream may be
  * waiting for that thread. */
 
@@ -63,10 +63,10 @@ symcoll_status_t cnet_stage_ensure(cuda_net_t *cn)
     if (status != SYMCOLL_OK)
         return status;
     cn->stage = pool_peer_addr(cn->host_pool, pool_local_rank(cn->host_pool), cn->stage_off);
-    /* before the lanes start (an agreement among all ranks): no peer raises it earlier */
+    /* before the channels start (an agreement among all ranks): no peer raises it earlier */
     __atomic_store_n((uint32_t *)(cn->stage + cn->node_off), 0u, __ATOMIC_RELEASE);
     /* pinned, or nothing: a copy from pageable memory to the GPU reads its source when it
-     * is queued, long before the lane has reduced the chunk */
+     * is queued, long before the channel has reduced the chunk */
     err = cudaHostRegister(cn->stage, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
     cn->we_pinned = err == cudaSuccess;
     if (err == cudaErrorHostMemoryAlreadyRegistered) {

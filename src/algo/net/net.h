@@ -77,7 +77,7 @@ static inline bool algo_net_hook_within(const void *dst, size_t len, const char 
 }
 
 /* What a call agrees on: the arguments of the user's call (for CUDA memory across nodes,
- * of the whole call, not of the chunk a lane moves). */
+ * of the whole call, not of the chunk a channel moves). */
 typedef struct net_sig {
     size_t count;
     symcoll_dtype_t dtype;
@@ -113,7 +113,7 @@ struct net_state {
     int *all;          /* 0 .. n-1: the group of a flat call */
     int *ring;         /* the ranks by node, then local rank: the order of net_coll.c's rings */
     int ring_me;       /* this rank's place in it */
-    bool fixed;        /* a lane's: the scratch may not grow (no pool calls) */
+    bool fixed;        /* a channel's: the scratch may not grow (no pool calls) */
     /* every all-reduce is hierarchical (the selector's choice for any size): calls agree
      * inside the hierarchical steps; else before the flat algorithms (algo_net_rd) */
     bool hier_all;
@@ -170,8 +170,8 @@ uint64_t algo_net_tag(const net_sig_t *sig, uint64_t seq);
 symcoll_status_t algo_net_attach(comm_t *comm, pool_t *pool);
 
 /* The state of the communicator's own worker (comm->ucx), made by algo_net_attach; or of a
- * UCX lane of the communicator (ucx_lane_create), made on the lane's first call (by the
- * lane's owner, collective): its own flags, scratch and counters, so that lanes run
+ * UCX channel of the communicator (ucx_channel_create), made on the channel's first call (by
+ * the channel's owner, collective): its own flags, scratch and counters, so that channels run
  * all-reduces at the same time, one thread each. */
 symcoll_status_t algo_net_state_get_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
                                        net_state_t **st_p);
@@ -179,16 +179,16 @@ symcoll_status_t algo_net_state_get_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *poo
 /* Reserves the scratch every all-reduce of up to max_bytes needs, whichever algorithm the
  * selector picks, also among one rank a node (algo_net_group_allreduce_on), and with fix
  * fixes it: later calls never grow it, so they make no pool calls (collective). For
- * lanes, whose threads run while the pool belongs to the caller. */
+ * channels, whose threads run while the pool belongs to the caller. */
 symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes, bool fix);
 
-/* Destroys a UCX lane (collective, like ucx_destroy) and then frees its state and the
+/* Destroys a UCX channel (collective, like ucx_destroy) and then frees its state and the
  * state's pool memory (every rank in the same order). */
-void algo_net_lane_destroy(ucx_ctx_t *lane, pool_t *pool);
+void algo_net_channel_destroy(ucx_ctx_t *channel, pool_t *pool);
 
-/* A lane's thread gave up (why: the communicator's failure): tells the peers' matching
- * lanes (from that thread), and records why unless a failure is recorded already. */
-void algo_net_lane_abort(ucx_ctx_t *ucx, pool_t *pool, symcoll_status_t why);
+/* A channel's thread gave up (why: the communicator's failure): tells the peers' matching
+ * channels (from that thread), and records why unless a failure is recorded already. */
+void algo_net_channel_abort(ucx_ctx_t *ucx, pool_t *pool, symcoll_status_t why);
 
 /* Fills c for one all-reduce over group g in this call's receive area (AVG divides by
  * the communicator's size), tagged with sig and the call's number, and counts the call. */
@@ -285,7 +285,7 @@ symcoll_status_t algo_net_allreduce(comm_t *comm, pool_t *pool, topo_algo_t algo
                                     const void *sendbuf, void *recvbuf, size_t count,
                                     symcoll_dtype_t dtype, symcoll_op_t op);
 
-/* The same over a UCX lane (from the lane's thread); sig: what the ranks agree on (the
+/* The same over a UCX channel (from the channel's thread); sig: what the ranks agree on (the
  * user's call, of which this may be a chunk). Ranks that disagree all get
  * SYMCOLL_ERR_MISMATCH, and the state stays in step for the next call. */
 symcoll_status_t algo_net_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
@@ -294,7 +294,7 @@ symcoll_status_t algo_net_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *poo
                                        const net_sig_t *sig);
 
 /* In-place all-reduce of buf among the ranks of this rank's local index, one a node
- * (rd or ring by size), over a UCX lane: the step across nodes of the hierarchical
+ * (rd or ring by size), over a UCX channel: the step across nodes of the hierarchical
  * algorithm on CUDA memory, whose node part runs on the GPUs. AVG divides by the
  * communicator's size (buf holds the node's sum). */
 symcoll_status_t algo_net_group_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
@@ -381,7 +381,7 @@ symcoll_status_t algo_net_peer_gave_up(const net_state_t *st, int rank);
 /* Breaks the communicator with why and tells every peer. */
 symcoll_status_t algo_net_give_up(net_state_t *st, symcoll_status_t why);
 
-/* Frees the states of the communicator (after its lanes were destroyed). */
+/* Frees the states of the communicator (after its channels were destroyed). */
 void algo_net_free(comm_t *comm);
 
 #endif

@@ -1,6 +1,6 @@
 /* The entry of the all-reduce across nodes: the flat algorithms (recursive doubling,
  * ring) after their agreement, or the hierarchical one that agrees in its own steps; the
- * same over a UCX lane and among one rank a node; and the scratch that every all-reduce up
+ * same over a UCX channel and among one rank a node; and the scratch that every all-reduce up
  * to a size needs, whichever algorithm the selector picks for it. */
 #include "algo/net/net.h"
 
@@ -65,7 +65,7 @@ symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes, bool f
     status = algo_net_reserve(st, in, acc, area);
     st->fixed = fix && status == SYMCOLL_OK;
     if (status == SYMCOLL_OK)
-        log_debug("lane scratch for all-reduces up to %zu bytes: %zu + %zu + %d x %zu bytes",
+        log_debug("channel scratch for all-reduces up to %zu bytes: %zu + %zu + %d x %zu bytes",
                   max_bytes, st->in_bytes, st->acc_bytes, st->nareas, st->area_bytes);
     return status;
 }

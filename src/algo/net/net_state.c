@@ -98,7 +98,7 @@ static symcoll_status_t net_state_create(comm_t *comm, ucx_ctx_t *ucx, pool_t *p
     st->hier_all = topo_choose_algo(comm->topo, SYMCOLL_MEM_HOST, 1) == TOPO_ALGO_HIER;
     /* The communicator's own worker keeps its flags in the host signal pad, after the
      * host algorithms' part, where they fit: always mapped and registered, they pin no
-     * pool segment, so trim can unmap the whole pool. Lanes and very large jobs take
+     * pool segment, so trim can unmap the whole pool. Channels and very large jobs take
      * them from the pool, at the same offset everywhere (same call sequence). */
     if (ucx == comm->ucx && pool_backend(pool)->mem_type == SYMCOLL_MEM_HOST &&
         ALGO_SIG_HOST_BYTES + (size_t)(n + 1) * NET_FLAG_STRIDE <=
@@ -164,21 +164,21 @@ symcoll_status_t algo_net_attach(comm_t *comm, pool_t *pool)
     return net_bc_rings_make(comm->algo->net);
 }
 
-/* The slot of worker ucx's state in the context; NULL when the lanes are all taken. */
+/* The slot of worker ucx's state in the context; NULL when the channels are all taken. */
 static net_state_t **net_slot(comm_t *comm, const ucx_ctx_t *ucx, bool add)
 {
     algo_ctx_t *ctx = comm->algo;
 
     if (ucx == comm->ucx)
         return &ctx->net;
-    for (int i = 0; i < UCX_LANES_MAX; i++)
-        if (ctx->lanes[i].ucx == ucx)
-            return &ctx->lanes[i].st;
-    for (int i = 0; add && i < UCX_LANES_MAX; i++) {
-        if (!ctx->lanes[i].ucx) {
-            ctx->lanes[i].ucx = (ucx_ctx_t *)ucx;
-            ctx->lanes[i].st = NULL;
-            return &ctx->lanes[i].st;
+    for (int i = 0; i < UCX_CHANNELS_MAX; i++)
+        if (ctx->channels[i].ucx == ucx)
+            return &ctx->channels[i].st;
+    for (int i = 0; add && i < UCX_CHANNELS_MAX; i++) {
+        if (!ctx->channels[i].ucx) {
+            ctx->channels[i].ucx = (ucx_ctx_t *)ucx;
+            ctx->channels[i].st = NULL;
+            return &ctx->channels[i].st;
         }
     }
     return NULL;
@@ -191,7 +191,7 @@ symcoll_status_t algo_net_state_get_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *poo
     symcoll_status_t status;
 
     if (!slot) {
-        log_error("internal: more than %d UCX lanes", UCX_LANES_MAX);
+        log_error("internal: more than %d UCX channels", UCX_CHANNELS_MAX);
         return SYMCOLL_ERR_INTERNAL;
     }
     if (!*slot && ucx == comm->ucx) {
@@ -214,10 +214,10 @@ void algo_net_free(comm_t *comm)
 
     net_state_free(ctx->net);
     ctx->net = NULL;
-    for (int i = 0; i < UCX_LANES_MAX; i++) {
-        net_state_free(ctx->lanes[i].st);
-        ctx->lanes[i].ucx = NULL;
-        ctx->lanes[i].st = NULL;
+    for (int i = 0; i < UCX_CHANNELS_MAX; i++) {
+        net_state_free(ctx->channels[i].st);
+        ctx->channels[i].ucx = NULL;
+        ctx->channels[i].st = NULL;
     }
 }
 
@@ -232,9 +232,9 @@ symcoll_status_t algo_net_reserve(net_state_t *st, size_t in, size_t acc, size_t
     if (st->has_scratch && in <= st->in_bytes && acc <= st->acc_bytes && area <= st->area_bytes)
         return SYMCOLL_OK;
     if (st->fixed) {
-        /* a lane's thread must not touch the pool (algo_net_reserve_upto sized it) */
+        /* a channel's thread must not touch the pool (algo_net_reserve_upto sized it) */
         log_error("internal: all-reduce needs %zu + %zu + %d x %zu bytes of scratch, but this "
-                  "lane reserved %zu + %zu + %d x %zu",
+                  "channel reserved %zu + %zu + %d x %zu",
                   in, acc, st->nareas, area, st->in_bytes, st->acc_bytes, st->nareas,
                   st->area_bytes);
         return SYMCOLL_ERR_INTERNAL;
@@ -261,20 +261,20 @@ symcoll_status_t algo_net_reserve(net_state_t *st, size_t in, size_t acc, size_t
     return SYMCOLL_OK;
 }
 
-void algo_net_lane_destroy(ucx_ctx_t *lane, pool_t *pool)
+void algo_net_channel_destroy(ucx_ctx_t *channel, pool_t *pool)
 {
     comm_t *comm = pool_comm(pool);
-    net_state_t **slot = net_slot(comm, lane, false), *st = slot ? *slot : NULL;
+    net_state_t **slot = net_slot(comm, channel, false), *st = slot ? *slot : NULL;
 
-    /* the lane's connections go first: after its close nothing a peer sent can still land
+    /* the channel's connections go first: after its close nothing a peer sent can still land
      * in the flags or scratch, which then go back to the pool */
-    for (int i = 0; i < UCX_LANES_MAX; i++) {
-        if (comm->algo->lanes[i].ucx == lane) {
-            comm->algo->lanes[i].ucx = NULL;
-            comm->algo->lanes[i].st = NULL;
+    for (int i = 0; i < UCX_CHANNELS_MAX; i++) {
+        if (comm->algo->channels[i].ucx == channel) {
+            comm->algo->channels[i].ucx = NULL;
+            comm->algo->channels[i].st = NULL;
         }
     }
-    ucx_destroy(lane);
+    ucx_destroy(channel);
     if (!st)
         return;
     if (st->has_scratch)
@@ -284,7 +284,7 @@ void algo_net_lane_destroy(ucx_ctx_t *lane, pool_t *pool)
     net_state_free(st);
 }
 
-void algo_net_lane_abort(ucx_ctx_t *ucx, pool_t *pool, symcoll_status_t why)
+void algo_net_channel_abort(ucx_ctx_t *ucx, pool_t *pool, symcoll_status_t why)
 {
     comm_t *comm = pool_comm(pool);
     net_state_t **slot = net_slot(comm, ucx, false);

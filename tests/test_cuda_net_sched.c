@@ -1,8 +1,8 @@
 /* The staging protocol of CUDA memory across nodes without a GPU: the stream commands
- * cnet_plan queues for each call are executed by simulated streams, in random
- * interleavings with simulated lanes that follow the lanes' rules (lane i takes chunks
- * k with k mod lanes == i of each call, calls in order; reduces chunk g once "ready" reached
- * g + 1; then raises "done"), with 1 to 4 lanes (3 to 9 slots). Every
+ * cnet_steps queues for each call are executed by simulated streams, in random
+ * interleavings with simulated channels that follow the channels' rules (channel i takes chunks
+ * k with k mod channels == i of each call, calls in order; reduces chunk g once "ready" reached
+ * g + 1; then raises "done"), with 1 to 4 channels (3 to 9 slots). Every
  * step checks that the slot holds what the actor expects, and the run must end with all
  * work done (a stall is a deadlock). The GPU tests across simulated nodes
  * (test_cuda_net) run the real thing on the GPU machine. */
@@ -10,13 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algo/cuda_net/cuda_net_plan.h"
+#include "algo/cuda_net/cuda_net_sched.h"
 #include "harness.h"
 
 #define MAX_CMDS 4096
 #define MAX_OPS 256
 #define MAX_STREAMS 3
-#define MAX_LANES 4
+#define MAX_CHANNELS 4
 
 /* what a slot holds */
 enum { SLOT_FREE, SLOT_IN, SLOT_REDUCED };
@@ -27,7 +27,7 @@ typedef struct sim_cmd {
 } sim_cmd_t;
 
 typedef struct sim {
-    int nlanes, nslots;
+    int nchannels, nslots;
     uint32_t word[CNET_NWORDS][CNET_SLOTS_MAX];
     int state[CNET_SLOTS_MAX];
     uint64_t holds[CNET_SLOTS_MAX]; /* chunk number in the slot (SLOT_IN, SLOT_REDUCED) */
@@ -35,14 +35,14 @@ typedef struct sim {
     int ncmds[MAX_STREAMS], pc[MAX_STREAMS];
     uint64_t op_first[MAX_OPS], op_n[MAX_OPS];
     int nops;
-    int op[MAX_LANES];     /* lane l: at call op[l], */
-    uint64_t k[MAX_LANES]; /* chunk k[l] of it (one of its own, or past the end) */
+    int op[MAX_CHANNELS];     /* channel l: at call op[l], */
+    uint64_t k[MAX_CHANNELS]; /* chunk k[l] of it (one of its own, or past the end) */
     uint64_t reduced, copied_out;
-    /* failure: after fail_after lane steps the communicator is broken; lanes in failing[]
-     * then give their chunks up (algo/cuda_net.c: cnet_give_up_chunk), the others keep
-     * reducing theirs */
+    /* failure: after fail_after channel steps the communicator is broken; channels in failing[]
+     * then give their chunks up (algo/cuda_net/cuda_net_channel.c: cnet_give_up_chunk), the
+     * others keep reducing theirs */
     int steps, fail_after; /* fail_after < 0: never */
-    bool failing[MAX_LANES];
+    bool failing[MAX_CHANNELS];
     uint64_t base; /* first chunk of the run */
     bool given_up[MAX_OPS * 24];
 } sim_t;
@@ -72,7 +72,7 @@ static void sim_call(sim_t *s, int st, uint64_t first, uint64_t n)
     s->op_first[s->nops] = first;
     s->op_n[s->nops] = n;
     s->nops++;
-    ck_assert_int_eq(cnet_plan(first, n, s->nslots, record, &r), SYMCOLL_OK);
+    ck_assert_int_eq(cnet_steps(first, n, s->nslots, record, &r), SYMCOLL_OK);
 }
 
 /* One step of stream st; false if it is blocked or finished. */
@@ -127,31 +127,31 @@ static bool stream_step(sim_t *s, int st)
     return true;
 }
 
-/* Lane l's next chunk at or after chunk k of call op (k may end past the call). */
-static uint64_t lane_next(const sim_t *s, int l, int op, uint64_t k)
+/* Channel l's next chunk at or after chunk k of call op (k may end past the call). */
+static uint64_t channel_next(const sim_t *s, int l, int op, uint64_t k)
 {
-    uint64_t L = (uint64_t)s->nlanes;
+    uint64_t L = (uint64_t)s->nchannels;
     (void)op;
     while (k % L != (uint64_t)l)
         k++;
     return k;
 }
 
-/* One step of lane l; false if it waits or is finished. */
-static bool lane_step(sim_t *s, int l)
+/* One step of channel l; false if it waits or is finished. */
+static bool channel_step(sim_t *s, int l)
 {
     uint64_t g;
     int slot;
 
     while (s->op[l] < s->nops &&
-           (s->k[l] = lane_next(s, l, s->op[l], s->k[l])) >= s->op_n[s->op[l]]) {
+           (s->k[l] = channel_next(s, l, s->op[l], s->k[l])) >= s->op_n[s->op[l]]) {
         s->op[l]++;
         s->k[l] = 0;
     }
     if (s->op[l] >= s->nops)
         return false;
     g = s->op_first[s->op[l]] + s->k[l];
-    ck_assert_uint_eq(s->k[l] % (uint64_t)s->nlanes, (uint64_t)l);
+    ck_assert_uint_eq(s->k[l] % (uint64_t)s->nchannels, (uint64_t)l);
     slot = cnet_slot(g, s->nslots);
     s->steps++;
     if (s->fail_after >= 0 && s->steps > s->fail_after && s->failing[l]) {
@@ -168,7 +168,7 @@ static bool lane_step(sim_t *s, int l)
     if (!cnet_reached(s->word[CNET_READY][slot], (uint32_t)(g + 1)))
         return false;
     ck_assert_msg(s->state[slot] == SLOT_IN && s->holds[slot] == g,
-                  "lane %d at chunk %llu: slot %d holds %llu in state %d", l,
+                  "channel %d at chunk %llu: slot %d holds %llu in state %d", l,
                   (unsigned long long)g, slot, (unsigned long long)s->holds[slot],
                   s->state[slot]);
     s->state[slot] = SLOT_REDUCED;
@@ -185,7 +185,7 @@ static void sim_run(sim_t *s, int nstreams, unsigned seed)
     for (int i = 0; i < s->nops; i++)
         total += s->op_n[i];
     for (;;) {
-        int order[MAX_STREAMS + MAX_LANES], n = nstreams + s->nlanes;
+        int order[MAX_STREAMS + MAX_CHANNELS], n = nstreams + s->nchannels;
         bool moved = false;
         for (int i = 0; i < n; i++)
             order[i] = i;
@@ -195,7 +195,7 @@ static void sim_run(sim_t *s, int nstreams, unsigned seed)
             order[j] = t;
         }
         for (int i = 0; i < n && !moved; i++)
-            moved = order[i] >= nstreams ? lane_step(s, order[i] - nstreams)
+            moved = order[i] >= nstreams ? channel_step(s, order[i] - nstreams)
                                          : stream_step(s, order[i]);
         if (!moved)
             break;
@@ -208,15 +208,15 @@ static void sim_run(sim_t *s, int nstreams, unsigned seed)
 }
 
 /* Words as they are when chunk first is next (every earlier chunk went through). */
-static void sim_init(sim_t *s, uint64_t first, int nlanes)
+static void sim_init(sim_t *s, uint64_t first, int nchannels)
 {
     uint64_t ns;
 
     memset(s, 0, sizeof(*s));
     s->fail_after = -1;
     s->base = first;
-    s->nlanes = nlanes;
-    s->nslots = cnet_nslots(nlanes);
+    s->nchannels = nchannels;
+    s->nslots = cnet_nslots(nchannels);
     ns = (uint64_t)s->nslots;
     for (uint64_t g = first >= ns ? first - ns : 0; g < first; g++) {
         int slot = cnet_slot(g, s->nslots);
@@ -226,14 +226,14 @@ static void sim_init(sim_t *s, uint64_t first, int nlanes)
 }
 
 /* Calls of random sizes on random streams, from chunk first. */
-static void random_calls(uint64_t first, int nstreams, int nlanes, int ncalls, unsigned seed)
+static void random_calls(uint64_t first, int nstreams, int nchannels, int ncalls, unsigned seed)
 {
     sim_t *s = malloc(sizeof(*s));
     uint64_t g = first;
     unsigned r = seed * 7919u + 1;
 
     ck_assert_ptr_nonnull(s);
-    sim_init(s, first, nlanes);
+    sim_init(s, first, nchannels);
     for (int i = 0; i < ncalls; i++) {
         uint64_t n = 1 + rand_r(&r) % 21;
         sim_call(s, (int)(rand_r(&r) % (unsigned)nstreams), g, n);
@@ -250,8 +250,8 @@ START_TEST(t_one_stream)
     uint64_t g = 0;
 
     ck_assert_ptr_nonnull(s);
-    for (int lanes = 1; lanes <= MAX_LANES; lanes++) {
-        sim_init(s, 0, lanes);
+    for (int channels = 1; channels <= MAX_CHANNELS; channels++) {
+        sim_init(s, 0, channels);
         g = 0;
         for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
             sim_call(s, 0, g, sizes[i]);
@@ -267,14 +267,14 @@ END_TEST
 START_TEST(t_streams_random)
 {
     for (unsigned seed = 1; seed <= 400; seed++)
-        random_calls(0, 1 + (int)(seed % MAX_STREAMS), 1 + (int)(seed / 3 % MAX_LANES), 40,
+        random_calls(0, 1 + (int)(seed % MAX_STREAMS), 1 + (int)(seed / 3 % MAX_CHANNELS), 40,
                      seed);
 }
 END_TEST
 
 /* Around 2^32 chunks the 32-bit words wrap; the slot of a chunk must not jump there. */
-/* Some lanes give up part way (the communicator broke) while the others still reduce
- * theirs: no stream may take a chunk out of its slot before its lane is done with it. */
+/* Some channels give up part way (the communicator broke) while the others still reduce
+ * theirs: no stream may take a chunk out of its slot before its channel is done with it. */
 START_TEST(t_give_up)
 {
     for (unsigned seed = 1; seed <= 400; seed++) {
@@ -284,11 +284,11 @@ START_TEST(t_give_up)
         int nstreams = 1 + (int)(seed % MAX_STREAMS);
 
         ck_assert_ptr_nonnull(s);
-        sim_init(s, g, 2 + (int)(seed % (MAX_LANES - 1)));
+        sim_init(s, g, 2 + (int)(seed % (MAX_CHANNELS - 1)));
         s->fail_after = (int)(rand_r(&r) % 60);
-        for (int l = 0; l < s->nlanes; l++)
+        for (int l = 0; l < s->nchannels; l++)
             s->failing[l] = rand_r(&r) % 2;
-        s->failing[rand_r(&r) % (unsigned)s->nlanes] = true;
+        s->failing[rand_r(&r) % (unsigned)s->nchannels] = true;
         for (int i = 0; i < 30; i++) {
             uint64_t n = 1 + rand_r(&r) % 21;
             sim_call(s, (int)(rand_r(&r) % (unsigned)nstreams), g, n);
@@ -305,7 +305,7 @@ START_TEST(t_wrap)
     const uint64_t w = (uint64_t)1 << 32;
     for (unsigned seed = 1; seed <= 300; seed++)
         random_calls(w - 1 - seed % 40, 1 + (int)(seed % MAX_STREAMS),
-                     1 + (int)(seed / 3 % MAX_LANES), 30, seed);
+                     1 + (int)(seed / 3 % MAX_CHANNELS), 30, seed);
     /* and far past it */
     random_calls(5 * w - 7, 2, 1, 60, 99);
     random_calls(5 * w - 7, 3, 4, 60, 98);
@@ -335,7 +335,7 @@ START_TEST(t_shape)
         {CNET_CMD_COPY_OUT, 0, 3},       {CNET_CMD_WRITE, CNET_FREED, 3},
     };
     ck_assert_ptr_nonnull(s);
-    sim_init(s, 10, 1);    /* one lane: 3 slots */
+    sim_init(s, 10, 1);    /* one channel: 3 slots */
     sim_call(s, 0, 10, 4); /* chunks 10..13: every copy in waits for its slot */
     ck_assert_int_eq(s->ncmds[0], (int)(sizeof(want) / sizeof(want[0])));
     for (int i = 0; i < s->ncmds[0]; i++) {
@@ -349,10 +349,10 @@ START_TEST(t_shape)
 }
 END_TEST
 
-/* ---- the lanes' queue ----------------------------------------------------------------
- * Random pushes (mostly one-chunk calls) and lane steps in random order against a model:
- * each lane takes exactly the operations it has chunks in, in order, never one whose
- * entry was reused; head is always the first operation some lane still owes; the queue
+/* ---- the channels' queue ----------------------------------------------------------------
+ * Random pushes (mostly one-chunk calls) and channel steps in random order against a model:
+ * each channel takes exactly the operations it has chunks in, in order, never one whose
+ * entry was reused; head is always the first operation some channel still owes; the queue
  * never holds more than CNET_QUEUE. */
 
 #define SCHED_OPS 1500
@@ -360,13 +360,13 @@ END_TEST
 START_TEST(t_sched)
 {
     static uint64_t nch[SCHED_OPS];
-    static int owed[SCHED_OPS]; /* lanes with chunks in it that did not finish it */
+    static int owed[SCHED_OPS]; /* channels with chunks in it that did not finish it */
 
     for (unsigned seed = 1; seed <= 120; seed++) {
         unsigned r = seed * 2654435761u;
-        int L = 1 + (int)(seed % 6), holding[CNET_LANES_MAX];
-        uint64_t held[CNET_LANES_MAX], last[CNET_LANES_MAX], pushed = 0, taken = 0,
-                                                             want_taken = 0;
+        int L = 1 + (int)(seed % 6), holding[CNET_CHANNELS_MAX];
+        uint64_t held[CNET_CHANNELS_MAX], last[CNET_CHANNELS_MAX], pushed = 0, taken = 0,
+                                                                   want_taken = 0;
         cnet_sched_t s;
 
         cnet_sched_init(&s, L);
@@ -384,9 +384,9 @@ START_TEST(t_sched)
                 want_taken += (uint64_t)owed[pushed];
                 ck_assert_uint_eq(cnet_sched_push(&s, nch[pushed]), pushed);
                 pushed++;
-                /* now and then the lanes stop and start again on an empty queue */
+                /* now and then the channels stop and start again on an empty queue */
                 if (s.head == s.end && rand_r(&r) % 50 == 0) {
-                    cnet_sched_restart_lanes(&s);
+                    cnet_sched_restart_channels(&s);
                     for (int i = 0; i < L; i++)
                         ck_assert(!holding[i]);
                 }
@@ -397,13 +397,13 @@ START_TEST(t_sched)
                 if (!cnet_sched_next(&s, (int)a, &op))
                     continue;
                 ck_assert_uint_lt(op, pushed);
-                ck_assert_msg(nch[op] > a, "lane %u took op %llu of %llu chunks", a,
+                ck_assert_msg(nch[op] > a, "channel %u took op %llu of %llu chunks", a,
                               (unsigned long long)op, (unsigned long long)nch[op]);
                 ck_assert_uint_eq(s.nchunks[op % CNET_QUEUE], nch[op]);
                 /* in order, and none of its own skipped */
                 for (uint64_t o = last[a] == UINT64_MAX ? 0 : last[a] + 1; o < op; o++)
                     ck_assert_msg(nch[o] <= a || owed[o] == 0 || o < s.head,
-                                  "lane %u skipped op %llu", a, (unsigned long long)o);
+                                  "channel %u skipped op %llu", a, (unsigned long long)o);
                 holding[a] = 1;
                 held[a] = op;
             } else {
@@ -418,7 +418,7 @@ START_TEST(t_sched)
                 ck_assert_uint_eq(s.head, h);
             }
         }
-        /* let every lane finish what is left */
+        /* let every channel finish what is left */
         for (int moved = 1; moved;) {
             moved = 0;
             for (int i = 0; i < L; i++) {
@@ -443,7 +443,7 @@ END_TEST
 
 static Suite *plan_suite(void)
 {
-    Suite *s = suite_create("cuda_net_plan");
+    Suite *s = suite_create("cuda_net_sched");
     TCase *tc = tcase_create("plan");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, t_shape);

@@ -1,6 +1,6 @@
 /* The stream side of the staging pipeline of CUDA memory across nodes, in order, and the
- * lanes' queue (see algo/cuda_net_int.h for the protocol). */
-#include "algo/cuda_net/cuda_net_plan.h"
+ * channels' queue (see algo/cuda_net/cuda_net_int.h for the protocol). */
+#include "algo/cuda_net/cuda_net_sched.h"
 
 #include <string.h>
 
@@ -32,14 +32,14 @@ static symcoll_status_t plan_copy_in(uint64_t first, uint64_t k, int nslots, cne
     return fn(arg, &c);
 }
 
-symcoll_status_t cnet_plan(uint64_t first, uint64_t nchunks, int nslots, cnet_cmd_fn_t fn,
-                           void *arg)
+symcoll_status_t cnet_steps(uint64_t first, uint64_t nchunks, int nslots, cnet_cmd_fn_t fn,
+                            void *arg)
 {
     uint64_t ns = (uint64_t)nslots;
     symcoll_status_t status = SYMCOLL_OK;
 
     /* the first nslots chunks go in at once; each later one as soon as its slot's copy
-     * out is queued, so that chunks wait on the host while the lanes reduce others */
+     * out is queued, so that chunks wait on the host while the channels reduce others */
     for (uint64_t k = 0; status == SYMCOLL_OK && k < nchunks && k < ns; k++)
         status = plan_copy_in(first, k, nslots, fn, arg);
     for (uint64_t k = 0; status == SYMCOLL_OK && k < nchunks; k++) {
@@ -65,17 +65,17 @@ symcoll_status_t cnet_plan(uint64_t first, uint64_t nchunks, int nslots, cnet_cm
     return status;
 }
 
-/* ---- the lanes' queue ------------------------------------------------------------------ */
+/* ---- the channels' queue ----------------------------------------------------------------- */
 
-void cnet_sched_init(cnet_sched_t *s, int nlanes)
+void cnet_sched_init(cnet_sched_t *s, int nchannels)
 {
     memset(s, 0, sizeof(*s));
-    s->nlanes = nlanes;
+    s->nchannels = nchannels;
 }
 
-void cnet_sched_restart_lanes(cnet_sched_t *s)
+void cnet_sched_restart_channels(cnet_sched_t *s)
 {
-    for (int i = 0; i < s->nlanes; i++)
+    for (int i = 0; i < s->nchannels; i++)
         s->pos[i] = s->end;
 }
 
@@ -84,32 +84,33 @@ uint64_t cnet_sched_push(cnet_sched_t *s, uint64_t nchunks)
     uint64_t op = s->end;
 
     s->nchunks[op % CNET_QUEUE] = nchunks;
-    s->pending[op % CNET_QUEUE] = nchunks < (uint64_t)s->nlanes ? (int)nchunks : s->nlanes;
+    s->pending[op % CNET_QUEUE] =
+        nchunks < (uint64_t)s->nchannels ? (int)nchunks : s->nchannels;
     if (nchunks > 1)
         __atomic_store_n(&s->multi_end, op + 1, __ATOMIC_RELEASE);
     __atomic_store_n(&s->end, op + 1, __ATOMIC_RELEASE);
     return op;
 }
 
-bool cnet_sched_next(cnet_sched_t *s, int lane, uint64_t *op_p)
+bool cnet_sched_next(cnet_sched_t *s, int channel, uint64_t *op_p)
 {
-    uint64_t p = s->pos[lane] < s->head ? s->head : s->pos[lane];
+    uint64_t p = s->pos[channel] < s->head ? s->head : s->pos[channel];
 
-    /* before head: finished, so nothing of this lane's is left there */
-    while (p < s->end && s->nchunks[p % CNET_QUEUE] <= (uint64_t)lane)
+    /* before head: finished, so nothing of this channel's is left there */
+    while (p < s->end && s->nchunks[p % CNET_QUEUE] <= (uint64_t)channel)
         p++;
-    s->pos[lane] = p;
+    s->pos[channel] = p;
     if (p == s->end)
         return false;
     *op_p = p;
     return true;
 }
 
-uint64_t cnet_sched_finish(cnet_sched_t *s, int lane)
+uint64_t cnet_sched_finish(cnet_sched_t *s, int channel)
 {
     uint64_t h = s->head;
 
-    s->pending[s->pos[lane]++ % CNET_QUEUE]--;
+    s->pending[s->pos[channel]++ % CNET_QUEUE]--;
     while (s->head < s->end && s->pending[s->head % CNET_QUEUE] == 0)
         s->head++;
     return s->head - h;
