@@ -292,12 +292,56 @@ symcoll_status_t bootstrap_allgather(bootstrap_t *bs, const void *src, void *dst
         bs_shut_all(bs);
     }
     bs->seq++;
+    bs->stats.exchanges++;
     return status;
 }
 
 symcoll_status_t bootstrap_barrier(bootstrap_t *bs)
 {
     return bootstrap_allgather(bs, NULL, NULL, 0);
+}
+
+static void bs_combine(int64_t *acc, const int64_t *in, int count, bootstrap_op_t op)
+{
+    for (int i = 0; i < count; i++)
+        if (op == BOOTSTRAP_OP_MIN ? in[i] < acc[i] : in[i] > acc[i])
+            acc[i] = in[i];
+}
+
+symcoll_status_t bootstrap_allreduce(bootstrap_t *bs, int64_t *vals, int count,
+                                     bootstrap_op_t op)
+{
+    int64_t all[BOOTSTRAP_ALLREDUCE_MAX], *gathered;
+    symcoll_status_t status;
+
+    if (!bs || !vals || count < 1 || count > BOOTSTRAP_ALLREDUCE_MAX ||
+        (op != BOOTSTRAP_OP_MIN && op != BOOTSTRAP_OP_MAX)) {
+        log_error("bootstrap_allreduce: invalid arguments");
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    gathered = malloc((size_t)bs->nranks * (size_t)count * sizeof(*gathered));
+    if (!gathered)
+        return SYMCOLL_ERR_NO_MEMORY;
+    status = bootstrap_allgather(bs, vals, gathered, (size_t)count * sizeof(*vals));
+    if (status == SYMCOLL_OK) {
+        memcpy(all, gathered, (size_t)count * sizeof(*all));
+        for (int r = 1; r < bs->nranks; r++)
+            bs_combine(all, gathered + (size_t)r * (size_t)count, count, op);
+        memcpy(vals, all, (size_t)count * sizeof(*vals));
+    }
+    free(gathered);
+    return status;
+}
+
+void bootstrap_stats(const bootstrap_t *bs, bootstrap_stats_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!bs)
+        return;
+    *out = bs->stats;
+    out->tcp_conns = bs->root_fd >= 0 ? 1 : 0;
+    for (int r = 0; bs->peer_fds && r < bs->nranks; r++)
+        out->tcp_conns += bs->peer_fds[r] >= 0;
 }
 
 symcoll_status_t bootstrap_failed(const bootstrap_t *bs)

@@ -105,6 +105,32 @@ void bootstrap_destroy(bootstrap_t *bs);
 symcoll_status_t bootstrap_allgather(bootstrap_t *bs, const void *src, void *dst, size_t size);
 symcoll_status_t bootstrap_barrier(bootstrap_t *bs);
 
+/* Element-wise operations of bootstrap_allreduce: votes and agreements, not data. */
+typedef enum {
+    BOOTSTRAP_OP_MIN, /* AND of flags that are 0 or 1 */
+    BOOTSTRAP_OP_MAX  /* OR of such flags */
+} bootstrap_op_t;
+
+/* vals (count values per rank) becomes the element-wise op over every rank's vals: the
+ * same on every rank. Collective. count at most BOOTSTRAP_ALLREDUCE_MAX. */
+#define BOOTSTRAP_ALLREDUCE_MAX 64
+symcoll_status_t bootstrap_allreduce(bootstrap_t *bs, int64_t *vals, int count,
+                                     bootstrap_op_t op);
+
+/* What this rank's bootstrap moved since creation (rendezvous included), for the scale
+ * harness and reports: bytes of headers and payloads over TCP (the node-local channel
+ * and a caller's allgather are not counted in tcp_*), messages, collective rounds,
+ * TCP connections open now. */
+typedef struct bootstrap_stats {
+    uint64_t tcp_bytes_sent;
+    uint64_t tcp_bytes_recv;
+    uint64_t tcp_msgs_sent;
+    uint64_t rounds;    /* steps of the collectives where this rank waited for a peer */
+    uint64_t exchanges; /* collectives (allgather, allreduce, barrier) */
+    int tcp_conns;      /* TCP sockets this rank holds now */
+} bootstrap_stats_t;
+void bootstrap_stats(const bootstrap_t *bs, bootstrap_stats_t *out);
+
 /* A 64-bit value the same on every rank and random per job. Public: it is not a
  * secret (it travels in every message header). */
 uint64_t bootstrap_job_id(const bootstrap_t *bs);

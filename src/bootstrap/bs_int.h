@@ -88,6 +88,7 @@ struct bootstrap {
     uint64_t seq;                    /* global collectives done */
     symcoll_status_t failed;         /* a channel is out of step: every later call fails */
     char how[160];                   /* which bootstrap connected the ranks, for reports */
+    bootstrap_stats_t stats;         /* tcp_conns filled when read (bootstrap_stats) */
 
     /* TCP: rank 0 holds one socket per rank (peer_fds[0] unused), others root_fd */
     int *peer_fds;

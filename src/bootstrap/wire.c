@@ -398,6 +398,17 @@ symcoll_status_t bs_xfer_run(bootstrap_t *bs, bs_xfer_t *x, int n, const deadlin
         }
     }
 out:
+    for (int i = 0; i < n; i++) {
+        /* what crossed TCP (the node-local channel's messages are not counted) */
+        bool local = x[i].shdr.type == BS_MSG_LOCAL_HELLO ||
+                     x[i].shdr.type == BS_MSG_LOCAL_DATA || x[i].rtype == BS_MSG_LOCAL_HELLO ||
+                     x[i].rtype == BS_MSG_LOCAL_DATA;
+        if (local)
+            continue;
+        bs->stats.tcp_bytes_sent += x[i].soff;
+        bs->stats.tcp_bytes_recv += x[i].roff;
+        bs->stats.tcp_msgs_sent += x[i].soff ? 1 : 0;
+    }
     if (status != SYMCOLL_OK) {
         for (int i = 0; i < n; i++)
             for (int k = 0; k < x[i].rnfds; k++)

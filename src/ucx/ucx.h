@@ -36,6 +36,9 @@ symcoll_status_t ucx_create(comm_t *comm, ucx_ctx_t **ucx_p);
 #define UCX_CHANNELS_MAX 15
 symcoll_status_t ucx_channel_create(ucx_ctx_t *owner, ucx_ctx_t **channel_p);
 
+/* Endpoints this worker holds now (0 for NULL), for reports and the scale harness. */
+int ucx_num_endpoints(const ucx_ctx_t *ucx);
+
 /* First half of teardown: flush outstanding operations, destroy every unpacked rkey and
  * close the endpoints (flushing them; peers that failed are closed by force). After our
  * give-up notice (not a timeout's) it first waits, bounded, for every remote peer to

@@ -455,3 +455,8 @@ void ucx_destroy(ucx_ctx_t *ucx)
     free(ucx->peers);
     free(ucx);
 }
+
+int ucx_num_endpoints(const ucx_ctx_t *ucx)
+{
+    return ucx ? ucx->nremote : 0;
+}
