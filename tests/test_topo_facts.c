@@ -51,15 +51,17 @@ static symcoll_status_t derive(const facts_t *f, int me, const char *algo, topo_
     }
     topo_derive_nodes(t, me);
     if (t->have_gpus) {
-        size_t row = (size_t)t->max_node_size;
-        t->links = calloc((size_t)f->n * row, sizeof(*t->links));
+        /* rank me's node's matrix, as the node's channel gives it */
+        size_t row = (size_t)t->local_size;
+        t->links = calloc(row * row, sizeof(*t->links));
         ck_assert_ptr_nonnull(t->links);
         for (int a = 0; a < f->n; a++) {
             for (int b = 0; b < f->n; b++) {
                 topo_link_info_t *l;
-                if (t->rank_node[a] != t->rank_node[b])
+                if (t->rank_node[a] != t->node || t->rank_node[b] != t->node)
                     continue;
-                l = &t->links[(size_t)a * row + (size_t)t->rank_local_rank[b]];
+                l = &t->links[(size_t)t->rank_local_rank[a] * row +
+                              (size_t)t->rank_local_rank[b]];
                 l->perf_rank = -1;
                 if (f->gpu[a] < 0 || f->gpu[b] < 0)
                     l->link = TOPO_LINK_NONE;
@@ -254,7 +256,7 @@ START_TEST(test_print_links)
     ck_assert_int_eq(derive(&shared_gpu, 0, NULL, &t), SYMCOLL_OK);
     for (int a = 0; a < 4; a++) {
         for (int b = 0; b < 4; b++) {
-            topo_link_info_t *l = &t->links[a * t->max_node_size + b];
+            topo_link_info_t *l = &t->links[a * t->local_size + b];
             if (l->link == TOPO_LINK_NVLINK) {
                 l->nvlinks = 18;
                 l->perf_rank = 0;
@@ -263,7 +265,7 @@ START_TEST(test_print_links)
         }
     }
     /* one pair over PCIe only, seen from one side: the worst link counts */
-    t->links[0 * t->max_node_size + 3].link = TOPO_LINK_PCIE;
+    t->links[0 * t->local_size + 3].link = TOPO_LINK_PCIE;
     ck_assert_int_eq(topo_finish(t), SYMCOLL_OK);
     ck_assert_int_eq(t->shape[SYMCOLL_MEM_CUDA].gpu_link, TOPO_LINK_PCIE);
     f = open_memstream(&buf, &len);

@@ -308,6 +308,9 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create_version(unsigned api_major,
         if (status != SYMCOLL_OK)
             goto err_topo;
     }
+    status = topo_probe_links(comm, comm->topo);
+    if (status != SYMCOLL_OK)
+        goto err_topo;
 
     status = api_init_layers(comm);
     if (status != SYMCOLL_OK)

@@ -89,6 +89,10 @@ static void print_node(const topo_t *t, int k, FILE *out)
     fprintf(out, "\n");
     if (!t->links)
         return;
+    if (k != t->node) { /* each rank holds its own node's matrix */
+        fprintf(out, "#   GPU links: known on that node (symcoll_comm_print_topology there)\n");
+        return;
+    }
     for (int j = 0; j < m; j++)
         if (t->info[ranks[j]].gpu_name[0])
             fprintf(out, "#   local rank %d: GPU %d %s (%s)\n", j,

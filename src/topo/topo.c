@@ -140,33 +140,66 @@ void topo_derive_nodes(topo_t *t, int my_rank)
     }
 }
 
-/* Every rank measures its own row (its GPU to each GPU of its node); one allgather
- * gives every rank the matrices of all nodes. */
+/* The worst GPU link of this node's matrix (TOPO_LINK_SAME on a node of one rank;
+ * TOPO_LINK_NONE where the matrix is not known). */
+static topo_link_t topo_node_worst_link(const topo_t *t)
+{
+    topo_link_t worst = TOPO_LINK_SAME;
+
+    for (int a = 0; a < t->local_size; a++)
+        for (int b = 0; b < t->local_size; b++) {
+            if (a == b)
+                continue;
+            if (!t->links)
+                return TOPO_LINK_NONE;
+            if (t->links[(size_t)a * (size_t)t->local_size + (size_t)b].link < (int)worst)
+                worst =
+                    (topo_link_t)t->links[(size_t)a * (size_t)t->local_size + (size_t)b].link;
+        }
+    return worst;
+}
+
+/* Every rank measures its own row (its GPU to each GPU of its node) and the ranks of the
+ * node exchange rows over the node's channel: each rank holds its node's matrix only
+ * (ranks per node squared, not the job's). The selector needs the worst link of the
+ * job, agreed in one vote (MIN over the nodes' worst). Collective; the node's channel
+ * is open (bootstrap_local_init) where the node has more than one rank. */
 static symcoll_status_t topo_exchange_links(comm_t *comm, topo_t *t)
 {
-    size_t row = (size_t)t->max_node_size;
+    size_t ls = (size_t)t->local_size;
     topo_link_info_t *mine;
     symcoll_status_t status;
+    int64_t worst;
 
-    t->links = calloc((size_t)t->nranks * row, sizeof(*t->links));
-    mine = calloc(row, sizeof(*mine));
+    t->links = calloc(ls * ls, sizeof(*t->links));
+    mine = calloc(ls, sizeof(*mine));
     if (!t->links || !mine) {
         free(mine);
         return SYMCOLL_ERR_NO_MEMORY;
     }
-    for (int j = 0; j < t->local_size; j++)
+    for (size_t j = 0; j < ls; j++)
         topo_gpu_link(&t->info[comm->rank], &t->info[t->local_ranks[j]], &mine[j]);
-    status = bootstrap_allgather(comm->bootstrap, mine, t->links, row * sizeof(*mine));
+    status = bootstrap_local_fd_allgather(comm->bootstrap, NULL, 0, mine, ls * sizeof(*mine),
+                                          NULL, t->links);
     free(mine);
+    worst = topo_node_worst_link(t);
+    /* every rank votes, even after a failure here, so that none waits for it in vain */
+    if (status != SYMCOLL_OK)
+        worst = TOPO_LINK_NONE;
+    if (bootstrap_allreduce(comm->bootstrap, &worst, 1, BOOTSTRAP_OP_MIN) != SYMCOLL_OK &&
+        status == SYMCOLL_OK)
+        status = bootstrap_failed(comm->bootstrap);
+    t->gpu_link_job = (int)worst;
     return status;
 }
 
 const topo_link_info_t *topo_link(const topo_t *t, int a, int b)
 {
     if (!t->links || a < 0 || b < 0 || a >= t->nranks || b >= t->nranks ||
-        t->rank_node[a] != t->rank_node[b])
+        t->rank_node[a] != t->node || t->rank_node[b] != t->node)
         return NULL;
-    return &t->links[(size_t)a * (size_t)t->max_node_size + (size_t)t->rank_local_rank[b]];
+    return &t->links[(size_t)t->rank_local_rank[a] * (size_t)t->local_size +
+                     (size_t)t->rank_local_rank[b]];
 }
 
 /* CPUs this process may run on (0 if unknown), and which of the first
@@ -253,20 +286,12 @@ static void topo_update_shapes(topo_t *t)
     }
     t->net_cuda_ranks = 0;
     for (int a = 0; a < t->nranks; a++) {
-        int size = t->node_size[t->rank_node[a]];
         t->net_cuda_ranks += (t->info[a].net_mem_types & TOPO_NET_MEM_CUDA) != 0;
         gpus &= t->info[a].cuda_device >= 0;
-        for (int j = 0; j < size && size > 1; j++) {
-            const topo_link_info_t *l =
-                t->links ? &t->links[(size_t)a * (size_t)t->max_node_size + (size_t)j] : NULL;
-            if (j == t->rank_local_rank[a])
-                continue;
-            if (!l)
-                worst = TOPO_LINK_NONE;
-            else if (l->link < (int)worst)
-                worst = (topo_link_t)l->link;
-        }
     }
+    /* the job's worst link as the ranks agreed it, else this node's (a topology built
+     * from injected facts) */
+    worst = t->gpu_link_job >= 0 ? (topo_link_t)t->gpu_link_job : topo_node_worst_link(t);
     s.net_cuda = t->net_cuda_ranks == t->nranks;
 #ifdef HAVE_CUDA
     s.cuda_max_local = CUDA_AR_MAX_RANKS;
@@ -292,6 +317,7 @@ symcoll_status_t topo_create(int nranks, const config_t *config, topo_t **topo_p
     if (!t)
         return SYMCOLL_ERR_NO_MEMORY;
     t->nranks = nranks;
+    t->gpu_link_job = -1;
     t->info = calloc(n, sizeof(*t->info));
     t->local_ranks = calloc(n, sizeof(int));
     t->rank_node = calloc(n, sizeof(int));
@@ -343,31 +369,36 @@ symcoll_status_t topo_probe(comm_t *comm, topo_t **topo_p)
     if (status != SYMCOLL_OK)
         goto err;
     topo_derive_nodes(t, comm->rank);
-
-    /* every rank saw the same facts, so every rank takes this branch or none does */
-    if (t->have_gpus) {
-        status = topo_exchange_links(comm, t);
-        if (status != SYMCOLL_OK)
-            goto err;
-    }
-    status = topo_finish(t);
-    if (status != SYMCOLL_OK)
-        goto err;
-
     log_debug("topology: %d ranks on %d nodes; node %d, local rank %d of %d", t->nranks,
               t->nnodes, t->node, t->local_rank, t->local_size);
-    if (t->have_gpus && comm->rank == 0)
-        log_info("topology: GPU %d (%s) of rank 0; worst GPU link inside a node: %s "
-                 "(NVML %s)",
-                 me.cuda_device, me.pci_bus_id,
-                 topo_link_name(t->shape[SYMCOLL_MEM_CUDA].gpu_link),
-                 topo_nvml_available() ? "loaded" : "not available");
     *topo_p = t;
     return SYMCOLL_OK;
 
 err:
     topo_destroy(t);
     return status;
+}
+
+symcoll_status_t topo_probe_links(comm_t *comm, topo_t *t)
+{
+    symcoll_status_t status;
+
+    /* every rank saw the same facts, so every rank takes this branch or none does */
+    if (t->have_gpus) {
+        status = topo_exchange_links(comm, t);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    status = topo_finish(t);
+    if (status != SYMCOLL_OK)
+        return status;
+    if (t->have_gpus && comm->rank == 0)
+        log_info("topology: GPU %d (%s) of rank 0; worst GPU link inside a node: %s "
+                 "(NVML %s)",
+                 t->info[0].cuda_device, t->info[0].pci_bus_id,
+                 topo_link_name(t->shape[SYMCOLL_MEM_CUDA].gpu_link),
+                 topo_nvml_available() ? "loaded" : "not available");
+    return SYMCOLL_OK;
 }
 
 /* The shapes changed: every remembered plan is stale. */

@@ -68,9 +68,13 @@ typedef struct topo {
     topo_rank_info_t *info; /* every rank's facts */
     int max_node_size;      /* ranks on the largest node */
     int have_gpus;          /* some rank has a CUDA device */
-    /* links[r * max_node_size + j]: rank r's GPU to the GPU of local rank j of r's node;
-     * NULL when no rank has a GPU */
+    /* links[a * local_size + b]: the GPU of local rank a of this node to that of local
+     * rank b; this node's only (other nodes' matrices stay there); NULL when no rank has
+     * a GPU */
     topo_link_info_t *links;
+    /* the worst GPU link inside any node (topo_link_t), as the ranks agreed it; -1 not
+     * agreed (a topology built from injected facts: this node's worst counts) */
+    int gpu_link_job;
     int net_cuda_ranks; /* ranks whose UCX reaches CUDA memory */
     /* per rank: 1 this rank's probe put into that rank's CUDA pool landed, -1 it did
      * not, 0 not probed (this rank, a rank of this node, or no probe ran) */
@@ -86,22 +90,26 @@ typedef struct topo {
     } memo[TOPO_COLL_LAST][SYMCOLL_MEM_LAST];
 } topo_t;
 
-/* Collective: gathers every rank's facts (and, with GPUs, every rank's row of its node's
- * link matrix), derives the node map and checks SYMCOLL_ALGO against it. */
+/* Collective: gathers every rank's facts and derives the node map. Then, once the node's
+ * channel is open (bootstrap_local_init over the node map), topo_probe_links (also
+ * collective): with GPUs, each node's link matrix over its channel and one vote on the
+ * job's worst link; derives the shapes and checks SYMCOLL_ALGO against them. */
 symcoll_status_t topo_probe(comm_t *comm, topo_t **topo_p);
+symcoll_status_t topo_probe_links(comm_t *comm, topo_t *t);
 void topo_destroy(topo_t *topo);
 
 /* The probe in three steps, so that tests can inject facts instead of gathering them:
  * topo_create allocates for nranks and reads the selector's configuration; the caller
  * fills info[] (every rank's facts); topo_derive_nodes builds the node map (node k is
  * the k-th distinct host identity in rank order) as seen by my_rank; the caller may set
- * links (nranks * max_node_size entries, malloc'ed, freed by topo_destroy);
+ * links (local_size * local_size entries, malloc'ed, freed by topo_destroy);
  * topo_finish derives the selector's shapes and checks SYMCOLL_ALGO against them. */
 symcoll_status_t topo_create(int nranks, const config_t *config, topo_t **topo_p);
 void topo_derive_nodes(topo_t *t, int my_rank);
 symcoll_status_t topo_finish(topo_t *t);
 
-/* Link from rank a's GPU to rank b's GPU (same node); NULL if unknown or other node. */
+/* Link from rank a's GPU to rank b's GPU, both of this rank's node; NULL if unknown or
+ * another node. */
 const topo_link_info_t *topo_link(const topo_t *t, int a, int b);
 
 /* Called by the UCX layer once it knows every rank's capabilities (memory types UCX

@@ -60,18 +60,11 @@ symcoll_status_t algo_cuda_attach(comm_t *comm, pool_t *pool)
     }
     /* every rank must use the same grids: take the smallest SM count of the node */
     {
-        int *all = calloc((size_t)comm->nranks, sizeof(int));
-        if (!all) {
-            status = SYMCOLL_ERR_NO_MEMORY;
-            goto err_free;
-        }
-        status = bootstrap_allgather(comm->bootstrap, &sms, all, sizeof(int));
-        for (int r = 0; status == SYMCOLL_OK && r < comm->nranks; r++)
-            if (all[r] < sms)
-                sms = all[r];
-        free(all);
+        int64_t least = sms;
+        status = bootstrap_allreduce(comm->bootstrap, &least, 1, BOOTSTRAP_OP_MIN);
         if (status != SYMCOLL_OK)
             goto err_free;
+        sms = (int)least;
     }
     if (comm->config.cuda_nblocks > 0) {
         st->nb[CUDA_AR_ONESHOT] = st->nb[CUDA_AR_TWOSHOT] =

@@ -367,21 +367,17 @@ symcoll_status_t cnet_channels_start(cuda_net_t *cn)
     /* every rank started its channels, or all stop them together (stopping is collective);
      * the steps above that talk to the others fail on every rank alike */
     {
-        int32_t ok = status == SYMCOLL_OK,
-                *oks = calloc((size_t)cn->comm->nranks, sizeof(*oks));
+        /* the lowest rank that failed (nranks: none) */
+        int64_t failed = status == SYMCOLL_OK ? cn->comm->nranks : cn->comm->rank;
         symcoll_status_t bs =
-            oks ? bootstrap_allgather(cn->comm->bootstrap, &ok, oks, sizeof(ok))
-                : SYMCOLL_ERR_NO_MEMORY;
+            bootstrap_allreduce(cn->comm->bootstrap, &failed, 1, BOOTSTRAP_OP_MIN);
         if (bs != SYMCOLL_OK && status == SYMCOLL_OK)
             status = bs;
-        for (int r = 0; oks && r < cn->comm->nranks && status == SYMCOLL_OK; r++) {
-            if (!oks[r]) {
-                log_error("CUDA all-reduce across nodes: rank %d could not start its channels",
-                          r);
-                status = SYMCOLL_ERR_SYSTEM;
-            }
+        if (status == SYMCOLL_OK && failed < cn->comm->nranks) {
+            log_error("CUDA all-reduce across nodes: rank %d could not start its channels",
+                      (int)failed);
+            status = SYMCOLL_ERR_SYSTEM;
         }
-        free(oks);
     }
     if (status != SYMCOLL_OK)
         cnet_channels_stop(cn);

@@ -17,7 +17,6 @@ symcoll_status_t cnet_flags_ensure(cuda_net_t *cn)
     cnet_direct_t *d = &cn->direct;
     comm_t *comm = cn->comm;
     size_t bytes = cnet_round((size_t)(CNET_DSLOTS + 1) * (size_t)comm->nranks * 8);
-    int32_t one = 1, *all;
     symcoll_status_t status;
 
     if (d->flags)
@@ -28,10 +27,7 @@ symcoll_status_t cnet_flags_ensure(cuda_net_t *cn)
     d->flags = pool_peer_addr(cn->host_pool, pool_local_rank(cn->host_pool), d->flags_off);
     memset(d->flags, 0, bytes);
     /* zeroed on every rank before anyone puts a flag */
-    all = calloc((size_t)comm->nranks, sizeof(*all));
-    status = all ? bootstrap_allgather(comm->bootstrap, &one, all, sizeof(one))
-                 : SYMCOLL_ERR_NO_MEMORY;
-    free(all);
+    status = bootstrap_barrier(comm->bootstrap);
     if (status != SYMCOLL_OK) {
         pool_free(cn->host_pool, d->flags_off);
         d->flags = NULL;

@@ -43,9 +43,8 @@ symcoll_status_t cnet_probe(comm_t *comm, pool_t *cuda_pool)
 
     host = calloc(1, bytes);
     landed = calloc((size_t)n, 1);
-    all = calloc((size_t)n * (size_t)n, 1);
     mine = calloc((size_t)n, 1);
-    if (!host || !landed || !all || !mine) {
+    if (!host || !landed || !mine) {
         status = SYMCOLL_ERR_NO_MEMORY;
         goto out;
     }
@@ -58,12 +57,8 @@ symcoll_status_t cnet_probe(comm_t *comm, pool_t *cuda_pool)
     for (int i = 0; i < CNET_PROBE_BYTES; i++)
         host[(size_t)me * CNET_PROBE_BYTES + (size_t)i] = cnet_probe_byte(me, i);
     status = be->memcpy(bctx, area, host, bytes);
-    if (status == SYMCOLL_OK) {
-        int32_t one = 1, *ones = calloc((size_t)n, sizeof(*ones));
-        status = ones ? bootstrap_allgather(comm->bootstrap, &one, ones, sizeof(one))
-                      : SYMCOLL_ERR_NO_MEMORY;
-        free(ones);
-    }
+    if (status == SYMCOLL_OK)
+        status = bootstrap_barrier(comm->bootstrap);
     if (status != SYMCOLL_OK)
         goto out_free;
 
@@ -109,23 +104,33 @@ symcoll_status_t cnet_probe(comm_t *comm, pool_t *cuda_pool)
             if (host[(size_t)p * CNET_PROBE_BYTES + (size_t)i] != cnet_probe_byte(p, i))
                 landed[p] = -1;
     }
-    if (status == SYMCOLL_OK)
-        status = bootstrap_allgather(comm->bootstrap, landed, all, (size_t)n);
+    /* one vote, MIN of each: every put landed everywhere, minus whether some rank's UCX
+     * calls the driver (MIN of -x is -MAX), the lowest rank that also has one hardware
+     * queue (n: none) */
+    if (status == SYMCOLL_OK) {
+        int64_t v[3] = {1, -(int64_t)(landed[me] >= 2), landed[me] == 3 ? me : n};
+        for (int p = 0; p < n; p++)
+            if (p != me && landed[p] < 0)
+                v[0] = 0;
+        status = bootstrap_allreduce(comm->bootstrap, v, 3, BOOTSTRAP_OP_MIN);
+        ok = v[0] == 1;
+        drv = v[1] != 0;
+        one_queue = v[2] < n ? (int)v[2] : -1;
+    }
+    /* mine[q]: did this rank's put land at q. Only q knows: where some put failed, the
+     * ranks gather what landed where (n x n bytes, on this failure path only) */
+    if (status == SYMCOLL_OK && !ok) {
+        all = calloc((size_t)n * (size_t)n, 1);
+        status = all ? bootstrap_allgather(comm->bootstrap, landed, all, (size_t)n)
+                     : SYMCOLL_ERR_NO_MEMORY;
+    }
     if (status != SYMCOLL_OK)
         goto out_free;
-    /* all[q * n + p]: did p's put land at q; mine[q]: did this rank's put land at q */
     for (int q = 0; q < n; q++)
-        for (int p = 0; p < n; p++)
-            if (all[(size_t)q * (size_t)n + (size_t)p] < 0)
-                ok = false;
-    for (int q = 0; q < n; q++) {
-        signed char self = all[(size_t)q * (size_t)n + (size_t)q];
-        drv = drv || self >= 2;
-        if (self == 3 && one_queue < 0)
-            one_queue = q;
-    }
-    for (int q = 0; q < n; q++)
-        mine[q] = q == me ? 0 : all[(size_t)q * (size_t)n + (size_t)me];
+        mine[q] = q == me                       ? 0
+                  : all                         ? all[(size_t)q * (size_t)n + (size_t)me]
+                  : ucx_is_remote(comm->ucx, q) ? 1
+                                                : 0;
     topo_set_net_direct(topo, mine, ok && one_queue < 0, drv, ok && one_queue >= 0);
     if (ok && one_queue >= 0)
         log_warn("CUDA across nodes: rank %d runs with CUDA_DEVICE_MAX_CONNECTIONS=1 and its "
