@@ -662,10 +662,13 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_pool_trim(symcoll_comm_h comm,
                                                   symcoll_mem_type_t mem_type);
 
 /**
- * @brief Print the topology @a comm was created on: every rank's facts (host identity,
- *        pid, CPU and NUMA node, CUDA device, PCI bus id, UUID, UCX capabilities), the
- *        node map and each node's GPU link matrix (peer access, NVLink count, CUDA P2P
- *        performance rank). Not collective: every rank holds the gathered facts.
+ * @brief Print the topology @a comm was created on: the facts of the calling rank's
+ *        node's ranks (host identity, pid, CPU and NUMA node, CUDA device, PCI bus id,
+ *        UUID, UCX capabilities), the node map (every rank's node; other nodes named by
+ *        their host identity's hash) and the calling rank's node's GPU link matrix (peer
+ *        access, NVLink count, CUDA P2P performance rank). A rank holds its own node's
+ *        facts only, so that creation costs no rank memory in the job's size squared.
+ *        Not collective.
  * @param[in] comm    the communicator
  * @param[in] stream  where to print
  * @return SYMCOLL_OK; SYMCOLL_ERR_INVALID_PARAM for a NULL or destroyed communicator or

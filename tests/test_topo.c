@@ -46,7 +46,14 @@ static void body_probe(int rank, int nranks, void *arg)
                 ck_assert_int_eq(t->local_rank, local);
             local++;
         }
-        /* every rank's facts arrived: its pid is alive with its start time */
+        /* the facts of every rank of this node arrived (its pid is alive with its start
+         * time); another node's stay there: the job learns their host hash only */
+        ck_assert_uint_ne(t->info[r].host_hash, 0);
+        if (node != t->node) {
+            ck_assert_int_eq(t->info[r].pid, 0);
+            ck_assert_str_eq(t->info[r].host_id, "");
+            continue;
+        }
         ck_assert_int_gt(t->info[r].pid, 0);
         ck_assert_uint_gt(t->info[r].start_time, 0);
         ck_assert(topo_proc_alive(t->info[r].pid, t->info[r].start_time));
@@ -144,7 +151,17 @@ static void body_print(int rank, int nranks, void *arg)
     ck_assert_int_eq(symcoll_comm_print_decisions(comm, f), SYMCOLL_OK);
     fclose(f);
     ck_assert_ptr_nonnull(strstr(buf, "4 rank(s) on 2 node(s)"));
-    ck_assert_ptr_nonnull(strstr(buf, "# node 1 (simnode-1): leader rank 2, 2 rank(s): 2 3"));
+    /* each rank names its own node's host; another node by its identity's hash */
+    if (rank < 2) {
+        ck_assert_ptr_nonnull(
+            strstr(buf, "# node 0 (simnode-0): leader rank 0, 2 rank(s): 0 1"));
+        ck_assert_ptr_nonnull(strstr(buf, ": leader rank 2, 2 rank(s): 2 3"));
+        ck_assert_ptr_nonnull(strstr(buf, "# node 1 (host "));
+    } else {
+        ck_assert_ptr_nonnull(
+            strstr(buf, "# node 1 (simnode-1): leader rank 2, 2 rank(s): 2 3"));
+        ck_assert_ptr_nonnull(strstr(buf, "# node 0 (host "));
+    }
     /* every size of the decision table, for both memory types */
     ck_assert_ptr_nonnull(strstr(buf, "  host            8  "));
     ck_assert_ptr_nonnull(strstr(buf, "  cuda   1073741824  "));

@@ -596,7 +596,7 @@ static void json_decisions(const char *text)
     printf("}");
 }
 
-/* Every rank holds the gathered facts; rank 0 prints them. */
+/* Every rank holds its node's facts and the node map; rank 0 prints them. */
 /* With CUDA here, the CUDA pool is created (every rank: collective) before a report, so
  * that the report shows what its creation decides: across nodes, the probe of the direct
  * path (puts into the peers' CUDA pool) and its result per peer. */

@@ -308,7 +308,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create_version(unsigned api_major,
         if (status != SYMCOLL_OK)
             goto err_topo;
     }
-    status = topo_probe_links(comm, comm->topo);
+    status = topo_probe_node(comm, comm->topo);
     if (status != SYMCOLL_OK)
         goto err_topo;
 

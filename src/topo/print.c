@@ -62,6 +62,11 @@ static void print_ranks(const topo_t *t, FILE *out)
         const topo_rank_info_t *i = &t->info[r];
         char netmem[32];
 
+        if (!i->host_id[0]) { /* another node's rank: its facts stay on its node */
+            fprintf(out, "  %4d %4d %5d %8s %4s %4s %4" PRId32 " (facts on its node)\n", r,
+                    t->rank_node[r], t->rank_local_rank[r], "-", "-", "-", i->cuda_device);
+            continue;
+        }
         fmt_net_mem(i->net_mem_types, netmem, sizeof(netmem));
         fprintf(out,
                 "  %4d %4d %5d %8" PRId32 " %4" PRId32 " %4" PRId32 " %4" PRId32
@@ -82,8 +87,12 @@ static void print_node(const topo_t *t, int k, FILE *out)
     for (int r = 0; r < t->nranks; r++)
         if (t->rank_node[r] == k)
             ranks[m++] = r;
-    fprintf(out, "# node %d (%s): leader rank %d, %d rank(s):", k,
-            t->info[t->node_leader[k]].host_id, t->node_leader[k], m);
+    if (t->info[t->node_leader[k]].host_id[0])
+        fprintf(out, "# node %d (%s): leader rank %d, %d rank(s):", k,
+                t->info[t->node_leader[k]].host_id, t->node_leader[k], m);
+    else
+        fprintf(out, "# node %d (host %016llx): leader rank %d, %d rank(s):", k,
+                (unsigned long long)t->info[t->node_leader[k]].host_hash, t->node_leader[k], m);
     for (int j = 0; j < m; j++)
         fprintf(out, " %d", ranks[j]);
     fprintf(out, "\n");

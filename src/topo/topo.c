@@ -1,6 +1,8 @@
-/* Topology probe: every rank contributes its host identity, pid, start time, CUDA device
- * and NUMA node; from the allgather every rank derives the node map (nodes in order of
- * first rank) and, with GPUs, each node's link matrix; then the selector's shapes. */
+/* Topology probe in two levels: the job exchanges 16 bytes a rank (host identity's hash,
+ * CUDA device), from which every rank derives the node map (nodes in order of first
+ * rank); the ranks of a node exchange the rest of their facts (pid, start time, NUMA,
+ * CPUs, GPU) and their node's GPU link matrix over the node's channel; one job-wide
+ * vote agrees on the per-node summaries the selector's shapes need. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "topo/topo.h"
 
@@ -97,6 +99,17 @@ static void topo_host_identity(const comm_t *comm, char *out, size_t len)
     snprintf(out, len, "%s/%s", host, boot);
 }
 
+/* FNV-1a, 64 bits, of a host identity: two hosts of a job of 100,000 nodes share a
+ * hash with a probability below 1e-9 (n^2 / 2^65). */
+static uint64_t topo_host_hash(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+    return h ? h : 1;
+}
+
 void topo_derive_nodes(topo_t *t, int my_rank)
 {
     int n = t->nranks;
@@ -104,13 +117,15 @@ void topo_derive_nodes(topo_t *t, int my_rank)
     for (int r = 0; r < n; r++) {
         int node = -1;
         t->info[r].host_id[TOPO_HOST_ID_MAX - 1] = 0;
+        if (t->info[r].host_id[0])
+            t->info[r].host_hash = topo_host_hash(t->info[r].host_id);
         /* launchers place ranks in blocks: the previous rank's node first, so that the
          * usual layout costs O(ranks) comparisons instead of O(ranks x nodes) */
         if (r > 0 &&
-            !strcmp(t->info[t->node_leader[t->rank_node[r - 1]]].host_id, t->info[r].host_id))
+            t->info[t->node_leader[t->rank_node[r - 1]]].host_hash == t->info[r].host_hash)
             node = t->rank_node[r - 1];
         for (int k = 0; k < t->nnodes && node < 0; k++) {
-            if (!strcmp(t->info[t->node_leader[k]].host_id, t->info[r].host_id)) {
+            if (t->info[t->node_leader[k]].host_hash == t->info[r].host_hash) {
                 node = k;
                 break;
             }
@@ -161,15 +176,12 @@ static topo_link_t topo_node_worst_link(const topo_t *t)
 
 /* Every rank measures its own row (its GPU to each GPU of its node) and the ranks of the
  * node exchange rows over the node's channel: each rank holds its node's matrix only
- * (ranks per node squared, not the job's). The selector needs the worst link of the
- * job, agreed in one vote (MIN over the nodes' worst). Collective; the node's channel
- * is open (bootstrap_local_init) where the node has more than one rank. */
+ * (ranks per node squared, not the job's). */
 static symcoll_status_t topo_exchange_links(comm_t *comm, topo_t *t)
 {
     size_t ls = (size_t)t->local_size;
     topo_link_info_t *mine;
     symcoll_status_t status;
-    int64_t worst;
 
     t->links = calloc(ls * ls, sizeof(*t->links));
     mine = calloc(ls, sizeof(*mine));
@@ -182,14 +194,6 @@ static symcoll_status_t topo_exchange_links(comm_t *comm, topo_t *t)
     status = bootstrap_local_fd_allgather(comm->bootstrap, NULL, 0, mine, ls * sizeof(*mine),
                                           NULL, t->links);
     free(mine);
-    worst = topo_node_worst_link(t);
-    /* every rank votes, even after a failure here, so that none waits for it in vain */
-    if (status != SYMCOLL_OK)
-        worst = TOPO_LINK_NONE;
-    if (bootstrap_allreduce(comm->bootstrap, &worst, 1, BOOTSTRAP_OP_MIN) != SYMCOLL_OK &&
-        status == SYMCOLL_OK)
-        status = bootstrap_failed(comm->bootstrap);
-    t->gpu_link_job = (int)worst;
     return status;
 }
 
@@ -238,30 +242,36 @@ static int topo_node_cpus(const topo_t *t, int k)
     return n;
 }
 
-/* O(ranks x ranks per node): every rank's row of its node's link matrix. */
-
 static int topo_cmp_uuid(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Some GPU serves two ranks, or some rank's GPU is not known (sorted: n log n). */
-static bool topo_gpus_shared(const topo_t *t)
+/* Some GPU serves two of the ranks listed (NULL: every rank), or some such rank's GPU is
+ * not known (sorted: n log n). */
+static bool topo_gpus_shared(const topo_t *t, const int *ranks, int n)
 {
-    const char **u = malloc((size_t)t->nranks * sizeof(*u));
+    const char **u = malloc((size_t)n * sizeof(*u));
     bool shared = false;
 
     if (!u)
         return true; /* the careful answer */
-    for (int r = 0; r < t->nranks; r++) {
-        u[r] = t->info[r].gpu_uuid;
-        shared |= !u[r][0];
+    for (int j = 0; j < n; j++) {
+        u[j] = t->info[ranks ? ranks[j] : j].gpu_uuid;
+        shared |= !u[j][0];
     }
-    qsort(u, (size_t)t->nranks, sizeof(*u), topo_cmp_uuid);
-    for (int r = 1; r < t->nranks && !shared; r++)
-        shared = !strcmp(u[r - 1], u[r]);
+    qsort(u, (size_t)n, sizeof(*u), topo_cmp_uuid);
+    for (int j = 1; j < n && !shared; j++)
+        shared = !strcmp(u[j - 1], u[j]);
     free(u);
     return shared;
+}
+
+/* This node has more ranks than CPUs they may run on together. */
+static bool topo_node_oversubscribed(const topo_t *t, int k)
+{
+    int cpus = topo_node_cpus(t, k);
+    return cpus > 0 && t->node_size[k] > cpus;
 }
 
 static void topo_update_shapes(topo_t *t)
@@ -279,11 +289,9 @@ static void topo_update_shapes(topo_t *t)
     s.uniform = uniform;
     /* ranks of a node outnumber the CPUs they may run on: barriers then cost context
      * switches, which changes where one-shot stops paying (select.c) */
-    for (int k = 0; k < t->nnodes; k++) {
-        int cpus = topo_node_cpus(t, k);
-        if (cpus > 0 && t->node_size[k] > cpus)
-            s.oversubscribed = true;
-    }
+    for (int k = 0; k < t->nnodes && !t->agreed; k++)
+        s.oversubscribed |= topo_node_oversubscribed(t, k);
+    s.oversubscribed |= t->agreed && t->oversub_job;
     t->net_cuda_ranks = 0;
     for (int a = 0; a < t->nranks; a++) {
         t->net_cuda_ranks += (t->info[a].net_mem_types & TOPO_NET_MEM_CUDA) != 0;
@@ -291,7 +299,7 @@ static void topo_update_shapes(topo_t *t)
     }
     /* the job's worst link as the ranks agreed it, else this node's (a topology built
      * from injected facts) */
-    worst = t->gpu_link_job >= 0 ? (topo_link_t)t->gpu_link_job : topo_node_worst_link(t);
+    worst = t->agreed ? (topo_link_t)t->gpu_link_job : topo_node_worst_link(t);
     s.net_cuda = t->net_cuda_ranks == t->nranks;
 #ifdef HAVE_CUDA
     s.cuda_max_local = CUDA_AR_MAX_RANKS;
@@ -300,7 +308,7 @@ static void topo_update_shapes(topo_t *t)
     s.gpus = gpus;
     /* a GPU used by two ranks (unknown GPUs count as shared): their kernels time-slice */
     if (gpus)
-        s.gpus_shared = topo_gpus_shared(t);
+        s.gpus_shared = t->agreed ? t->gpus_shared_job : topo_gpus_shared(t, NULL, t->nranks);
     s.gpu_link = TOPO_LINK_NONE;
     t->shape[SYMCOLL_MEM_HOST] = s;
     s.gpu_link = worst;
@@ -317,7 +325,6 @@ symcoll_status_t topo_create(int nranks, const config_t *config, topo_t **topo_p
     if (!t)
         return SYMCOLL_ERR_NO_MEMORY;
     t->nranks = nranks;
-    t->gpu_link_job = -1;
     t->info = calloc(n, sizeof(*t->info));
     t->local_ranks = calloc(n, sizeof(int));
     t->rank_node = calloc(n, sizeof(int));
@@ -348,9 +355,17 @@ symcoll_status_t topo_finish(topo_t *t)
                              t->shape[SYMCOLL_MEM_CUDA].gpus);
 }
 
+/* What every rank tells the whole job at creation. */
+typedef struct topo_rank_key {
+    uint64_t host_hash;
+    int32_t cuda_device;
+    int32_t reserved;
+} topo_rank_key_t;
+
 symcoll_status_t topo_probe(comm_t *comm, topo_t **topo_p)
 {
     topo_rank_info_t me;
+    topo_rank_key_t key = {0}, *keys;
     topo_t *t;
     symcoll_status_t status;
 
@@ -365,9 +380,22 @@ symcoll_status_t topo_probe(comm_t *comm, topo_t **topo_p)
     status = topo_create(comm->nranks, &comm->config, &t);
     if (status != SYMCOLL_OK)
         return status;
-    status = bootstrap_allgather(comm->bootstrap, &me, t->info, sizeof(me));
+    keys = calloc((size_t)comm->nranks, sizeof(*keys));
+    if (!keys) {
+        status = SYMCOLL_ERR_NO_MEMORY;
+        goto err;
+    }
+    key.host_hash = topo_host_hash(me.host_id);
+    key.cuda_device = me.cuda_device;
+    status = bootstrap_allgather(comm->bootstrap, &key, keys, sizeof(key));
+    for (int r = 0; status == SYMCOLL_OK && r < comm->nranks; r++) {
+        t->info[r].host_hash = keys[r].host_hash;
+        t->info[r].cuda_device = keys[r].cuda_device;
+    }
+    free(keys);
     if (status != SYMCOLL_OK)
         goto err;
+    t->info[comm->rank] = me;
     topo_derive_nodes(t, comm->rank);
     log_debug("topology: %d ranks on %d nodes; node %d, local rank %d of %d", t->nranks,
               t->nnodes, t->node, t->local_rank, t->local_size);
@@ -379,16 +407,51 @@ err:
     return status;
 }
 
-symcoll_status_t topo_probe_links(comm_t *comm, topo_t *t)
+symcoll_status_t topo_probe_node(comm_t *comm, topo_t *t)
 {
+    size_t ls = (size_t)t->local_size;
+    topo_rank_info_t *facts = calloc(ls, sizeof(*facts));
     symcoll_status_t status;
+    int64_t v[3];
 
-    /* every rank saw the same facts, so every rank takes this branch or none does */
-    if (t->have_gpus) {
-        status = topo_exchange_links(comm, t);
-        if (status != SYMCOLL_OK)
-            return status;
+    /* the other facts of this node's ranks */
+    if (!facts)
+        return SYMCOLL_ERR_NO_MEMORY;
+    status = bootstrap_local_fd_allgather(comm->bootstrap, NULL, 0, &t->info[comm->rank],
+                                          sizeof(*facts), NULL, facts);
+    for (size_t j = 0; status == SYMCOLL_OK && j < ls; j++) {
+        topo_rank_info_t *i = &t->info[t->local_ranks[j]];
+        if (facts[j].host_hash != i->host_hash || facts[j].cuda_device != i->cuda_device) {
+            log_error("topology: rank %d told its node other facts than the job",
+                      t->local_ranks[j]);
+            status = SYMCOLL_ERR_BOOTSTRAP;
+            break;
+        }
+        *i = facts[j];
+        i->host_id[TOPO_HOST_ID_MAX - 1] = 0;
+        i->pci_bus_id[TOPO_PCI_BUS_ID_MAX - 1] = 0;
+        i->gpu_uuid[TOPO_UUID_MAX - 1] = 0;
+        i->gpu_name[sizeof(i->gpu_name) - 1] = 0;
+        i->net_tls[TOPO_TLS_MAX - 1] = 0;
     }
+    free(facts);
+    /* every rank saw the same facts, so every rank takes this branch or none does */
+    if (status == SYMCOLL_OK && t->have_gpus)
+        status = topo_exchange_links(comm, t);
+    if (status != SYMCOLL_OK)
+        return status;
+    /* one vote, MIN of each: the worst GPU link of any node, and (as MIN of -x) whether
+     * some node is oversubscribed or has a shared or unknown GPU */
+    v[0] = t->have_gpus ? topo_node_worst_link(t) : TOPO_LINK_SAME;
+    v[1] = -(int64_t)topo_node_oversubscribed(t, t->node);
+    v[2] = -(int64_t)(t->have_gpus && topo_gpus_shared(t, t->local_ranks, t->local_size));
+    status = bootstrap_allreduce(comm->bootstrap, v, 3, BOOTSTRAP_OP_MIN);
+    if (status != SYMCOLL_OK)
+        return status;
+    t->agreed = true;
+    t->gpu_link_job = (int)v[0];
+    t->oversub_job = v[1] != 0;
+    t->gpus_shared_job = v[2] != 0;
     status = topo_finish(t);
     if (status != SYMCOLL_OK)
         return status;

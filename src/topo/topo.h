@@ -23,8 +23,11 @@
 #define TOPO_CPU_WORDS 16
 
 /* One rank's facts; exchanged as raw bytes, so fixed-size fields only. */
+/* One rank's facts. The whole job learns host_hash and cuda_device of every rank; the
+ * rest only the ranks of its node (topo_probe_node): elsewhere it stays zero. */
 typedef struct topo_rank_info {
     char host_id[TOPO_HOST_ID_MAX]; /* hostname + boot id, or SYMCOLL_HOST_ID */
+    uint64_t host_hash;             /* of host_id (topo_derive_nodes): the node's key */
     int32_t pid;
     uint64_t start_time;                  /* process start time (clock ticks since boot) */
     int32_t cuda_device;                  /* -1: none */
@@ -72,10 +75,14 @@ typedef struct topo {
      * rank b; this node's only (other nodes' matrices stay there); NULL when no rank has
      * a GPU */
     topo_link_info_t *links;
-    /* the worst GPU link inside any node (topo_link_t), as the ranks agreed it; -1 not
-     * agreed (a topology built from injected facts: this node's worst counts) */
-    int gpu_link_job;
-    int net_cuda_ranks; /* ranks whose UCX reaches CUDA memory */
+    /* what every node found out about itself, agreed in one vote (topo_probe_node);
+     * agreed false for a topology built from injected facts, whose shapes come from
+     * every rank's facts instead */
+    bool agreed;
+    int gpu_link_job;     /* the worst GPU link inside any node (topo_link_t) */
+    bool oversub_job;     /* some node has more ranks than CPUs they may run on */
+    bool gpus_shared_job; /* some GPU serves two ranks, or some rank's GPU is not known */
+    int net_cuda_ranks;   /* ranks whose UCX reaches CUDA memory */
     /* per rank: 1 this rank's probe put into that rank's CUDA pool landed, -1 it did
      * not, 0 not probed (this rank, a rank of this node, or no probe ran) */
     signed char *net_direct_peer;
@@ -90,12 +97,15 @@ typedef struct topo {
     } memo[TOPO_COLL_LAST][SYMCOLL_MEM_LAST];
 } topo_t;
 
-/* Collective: gathers every rank's facts and derives the node map. Then, once the node's
- * channel is open (bootstrap_local_init over the node map), topo_probe_links (also
- * collective): with GPUs, each node's link matrix over its channel and one vote on the
- * job's worst link; derives the shapes and checks SYMCOLL_ALGO against them. */
+/* Collective: every rank tells the job its host identity's hash and whether it has a
+ * GPU (16 bytes a rank) and derives the node map. Then, once the node's channel is open
+ * (bootstrap_local_init over the node map), topo_probe_node (also collective): the
+ * ranks of each node exchange their other facts and, with GPUs, the node's link matrix
+ * over that channel; one job-wide vote agrees on what the selector needs from every
+ * node (worst GPU link, oversubscription, shared GPUs); then the shapes and the check
+ * of SYMCOLL_ALGO against them. No rank holds another node's facts. */
 symcoll_status_t topo_probe(comm_t *comm, topo_t **topo_p);
-symcoll_status_t topo_probe_links(comm_t *comm, topo_t *t);
+symcoll_status_t topo_probe_node(comm_t *comm, topo_t *t);
 void topo_destroy(topo_t *topo);
 
 /* The probe in three steps, so that tests can inject facts instead of gathering them:
