@@ -10,9 +10,24 @@
 
 /* ---- exchange ---------------------------------------------------------------------- */
 
+/* 63 bits of FNV-1a over the header's fields that must agree. */
+static int64_t pool_xhdr_hash(const pool_xhdr_t *h)
+{
+    const uint64_t f[7] = {h->magic, h->seq, h->kind, (uint64_t)h->seg, h->a, h->b, h->c};
+    uint64_t x = 0xcbf29ce484222325ull;
+
+    for (size_t i = 0; i < 7; i++)
+        for (int k = 0; k < 64; k += 8)
+            x = (x ^ ((f[i] >> k) & 0xff)) * 0x100000001b3ull;
+    return (int64_t)(x >> 1);
+}
+
 /* Allgathers this rank's header (+ blob) and checks agreement. Returns the first failure
  * status of any rank, SYMCOLL_ERR_MISMATCH on disagreement, else SYMCOLL_OK; the
- * gathered messages stay in pool->xbuf. */
+ * gathered messages stay in pool->xbuf. Without a blob the common case is a vote (one
+ * all-reduce of the header's hash, O(log n) on the TCP bootstrap): the messages are
+ * gathered only where a rank failed or the hashes differ, to tell who and why, and
+ * pool->xbuf is then not written. */
 symcoll_status_t pool_exchange(pool_t *pool, pool_xhdr_t *hdr, const void *blob)
 {
     comm_t *comm = pool->comm;
@@ -20,6 +35,18 @@ symcoll_status_t pool_exchange(pool_t *pool, pool_xhdr_t *hdr, const void *blob)
 
     hdr->magic = POOL_XMAGIC;
     hdr->seq = ++pool->xseq;
+    if (!blob) {
+        int64_t h = pool_xhdr_hash(hdr),
+                v[3] = {h, -h, hdr->status != SYMCOLL_OK ? comm->rank : comm->nranks};
+        status = bootstrap_allreduce(comm->bootstrap, v, 3, BOOTSTRAP_OP_MIN);
+        if (status != SYMCOLL_OK) {
+            log_error("pool: exchange %llu failed: %s", (unsigned long long)hdr->seq,
+                      symcoll_status_string(status));
+            return status;
+        }
+        if (v[0] == -v[1] && v[2] == comm->nranks)
+            return SYMCOLL_OK;
+    }
     /* sent from its own buffer (allocated with the pool: nothing here can fail before
      * we take part, so peers never wait for us in vain) */
     memset(pool->xsend, 0, pool->xmsg);
