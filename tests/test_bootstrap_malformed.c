@@ -410,7 +410,8 @@ static void body_break(int rank, int nranks, void *arg)
     if (rank == 1 && how == BREAK_TRUNCATE) {
         bs_hdr_t h;
         bs_hdr_fill(bs, &h, BS_MSG_DATA, bs->seq, sizeof(v), 0);
-        ck_assert_int_eq(send(bs->root_fd, &h, sizeof(h) - 5, MSG_NOSIGNAL),
+        /* on the connection rank 0 receives from in round 0 */
+        ck_assert_int_eq(send(bs->send_fds[0], &h, sizeof(h) - 5, MSG_NOSIGNAL),
                          (ssize_t)sizeof(h) - 5);
         bootstrap_destroy(bs);
         return;
