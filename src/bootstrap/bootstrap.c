@@ -68,25 +68,26 @@ static void bs_no_way(const bootstrap_t *bs)
                   bs->nranks, bootstrap_pmix_built() ? "" : " with a symcoll built with PMIx");
 }
 
-/* PMIx: rank 0's address and a fresh secret come from the job's key-value store; the
- * rendezvous is then the TCP one, authenticated with that secret. */
+/* PMIx: the job's key-value store is the address book and carries rank 0's fresh
+ * secret; the ranks then connect the mesh, authenticated with that secret. */
 static symcoll_status_t bs_pmix_connect(bootstrap_t *bs, const deadline_t *dl)
 {
-    char addr[320] = "", secret[BS_SECRET_MAX + 1] = "";
+    char secret[BS_SECRET_MAX + 1] = "", where[64] = "";
     symcoll_status_t status = SYMCOLL_OK;
+    bs_addr_t to[32];
     int lfd = -1;
 
-    status = bs_pmix_rendezvous(bs, dl, addr, sizeof(addr), secret, sizeof(secret), &lfd);
+    status = bs_pmix_rendezvous(bs, dl, to, secret, sizeof(secret), &lfd, where, sizeof(where));
     if (status == SYMCOLL_OK && bs->nranks > 1) {
         status = bs_parse_cookie(bs, secret);
         bs_wipe(secret, sizeof(secret));
         if (status == SYMCOLL_OK)
-            status = bs->rank == 0 ? bs_tcp_serve(bs, lfd, dl) : bs_tcp_connect(bs, addr, dl);
+            status = bs_mesh_connect(bs, lfd, to, dl);
         else
             bs_close(&lfd);
     }
-    snprintf(bs->how, sizeof(bs->how), "pmix (namespace %.64s, rank 0 at %.64s)",
-             bs_pmix_namespace(), addr[0] ? addr : "itself");
+    snprintf(bs->how, sizeof(bs->how), "pmix (namespace %.64s, mesh on %s)",
+             bs_pmix_namespace(), where[0] ? where : "nothing: one rank");
     return status;
 }
 

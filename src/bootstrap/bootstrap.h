@@ -1,10 +1,10 @@
 /* Out-of-band exchange used at communicator creation and when a pool grows:
  * a caller-supplied allgather callback, or the built-in TCP bootstrap (rank 0 listens
- * on SYMCOLL_ADDR, or on a port it publishes through the launcher's PMIx server, and
- * serves as the address book; the ranks then connect among themselves in a mesh of
- * ceil(log2 n) connections per direction, where the collectives run; ranks prove to
- * each other that they know the job's secret, and every message carries the job's
- * session and a length and is validated before use). Ranks of one node also get a
+ * on SYMCOLL_ADDR and serves as the address book, or the launcher's PMIx server does;
+ * the ranks then connect among themselves in a mesh of ceil(log2 n) connections per
+ * direction, where the collectives run; ranks prove to each other that they know the
+ * job's secret, and every message carries the job's session and a length and is
+ * validated before use). Ranks of one node also get a
  * Unix-socket channel that passes file descriptors (SCM_RIGHTS) after an SO_PEERCRED
  * uid check.
  *
@@ -62,11 +62,13 @@
  *    ends check SO_PEERCRED (same effective uid) and the session, so another user can
  *    neither connect nor pose as a listener.
  *  - Under a PMIx server (mpirun, srun --mpi=pmix) the job's namespace is the trust
- *    boundary: rank 0 draws a fresh random secret and publishes it with its address
- *    in the job's PMIx key-value store, which only the job's processes read; the
- *    rendezvous and mesh above then run with it, and SYMCOLL_ADDR and SYMCOLL_COOKIE
- *    are not read. Rank 0 listens on 127.0.0.1 when the job has a single node, else on
- *    every address (the secret keeps strangers out).
+ *    boundary and its key-value store, which only the job's processes read, is the
+ *    address book: every rank publishes where it listens for its mesh partners, rank
+ *    0 also a fresh random secret, the job id and the name seed; after one fence each
+ *    rank reads those and the addresses of the ranks it sends to, and the mesh above
+ *    connects with that secret (no TCP rendezvous through rank 0). SYMCOLL_ADDR and
+ *    SYMCOLL_COOKIE are not read. The ranks listen on 127.0.0.1 when the job has a
+ *    single node, else on every address (the secret keeps strangers out).
  *  - With an allgather callback, the first exchange hands out rank 0's job id and name
  *    seed; every later contribution carries the same checked header. The callback
  *    itself is trusted and cannot be interrupted: the deadline and the abort flag

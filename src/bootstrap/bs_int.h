@@ -243,12 +243,9 @@ symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t 
 /* Built-in TCP rendezvous (tcp.c): rank 0 listens on addr, the others connect to it;
  * then the mesh is connected. */
 symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, const deadline_t *dl);
-/* Rank 0 of a rendezvous whose address travels another way (PMIx): listen on a port the
- * kernel picks, on the loopback address only or on every address of this host. */
+/* A listener whose address travels another way (PMIx): on a port the kernel picks, on
+ * the loopback address only or on every address of this host. */
 symcoll_status_t bs_tcp_listen_any(bool loopback, int *fd_p, unsigned *port_p);
-/* Rank 0's side of the rendezvous on a listening socket, which it closes; then the
- * mesh. */
-symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t *dl);
 
 /* Small messages go out at once; also the admission hook of the listeners. */
 int bs_tune(int fd);
@@ -275,13 +272,15 @@ symcoll_status_t bs_mesh_allreduce(bootstrap_t *bs, int64_t *vals, int count, bo
 /* acc[i] = op(acc[i], in[i]) for i < count. */
 void bs_combine(int64_t *acc, const int64_t *in, int count, bootstrap_op_t op);
 
-/* PMIx (pmix.c): rank 0 publishes a listening address and a fresh secret through the
- * job's key-value store, every rank fences, and the others read them into addr and
- * secret (hex digits); *lfd_p: rank 0's listening socket (-1 on the others). A job of
- * one rank exchanges nothing. */
-symcoll_status_t bs_pmix_rendezvous(bootstrap_t *bs, const deadline_t *dl, char *addr,
-                                    size_t addr_len, char *secret, size_t secret_len,
-                                    int *lfd_p);
+/* PMIx (pmix.c): every rank listens for its mesh partners (*lfd_p; on 127.0.0.1 when
+ * the job has one node, else on every address, said in `where`) and publishes where
+ * through the job's key-value store, rank 0 also a fresh secret, the job id and the
+ * name seed; after one fence every rank reads rank 0's values (secret: hex digits) and
+ * the addresses of the ranks it sends to into to[k], k < ceil(log2 n). A job of one
+ * rank exchanges nothing. */
+symcoll_status_t bs_pmix_rendezvous(bootstrap_t *bs, const deadline_t *dl, bs_addr_t *to,
+                                    char *secret, size_t secret_len, int *lfd_p, char *where,
+                                    size_t where_len);
 /* This process's PMIx namespace ("" before PMIx_Init or without PMIx). */
 const char *bs_pmix_namespace(void);
 

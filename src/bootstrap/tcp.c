@@ -336,12 +336,14 @@ symcoll_status_t bs_tcp_listen_any(bool loopback, int *fd_p, unsigned *port_p)
     *fd_p = fd;
     return SYMCOLL_OK;
 fail:
-    log_error("bootstrap: rank 0 cannot listen on a port of its own: %s", strerror(errno));
+    log_error("bootstrap: cannot listen on a port of its own: %s", strerror(errno));
     bs_close(&fd);
     return SYMCOLL_ERR_BOOTSTRAP;
 }
 
-symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t *dl)
+/* Rank 0's side of the rendezvous on a listening socket, which it closes; then the
+ * mesh. */
+static symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t *dl)
 {
     int n = bs->nranks - 1, K = bs_mesh_rounds(bs->nranks), mlfd = -1;
     bs_book_t book = {calloc((size_t)bs->nranks, sizeof(bs_welcome_t)),
