@@ -192,6 +192,52 @@ START_TEST(test_mesh)
 }
 END_TEST
 
+/* One rank aborts: it fails at once with SYMCOLL_ERR_ABORTED, and the failure spreads
+ * through the mesh (every rank that fails shuts its connections) so every other rank's
+ * allgather, and the all-reduce after it, fails long before the deadline, while the
+ * aborted rank still holds its bootstrap (arg: a shared count of the ranks done). */
+static void body_mesh_abort(int rank, int nranks, void *arg)
+{
+    _Atomic int *done = arg;
+    uint64_t v = (uint64_t)rank, *all = calloc((size_t)nranks, sizeof(*all));
+    int64_t one = rank;
+    bootstrap_t *bs;
+    double t0;
+
+    ck_assert_ptr_nonnull(all);
+    bs = env_bootstrap();
+    ck_assert_int_eq(bootstrap_barrier(bs), SYMCOLL_OK);
+    t0 = time_now();
+    if (rank == nranks / 2) {
+        bootstrap_abort(bs);
+        ck_assert_int_eq(bootstrap_allgather(bs, &v, all, sizeof(v)), SYMCOLL_ERR_ABORTED);
+        /* keep the sockets until the others are done: only the abort may tell them */
+        while (atomic_load(done) < nranks - 1 && time_now() - t0 < BS_TIMEOUT)
+            usleep(1000);
+    } else {
+        ck_assert_int_ne(bootstrap_allgather(bs, &v, all, sizeof(v)), SYMCOLL_OK);
+        atomic_fetch_add(done, 1);
+    }
+    ck_assert_int_ne(bootstrap_allreduce(bs, &one, 1, BOOTSTRAP_OP_MAX), SYMCOLL_OK);
+    if (time_now() - t0 > BS_TIMEOUT / 3)
+        harness_fail("the abort took %.1f s to reach rank %d", time_now() - t0, rank);
+    bootstrap_destroy(bs);
+    free(all);
+}
+
+static const int abort_sizes[] = {2, 5, 8};
+
+START_TEST(test_mesh_abort)
+{
+    _Atomic int *done =
+        mmap(NULL, sizeof(*done), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert(done != MAP_FAILED);
+    atomic_init(done, 0);
+    ck_assert_int_eq(harness_run(abort_sizes[_i], 1, RUN_TIMEOUT, body_mesh_abort, done), 0);
+    munmap(done, sizeof(*done));
+}
+END_TEST
+
 /* ---- bad addresses, deadlines and abort (one process) ------------------- */
 
 START_TEST(test_bad_addr)
@@ -444,6 +490,7 @@ static Suite *bootstrap_suite(void)
     tcase_add_test(tc, test_tcp_no_cookie);
     tcase_add_test(tc, test_tcp_hostname);
     tcase_add_loop_test(tc, test_mesh, 0, (int)SC_ARRAY_SIZE(mesh_sizes));
+    tcase_add_loop_test(tc, test_mesh_abort, 0, (int)SC_ARRAY_SIZE(abort_sizes));
     tcase_add_test(tc, test_bad_addr);
     tcase_add_test(tc, test_deadline_and_abort);
     suite_add_tcase(s, tc);
