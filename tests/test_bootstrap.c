@@ -81,6 +81,163 @@ static void body_hostname(int rank, int nranks, void *arg)
 
 RANKS_TEST(test_tcp_hostname, 2, 1, body_hostname)
 
+/* ---- the mesh: O(log n) connections and bytes spread evenly ---------------- */
+
+static int ceil_log2(int n)
+{
+    int k = 0;
+    while ((1 << k) < n)
+        k++;
+    return k;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Every rank holds at most 2 ceil(log2 n) + 1 sockets; allgathers of every size and
+ * all-reduces are right; an allgather of 4 KiB costs every rank (n - 1) blocks and one
+ * header per round, so the busiest rank moves no more than twice the median. */
+static void body_mesh(int rank, int nranks, void *arg)
+{
+    enum { AG = 4096, CNT = 5 };
+    int K = ceil_log2(nranks), fds0 = harness_count_fds();
+    bootstrap_stats_t st0, st1, *all;
+    uint64_t *moved;
+    unsigned char *src, *dst;
+    bootstrap_t *bs;
+    (void)arg;
+
+    bs = env_bootstrap();
+    bootstrap_stats(bs, &st0);
+    if (st0.tcp_conns > 2 * K + 1)
+        harness_fail("%d sockets after creation, more than 2 * %d + 1", st0.tcp_conns, K);
+    check_allgathers(bs, rank, nranks);
+
+    for (int op = 0; op < 2; op++) {
+        int64_t v[CNT], want[CNT];
+        for (int i = 0; i < CNT; i++) {
+            /* each element has its extreme at another rank */
+            v[i] = (int64_t)((rank + 3 * i) % nranks) * (i & 1 ? -1000 : 1000) + i;
+            want[i] = v[i];
+        }
+        for (int r = 0; r < nranks; r++)
+            for (int i = 0; i < CNT; i++) {
+                int64_t x = (int64_t)((r + 3 * i) % nranks) * (i & 1 ? -1000 : 1000) + i;
+                if (op == BOOTSTRAP_OP_MIN ? x < want[i] : x > want[i])
+                    want[i] = x;
+            }
+        bootstrap_stats(bs, &st1);
+        ck_assert_int_eq(bootstrap_allreduce(bs, v, CNT, (bootstrap_op_t)op), SYMCOLL_OK);
+        for (int i = 0; i < CNT; i++)
+            if (v[i] != want[i])
+                harness_fail("allreduce op %d: element %d is %lld, expected %lld", op, i,
+                             (long long)v[i], (long long)want[i]);
+        bootstrap_stats(bs, &st0);
+        ck_assert_int_eq(st0.rounds - st1.rounds, K);
+        ck_assert_int_eq(st0.tcp_bytes_sent - st1.tcp_bytes_sent,
+                         K * (sizeof(bs_hdr_t) + CNT * sizeof(int64_t)));
+    }
+    {
+        int64_t one = rank;
+        ck_assert_int_eq(bootstrap_allreduce(bs, &one, 1, BOOTSTRAP_OP_MAX), SYMCOLL_OK);
+        ck_assert_int_eq(one, nranks - 1);
+    }
+
+    src = malloc(AG);
+    dst = malloc((size_t)AG * (size_t)nranks);
+    ck_assert(src && dst);
+    for (size_t i = 0; i < AG; i++)
+        src[i] = pattern(rank, i, AG);
+    bootstrap_stats(bs, &st0);
+    ck_assert_int_eq(bootstrap_allgather(bs, src, dst, AG), SYMCOLL_OK);
+    bootstrap_stats(bs, &st1);
+    ck_assert_int_eq(st1.rounds - st0.rounds, K);
+    ck_assert_int_eq(st1.exchanges - st0.exchanges, 1);
+    ck_assert_int_eq(st1.tcp_bytes_sent - st0.tcp_bytes_sent,
+                     (size_t)(nranks - 1) * AG + (size_t)K * sizeof(bs_hdr_t));
+    ck_assert_int_eq(st1.tcp_bytes_recv - st0.tcp_bytes_recv,
+                     (size_t)(nranks - 1) * AG + (size_t)K * sizeof(bs_hdr_t));
+    if (st1.tcp_conns > 2 * K + 1)
+        harness_fail("%d sockets, more than 2 * %d + 1", st1.tcp_conns, K);
+
+    /* over the whole life of the channel, rendezvous included */
+    all = calloc((size_t)nranks, sizeof(*all));
+    moved = calloc((size_t)nranks, sizeof(*moved));
+    ck_assert(all && moved);
+    ck_assert_int_eq(bootstrap_allgather(bs, &st1, all, sizeof(st1)), SYMCOLL_OK);
+    for (int r = 0; r < nranks; r++)
+        moved[r] = all[r].tcp_bytes_sent + all[r].tcp_bytes_recv;
+    qsort(moved, (size_t)nranks, sizeof(*moved), cmp_u64);
+    if (moved[nranks - 1] > 2 * moved[nranks / 2])
+        harness_fail("the busiest rank moved %llu bytes, the median %llu",
+                     (unsigned long long)moved[nranks - 1],
+                     (unsigned long long)moved[nranks / 2]);
+    ck_assert_int_eq(bootstrap_barrier(bs), SYMCOLL_OK);
+    bootstrap_destroy(bs);
+    free(all);
+    free(moved);
+    free(src);
+    free(dst);
+    expect_fds(fds0);
+}
+
+static const int mesh_sizes[] = {2, 3, 5, 8, 13};
+
+START_TEST(test_mesh)
+{
+    ck_assert_int_eq(harness_run(mesh_sizes[_i], 1, RUN_TIMEOUT, body_mesh, NULL), 0);
+}
+END_TEST
+
+/* One rank aborts: it fails at once with SYMCOLL_ERR_ABORTED, and the failure spreads
+ * through the mesh (every rank that fails shuts its connections) so every other rank's
+ * allgather, and the all-reduce after it, fails long before the deadline, while the
+ * aborted rank still holds its bootstrap (arg: a shared count of the ranks done). */
+static void body_mesh_abort(int rank, int nranks, void *arg)
+{
+    _Atomic int *done = arg;
+    uint64_t v = (uint64_t)rank, *all = calloc((size_t)nranks, sizeof(*all));
+    int64_t one = rank;
+    bootstrap_t *bs;
+    double t0;
+
+    ck_assert_ptr_nonnull(all);
+    bs = env_bootstrap();
+    ck_assert_int_eq(bootstrap_barrier(bs), SYMCOLL_OK);
+    t0 = time_now();
+    if (rank == nranks / 2) {
+        bootstrap_abort(bs);
+        ck_assert_int_eq(bootstrap_allgather(bs, &v, all, sizeof(v)), SYMCOLL_ERR_ABORTED);
+        /* keep the sockets until the others are done: only the abort may tell them */
+        while (atomic_load(done) < nranks - 1 && time_now() - t0 < BS_TIMEOUT)
+            usleep(1000);
+    } else {
+        ck_assert_int_ne(bootstrap_allgather(bs, &v, all, sizeof(v)), SYMCOLL_OK);
+        atomic_fetch_add(done, 1);
+    }
+    ck_assert_int_ne(bootstrap_allreduce(bs, &one, 1, BOOTSTRAP_OP_MAX), SYMCOLL_OK);
+    if (time_now() - t0 > BS_TIMEOUT / 3)
+        harness_fail("the abort took %.1f s to reach rank %d", time_now() - t0, rank);
+    bootstrap_destroy(bs);
+    free(all);
+}
+
+static const int abort_sizes[] = {2, 5, 8};
+
+START_TEST(test_mesh_abort)
+{
+    _Atomic int *done =
+        mmap(NULL, sizeof(*done), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert(done != MAP_FAILED);
+    atomic_init(done, 0);
+    ck_assert_int_eq(harness_run(abort_sizes[_i], 1, RUN_TIMEOUT, body_mesh_abort, done), 0);
+    munmap(done, sizeof(*done));
+}
+END_TEST
+
 /* ---- bad addresses, deadlines and abort (one process) ------------------- */
 
 START_TEST(test_bad_addr)
@@ -332,6 +489,8 @@ static Suite *bootstrap_suite(void)
     tcase_add_loop_test(tc, test_tcp_allgather, 0, (int)SC_ARRAY_SIZE(tcp_sizes));
     tcase_add_test(tc, test_tcp_no_cookie);
     tcase_add_test(tc, test_tcp_hostname);
+    tcase_add_loop_test(tc, test_mesh, 0, (int)SC_ARRAY_SIZE(mesh_sizes));
+    tcase_add_loop_test(tc, test_mesh_abort, 0, (int)SC_ARRAY_SIZE(abort_sizes));
     tcase_add_test(tc, test_bad_addr);
     tcase_add_test(tc, test_deadline_and_abort);
     suite_add_tcase(s, tc);

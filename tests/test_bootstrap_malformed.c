@@ -390,6 +390,174 @@ START_TEST(test_fake_rank0)
 }
 END_TEST
 
+/* ---- strangers and impostors on the mesh ---------------------------------- */
+
+#define MESH_KEY "c0ffee5ec2e7"
+#define MESH_JOB 0x5e55101d2026abcdull
+
+/* A bootstrap object of rank `rank` of 2 after the rendezvous, without sockets, knowing
+ * `key` and the job id `job`. */
+static bootstrap_t *mesh_bs(int rank, const char *key, uint64_t job)
+{
+    bootstrap_t *bs = calloc(1, sizeof(*bs));
+    ck_assert_ptr_nonnull(bs);
+    bs->rank = rank;
+    bs->nranks = 2;
+    bs->job_id = job;
+    bs->seq = 1;
+    bs->timeout_sec = 10;
+    bs->root_fd = -1;
+    bs->secret_len = strlen(key);
+    memcpy(bs->secret, key, bs->secret_len);
+    return bs;
+}
+
+/* A mesh listener on 127.0.0.1, as a rank that reached rank 0 there makes it. */
+static int mesh_listener(bs_addr_t *a)
+{
+    struct sockaddr_in sa;
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), lfd = -1;
+    ck_assert_int_ge(s, 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    ck_assert_int_eq(bs_mesh_listen(s, &lfd, a), SYMCOLL_OK);
+    close(s);
+    return lfd;
+}
+
+static int mesh_dial(const bs_addr_t *a)
+{
+    struct sockaddr_in sa;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert_int_ge(fd, 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = a->port;
+    memcpy(&sa.sin_addr, a->ip, 4);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    return fd;
+}
+
+typedef struct mesh_hello_msg {
+    bs_hdr_t hdr;
+    bs_mesh_hello_t h;
+} mesh_hello_msg_t;
+
+/* The hello of `as` dialing rank `to` in `round`, its proof made with as's secret. */
+static mesh_hello_msg_t mesh_hello(const bootstrap_t *as, int to, uint32_t round)
+{
+    mesh_hello_msg_t m;
+    memset(&m, 0, sizeof(m));
+    bs_hdr_fill(as, &m.hdr, BS_MSG_MESH_HELLO, 0, sizeof(m.h), 0);
+    m.h.nranks = (uint32_t)as->nranks;
+    m.h.round = round;
+    memset(m.h.nonce, 0x5a, sizeof(m.h.nonce));
+    bs_mesh_proof(as, false, m.h.nonce, (uint32_t)as->rank, (uint32_t)to, round, m.h.proof);
+    return m;
+}
+
+/* Rank `rank` of 2 (in a child) connects the mesh on lfd towards `to` and runs an
+ * allgather over it; exits 0 iff both end with `want` (the allgather only when the
+ * mesh came up). */
+static pid_t start_mesh_rank(int rank, int lfd, const bs_addr_t *to, symcoll_status_t want)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        bootstrap_t *bs = mesh_bs(rank, MESH_KEY, MESH_JOB);
+        deadline_t dl = deadline_make(8.0, NULL);
+        uint64_t v = 100 + (uint64_t)rank, all[2] = {0, 0};
+        symcoll_status_t st = bs_mesh_connect(bs, lfd, to, &dl);
+        if (st == SYMCOLL_OK)
+            st = bs_mesh_allgather(bs, &v, all, sizeof(v), &dl);
+        if (st == SYMCOLL_OK && (all[0] != 100 || all[1] != 101))
+            _exit(3);
+        bootstrap_destroy(bs);
+        _exit(st == want ? 0 : 1);
+    }
+    return pid;
+}
+
+/* Strangers reach a mesh listener before the real partner: an idle connection, hellos
+ * made with another secret, for another job, for a round or from a rank the listener
+ * does not expect, and garbage. Each is dropped; the real partners still connect. */
+START_TEST(test_mesh_strangers)
+{
+    bs_addr_t a0, a1;
+    int l0 = mesh_listener(&a0), l1 = mesh_listener(&a1), fds[7], nf = 0;
+    bootstrap_t *wrong_key = mesh_bs(1, "ba5e", MESH_JOB);
+    bootstrap_t *wrong_job = mesh_bs(1, MESH_KEY, MESH_JOB ^ 1);
+    bootstrap_t *right = mesh_bs(1, MESH_KEY, MESH_JOB), *as0 = mesh_bs(0, MESH_KEY, MESH_JOB);
+    mesh_hello_msg_t m[5] = {mesh_hello(wrong_key, 0, 0), mesh_hello(wrong_job, 0, 0),
+                             mesh_hello(right, 0, 1), mesh_hello(as0, 0, 0),
+                             mesh_hello(right, 0, 0)};
+    pid_t p0, p1;
+
+    m[4].hdr.magic = 0x41414141; /* garbage */
+    fds[nf++] = mesh_dial(&a0);  /* idle */
+    for (int i = 0; i < 5; i++) {
+        fds[nf] = mesh_dial(&a0);
+        ck_assert_int_eq(send(fds[nf], &m[i], sizeof(m[i]), MSG_NOSIGNAL),
+                         (ssize_t)sizeof(m[i]));
+        nf++;
+    }
+    p0 = start_mesh_rank(0, l0, &a1, SYMCOLL_OK);
+    p1 = start_mesh_rank(1, l1, &a0, SYMCOLL_OK);
+    close(l0);
+    close(l1);
+    for (int i = 0; i < nf; i++) {
+        if (!raw_dropped(fds[i], BS_TIMEOUT))
+            harness_fail("stranger %d on the mesh was not dropped", i);
+        close(fds[i]);
+    }
+    expect_child(p0, "rank 0 did not connect the mesh past the strangers");
+    expect_child(p1, "rank 1 did not connect the mesh past the strangers");
+    free(wrong_key);
+    free(wrong_job);
+    free(right);
+    free(as0);
+}
+END_TEST
+
+/* A mesh listener that cannot prove the secret is refused by the dialer at once, even
+ * when the other direction is in order. */
+START_TEST(test_mesh_fake_listener)
+{
+    bs_addr_t a1, af;
+    int l1 = mesh_listener(&a1), lf = mesh_listener(&af), fd, dial, eof;
+    bootstrap_t *as0 = mesh_bs(0, MESH_KEY, MESH_JOB), *fake = mesh_bs(0, "ba5e", MESH_JOB);
+    mesh_hello_msg_t mine = mesh_hello(as0, 1, 0), got;
+    struct {
+        bs_hdr_t hdr;
+        uint8_t proof[BS_MAC_LEN];
+    } wel;
+    double t0 = time_now();
+    pid_t p1 = start_mesh_rank(1, l1, &af, SYMCOLL_ERR_BOOTSTRAP);
+
+    close(l1);
+    /* the other direction: rank 0's real hello */
+    dial = mesh_dial(&a1);
+    ck_assert_int_eq(send(dial, &mine, sizeof(mine), MSG_NOSIGNAL), (ssize_t)sizeof(mine));
+    /* the fake listener answers rank 1's hello with a proof of another secret */
+    fd = accept_within(lf, 5.0);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(read_all(fd, (unsigned char *)&got, sizeof(got), 2.0, &eof), sizeof(got));
+    ck_assert(!has_secret((unsigned char *)&got, sizeof(got), MESH_KEY));
+    bs_hdr_fill(fake, &wel.hdr, BS_MSG_MESH_WELCOME, 0, BS_MAC_LEN, 0);
+    bs_mesh_proof(fake, true, got.h.nonce, 1, 0, 0, wel.proof);
+    ck_assert_int_eq(send(fd, &wel, sizeof(wel), MSG_NOSIGNAL), (ssize_t)sizeof(wel));
+    expect_child(p1, "rank 1 accepted a mesh listener without the secret");
+    ck_assert(time_now() - t0 < 7.0); /* refused, not timed out */
+    close(fd);
+    close(dial);
+    close(lf);
+    free(as0);
+    free(fake);
+}
+END_TEST
+
 /* ---- malformed messages on established connections ----------------------- */
 
 enum { BREAK_SESSION, BREAK_SIZE, BREAK_TRUNCATE };
@@ -410,7 +578,8 @@ static void body_break(int rank, int nranks, void *arg)
     if (rank == 1 && how == BREAK_TRUNCATE) {
         bs_hdr_t h;
         bs_hdr_fill(bs, &h, BS_MSG_DATA, bs->seq, sizeof(v), 0);
-        ck_assert_int_eq(send(bs->root_fd, &h, sizeof(h) - 5, MSG_NOSIGNAL),
+        /* on the connection rank 0 receives from in round 0 */
+        ck_assert_int_eq(send(bs->send_fds[0], &h, sizeof(h) - 5, MSG_NOSIGNAL),
                          (ssize_t)sizeof(h) - 5);
         bootstrap_destroy(bs);
         return;
@@ -451,6 +620,8 @@ static Suite *bootstrap_suite(void)
     tcase_add_test(tc, test_bogus_no_cookie);
     tcase_add_test(tc, test_stranger_first);
     tcase_add_test(tc, test_fake_rank0);
+    tcase_add_test(tc, test_mesh_strangers);
+    tcase_add_test(tc, test_mesh_fake_listener);
     tcase_add_loop_test(tc, test_break_established, BREAK_SESSION, BREAK_TRUNCATE + 1);
     suite_add_tcase(s, tc);
     return s;

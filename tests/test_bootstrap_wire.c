@@ -115,6 +115,49 @@ START_TEST(test_proof)
 }
 END_TEST
 
+/* A mesh proof depends on the secret, the side, the job id, the dialer's nonce, both
+ * ranks, the round and the job size, and differs from any rendezvous proof. */
+START_TEST(test_mesh_proof)
+{
+    bootstrap_t *b = calloc(1, sizeof(*b));
+    uint8_t nd[BS_NONCE_LEN], p[BS_MAC_LEN], q[BS_MAC_LEN];
+
+    ck_assert_ptr_nonnull(b);
+    b->nranks = 5;
+    b->job_id = 0x1122334455667788ull;
+    memcpy(b->secret, "c0ffee", 6);
+    b->secret_len = 6;
+    memset(nd, 3, sizeof(nd));
+    bs_mesh_proof(b, false, nd, 1, 0, 0, p);
+    bs_mesh_proof(b, false, nd, 1, 0, 0, q);
+    ck_assert(!memcmp(p, q, sizeof(p)));
+    bs_mesh_proof(b, true, nd, 1, 0, 0, q);
+    ck_assert(memcmp(p, q, sizeof(p)));
+    bs_mesh_proof(b, false, nd, 0, 1, 0, q);
+    ck_assert(memcmp(p, q, sizeof(p)));
+    bs_mesh_proof(b, false, nd, 1, 0, 1, q);
+    ck_assert(memcmp(p, q, sizeof(p)));
+    nd[7] ^= 1;
+    bs_mesh_proof(b, false, nd, 1, 0, 0, q);
+    ck_assert(memcmp(p, q, sizeof(p)));
+    nd[7] ^= 1;
+    b->job_id ^= (uint64_t)1 << 40;
+    bs_mesh_proof(b, false, nd, 1, 0, 0, q);
+    ck_assert(memcmp(p, q, sizeof(p)));
+    b->job_id ^= (uint64_t)1 << 40;
+    b->nranks = 6;
+    bs_mesh_proof(b, false, nd, 1, 0, 0, q);
+    ck_assert(memcmp(p, q, sizeof(p)));
+    b->nranks = 5;
+    b->secret[0] = 'd';
+    bs_mesh_proof(b, false, nd, 1, 0, 0, q);
+    ck_assert(memcmp(p, q, sizeof(p)));
+    bs_proof(b, false, nd, nd, 1, q);
+    ck_assert(memcmp(p, q, sizeof(p)));
+    free(b);
+}
+END_TEST
+
 /* ---- the message parser ------------------------------------------------- */
 
 /* A bootstrap object as rank `rank` of `nranks` would hold it, without sockets. */
@@ -457,6 +500,7 @@ int main(void)
     tcase_add_test(tc, test_sha256_vectors);
     tcase_add_test(tc, test_hmac_vectors);
     tcase_add_test(tc, test_proof);
+    tcase_add_test(tc, test_mesh_proof);
     tcase_add_test(tc, test_parse_good);
     tcase_add_test(tc, test_parse_fuzz);
     tcase_add_test(tc, test_parse_truncated);

@@ -1,5 +1,5 @@
 /* Bootstrap object and global collectives: the caller's allgather callback or the
- * built-in TCP star, both wrapped so every contribution is checked (session, rank,
+ * built-in TCP mesh, both wrapped so every contribution is checked (session, rank,
  * sequence number, length) before it is used. */
 #include "bootstrap/bs_int.h"
 
@@ -68,25 +68,26 @@ static void bs_no_way(const bootstrap_t *bs)
                   bs->nranks, bootstrap_pmix_built() ? "" : " with a symcoll built with PMIx");
 }
 
-/* PMIx: rank 0's address and a fresh secret come from the job's key-value store; the
- * rendezvous is then the TCP one, authenticated with that secret. */
+/* PMIx: the job's key-value store is the address book and carries rank 0's fresh
+ * secret; the ranks then connect the mesh, authenticated with that secret. */
 static symcoll_status_t bs_pmix_connect(bootstrap_t *bs, const deadline_t *dl)
 {
-    char addr[320] = "", secret[BS_SECRET_MAX + 1] = "";
+    char secret[BS_SECRET_MAX + 1] = "", where[64] = "";
     symcoll_status_t status = SYMCOLL_OK;
+    bs_addr_t to[32];
     int lfd = -1;
 
-    status = bs_pmix_rendezvous(bs, dl, addr, sizeof(addr), secret, sizeof(secret), &lfd);
+    status = bs_pmix_rendezvous(bs, dl, to, secret, sizeof(secret), &lfd, where, sizeof(where));
     if (status == SYMCOLL_OK && bs->nranks > 1) {
         status = bs_parse_cookie(bs, secret);
         bs_wipe(secret, sizeof(secret));
         if (status == SYMCOLL_OK)
-            status = bs->rank == 0 ? bs_tcp_serve(bs, lfd, dl) : bs_tcp_connect(bs, addr, dl);
+            status = bs_mesh_connect(bs, lfd, to, dl);
         else
             bs_close(&lfd);
     }
-    snprintf(bs->how, sizeof(bs->how), "pmix (namespace %.64s, rank 0 at %.64s)",
-             bs_pmix_namespace(), addr[0] ? addr : "itself");
+    snprintf(bs->how, sizeof(bs->how), "pmix (namespace %.64s, mesh on %s)",
+             bs_pmix_namespace(), where[0] ? where : "nothing: one rank");
     return status;
 }
 
@@ -241,6 +242,14 @@ void bootstrap_destroy(bootstrap_t *bs)
         for (int r = 0; r < bs->nranks; r++)
             bs_close(&bs->peer_fds[r]);
     bs_close(&bs->root_fd);
+    for (int k = 0; k < bs->nrounds; k++) {
+        if (bs->send_fds)
+            bs_close(&bs->send_fds[k]);
+        if (bs->recv_fds)
+            bs_close(&bs->recv_fds[k]);
+    }
+    free(bs->send_fds);
+    free(bs->recv_fds);
     free(bs->peer_fds);
     free(bs->local_ranks);
     free(bs->local_fds);
@@ -250,16 +259,55 @@ void bootstrap_destroy(bootstrap_t *bs)
     free(bs);
 }
 
+static void bs_shut(int fd)
+{
+    if (fd >= 0)
+        (void)shutdown(fd, SHUT_RDWR);
+}
+
 void bs_shut_all(bootstrap_t *bs)
 {
-    if (bs->root_fd >= 0)
-        (void)shutdown(bs->root_fd, SHUT_RDWR);
+    bs_shut(bs->root_fd);
+    for (int k = 0; k < bs->nrounds; k++) {
+        if (bs->send_fds)
+            bs_shut(bs->send_fds[k]);
+        if (bs->recv_fds)
+            bs_shut(bs->recv_fds[k]);
+    }
     for (int r = 0; bs->peer_fds && r < bs->nranks; r++)
         if (bs->peer_fds[r] >= 0)
             (void)shutdown(bs->peer_fds[r], SHUT_RDWR);
     for (int i = 0; bs->local_fds && i < bs->local_size; i++)
         if (bs->local_fds[i] >= 0)
             (void)shutdown(bs->local_fds[i], SHUT_RDWR);
+}
+
+/* Whether the channel is still in step (an earlier exchange may have failed). */
+static symcoll_status_t bs_usable(const bootstrap_t *bs)
+{
+    if (bs->failed != SYMCOLL_OK)
+        log_error("bootstrap: an earlier exchange failed; the channel is unusable");
+    return bs->failed;
+}
+
+/* Start a global collective: the deadline starts now. */
+static symcoll_status_t bs_begin(const bootstrap_t *bs, deadline_t *dl)
+{
+    *dl = deadline_make(bs->timeout_sec, bs->aborted);
+    return deadline_check(dl);
+}
+
+/* End a global collective that began: a failed exchange leaves the streams out of step,
+ * and the peers in it stop too. */
+static symcoll_status_t bs_end(bootstrap_t *bs, symcoll_status_t status)
+{
+    if (status != SYMCOLL_OK) {
+        bs->failed = status;
+        bs_shut_all(bs);
+    }
+    bs->seq++;
+    bs->stats.exchanges++;
+    return status;
 }
 
 symcoll_status_t bootstrap_allgather(bootstrap_t *bs, const void *src, void *dst, size_t size)
@@ -276,36 +324,25 @@ symcoll_status_t bootstrap_allgather(bootstrap_t *bs, const void *src, void *dst
                   bs->nranks);
         return SYMCOLL_ERR_INVALID_PARAM;
     }
-    if (bs->failed != SYMCOLL_OK) {
-        log_error("bootstrap: an earlier exchange failed; the channel is unusable");
-        return bs->failed;
-    }
-    dl = deadline_make(bs->timeout_sec, bs->aborted);
-    status = deadline_check(&dl);
-    if (status == SYMCOLL_OK && bs->allgather)
+    status = bs_usable(bs);
+    if (status != SYMCOLL_OK)
+        return status;
+    status = bs_begin(bs, &dl);
+    if (status == SYMCOLL_OK && bs->allgather) {
         status = bs_cb_exchange(bs, src, dst, size, BS_MSG_DATA, false);
-    else if (status == SYMCOLL_OK)
-        status = bs_tcp_allgather(bs, src, dst, size, &dl);
-    /* a failed exchange leaves the streams out of step; the peers in it stop too */
-    if (status != SYMCOLL_OK) {
-        bs->failed = status;
-        bs_shut_all(bs);
+        bs->stats.rounds++;
+    } else if (status == SYMCOLL_OK && bs->nranks > 1) {
+        status = bs_mesh_allgather(bs, src, dst, size, &dl);
+    } else if (status == SYMCOLL_OK && size) {
+        memcpy(dst, src, size);
     }
-    bs->seq++;
-    bs->stats.exchanges++;
-    return status;
+    return bs_end(bs, status);
 }
 
+/* A zero-byte allgather over the mesh is the dissemination barrier. */
 symcoll_status_t bootstrap_barrier(bootstrap_t *bs)
 {
     return bootstrap_allgather(bs, NULL, NULL, 0);
-}
-
-static void bs_combine(int64_t *acc, const int64_t *in, int count, bootstrap_op_t op)
-{
-    for (int i = 0; i < count; i++)
-        if (op == BOOTSTRAP_OP_MIN ? in[i] < acc[i] : in[i] > acc[i])
-            acc[i] = in[i];
 }
 
 symcoll_status_t bootstrap_allreduce(bootstrap_t *bs, int64_t *vals, int count,
@@ -313,12 +350,23 @@ symcoll_status_t bootstrap_allreduce(bootstrap_t *bs, int64_t *vals, int count,
 {
     int64_t all[BOOTSTRAP_ALLREDUCE_MAX], *gathered;
     symcoll_status_t status;
+    deadline_t dl;
 
     if (!bs || !vals || count < 1 || count > BOOTSTRAP_ALLREDUCE_MAX ||
         (op != BOOTSTRAP_OP_MIN && op != BOOTSTRAP_OP_MAX)) {
         log_error("bootstrap_allreduce: invalid arguments");
         return SYMCOLL_ERR_INVALID_PARAM;
     }
+    if (!bs->allgather) {
+        status = bs_usable(bs);
+        if (status != SYMCOLL_OK)
+            return status;
+        status = bs_begin(bs, &dl);
+        if (status == SYMCOLL_OK && bs->nranks > 1)
+            status = bs_mesh_allreduce(bs, vals, count, op, &dl);
+        return bs_end(bs, status);
+    }
+    /* the caller's allgather: gather every rank's values and combine them here */
     gathered = malloc((size_t)bs->nranks * (size_t)count * sizeof(*gathered));
     if (!gathered)
         return SYMCOLL_ERR_NO_MEMORY;
@@ -342,6 +390,9 @@ void bootstrap_stats(const bootstrap_t *bs, bootstrap_stats_t *out)
     out->tcp_conns = bs->root_fd >= 0 ? 1 : 0;
     for (int r = 0; bs->peer_fds && r < bs->nranks; r++)
         out->tcp_conns += bs->peer_fds[r] >= 0;
+    for (int k = 0; k < bs->nrounds; k++)
+        out->tcp_conns +=
+            (bs->send_fds && bs->send_fds[k] >= 0) + (bs->recv_fds && bs->recv_fds[k] >= 0);
 }
 
 symcoll_status_t bootstrap_failed(const bootstrap_t *bs)

@@ -1,10 +1,12 @@
 /* Out-of-band exchange used at communicator creation and when a pool grows:
- * a caller-supplied allgather callback, or the built-in TCP rendezvous (rank 0 listens
- * on SYMCOLL_ADDR, or on a port it publishes through the launcher's PMIx server; ranks
- * prove to each other that they know the job's secret, and every message carries the
- * job's session and a length and is validated before use). Ranks
- * of one node also get a Unix-socket channel that passes file descriptors (SCM_RIGHTS)
- * after an SO_PEERCRED uid check.
+ * a caller-supplied allgather callback, or the built-in TCP bootstrap (rank 0 listens
+ * on SYMCOLL_ADDR and serves as the address book, or the launcher's PMIx server does;
+ * the ranks then connect among themselves in a mesh of ceil(log2 n) connections per
+ * direction, where the collectives run; ranks prove to each other that they know the
+ * job's secret, and every message carries the job's session and a length and is
+ * validated before use). Ranks of one node also get a
+ * Unix-socket channel that passes file descriptors (SCM_RIGHTS) after an SO_PEERCRED
+ * uid check.
  *
  * Trust model of the built-in TCP bootstrap:
  *  - The job's secret is SYMCOLL_COOKIE (symcoll_run sets a fresh random one). It never
@@ -16,6 +18,23 @@
  *    job's rank 0 is refused and learns only a proof over its own nonce. A recorded
  *    exchange does not work twice (fresh nonces). Only processes given the job's
  *    environment can join.
+ *  - Rank 0 is only the address book: each joiner tells it, in its hello, where it
+ *    listens for its mesh partners (a port the kernel picks, on the address with which
+ *    it reached rank 0), and once every rank has proven itself rank 0 sends each rank
+ *    the addresses of the ceil(log2 n) ranks it will send to, nothing more, and both
+ *    ends close the rendezvous connection. In round k of every collective rank r sends
+ *    to (r - 2^k) mod n over a connection it dialed and receives from (r + 2^k) mod n
+ *    over one it accepted, so a rank holds 2 ceil(log2 n) sockets and moves as many
+ *    bytes as any other.
+ *  - Each mesh connection starts with a mutual proof of the secret: the dialer sends
+ *    a fresh nonce and HMAC(secret, label, job id, nonce, both ranks, round, size), and
+ *    the listener answers with its own HMAC over the same values under another label.
+ *    The listener judges hellos as rank 0 does (strangers and wrong proofs are dropped
+ *    while it waits for the real partner until the deadline); the dialer refuses a
+ *    listener that cannot answer. The dialer's proof is fresh per job (the job id is
+ *    rank 0's random), not per connection: a hello recorded on the network could be
+ *    replayed within the same job to the same listener, which the point below already
+ *    leaves out of scope.
  *  - Not covered: the data is not encrypted or authenticated message by message, so
  *    an attacker who can read, relay or alter the traffic between the nodes can still
  *    read or disturb the job (keep SYMCOLL_ADDR on a trusted network).
@@ -31,21 +50,25 @@
  *    well-formed message disagrees on sequence or size). After such an error the
  *    channel is out of step and every later call fails.
  *  - Rank 0 listens on the address named in SYMCOLL_ADDR (127.0.0.1 keeps a job off
- *    the network), judges each connection on its own with a non-blocking reader, and
- *    drops anything malformed, unproven, duplicate or silent past the deadline while
- *    it keeps accepting the real ranks; at most 64 connections wait for their hello,
- *    the oldest is evicted first. Once every rank has joined it stops listening.
+ *    the network, and so the mesh listeners, on the same address, too), judges each
+ *    connection on its own with a non-blocking reader, and drops anything malformed,
+ *    unproven, duplicate or silent past the deadline while it keeps accepting the real
+ *    ranks; at most 64 connections wait for their hello, the oldest is evicted first.
+ *    Once every rank has joined it stops listening; every mesh listener closes once
+ *    its partners are in.
  *  - The local channel uses abstract Unix sockets whose names are an HMAC of a random
  *    seed that only the ranks learn from rank 0 (mixed with the secret when there is
  *    one), so another user cannot take a rank's name before the rank binds it; both
  *    ends check SO_PEERCRED (same effective uid) and the session, so another user can
  *    neither connect nor pose as a listener.
  *  - Under a PMIx server (mpirun, srun --mpi=pmix) the job's namespace is the trust
- *    boundary: rank 0 draws a fresh random secret and publishes it with its address
- *    in the job's PMIx key-value store, which only the job's processes read; the
- *    rendezvous above then runs with it, and SYMCOLL_ADDR and SYMCOLL_COOKIE are not
- *    read. Rank 0 listens on 127.0.0.1 when the job has a single node, else on every
- *    address (the secret keeps strangers out).
+ *    boundary and its key-value store, which only the job's processes read, is the
+ *    address book: every rank publishes where it listens for its mesh partners, rank
+ *    0 also a fresh random secret, the job id and the name seed; after one fence each
+ *    rank reads those and the addresses of the ranks it sends to, and the mesh above
+ *    connects with that secret (no TCP rendezvous through rank 0). SYMCOLL_ADDR and
+ *    SYMCOLL_COOKIE are not read. The ranks listen on 127.0.0.1 when the job has a
+ *    single node, else on every address (the secret keeps strangers out).
  *  - With an allgather callback, the first exchange hands out rank 0's job id and name
  *    seed; every later contribution carries the same checked header. The callback
  *    itself is trusted and cannot be interrupted: the deadline and the abort flag
@@ -101,7 +124,8 @@ symcoll_status_t bootstrap_pmix_job(bootstrap_pmix_job_t *job);
 symcoll_status_t bootstrap_create(const bootstrap_params_t *params, bootstrap_t **bs_p);
 void bootstrap_destroy(bootstrap_t *bs);
 
-/* dst receives nranks * size bytes ordered by rank. Collective. */
+/* dst receives nranks * size bytes ordered by rank. Collective. Over TCP: Bruck's
+ * allgather, ceil(log2 n) rounds, every rank sends and receives (n - 1) * size bytes. */
 symcoll_status_t bootstrap_allgather(bootstrap_t *bs, const void *src, void *dst, size_t size);
 symcoll_status_t bootstrap_barrier(bootstrap_t *bs);
 
@@ -112,7 +136,8 @@ typedef enum {
 } bootstrap_op_t;
 
 /* vals (count values per rank) becomes the element-wise op over every rank's vals: the
- * same on every rank. Collective. count at most BOOTSTRAP_ALLREDUCE_MAX. */
+ * same on every rank. Collective. count at most BOOTSTRAP_ALLREDUCE_MAX. Over TCP:
+ * ceil(log2 n) rounds of count values each (dissemination). */
 #define BOOTSTRAP_ALLREDUCE_MAX 64
 symcoll_status_t bootstrap_allreduce(bootstrap_t *bs, int64_t *vals, int count,
                                      bootstrap_op_t op);
@@ -125,9 +150,9 @@ typedef struct bootstrap_stats {
     uint64_t tcp_bytes_sent;
     uint64_t tcp_bytes_recv;
     uint64_t tcp_msgs_sent;
-    uint64_t rounds;    /* steps of the collectives where this rank waited for a peer */
+    uint64_t rounds;    /* rounds of the collectives (one per callback exchange) */
     uint64_t exchanges; /* collectives (allgather, allreduce, barrier) */
-    int tcp_conns;      /* TCP sockets this rank holds now */
+    int tcp_conns;      /* TCP sockets this rank holds now (mesh and rendezvous) */
 } bootstrap_stats_t;
 void bootstrap_stats(const bootstrap_t *bs, bootstrap_stats_t *out);
 

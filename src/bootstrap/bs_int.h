@@ -14,7 +14,7 @@
 #include "bootstrap/sha256.h"
 
 #define BS_MAGIC 0x53594d42u /* "SYMB" */
-#define BS_VERSION 2u
+#define BS_VERSION 3u
 
 #define BS_NONCE_LEN 16          /* bytes of a challenge, fresh from getrandom() */
 #define BS_MAC_LEN BS_SHA256_LEN /* bytes of a proof (HMAC-SHA256) */
@@ -27,21 +27,35 @@
 #define BS_MAX_FDS 64
 
 /* The TCP rendezvous of rank r > 0 with rank 0, K the job's secret (SYMCOLL_COOKIE,
- * empty without one), n the job size, N0 and Nr fresh nonces:
- *   r -> 0  HELLO      {n, Nr}               sent at once after connecting
+ * empty without one), n the job size, N0 and Nr fresh nonces, Ar the address where rank
+ * r listens for its mesh partners:
+ *   r -> 0  HELLO      {n, Nr, Ar}           sent at once after connecting
  *   0 -> r  CHALLENGE  {N0}                  sent at once on accepting
  *   r -> 0  AUTH       {HMAC(K, "...joiner" N0 Nr r n)}   rank 0 checks it
  *   0 -> r  WELCOME    {HMAC(K, "...rank0" N0 Nr r n), job id, name seed}
+ *   0 -> r  PEERS      {A of (r - 2^k) mod n, k = 0 .. ceil(log2 n) - 1}
  * once every rank has proven itself; rank r checks rank 0's proof before it uses the
- * rest. K itself never crosses the wire (see bs_proof). */
+ * rest. Both ends then close the connection. K itself never crosses the wire (see
+ * bs_proof).
+ *
+ * The mesh (mesh.c), J the job id, d the dialer, l = (d - 2^k) mod n the listener of
+ * round k, Nd a fresh nonce of the dialer:
+ *   d -> l  MESH_HELLO    {n, k, Nd, HMAC(K, "...mesh dialer" J Nd d l k n)}
+ *   l -> d  MESH_WELCOME  {HMAC(K, "...mesh listener" J Nd d l k n)}
+ * The listener judges the hello with the acceptor of the rendezvous (strangers are
+ * dropped while it waits for the real partner); the dialer checks the listener's proof
+ * before the connection carries anything else. */
 enum bs_msg_type {
     BS_MSG_HELLO = 1,   /* TCP: rank r > 0 introduces itself to rank 0 */
     BS_MSG_WELCOME,     /* TCP: rank 0's proof, the job id and the name seed */
-    BS_MSG_DATA,        /* a contribution or the gathered result of an allgather */
+    BS_MSG_DATA,        /* a block of a collective's round (TCP) or a contribution */
     BS_MSG_LOCAL_HELLO, /* Unix channel: handshake in both directions */
     BS_MSG_LOCAL_DATA,  /* Unix channel: data and file descriptors */
     BS_MSG_CHALLENGE,   /* TCP: rank 0's nonce for one connection */
-    BS_MSG_AUTH         /* TCP: rank r's proof that it knows the job's secret */
+    BS_MSG_AUTH,        /* TCP: rank r's proof that it knows the job's secret */
+    BS_MSG_PEERS,       /* TCP: rank 0 tells a rank where its mesh partners listen */
+    BS_MSG_MESH_HELLO,  /* TCP mesh: a dialer introduces itself and proves the secret */
+    BS_MSG_MESH_WELCOME /* TCP mesh: the listener's proof */
 };
 
 /* Every message starts with this header, in host byte order (a peer of the other
@@ -57,12 +71,29 @@ typedef struct bs_hdr {
     uint64_t len;     /* payload bytes that follow */
 } bs_hdr_t;
 
+/* Where a rank listens for its mesh partners: an IPv4 or IPv6 address and a port. */
+typedef struct bs_addr {
+    uint16_t family; /* AF_INET or AF_INET6 */
+    uint16_t port;   /* network byte order */
+    uint32_t reserved;
+    uint8_t ip[16]; /* the first 4 bytes for AF_INET */
+} bs_addr_t;
+
 /* Payload of BS_MSG_HELLO */
 typedef struct bs_hello {
     uint32_t nranks;
     uint32_t reserved;
     uint8_t nonce[BS_NONCE_LEN];
+    bs_addr_t listen; /* where this rank accepts its mesh partners */
 } bs_hello_t;
+
+/* Payload of BS_MSG_MESH_HELLO */
+typedef struct bs_mesh_hello {
+    uint32_t nranks;
+    uint32_t round;
+    uint8_t nonce[BS_NONCE_LEN];
+    uint8_t proof[BS_MAC_LEN];
+} bs_mesh_hello_t;
 
 /* Payload of BS_MSG_WELCOME */
 typedef struct bs_welcome {
@@ -90,9 +121,16 @@ struct bootstrap {
     char how[160];                   /* which bootstrap connected the ranks, for reports */
     bootstrap_stats_t stats;         /* tcp_conns filled when read (bootstrap_stats) */
 
-    /* TCP: rank 0 holds one socket per rank (peer_fds[0] unused), others root_fd */
+    /* TCP rendezvous, closed once the mesh partners are known: rank 0 holds one
+     * socket per rank (peer_fds[0] unused), the others root_fd */
     int *peer_fds;
     int root_fd;
+    /* TCP mesh: in round k this rank sends on send_fds[k] to (rank - 2^k) mod n (it
+     * dialed that rank) and receives on recv_fds[k] from (rank + 2^k) mod n (it
+     * accepted that rank); nrounds = ceil(log2 n) */
+    int nrounds;
+    int *send_fds;
+    int *recv_fds;
 
     /* node-local Unix channel */
     int local_rank;
@@ -164,6 +202,13 @@ symcoll_status_t bs_random_bytes(void *buf, size_t len);
 void bs_proof(const bootstrap_t *bs, bool from_rank0, const uint8_t n0[BS_NONCE_LEN],
               const uint8_t nr[BS_NONCE_LEN], uint32_t rank, uint8_t out[BS_MAC_LEN]);
 
+/* The proof of one side of a mesh connection of round `round` from `dialer` to
+ * `listener` (see enum bs_msg_type): HMAC-SHA256 keyed with bs->secret over a label
+ * naming the side, the job id, the dialer's nonce, both ranks, the round and
+ * bs->nranks. */
+void bs_mesh_proof(const bootstrap_t *bs, bool from_listener, const uint8_t nd[BS_NONCE_LEN],
+                   uint32_t dialer, uint32_t listener, uint32_t round, uint8_t out[BS_MAC_LEN]);
+
 /* Close a descriptor if open and mark it closed. */
 void bs_close(int *fd);
 
@@ -195,23 +240,47 @@ typedef struct bs_acceptor {
 symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t *a, int missing,
                                   const deadline_t *dl);
 
-/* Built-in TCP rendezvous (tcp.c): rank 0 listens on addr, the others connect to it. */
+/* Built-in TCP rendezvous (tcp.c): rank 0 listens on addr, the others connect to it;
+ * then the mesh is connected. */
 symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, const deadline_t *dl);
-/* Rank 0 of a rendezvous whose address travels another way (PMIx): listen on a port the
- * kernel picks, on the loopback address only or on every address of this host. */
+/* A listener whose address travels another way (PMIx): on a port the kernel picks, on
+ * the loopback address only or on every address of this host. */
 symcoll_status_t bs_tcp_listen_any(bool loopback, int *fd_p, unsigned *port_p);
-/* Rank 0's side of the rendezvous on a listening socket, which it closes. */
-symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t *dl);
-symcoll_status_t bs_tcp_allgather(bootstrap_t *bs, const void *src, void *dst, size_t size,
-                                  const deadline_t *dl);
 
-/* PMIx (pmix.c): rank 0 publishes a listening address and a fresh secret through the
- * job's key-value store, every rank fences, and the others read them into addr and
- * secret (hex digits); *lfd_p: rank 0's listening socket (-1 on the others). A job of
- * one rank exchanges nothing. */
-symcoll_status_t bs_pmix_rendezvous(bootstrap_t *bs, const deadline_t *dl, char *addr,
-                                    size_t addr_len, char *secret, size_t secret_len,
-                                    int *lfd_p);
+/* Small messages go out at once; also the admission hook of the listeners. */
+int bs_tune(int fd);
+
+/* The TCP mesh (mesh.c). Rounds of the dissemination pattern on n ranks: ceil(log2 n). */
+int bs_mesh_rounds(int nranks);
+/* A listener for the mesh partners on the address fd is bound to (getsockname: the
+ * interface a rank reached rank 0 through, or rank 0's own listening address), on a
+ * port the kernel picks; *addr_p says where it listens. */
+symcoll_status_t bs_mesh_listen(int fd, int *lfd_p, bs_addr_t *addr_p);
+/* The local (getsockname) address of a connected or bound socket, v4-mapped IPv6
+ * addresses written as IPv4. */
+symcoll_status_t bs_sock_addr(int fd, bs_addr_t *addr);
+/* Connect the mesh: dial to[k], the listener of (rank - 2^k) mod n, for every round k,
+ * and accept the dialers (rank + 2^k) mod n on lfd, which it closes. */
+symcoll_status_t bs_mesh_connect(bootstrap_t *bs, int lfd, const bs_addr_t *to,
+                                 const deadline_t *dl);
+/* Bruck's allgather over the mesh (ceil(log2 n) rounds, (n - 1) * size bytes sent). */
+symcoll_status_t bs_mesh_allgather(bootstrap_t *bs, const void *src, void *dst, size_t size,
+                                   const deadline_t *dl);
+/* Dissemination all-reduce over the mesh: ceil(log2 n) rounds of count values. */
+symcoll_status_t bs_mesh_allreduce(bootstrap_t *bs, int64_t *vals, int count, bootstrap_op_t op,
+                                   const deadline_t *dl);
+/* acc[i] = op(acc[i], in[i]) for i < count. */
+void bs_combine(int64_t *acc, const int64_t *in, int count, bootstrap_op_t op);
+
+/* PMIx (pmix.c): every rank listens for its mesh partners (*lfd_p; on 127.0.0.1 when
+ * the job has one node, else on every address, said in `where`) and publishes where
+ * through the job's key-value store, rank 0 also a fresh secret, the job id and the
+ * name seed; after one fence every rank reads rank 0's values (secret: hex digits) and
+ * the addresses of the ranks it sends to into to[k], k < ceil(log2 n). A job of one
+ * rank exchanges nothing. */
+symcoll_status_t bs_pmix_rendezvous(bootstrap_t *bs, const deadline_t *dl, bs_addr_t *to,
+                                    char *secret, size_t secret_len, int *lfd_p, char *where,
+                                    size_t where_len);
 /* This process's PMIx namespace ("" before PMIx_Init or without PMIx). */
 const char *bs_pmix_namespace(void);
 

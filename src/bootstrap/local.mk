@@ -4,6 +4,7 @@ libsymcoll_core_la_SOURCES += \
 	src/bootstrap/accept.c \
 	src/bootstrap/bootstrap.c \
 	src/bootstrap/local.c \
+	src/bootstrap/mesh.c \
 	src/bootstrap/pmix.c \
 	src/bootstrap/sha256.c \
 	src/bootstrap/tcp.c \

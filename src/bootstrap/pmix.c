@@ -1,7 +1,9 @@
 /* PMIx rendezvous: under a launcher's PMIx server (mpirun, srun --mpi=pmix) the rank, job
- * size and node come from PMIx, and rank 0 hands its listening port and a fresh secret
- * to the other ranks through the job's key-value store (Put, Commit, Fence, Get); the
- * authenticated TCP rendezvous of tcp.c then runs with them unchanged. */
+ * size and node come from PMIx, and the job's key-value store is the address book:
+ * every rank puts where it listens for its mesh partners, rank 0 also a fresh secret,
+ * the job id and the name seed; after one fence each rank gets rank 0's values and the
+ * addresses of the ceil(log2 n) ranks it sends to, and the authenticated mesh of
+ * mesh.c connects with no TCP rendezvous through rank 0. */
 #include "bootstrap/bs_int.h"
 
 #ifdef HAVE_PMIX
@@ -9,6 +11,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
+#include <netdb.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
@@ -340,15 +343,93 @@ static bool bs_pmix_pick_ip(const char *ips, char *out, size_t len)
     return found;
 }
 
-symcoll_status_t bs_pmix_rendezvous(bootstrap_t *bs, const deadline_t *dl, char *addr,
-                                    size_t addr_len, char *secret, size_t secret_len,
-                                    int *lfd_p)
+/* An IPv4 address of host name `host`. */
+static bool bs_pmix_resolve(const char *host, struct in_addr *in)
 {
-    char key[64], card[1400], ips[1024], host[256] = "", sec[2 * BS_NONCE_LEN + 1] = "";
+    struct addrinfo hints, *res = NULL;
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    if (!strcmp(host, "-") || getaddrinfo(host, NULL, &hints, &res) || !res)
+        return false;
+    *in = ((struct sockaddr_in *)res->ai_addr)->sin_addr;
+    freeaddrinfo(res);
+    return true;
+}
+
+/* The address to dial for a rank whose card says "port host ips": the loopback address
+ * on a one-node job, else one of its addresses on a subnet of this host, else its host
+ * name, else its first address. */
+static bool bs_pmix_card_addr(const char *card, bool loopback, bs_addr_t *a)
+{
+    char host[256], ips[1024], ip[64] = "";
+    struct in_addr in;
+    unsigned port;
+
+    if (sscanf(card, "%u %255s %1023s", &port, host, ips) != 3 || port == 0 || port > 65535)
+        return false;
+    if (loopback)
+        snprintf(ip, sizeof(ip), "127.0.0.1");
+    else if (!bs_pmix_pick_ip(ips, ip, sizeof(ip)) && !bs_pmix_resolve(host, &in))
+        snprintf(ip, sizeof(ip), "%.*s", (int)strcspn(ips, ","), ips);
+    if (ip[0] && inet_pton(AF_INET, ip, &in) != 1)
+        return false;
+    memset(a, 0, sizeof(*a));
+    a->family = AF_INET;
+    a->port = htons((uint16_t)port);
+    memcpy(a->ip, &in, 4);
+    return true;
+}
+
+static void bs_hex(const uint8_t *p, size_t n, char *out)
+{
+    for (size_t i = 0; i < n; i++)
+        snprintf(out + 2 * i, 3, "%02x", p[i]);
+}
+
+static bool bs_unhex(const char *s, uint8_t *p, size_t n)
+{
+    if (strlen(s) != 2 * n)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned v;
+        if (sscanf(s + 2 * i, "%2x", &v) != 1)
+            return false;
+        p[i] = (uint8_t)v;
+    }
+    return true;
+}
+
+static symcoll_status_t bs_pmix_put(const char *key, char *val)
+{
+    pmix_value_t v;
+    pmix_status_t rc;
+
+    memset(&v, 0, sizeof(v));
+    v.type = PMIX_STRING;
+    v.data.string = val;
+    rc = PMIx_Put(PMIX_GLOBAL, key, &v);
+    if (rc != PMIX_SUCCESS) {
+        log_error("bootstrap: PMIx_Put of %s: %s", key, PMIx_Error_string(rc));
+        return SYMCOLL_ERR_BOOTSTRAP;
+    }
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t bs_pmix_rendezvous(bootstrap_t *bs, const deadline_t *dl, bs_addr_t *to,
+                                    char *secret, size_t secret_len, int *lfd_p, char *where,
+                                    size_t where_len)
+{
+    char key0[64], key[64], card[1400], ips[1024], host[256] = "";
+    char sec[2 * BS_NONCE_LEN + 1] = "", job[17], seed[2 * BS_NONCE_LEN + 1];
+    int K = bs_mesh_rounds(bs->nranks), nlocal, tmo;
     symcoll_status_t status;
     unsigned port = 0, n;
-    bool with_rank0;
-    int nlocal;
+    bool with_rank0, loopback;
+    pmix_info_t info;
+    pmix_status_t rc;
+    double left;
 
     *lfd_p = -1;
     status = bs_pmix_init();
@@ -357,75 +438,82 @@ symcoll_status_t bs_pmix_rendezvous(bootstrap_t *bs, const deadline_t *dl, char 
     pthread_mutex_lock(&pmix_lock);
     n = pmix_rendezvous_count++;
     pthread_mutex_unlock(&pmix_lock);
-    snprintf(key, sizeof(key), "symcoll.bootstrap.%u", n);
+    snprintf(key0, sizeof(key0), "symcoll.bootstrap.%u", n);
+    snprintf(key, sizeof(key), "symcoll.mesh.%u", n);
     nlocal = bs_pmix_local_peers(0, &with_rank0);
+    /* one node: nothing outside it needs to reach any rank */
+    loopback = nlocal == bs->nranks && with_rank0;
 
+    /* every rank: where it listens for its mesh partners */
+    status = bs_tcp_listen_any(loopback, lfd_p, &port);
+    if (status != SYMCOLL_OK)
+        goto out;
+    gethostname(host, sizeof(host) - 1);
+    bs_pmix_my_ips(ips, sizeof(ips));
+    snprintf(card, sizeof(card), "%u %s %s", port, host[0] ? host : "-", ips);
+    status = bs_pmix_put(key, card);
+    if (status != SYMCOLL_OK)
+        goto out;
     if (bs->rank == 0) {
+        /* and rank 0: a fresh secret, the job id and the name seed */
         uint8_t raw[BS_NONCE_LEN];
-        pmix_value_t v;
-        pmix_status_t rc;
-
-        /* one node: nothing outside it needs to reach rank 0 */
-        bool loopback = nlocal == bs->nranks && with_rank0;
-
-        status = bs_tcp_listen_any(loopback, lfd_p, &port);
-        if (status == SYMCOLL_OK)
-            status = bs_random_bytes(raw, sizeof(raw));
+        status = bs_random_bytes(raw, sizeof(raw));
         if (status != SYMCOLL_OK)
             goto out;
-        for (size_t i = 0; i < sizeof(raw); i++)
-            snprintf(sec + 2 * i, 3, "%02x", raw[i]);
+        bs_hex(raw, sizeof(raw), sec);
         bs_wipe(raw, sizeof(raw));
-        gethostname(host, sizeof(host) - 1);
-        bs_pmix_my_ips(ips, sizeof(ips));
-        snprintf(card, sizeof(card), "%u %s %s %s", port, sec, host[0] ? host : "-", ips);
-        memset(&v, 0, sizeof(v));
-        v.type = PMIX_STRING;
-        v.data.string = card;
-        rc = PMIx_Put(PMIX_GLOBAL, key, &v);
-        if (rc == PMIX_SUCCESS)
-            rc = PMIx_Commit();
-        if (rc != PMIX_SUCCESS) {
-            log_error("bootstrap: PMIx_Put/PMIx_Commit of rank 0's address: %s",
-                      PMIx_Error_string(rc));
-            status = SYMCOLL_ERR_BOOTSTRAP;
+        snprintf(job, sizeof(job), "%016llx", (unsigned long long)bs->job_id);
+        bs_hex(bs->name_seed, sizeof(bs->name_seed), seed);
+        snprintf(card, sizeof(card), "%s %s %s", sec, job, seed);
+        status = bs_pmix_put(key0, card);
+        if (status != SYMCOLL_OK)
             goto out;
-        }
-        snprintf(addr, addr_len, "%s:%u", loopback ? "127.0.0.1" : "*", port);
+    }
+    rc = PMIx_Commit();
+    if (rc != PMIX_SUCCESS) {
+        log_error("bootstrap: PMIx_Commit: %s", PMIx_Error_string(rc));
+        status = SYMCOLL_ERR_BOOTSTRAP;
+        goto out;
     }
     status = bs_pmix_fence(dl);
     if (status != SYMCOLL_OK)
         goto out;
-    if (bs->rank != 0) {
-        pmix_info_t info;
-        double left = dl->end - time_now();
-        int tmo = left < 1 ? 1 : left > 1e6 ? 1000000 : (int)left;
-        char ip[64];
 
-        PMIX_INFO_CONSTRUCT(&info);
-        PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &tmo, PMIX_INT);
-        if (bs_pmix_get_string(0, key, &info, 1, card, sizeof(card)) ||
-            sscanf(card, "%u %32s %255s %1023s", &port, sec, host, ips) != 4 || port == 0 ||
-            port > 65535) {
-            PMIX_INFO_DESTRUCT(&info);
-            log_error("bootstrap: rank 0's address (%s) is missing from the PMIx store of "
+    left = dl->end - time_now();
+    tmo = left < 1 ? 1 : left > 1e6 ? 1000000 : (int)left;
+    PMIX_INFO_CONSTRUCT(&info);
+    PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &tmo, PMIX_INT);
+    if (bs->rank != 0) {
+        unsigned long long id = 0;
+        if (bs_pmix_get_string(0, key0, &info, 1, card, sizeof(card)) ||
+            sscanf(card, "%32s %16s %32s", sec, job, seed) != 3 ||
+            sscanf(job, "%16llx", &id) != 1 || id == 0 ||
+            !bs_unhex(seed, bs->name_seed, sizeof(bs->name_seed))) {
+            log_error("bootstrap: rank 0's card (%s) is missing from the PMIx store of "
                       "namespace %s or malformed",
-                      key, pmix_me.nspace);
+                      key0, pmix_me.nspace);
             status = SYMCOLL_ERR_BOOTSTRAP;
-            goto out;
         }
-        PMIX_INFO_DESTRUCT(&info);
-        if (with_rank0)
-            snprintf(addr, addr_len, "127.0.0.1:%u", port);
-        else if (bs_pmix_pick_ip(ips, ip, sizeof(ip)))
-            snprintf(addr, addr_len, "%s:%u", ip, port);
-        else if (strcmp(host, "-"))
-            snprintf(addr, addr_len, "%s:%u", host, port);
-        else
-            snprintf(addr, addr_len, "%.*s:%u", (int)strcspn(ips, ","), ips, port);
+        bs->job_id = id;
     }
+    /* only the ranks this one sends to: ceil(log2 n) look-ups */
+    for (int k = 0; k < K && status == SYMCOLL_OK; k++) {
+        long p = ((long)bs->rank - (1L << k) % bs->nranks + bs->nranks) % bs->nranks;
+        if (bs_pmix_get_string((pmix_rank_t)p, key, &info, 1, card, sizeof(card)) ||
+            !bs_pmix_card_addr(card, loopback, &to[k])) {
+            log_error("bootstrap: the mesh address of rank %ld (%s) is missing from the PMIx "
+                      "store of namespace %s or malformed",
+                      p, key, pmix_me.nspace);
+            status = SYMCOLL_ERR_BOOTSTRAP;
+        }
+    }
+    PMIX_INFO_DESTRUCT(&info);
+    if (status != SYMCOLL_OK)
+        goto out;
     snprintf(secret, secret_len, "%s", sec);
-    log_debug("bootstrap: PMIx namespace %s, key %s: rank 0 at %s", pmix_me.nspace, key, addr);
+    snprintf(where, where_len, "%s", loopback ? "127.0.0.1" : "every address");
+    log_debug("bootstrap: PMIx namespace %s, key %s: mesh listener on port %u", pmix_me.nspace,
+              key, port);
 out:
     bs_wipe(sec, sizeof(sec));
     bs_wipe(card, sizeof(card));
@@ -457,9 +545,9 @@ symcoll_status_t bootstrap_pmix_job(bootstrap_pmix_job_t *job)
     return SYMCOLL_ERR_UNSUPPORTED;
 }
 
-symcoll_status_t bs_pmix_rendezvous(bootstrap_t *bs, const deadline_t *dl, char *addr,
-                                    size_t addr_len, char *secret, size_t secret_len,
-                                    int *lfd_p)
+symcoll_status_t bs_pmix_rendezvous(bootstrap_t *bs, const deadline_t *dl, bs_addr_t *to,
+                                    char *secret, size_t secret_len, int *lfd_p, char *where,
+                                    size_t where_len)
 {
     *lfd_p = -1;
     log_error("bootstrap: this symcoll was built without PMIx (configure --with-pmix)");

@@ -1,7 +1,9 @@
 /* Built-in TCP rendezvous: rank 0 listens on SYMCOLL_ADDR, every other rank connects
  * (retrying until the deadline), and each side proves to the other that it knows the
- * job's secret (challenge-response, see bs_int.h); collectives then run as a star
- * through rank 0 (gather to rank 0, broadcast back). */
+ * job's secret (challenge-response, see bs_int.h). Rank 0 is only the address book:
+ * each rank tells it where it listens and hears back where its mesh partners listen
+ * (O(log n) addresses), then both close the connection and the mesh (mesh.c) carries
+ * the collectives. */
 #define _GNU_SOURCE /* accept4, struct ucred, MSG_CMSG_CLOEXEC */
 #include "bootstrap/bs_int.h"
 
@@ -81,8 +83,7 @@ static symcoll_status_t bs_resolve(const char *addr, struct addrinfo **res_p)
     return SYMCOLL_OK;
 }
 
-/* Small messages go out at once. Also the admission hook of rank 0's listener. */
-static int bs_tune(int fd)
+int bs_tune(int fd)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -173,13 +174,19 @@ static bool bs_join_hdr_ok(const bs_hdr_t *h, uint16_t type, uint32_t rank, uint
            h->rank == rank && h->nfds == 0 && h->seq == 0 && h->len == len;
 }
 
+/* What rank 0 learns in the rendezvous: per rank, its welcome (proof filled in by the
+ * judge) and the address where it listens for its mesh partners. */
+typedef struct bs_book {
+    bs_welcome_t *welcomes;
+    bs_addr_t *addrs;
+} bs_book_t;
+
 /* Judge a joiner's HELLO and AUTH against the challenge it got: the rank it proved to
- * be, or -1 (logged at info level: anyone may connect). ctx: the welcome of every rank,
- * whose proof is filled in here. */
+ * be, or -1 (logged at info level: anyone may connect). ctx: the book. */
 static int bs_hello_judge(bootstrap_t *bs, const void *msg, const uint8_t *n0, const char *from,
                           void *ctx)
 {
-    bs_welcome_t *welcomes = ctx;
+    bs_book_t *book = ctx;
     const unsigned char *p = msg;
     uint8_t proof[BS_MAC_LEN], want[BS_MAC_LEN];
     bs_hdr_t h, ah;
@@ -228,7 +235,14 @@ static int bs_hello_judge(bootstrap_t *bs, const void *msg, const uint8_t *n0, c
                                    "the rank");
         return -1;
     }
-    bs_proof(bs, true, n0, hello.nonce, h.rank, welcomes[r].proof);
+    if ((hello.listen.family != AF_INET && hello.listen.family != AF_INET6) ||
+        hello.listen.port == 0) {
+        log_info("bootstrap: rank %d (from %s) sent a malformed mesh address; dropped", r,
+                 from);
+        return -1;
+    }
+    book->addrs[r] = hello.listen;
+    bs_proof(bs, true, n0, hello.nonce, h.rank, book->welcomes[r].proof);
     return r;
 }
 
@@ -322,15 +336,19 @@ symcoll_status_t bs_tcp_listen_any(bool loopback, int *fd_p, unsigned *port_p)
     *fd_p = fd;
     return SYMCOLL_OK;
 fail:
-    log_error("bootstrap: rank 0 cannot listen on a port of its own: %s", strerror(errno));
+    log_error("bootstrap: cannot listen on a port of its own: %s", strerror(errno));
     bs_close(&fd);
     return SYMCOLL_ERR_BOOTSTRAP;
 }
 
-symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t *dl)
+/* Rank 0's side of the rendezvous on a listening socket, which it closes; then the
+ * mesh. */
+static symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t *dl)
 {
-    int n = bs->nranks - 1;
-    bs_welcome_t *welcomes = calloc((size_t)bs->nranks, sizeof(*welcomes));
+    int n = bs->nranks - 1, K = bs_mesh_rounds(bs->nranks), mlfd = -1;
+    bs_book_t book = {calloc((size_t)bs->nranks, sizeof(bs_welcome_t)),
+                      calloc((size_t)bs->nranks, sizeof(bs_addr_t))};
+    bs_addr_t *peers = calloc((size_t)bs->nranks * (size_t)K, sizeof(bs_addr_t));
     bs_xfer_t *x = calloc((size_t)n, sizeof(*x));
     bs_acceptor_t acceptor = {.type = BS_MSG_HELLO,
                               .hello_len = sizeof(bs_hello_t),
@@ -338,17 +356,21 @@ symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t *dl)
                               .challenge = true,
                               .admit = bs_tune,
                               .judge = bs_hello_judge,
-                              .ctx = welcomes,
+                              .ctx = &book,
                               .who = "rank(s)"};
     symcoll_status_t status;
 
     bs->peer_fds = malloc((size_t)bs->nranks * sizeof(int));
-    if (!bs->peer_fds || !x || !welcomes) {
+    if (!bs->peer_fds || !x || !book.welcomes || !book.addrs || !peers) {
         status = SYMCOLL_ERR_NO_MEMORY;
         goto out;
     }
     for (int r = 0; r < bs->nranks; r++)
         bs->peer_fds[r] = -1;
+    /* rank 0's mesh listener sits on the address of its rendezvous listener */
+    status = bs_mesh_listen(lfd, &mlfd, &book.addrs[0]);
+    if (status != SYMCOLL_OK)
+        goto out;
     acceptor.slots = bs->peer_fds;
     status = bs_accept_hellos(bs, lfd, &acceptor, n, dl);
     /* nobody else may join: stop listening at once */
@@ -357,21 +379,57 @@ symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t *dl)
         goto out;
     for (int r = 1; r < bs->nranks; r++) {
         bs_xfer_t *xi = &x[r - 1];
-        welcomes[r].job_id = bs->job_id;
-        memcpy(welcomes[r].name_seed, bs->name_seed, sizeof(bs->name_seed));
+        book.welcomes[r].job_id = bs->job_id;
+        memcpy(book.welcomes[r].name_seed, bs->name_seed, sizeof(bs->name_seed));
         xi->fd = bs->peer_fds[r];
         xi->peer = r;
         xi->send = true;
         bs_hdr_fill(bs, &xi->shdr, BS_MSG_WELCOME, 0, sizeof(bs_welcome_t), 0);
-        xi->sbuf = &welcomes[r];
+        xi->sbuf = &book.welcomes[r];
     }
     status = bs_xfer_run(bs, x, n, dl);
+    if (status != SYMCOLL_OK)
+        goto out;
+    /* every rank hears where the ranks it sends to listen; rank 0's own address is the
+     * one that rank reached it at */
+    for (int r = 0; r < bs->nranks; r++) {
+        for (int k = 0; k < K; k++) {
+            int to = (int)((r - (1L << k) % bs->nranks + bs->nranks) % bs->nranks);
+            bs_addr_t *a = &peers[(size_t)r * (size_t)K + (size_t)k];
+            *a = book.addrs[to];
+            if (to == 0 && r != 0) {
+                status = bs_sock_addr(bs->peer_fds[r], a);
+                if (status != SYMCOLL_OK)
+                    goto out;
+                a->port = book.addrs[0].port;
+            }
+        }
+        if (r == 0)
+            continue;
+        memset(&x[r - 1], 0, sizeof(x[r - 1]));
+        x[r - 1].fd = bs->peer_fds[r];
+        x[r - 1].peer = r;
+        x[r - 1].send = true;
+        bs_hdr_fill(bs, &x[r - 1].shdr, BS_MSG_PEERS, 0, (size_t)K * sizeof(bs_addr_t), 0);
+        x[r - 1].sbuf = &peers[(size_t)r * (size_t)K];
+    }
+    status = bs_xfer_run(bs, x, n, dl);
+    if (status != SYMCOLL_OK)
+        goto out;
+    /* the address book is out: the rendezvous connections are done with */
+    for (int r = 1; r < bs->nranks; r++)
+        bs_close(&bs->peer_fds[r]);
+    status = bs_mesh_connect(bs, mlfd, peers, dl);
+    mlfd = -1;
 out:
     bs_close(&lfd);
+    bs_close(&mlfd);
     free(x);
-    if (welcomes)
-        bs_wipe(welcomes, (size_t)bs->nranks * sizeof(*welcomes));
-    free(welcomes);
+    free(peers);
+    if (book.welcomes)
+        bs_wipe(book.welcomes, (size_t)bs->nranks * sizeof(bs_welcome_t));
+    free(book.welcomes);
+    free(book.addrs);
     return status;
 }
 
@@ -380,6 +438,8 @@ out:
 static symcoll_status_t bs_tcp_join(bootstrap_t *bs, const char *addr, const deadline_t *dl)
 {
     uint8_t n0[BS_NONCE_LEN], proof[BS_MAC_LEN], want[BS_MAC_LEN];
+    int K = bs_mesh_rounds(bs->nranks), mlfd = -1;
+    bs_addr_t peers[32];
     bs_hello_t hello;
     bs_welcome_t welcome;
     symcoll_status_t status;
@@ -393,6 +453,10 @@ static symcoll_status_t bs_tcp_join(bootstrap_t *bs, const char *addr, const dea
     status = bs_tcp_dial(addr, dl, &bs->root_fd);
     if (status != SYMCOLL_OK)
         return status;
+    /* listen for the mesh partners on the interface that reaches rank 0 */
+    status = bs_mesh_listen(bs->root_fd, &mlfd, &hello.listen);
+    if (status != SYMCOLL_OK)
+        goto out;
     memset(&xi, 0, sizeof(xi));
     xi.fd = bs->root_fd;
     xi.peer = 0;
@@ -406,7 +470,7 @@ static symcoll_status_t bs_tcp_join(bootstrap_t *bs, const char *addr, const dea
     xi.any_session = true;
     status = bs_xfer_run(bs, &xi, 1, dl);
     if (status != SYMCOLL_OK)
-        return status;
+        goto out;
 
     bs_proof(bs, false, n0, hello.nonce, (uint32_t)bs->rank, proof);
     memset(&xi, 0, sizeof(xi));
@@ -426,25 +490,45 @@ static symcoll_status_t bs_tcp_join(bootstrap_t *bs, const char *addr, const dea
                   "this rank's (or one of them has none), or another process joined as rank "
                   "%d first",
                   addr, bs->rank, bs->rank);
-        return SYMCOLL_ERR_BOOTSTRAP;
+        status = SYMCOLL_ERR_BOOTSTRAP;
+        goto out;
     }
     if (status != SYMCOLL_OK)
-        return status;
+        goto out;
     bs_proof(bs, true, n0, hello.nonce, (uint32_t)bs->rank, want);
     if (!bs_ct_equal(welcome.proof, want, sizeof(want))) {
         log_error("bootstrap: the listener at %s did not prove that it knows the job's "
                   "secret: it is not this job's rank 0, or its SYMCOLL_COOKIE differs; "
                   "refused",
                   addr);
-        return SYMCOLL_ERR_BOOTSTRAP;
+        status = SYMCOLL_ERR_BOOTSTRAP;
+        goto out;
     }
     if (welcome.job_id == 0 || xi.rhdr.session != welcome.job_id) {
         log_error("bootstrap: rank 0 sent a malformed welcome");
-        return SYMCOLL_ERR_BOOTSTRAP;
+        status = SYMCOLL_ERR_BOOTSTRAP;
+        goto out;
     }
     bs->job_id = welcome.job_id;
     memcpy(bs->name_seed, welcome.name_seed, sizeof(bs->name_seed));
-    return SYMCOLL_OK;
+
+    /* where the ranks this one sends to listen; then rank 0 is done with us */
+    memset(&xi, 0, sizeof(xi));
+    xi.fd = bs->root_fd;
+    xi.peer = 0;
+    xi.recv = true;
+    xi.rtype = BS_MSG_PEERS;
+    xi.rlen = (size_t)K * sizeof(bs_addr_t);
+    xi.rbuf = peers;
+    status = bs_xfer_run(bs, &xi, 1, dl);
+    if (status != SYMCOLL_OK)
+        goto out;
+    bs_close(&bs->root_fd);
+    status = bs_mesh_connect(bs, mlfd, peers, dl);
+    mlfd = -1;
+out:
+    bs_close(&mlfd);
+    return status;
 }
 
 symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, const deadline_t *dl)
@@ -456,63 +540,4 @@ symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, const deadlin
         return bs_tcp_join(bs, addr, dl);
     status = bs_listen(addr, &lfd);
     return status == SYMCOLL_OK ? bs_tcp_serve(bs, lfd, dl) : status;
-}
-
-symcoll_status_t bs_tcp_allgather(bootstrap_t *bs, const void *src, void *dst, size_t size,
-                                  const deadline_t *dl)
-{
-    size_t total = size * (size_t)bs->nranks;
-    uint64_t seq = bs->seq;
-    symcoll_status_t status;
-
-    if (size)
-        memcpy((char *)dst + (size_t)bs->rank * size, src, size);
-    if (bs->nranks == 1)
-        return SYMCOLL_OK;
-    if (bs->rank == 0) {
-        int n = bs->nranks - 1;
-        bs_xfer_t *x = calloc((size_t)n, sizeof(*x));
-        if (!x)
-            return SYMCOLL_ERR_NO_MEMORY;
-        for (int r = 1; r < bs->nranks; r++) {
-            bs_xfer_t *xi = &x[r - 1];
-            xi->fd = bs->peer_fds[r];
-            xi->peer = r;
-            xi->recv = true;
-            xi->rtype = BS_MSG_DATA;
-            xi->rseq = seq;
-            xi->rlen = size;
-            xi->rbuf = (char *)dst + (size_t)r * size;
-        }
-        status = bs_xfer_run(bs, x, n, dl);
-        if (status == SYMCOLL_OK) {
-            memset(x, 0, (size_t)n * sizeof(*x));
-            for (int r = 1; r < bs->nranks; r++) {
-                bs_xfer_t *xi = &x[r - 1];
-                xi->fd = bs->peer_fds[r];
-                xi->peer = r;
-                xi->send = true;
-                bs_hdr_fill(bs, &xi->shdr, BS_MSG_DATA, seq, total, 0);
-                xi->sbuf = dst;
-            }
-            status = bs_xfer_run(bs, x, n, dl);
-        }
-        free(x);
-    } else {
-        bs_xfer_t xi;
-        memset(&xi, 0, sizeof(xi));
-        xi.fd = bs->root_fd;
-        xi.peer = 0;
-        xi.send = true;
-        bs_hdr_fill(bs, &xi.shdr, BS_MSG_DATA, seq, size, 0);
-        xi.sbuf = src;
-        xi.recv = true;
-        xi.rtype = BS_MSG_DATA;
-        xi.rseq = seq;
-        xi.rlen = total;
-        /* the gathered result overwrites our own slot with the same bytes */
-        xi.rbuf = dst;
-        status = bs_xfer_run(bs, &xi, 1, dl);
-    }
-    return status;
 }

@@ -33,6 +33,12 @@ static const char *bs_type_name(unsigned type)
         return "challenge";
     case BS_MSG_AUTH:
         return "auth";
+    case BS_MSG_PEERS:
+        return "peers";
+    case BS_MSG_MESH_HELLO:
+        return "mesh hello";
+    case BS_MSG_MESH_WELCOME:
+        return "mesh welcome";
     default:
         return "unknown";
     }
@@ -100,6 +106,30 @@ void bs_proof(const bootstrap_t *bs, bool from_rank0, const uint8_t n0[BS_NONCE_
         bs_hmac_update(&m, joiner, sizeof(joiner));
     bs_hmac_update(&m, n0, BS_NONCE_LEN);
     bs_hmac_update(&m, nr, BS_NONCE_LEN);
+    bs_hmac_update(&m, ints, sizeof(ints));
+    bs_hmac_final(&m, out);
+}
+
+void bs_mesh_proof(const bootstrap_t *bs, bool from_listener, const uint8_t nd[BS_NONCE_LEN],
+                   uint32_t dialer, uint32_t listener, uint32_t round, uint8_t out[BS_MAC_LEN])
+{
+    static const char dial[] = "symcoll bootstrap v3 mesh dialer";
+    static const char lis[] = "symcoll bootstrap v3 mesh listener";
+    uint8_t ints[24];
+    bs_hmac_t m;
+
+    bs_put32(ints, (uint32_t)bs->job_id);
+    bs_put32(ints + 4, (uint32_t)(bs->job_id >> 32));
+    bs_put32(ints + 8, dialer);
+    bs_put32(ints + 12, listener);
+    bs_put32(ints + 16, round);
+    bs_put32(ints + 20, (uint32_t)bs->nranks);
+    bs_hmac_init(&m, bs->secret, bs->secret_len);
+    if (from_listener)
+        bs_hmac_update(&m, lis, sizeof(lis));
+    else
+        bs_hmac_update(&m, dial, sizeof(dial));
+    bs_hmac_update(&m, nd, BS_NONCE_LEN);
     bs_hmac_update(&m, ints, sizeof(ints));
     bs_hmac_final(&m, out);
 }
