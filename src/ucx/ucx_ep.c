@@ -232,12 +232,13 @@ symcoll_status_t ucx_connect_eps(ucx_ctx_t *ucx, const topo_t *topo)
 {
     ucp_address_t *addr = NULL;
     size_t addr_len = 0, max_len = 0;
-    uint64_t mylen, *lens = NULL;
+    /* one vote: the shortest address (0: some rank has no worker) and the longest, as
+     * its negation, so that both are minima */
+    int64_t lens[2], ok;
     char *addrs = NULL, *slot = NULL;
     ucs_status_t s;
     symcoll_status_t status;
     size_t n = (size_t)ucx->nranks;
-    int32_t ok, *oks = NULL;
 
     if (ucx->worker) {
         s = ucp_worker_get_address(ucx->worker, &addr, &addr_len);
@@ -247,25 +248,17 @@ symcoll_status_t ucx_connect_eps(ucx_ctx_t *ucx, const topo_t *topo)
             addr_len = 0;
         }
     }
-    mylen = addr_len;
-    lens = calloc(n, sizeof(*lens));
-    oks = calloc(n, sizeof(*oks));
-    if (!lens || !oks) {
-        status = SYMCOLL_ERR_NO_MEMORY;
-        goto out;
-    }
-    status = bootstrap_allgather(ucx->comm->bootstrap, &mylen, lens, sizeof(mylen));
+    lens[0] = (int64_t)addr_len;
+    lens[1] = -(int64_t)addr_len;
+    status = bootstrap_allreduce(ucx->comm->bootstrap, lens, 2, BOOTSTRAP_OP_MIN);
     if (status != SYMCOLL_OK)
         goto out;
-    for (size_t r = 0; r < n; r++) {
-        if (lens[r] == 0) {
-            log_error("UCX: rank %zu has no worker to connect to", r);
-            status = SYMCOLL_ERR_UCX;
-            goto out;
-        }
-        if (lens[r] > max_len)
-            max_len = lens[r];
+    if (lens[0] == 0) {
+        log_error("UCX: some rank has no worker to connect to");
+        status = SYMCOLL_ERR_UCX;
+        goto out;
     }
+    max_len = (size_t)-lens[1];
     if (max_len == 0 || max_len > (1u << 20)) {
         log_error("implausible UCX worker address length %zu", max_len);
         status = SYMCOLL_ERR_BOOTSTRAP;
@@ -304,13 +297,11 @@ symcoll_status_t ucx_connect_eps(ucx_ctx_t *ucx, const topo_t *topo)
     }
     /* every rank has its endpoints, or all give up together */
     ok = status == SYMCOLL_OK;
-    if (bootstrap_allgather(ucx->comm->bootstrap, &ok, oks, sizeof(ok)) != SYMCOLL_OK)
+    if (bootstrap_allreduce(ucx->comm->bootstrap, &ok, 1, BOOTSTRAP_OP_MIN) != SYMCOLL_OK)
         status = SYMCOLL_ERR_BOOTSTRAP;
-    for (size_t r = 0; r < n && status == SYMCOLL_OK; r++) {
-        if (!oks[r]) {
-            log_error("UCX: rank %zu could not create its endpoints", r);
-            status = SYMCOLL_ERR_UCX;
-        }
+    else if (!ok && status == SYMCOLL_OK) {
+        log_error("UCX: some rank could not create its endpoints");
+        status = SYMCOLL_ERR_UCX;
     }
     if (status != SYMCOLL_OK)
         goto out;
@@ -320,8 +311,6 @@ symcoll_status_t ucx_connect_eps(ucx_ctx_t *ucx, const topo_t *topo)
 out:
     if (addr)
         ucp_worker_release_address(ucx->worker, addr);
-    free(lens);
-    free(oks);
     free(slot);
     free(addrs);
     return status;
@@ -360,6 +349,18 @@ symcoll_status_t ucx_connect_all(ucx_ctx_t *ucx, const topo_t *topo)
         ucx->shared->native_rma = ucx->shared->native_rma && lanes.host_rma;
         ucx->shared->cuda_rma = ucx->shared->cuda_rma && lanes.cuda_rma;
         ucx->shared->cuda_driver = ucx->shared->cuda_driver || lanes.driver;
+    }
+    {
+        /* every rank must move data alike (an active message needs a receiver that
+         * expects one) and report the same CUDA facts: the AND of every rank's view */
+        int64_t agree[3] = {ucx->shared->native_rma, ucx->shared->cuda_rma,
+                            !ucx->shared->cuda_driver};
+        status = bootstrap_allreduce(ucx->comm->bootstrap, agree, 3, BOOTSTRAP_OP_MIN);
+        if (status != SYMCOLL_OK)
+            goto out;
+        ucx->shared->native_rma = agree[0];
+        ucx->shared->cuda_rma = agree[1];
+        ucx->shared->cuda_driver = !agree[2];
     }
     if (ucx->comm->config.net_protocol == CONFIG_NET_PROTOCOL_PUT) {
         /* the target's UCX answers each emulated put with a message; when that answer
