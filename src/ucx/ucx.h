@@ -1,7 +1,8 @@
-/* UCX layer: one UCP context per communicator with its workers (the communicator's own and
- * its channels), endpoints to the ranks of the other nodes, registered memory regions whose
+/* UCX layer: one UCP context per process (per UCX configuration), shared by the
+ * communicators, each of which has workers of its own (the communicator's and its
+ * channels), endpoints to the ranks of the other nodes, registered memory regions whose
  * packed rkeys are exchanged and unpacked lazily, and the put / fence / flag primitives the
- * inter-node algorithms are built on. A ucx_ctx_t is one worker; the context is shared. */
+ * inter-node algorithms are built on. A ucx_ctx_t is one worker. */
 #ifndef SYMCOLL_UCX_H
 #define SYMCOLL_UCX_H
 
@@ -20,9 +21,11 @@ typedef void *ucx_req_t;
 
 /* ---- lifecycle ---------------------------------------------------------------------- */
 
-/* Collective over all ranks of comm (uses the bootstrap): creates the context and the
- * worker, exchanges worker addresses, connects to every rank of another node and checks
- * each connection with one message each way. Fills the topology's UCX capabilities. */
+/* Collective over all ranks of comm (uses the bootstrap): takes a reference on the
+ * process's UCP context (made on first use; a communicator whose UCX configuration
+ * differs gets its own) and creates the worker, exchanges worker addresses, connects to every
+ * rank of another node and checks each connection with one message each way. Fills the
+ * topology's UCX capabilities. */
 symcoll_status_t ucx_create(comm_t *comm, ucx_ctx_t **ucx_p);
 
 /* Channels: more workers of the same context, each with its own endpoints (so its own
@@ -36,6 +39,10 @@ symcoll_status_t ucx_create(comm_t *comm, ucx_ctx_t **ucx_p);
 #define UCX_CHANNELS_MAX 15
 symcoll_status_t ucx_channel_create(ucx_ctx_t *owner, ucx_ctx_t **channel_p);
 
+/* True if a and b are workers of one UCP context (the process's, shared by the
+ * communicators of one UCX configuration), for tests and reports. */
+bool ucx_shares_context(const ucx_ctx_t *a, const ucx_ctx_t *b);
+
 /* Endpoints this worker holds now (0 for NULL), for reports and the scale harness. */
 int ucx_num_endpoints(const ucx_ctx_t *ucx);
 
@@ -47,8 +54,9 @@ int ucx_num_endpoints(const ucx_ctx_t *ucx);
 void ucx_close(ucx_ctx_t *ucx);
 
 /* Second half: ucx_close if not done, then destroy the worker. The communicator's own
- * ucx_ctx_t also deregisters the remaining regions and destroys the shared context (its
- * channels must be gone); a channel leaves both to it. NULL is ignored. */
+ * ucx_ctx_t also deregisters the remaining regions and drops its reference on the UCP
+ * context, which the last communicator destroys (its channels must be gone); a channel
+ * leaves both to it. NULL is ignored. */
 void ucx_destroy(ucx_ctx_t *ucx);
 
 /* Transports UCX chose for the inter-node endpoints ("tcp/lo", ...), for reports. */

@@ -20,6 +20,7 @@
 #define UCX_WORKERS_MAX (UCX_CHANNELS_MAX + 1)
 
 typedef struct ucx_shared ucx_shared_t;
+typedef struct ucx_proc_ctx ucx_proc_ctx_t;
 
 typedef struct ucx_peer {
     ucx_ctx_t *ucx;
@@ -80,11 +81,13 @@ typedef struct ucx_op {
     uint64_t value; /* source of a flag put */
 } ucx_op_t;
 
-/* The UCP context of a communicator and what its workers share: the owner (index 0)
- * creates and destroys it, channels point to it. Channels only read it, while the owner's
- * thread leaves it alone (see ucx_channel_create); the region table, the segment tables
- * and channels_used change later, the rest is set while the owner is created. */
+/* What the workers of a communicator share: the owner (index 0) creates and destroys it,
+ * channels point to it. Channels only read it, while the owner's thread leaves it alone
+ * (see ucx_channel_create); the region table, the segment tables and channels_used change
+ * later, the rest is set while the owner is created. The UCP context is the process's
+ * (ucx_context.c), shared with the other communicators of that configuration. */
 struct ucx_shared {
+    ucx_proc_ctx_t *proc; /* the reference the owner holds */
     ucp_context_h context;
     unsigned channels_used; /* bit i set while channel index i exists */
 
