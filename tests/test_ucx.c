@@ -332,6 +332,41 @@ static void body_shared_context(int rank, int nranks, void *arg)
 
 RUN_CASE(test_shared_context_2x2, 4, 2, body_shared_context, NULL)
 
+/* ---- endpoints on need ----------------------------------------------------------------
+ * Creation connects a rank to its partner on the next node and to the ranks whose partner
+ * it is (one each way with nodes of equal size); all-reduces connect only the peers their
+ * algorithms exchange with, never every rank of the other nodes. */
+
+static void body_on_need(int rank, int nranks, void *arg)
+{
+    size_t sizes[] = {8, 64 * 1024, 4 * 1024 * 1024};
+    int nremote = nranks - nranks / *(int *)arg, after;
+    char *v = malloc(sizes[2]);
+    symcoll_comm_h comm;
+
+    ck_assert_ptr_nonnull(v);
+    ucx_test_env();
+    comm = harness_comm_create();
+    ck_assert_int_le(ucx_num_endpoints(comm->ucx), 2);
+    ck_assert_int_ge(ucx_num_endpoints(comm->ucx), 1);
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        memset(v, 1, sizes[i]);
+        ck_assert_int_eq(
+            symcoll_allreduce(v, v, sizes[i], SYMCOLL_UINT8, SYMCOLL_SUM, comm, NULL),
+            SYMCOLL_OK);
+        ck_assert_int_eq(v[sizes[i] - 1], (char)nranks);
+    }
+    after = ucx_num_endpoints(comm->ucx);
+    if (getenv("UCX_TEST_VERBOSE"))
+        printf("rank %d: %d endpoints of %d remote ranks\n", rank, after, nremote);
+    ck_assert_int_lt(after, nremote);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+    free(v);
+}
+
+static int on_need_nodes = 8;
+RUN_CASE(test_on_need_16x8, 16, 8, body_on_need, &on_need_nodes)
+
 /* ---- channels: concurrent all-reduces, one thread per channel
  * -------------------------------- Each channel's thread runs all-reduces of its own, in place
  * on host pool buffers (as the staging channels of CUDA memory do), at sizes that take
@@ -737,6 +772,7 @@ int main(void)
     tcase_add_test(tc, test_flush_report_3x3);
     tcase_add_test(tc, test_dead_peer);
     tcase_add_test(tc, test_shared_context_2x2);
+    tcase_add_test(tc, test_on_need_16x8);
     tcase_add_test(tc, test_channels_2x1);
     tcase_add_test(tc, test_channels_3x1_put);
     tcase_add_test(tc, test_channels_2x2);

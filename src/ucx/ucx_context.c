@@ -10,7 +10,7 @@
 
 bool ucx_is_remote(const ucx_ctx_t *ucx, int rank)
 {
-    return rank >= 0 && rank < ucx->nranks && ucx->peers[rank].ep != NULL;
+    return rank >= 0 && rank < ucx->nranks && ucx->peers[rank].remote;
 }
 
 const char *ucx_transports(const ucx_ctx_t *ucx)
@@ -486,8 +486,8 @@ static bool ucx_close_broken(const ucx_ctx_t *ucx)
  * happened. Once our endpoint closes, whatever of ours is still in the peer's socket or
  * UCX's queues may be lost (a closed TCP socket that still had data to read resets the
  * connection), and a peer that is sending to us sees the reset first. So the close
- * waits, progressing, until every remote peer answered (a peer gives up when it reads
- * our notice, and its own notice is the answer), or its endpoint ended, or the bound
+ * waits, progressing, until every peer we hold an endpoint to answered (a peer gives up when it
+ * reads our notice, and its own notice is the answer), or its endpoint ended, or the bound
  * passed: then a peer that was silent all along, between calls or stopped, sees the end
  * instead, in its next call. */
 static void ucx_await_answers(ucx_ctx_t *ucx)
@@ -541,7 +541,7 @@ void ucx_close(ucx_ctx_t *ucx)
      * at once, which ends a healthy peer's wait for our confirmation with an endpoint
      * error. */
     ucx->closing = true;
-    if (!broken && ucx->worker_ready && ucx_exchange_hello(ucx, 2, &dl) != SYMCOLL_OK)
+    if (!broken && ucx->worker_ready && ucx_close_hello(ucx, &dl) != SYMCOLL_OK)
         log_warn("UCX close: not every peer confirmed; closing the endpoints anyway");
     /* operations a failure left in flight go back to UCX, which releases each when it
      * completes or its endpoint closes: none stays ours past the worker (UCX 1.22 warned
@@ -595,6 +595,7 @@ void ucx_destroy(ucx_ctx_t *ucx)
         ucx_proc_ctx_put(shared->proc);
     if (ucx->index == 0)
         ucx_shared_free(shared);
+    free(ucx->addrs);
     free(ucx->peers);
     free(ucx);
 }

@@ -47,6 +47,12 @@ static symcoll_status_t net_wait_word(net_state_t *st, const uint64_t *word, uin
     unsigned iter = 0;
     uint64_t value;
 
+    /* our endpoint to a remote peer is what tells us that it died */
+    if (!local) {
+        symcoll_status_t status = ucx_connect(st->ucx, peer);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
     while (!net_reached(value = atomic_load_explicit(w, memory_order_acquire), target)) {
         symcoll_status_t status = ucx_progress(st->ucx);
         if (status == SYMCOLL_OK)
