@@ -253,16 +253,21 @@ symcoll_status_t ucx_exchange_hello(ucx_ctx_t *ucx, int count, deadline_t *dl)
 
 symcoll_status_t ucx_close_hello(ucx_ctx_t *ucx, deadline_t *dl)
 {
-    symcoll_status_t status;
+    symcoll_status_t status, first = SYMCOLL_OK;
 
     /* a peer that opened an endpoint to us waits for our close message: we answer on
-     * an endpoint of our own (which also shows us its end, should it fail meanwhile) */
+     * an endpoint of our own (which also shows us its end, should it fail meanwhile).
+     * A peer we cannot reach is not waited for (its failure mark, as its endpoint's error
+     * callback would set it while we close); the others still get our message. */
     for (int r = 0; r < ucx->nranks; r++) {
         if (ucx->peers[r].hello >= 1 && !ucx->peers[r].ep &&
             !atomic_load(&ucx->peers[r].failed)) {
             status = ucx_ep_open(ucx, r);
-            if (status != SYMCOLL_OK)
-                return status;
+            if (status != SYMCOLL_OK) {
+                atomic_store(&ucx->peers[r].failed, 1);
+                if (first == SYMCOLL_OK)
+                    first = status;
+            }
         }
     }
     ucx->hello_rank = ucx->rank;
@@ -278,10 +283,14 @@ symcoll_status_t ucx_close_hello(ucx_ctx_t *ucx, deadline_t *dl)
                              ucp_am_send_nbx(ucx->peers[r].ep, UCX_AM_HELLO, &ucx->hello_rank,
                                              sizeof(ucx->hello_rank), NULL, 0, &param),
                              "UCX check message", r);
-        if (status != SYMCOLL_OK)
-            return status;
+        if (status != SYMCOLL_OK) {
+            atomic_store(&ucx->peers[r].failed, 1);
+            if (first == SYMCOLL_OK)
+                first = status;
+        }
     }
-    return ucx_exchange_hello(ucx, 2, dl);
+    status = ucx_exchange_hello(ucx, 2, dl);
+    return first != SYMCOLL_OK ? first : status;
 }
 
 static symcoll_status_t ucx_set_handlers(ucx_ctx_t *ucx)
