@@ -362,6 +362,8 @@ static void body_killed(int rank, int nranks, void *arg)
                               status == SYMCOLL_ERR_TIMED_OUT || status == SYMCOLL_ERR_ABORTED,
                           "survivor got %s", symcoll_status_string(status));
             ck_assert_msg(dt < KILL_TIMEOUT + 10, "the error took %.1f s", dt);
+            if (getenv("NET_TEST_VERBOSE"))
+                printf("rank %d: %s after %.2f s\n", rank, symcoll_status_string(status), dt);
         }
     }
     ck_assert_msg(status != SYMCOLL_OK, "1000 calls succeeded without the dead rank");
@@ -382,6 +384,14 @@ END_TEST
 START_TEST(test_killed_2x2)
 {
     ck_assert_int_eq(harness_run(4, 2, KILL_TIMEOUT * 4 + 30, body_killed, NULL), 0);
+}
+END_TEST
+
+/* ranks connect on need: most survivors hold no endpoint to the victim and learn of it
+ * from the ranks that do */
+START_TEST(test_killed_4x2)
+{
+    ck_assert_int_eq(harness_run(8, 4, KILL_TIMEOUT * 4 + 30, body_killed, NULL), 0);
 }
 END_TEST
 
@@ -549,6 +559,7 @@ int main(void)
     tcase_add_test(tc, test_mem_free_2x2);
     tcase_add_test(tc, test_killed_3x1);
     tcase_add_test(tc, test_killed_2x2);
+    tcase_add_test(tc, test_killed_4x2);
     tcase_add_test(tc, test_abort_2x1);
     tcase_add_test(tc, test_abort_2x2);
     suite_add_tcase(s, tc);

@@ -284,6 +284,89 @@ static void body_dead_peer(int rank, int nranks, void *arg)
 
 RUN_CASE(test_dead_peer, 2, 2, body_dead_peer, NULL)
 
+/* ---- communicators share the process's UCP context -----------------------------------
+ * Two communicators of one configuration use one context, a third with another TCP segment
+ * size gets its own; each keeps working while the others go, in any order, and a context
+ * made again after the last went works too. */
+
+static void shared_allreduce(symcoll_comm_h comm, int nranks)
+{
+    double v[1000];
+
+    for (int i = 0; i < 1000; i++)
+        v[i] = i;
+    ck_assert_int_eq(symcoll_allreduce(v, v, 1000, SYMCOLL_FLOAT64, SYMCOLL_SUM, comm, NULL),
+                     SYMCOLL_OK);
+    for (int i = 0; i < 1000; i++)
+        if (v[i] != (double)i * nranks)
+            harness_fail("element %d is %g, expected %g", i, v[i], (double)i * nranks);
+}
+
+static void body_shared_context(int rank, int nranks, void *arg)
+{
+    symcoll_comm_h a, b, c, d;
+
+    (void)rank;
+    (void)arg;
+    ucx_test_env();
+    a = harness_comm_create();
+    b = harness_comm_create();
+    setenv("SYMCOLL_NET_TCP_SEG_SIZE", "128K", 1);
+    c = harness_comm_create();
+    unsetenv("SYMCOLL_NET_TCP_SEG_SIZE");
+    ck_assert(ucx_shares_context(a->ucx, b->ucx));
+    ck_assert(!ucx_shares_context(a->ucx, c->ucx));
+    shared_allreduce(b, nranks);
+    shared_allreduce(a, nranks);
+    shared_allreduce(c, nranks);
+    ck_assert_int_eq(symcoll_comm_destroy(a), SYMCOLL_OK);
+    shared_allreduce(b, nranks);
+    shared_allreduce(c, nranks);
+    ck_assert_int_eq(symcoll_comm_destroy(b), SYMCOLL_OK);
+    shared_allreduce(c, nranks);
+    ck_assert_int_eq(symcoll_comm_destroy(c), SYMCOLL_OK);
+    d = harness_comm_create();
+    shared_allreduce(d, nranks);
+    ck_assert_int_eq(symcoll_comm_destroy(d), SYMCOLL_OK);
+}
+
+RUN_CASE(test_shared_context_2x2, 4, 2, body_shared_context, NULL)
+
+/* ---- endpoints on need ----------------------------------------------------------------
+ * Creation connects a rank to its partner on the next node and to the ranks whose partner
+ * it is (one each way with nodes of equal size); all-reduces connect only the peers their
+ * algorithms exchange with, never every rank of the other nodes. */
+
+static void body_on_need(int rank, int nranks, void *arg)
+{
+    size_t sizes[] = {8, 64 * 1024, 4 * 1024 * 1024};
+    int nremote = nranks - nranks / *(int *)arg, after;
+    char *v = malloc(sizes[2]);
+    symcoll_comm_h comm;
+
+    ck_assert_ptr_nonnull(v);
+    ucx_test_env();
+    comm = harness_comm_create();
+    ck_assert_int_le(ucx_num_endpoints(comm->ucx), 2);
+    ck_assert_int_ge(ucx_num_endpoints(comm->ucx), 1);
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        memset(v, 1, sizes[i]);
+        ck_assert_int_eq(
+            symcoll_allreduce(v, v, sizes[i], SYMCOLL_UINT8, SYMCOLL_SUM, comm, NULL),
+            SYMCOLL_OK);
+        ck_assert_int_eq(v[sizes[i] - 1], (char)nranks);
+    }
+    after = ucx_num_endpoints(comm->ucx);
+    if (getenv("UCX_TEST_VERBOSE"))
+        printf("rank %d: %d endpoints of %d remote ranks\n", rank, after, nremote);
+    ck_assert_int_lt(after, nremote);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+    free(v);
+}
+
+static int on_need_nodes = 8;
+RUN_CASE(test_on_need_16x8, 16, 8, body_on_need, &on_need_nodes)
+
 /* ---- channels: concurrent all-reduces, one thread per channel
  * -------------------------------- Each channel's thread runs all-reduces of its own, in place
  * on host pool buffers (as the staging channels of CUDA memory do), at sizes that take
@@ -293,7 +376,8 @@ RUN_CASE(test_dead_peer, 2, 2, body_dead_peer, NULL)
 #define CHANNELS 3
 #define CHANNEL_MAX_BYTES (1024 * 1024)
 
-/* The selector's algorithm for a channel's host all-reduce of bytes (as CUDA's channels ask). */
+/* The selector's algorithm for a channel's host all-reduce of bytes (as CUDA's channels ask).
+ */
 static topo_algo_t channel_algo(comm_t *comm, size_t bytes)
 {
     return topo_select_algo(&comm->topo->select_cfg, &comm->topo->shape[SYMCOLL_MEM_HOST],
@@ -687,6 +771,8 @@ int main(void)
     tcase_add_test(tc, test_roundtrip_3x2);
     tcase_add_test(tc, test_flush_report_3x3);
     tcase_add_test(tc, test_dead_peer);
+    tcase_add_test(tc, test_shared_context_2x2);
+    tcase_add_test(tc, test_on_need_16x8);
     tcase_add_test(tc, test_channels_2x1);
     tcase_add_test(tc, test_channels_3x1_put);
     tcase_add_test(tc, test_channels_2x2);

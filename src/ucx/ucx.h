@@ -1,7 +1,8 @@
-/* UCX layer: one UCP context per communicator with its workers (the communicator's own and
- * its channels), endpoints to the ranks of the other nodes, registered memory regions whose
+/* UCX layer: one UCP context per process (per UCX configuration), shared by the
+ * communicators, each of which has workers of its own (the communicator's and its
+ * channels), endpoints to the ranks of the other nodes, registered memory regions whose
  * packed rkeys are exchanged and unpacked lazily, and the put / fence / flag primitives the
- * inter-node algorithms are built on. A ucx_ctx_t is one worker; the context is shared. */
+ * inter-node algorithms are built on. A ucx_ctx_t is one worker. */
 #ifndef SYMCOLL_UCX_H
 #define SYMCOLL_UCX_H
 
@@ -20,35 +21,44 @@ typedef void *ucx_req_t;
 
 /* ---- lifecycle ---------------------------------------------------------------------- */
 
-/* Collective over all ranks of comm (uses the bootstrap): creates the context and the
- * worker, exchanges worker addresses, connects to every rank of another node and checks
- * each connection with one message each way. Fills the topology's UCX capabilities. */
+/* Collective over all ranks of comm (uses the bootstrap): takes a reference on the
+ * process's UCP context (made on first use; a communicator whose UCX configuration
+ * differs gets its own), creates the worker and exchanges worker addresses. It connects
+ * to a few ranks of other nodes only (a partner on the next node and the ranks whose
+ * partner it is), checks each of these connections with one message each way and
+ * describes their lanes, agreed over all ranks; every other rank is connected on first
+ * use (a transfer to it, or ucx_connect). Fills the topology's UCX capabilities. */
 symcoll_status_t ucx_create(comm_t *comm, ucx_ctx_t **ucx_p);
 
 /* Channels: more workers of the same context, each with its own endpoints (so its own
- * connections) to the same ranks, for threads that move data in parallel (the staging
- * threads of CUDA memory across nodes). A channel uses its owner's registered regions and
- * has its own rkeys, operations, and receive hook; every data-path
- * call below works on a channel as on its owner. One thread at a time may use a channel, and
- * nobody may use it while the owner registers or releases regions (pool growth, trim).
- * Collective over all ranks, like ucx_create; destroy channels (ucx_destroy, collective
+ * connections, made on first use as the owner's are) to the same ranks, for threads that move
+ * data in parallel (the staging threads of CUDA memory across nodes). A channel uses its
+ * owner's registered regions and has its own rkeys, operations, and receive hook; every
+ * data-path call below works on a channel as on its owner. One thread at a time may use a
+ * channel, and nobody may use it while the owner registers or releases regions (pool growth,
+ * trim). Collective over all ranks, like ucx_create; destroy channels (ucx_destroy, collective
  * too) before their owner. */
 #define UCX_CHANNELS_MAX 15
 symcoll_status_t ucx_channel_create(ucx_ctx_t *owner, ucx_ctx_t **channel_p);
+
+/* True if a and b are workers of one UCP context (the process's, shared by the
+ * communicators of one UCX configuration), for tests and reports. */
+bool ucx_shares_context(const ucx_ctx_t *a, const ucx_ctx_t *b);
 
 /* Endpoints this worker holds now (0 for NULL), for reports and the scale harness. */
 int ucx_num_endpoints(const ucx_ctx_t *ucx);
 
 /* First half of teardown: flush outstanding operations, destroy every unpacked rkey and
  * close the endpoints (flushing them; peers that failed are closed by force). After our
- * give-up notice (not a timeout's) it first waits, bounded, for every remote peer to
- * answer or end, so that the notice reaches them before the end of our endpoints.
- * Regions stay registered until ucx_region_release or ucx_destroy. Idempotent. */
+ * give-up notice (not a timeout's) it first waits, bounded, for every peer it holds an endpoint
+ * to answer or end, so that the notice reaches them before the end of our endpoints. Regions
+ * stay registered until ucx_region_release or ucx_destroy. Idempotent. */
 void ucx_close(ucx_ctx_t *ucx);
 
 /* Second half: ucx_close if not done, then destroy the worker. The communicator's own
- * ucx_ctx_t also deregisters the remaining regions and destroys the shared context (its
- * channels must be gone); a channel leaves both to it. NULL is ignored. */
+ * ucx_ctx_t also deregisters the remaining regions and drops its reference on the UCP
+ * context, which the last communicator destroys (its channels must be gone); a channel
+ * leaves both to it. NULL is ignored. */
 void ucx_destroy(ucx_ctx_t *ucx);
 
 /* Transports UCX chose for the inter-node endpoints ("tcp/lo", ...), for reports. */
@@ -57,15 +67,16 @@ const char *ucx_transports(const ucx_ctx_t *ucx);
 /* True if every endpoint to another node has a lane whose transport puts into CUDA
  * memory by RMA (cuda_ipc, InfiniBand/RoCE rc_ and dc_); false where UCX emulates such
  * puts with messages that the target's UCX answers (TCP). It reads the lanes only: an
- * rc_ lane without GPUDirect RDMA still counts. */
+ * rc_ lane without GPUDirect RDMA still counts. The endpoints read are those opened at
+ * creation, on every rank (the same answer everywhere). */
 bool ucx_cuda_rma_native(const ucx_ctx_t *ucx);
 
 /* True if UCX calls the CUDA driver when it moves CUDA memory over some endpoint to
- * another node: every endpoint does unless one of its lanes puts into CUDA memory by
- * network RMA (rc_, dc_) and none is a cuda_* or tcp lane. A network without GPUDirect
- * RDMA still stages through cuda_copy, which the lanes do not name, and UCX may copy
- * small puts from CUDA memory with cuda_copy on rc_/dc_ too: neither is seen here (no
- * InfiniBand on these machines). */
+ * another node (of those opened at creation, on every rank): every endpoint does unless one of
+ * its lanes puts into CUDA memory by network RMA (rc_, dc_) and none is a cuda_* or tcp lane. A
+ * network without GPUDirect RDMA still stages through cuda_copy, which the lanes do not name,
+ * and UCX may copy small puts from CUDA memory with cuda_copy on rc_/dc_ too: neither is seen
+ * here (no InfiniBand on these machines). */
 bool ucx_cuda_driver_lanes(const ucx_ctx_t *ucx);
 
 /* Reads one lane of ucp_ep_print_info's listing ("lane[1]:  3:rc_mlx5/mlx5_0:1.0 md[2]
@@ -96,6 +107,12 @@ void ucx_ep_lanes_read(char *listing, ucx_ep_lanes_t *out,
 
 /* True if rank is on another node (reached through an endpoint). */
 bool ucx_is_remote(const ucx_ctx_t *ucx, int rank);
+
+/* Opens the endpoint to peer now if it is on another node and has none yet. A worker
+ * learns of the failure of a peer only through an endpoint to it: a wait for a message
+ * from peer calls this first, so that a dead sender ends the wait with
+ * SYMCOLL_ERR_PEER_FAILED (transfers open their endpoints themselves). */
+symcoll_status_t ucx_connect(ucx_ctx_t *ucx, int peer);
 
 /* ---- memory regions ------------------------------------------------------------------
  *
@@ -178,10 +195,13 @@ symcoll_status_t ucx_put_flag(ucx_ctx_t *ucx, int peer, uint64_t value, uint64_t
 symcoll_status_t ucx_put_flag_after(ucx_ctx_t *ucx, int peer, uint64_t value,
                                     uint64_t *sym_flag);
 
-/* Tells every remote peer that this rank gave up with status (once; best effort, does not
- * wait): their waits end with that status (SYMCOLL_ERR_ABORTED for an abort, TIMED_OUT or
- * PEER_FAILED for what ended our call) instead of at their deadline. Call from the
- * thread that uses the worker. ucx_notify_abort is ucx_notify_failure with ABORTED. */
+/* Tells every peer this worker holds an endpoint to that this rank gave up with status
+ * (once; best effort, does not wait): their waits end with that status
+ * (SYMCOLL_ERR_ABORTED for an abort, TIMED_OUT or PEER_FAILED for what ended our call)
+ * instead of at their deadline. Whoever waits for us holds an endpoint to us
+ * (ucx_connect); the other ranks learn it from the ones that do, as their calls fail in
+ * turn. Call from the thread that uses the worker. ucx_notify_abort is
+ * ucx_notify_failure with ABORTED. */
 void ucx_notify_failure(ucx_ctx_t *ucx, symcoll_status_t status);
 void ucx_notify_abort(ucx_ctx_t *ucx);
 

@@ -1,14 +1,16 @@
-/* UCX layer: the shared UCP context and the workers on it (the communicator's own and
- * its channels): creation, teardown and accessors. */
+/* UCX layer: the process's UCP contexts, shared by the communicators, and the workers on
+ * them (each communicator's own and its channels): creation, teardown and accessors. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ucx/ucx_int.h"
 
 bool ucx_is_remote(const ucx_ctx_t *ucx, int rank)
 {
-    return rank >= 0 && rank < ucx->nranks && ucx->peers[rank].ep != NULL;
+    return rank >= 0 && rank < ucx->nranks && ucx->peers[rank].remote;
 }
 
 const char *ucx_transports(const ucx_ctx_t *ucx)
@@ -129,58 +131,25 @@ static void ucx_config_fence(ucp_config_t *config)
         log_debug("UCX: endpoint-based fences (FENCE_MODE=ep_based)");
 }
 
-static symcoll_status_t ucx_init_context(ucx_ctx_t *ucx)
-{
-    ucp_config_t *config;
-    ucp_params_t params;
-    ucs_status_t s;
+/* A UCP context of this process: one for every configuration asked for (normally one),
+ * shared by the communicators that ask for it. A context costs descriptors and memory
+ * (its memory domains, its transports' resources); each communicator still has its own
+ * workers, so that communicators do not see each other's traffic. */
+struct ucx_proc_ctx {
+    ucx_proc_ctx_t *next;
+    ucp_context_h context;
+    char *config;    /* the configuration it was made with (ucp_config_print), and ours */
+    pid_t pid;       /* a child of fork() does not use its parent's context */
+    int refs;        /* communicators using it */
+    size_t blob_max; /* ucx_measure_rkey */
+    size_t am_piece;
+};
 
-    s = ucp_config_read(NULL, NULL, &config);
-    if (s != UCS_OK) {
-        log_error("ucp_config_read: %s (check the UCX_* environment)", ucs_status_string(s));
-        return SYMCOLL_ERR_UCX;
-    }
-    ucx->shared->am_piece = SIZE_MAX;
-    if (ucx->comm->config.net_tcp_seg_size) {
-        /* TCP moves an active message of one segment without reassembly: with large
-         * segments a ring chunk is a few messages, each copied once into place */
-        char v[32];
-        size_t seg = ucx->comm->config.net_tcp_seg_size;
-        snprintf(v, sizeof(v), "%zu", seg);
-        if (ucx_config_tcp(config, "TX_SEG_SIZE", v) &&
-            ucx_config_tcp(config, "RX_SEG_SIZE", v))
-            ucx->shared->am_piece = (seg - UCX_AM_HDR_ROOM) / 64 * 64;
-        else
-            log_warn("UCX does not take TCP_TX/RX_SEG_SIZE; keeping its own segment size");
-    }
-    ucx_config_fence(config);
-    memset(&params, 0, sizeof(params));
-    params.field_mask =
-        UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-    /* channels (ucx_channel_create) are workers of this context used by other threads at the
-     * same time: what the workers share (memory registration and its cache, used by
-     * every zero-copy send) must be thread-safe: UCX's registration cache is not
-     * otherwise, and two channels sending at once corrupt it. */
-    params.mt_workers_shared = 1;
-    /* WAKEUP: a wait that lasts sleeps on the worker's event fd instead of spinning */
-    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
-    params.name = "symcoll";
-    s = ucp_init(&params, config, &ucx->shared->context);
-    ucp_config_release(config);
-    if (s != UCS_OK) {
-        log_error("ucp_init: %s", ucs_status_string(s));
-        return SYMCOLL_ERR_UCX;
-    }
-    if (ucx_init_worker(ucx) != SYMCOLL_OK) {
-        ucp_cleanup(ucx->shared->context);
-        ucx->shared->context = NULL;
-        return SYMCOLL_ERR_UCX;
-    }
-    return SYMCOLL_OK;
-}
+static pthread_mutex_t ucx_procs_lock = PTHREAD_MUTEX_INITIALIZER;
+static ucx_proc_ctx_t *ucx_procs;
 
-/* Size of a packed rkey of this context, measured on one page, to size the exchange. */
-static symcoll_status_t ucx_measure_rkey(ucx_ctx_t *ucx)
+/* Size of a packed rkey of a context, measured on one page, to size the exchange. */
+static symcoll_status_t ucx_measure_rkey(ucp_context_h context, size_t *blob_max_p)
 {
     static char probe[4096] __attribute__((aligned(4096)));
     ucp_mem_map_params_t mp;
@@ -193,22 +162,199 @@ static symcoll_status_t ucx_measure_rkey(ucx_ctx_t *ucx)
     mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
     mp.address = probe;
     mp.length = sizeof(probe);
-    s = ucp_mem_map(ucx->shared->context, &mp, &memh);
+    s = ucp_mem_map(context, &mp, &memh);
     if (s != UCS_OK) {
         log_error("ucp_mem_map: %s", ucs_status_string(s));
         return SYMCOLL_ERR_UCX;
     }
-    s = ucp_rkey_pack(ucx->shared->context, memh, &buf, &len);
+    s = ucp_rkey_pack(context, memh, &buf, &len);
     if (s == UCS_OK)
         ucp_rkey_buffer_release(buf);
-    ucp_mem_unmap(ucx->shared->context, memh);
+    ucp_mem_unmap(context, memh);
     if (s != UCS_OK) {
         log_error("ucp_rkey_pack: %s", ucs_status_string(s));
         return SYMCOLL_ERR_UCX;
     }
     /* room for memory types whose rkeys carry more transports than host memory */
-    ucx->shared->blob_max = sizeof(ucx_blob_hdr_t) + 2 * len + 256;
+    *blob_max_p = sizeof(ucx_blob_hdr_t) + 2 * len + 256;
     return SYMCOLL_OK;
+}
+
+/* The configuration a communicator asks for, and what follows from it: the UCX options
+ * (the environment's and ours) as text, the key of the context that serves it. */
+static symcoll_status_t ucx_config_make(const comm_t *comm, ucp_config_t **config_p,
+                                        char **text_p, size_t *am_piece_p)
+{
+    ucp_config_t *config;
+    ucs_status_t s;
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *f;
+
+    s = ucp_config_read(NULL, NULL, &config);
+    if (s != UCS_OK) {
+        log_error("ucp_config_read: %s (check the UCX_* environment)", ucs_status_string(s));
+        return SYMCOLL_ERR_UCX;
+    }
+    *am_piece_p = SIZE_MAX;
+    if (comm->config.net_tcp_seg_size) {
+        /* TCP moves an active message of one segment without reassembly: with large
+         * segments a ring chunk is a few messages, each copied once into place */
+        char v[32];
+        size_t seg = comm->config.net_tcp_seg_size;
+        snprintf(v, sizeof(v), "%zu", seg);
+        if (ucx_config_tcp(config, "TX_SEG_SIZE", v) &&
+            ucx_config_tcp(config, "RX_SEG_SIZE", v))
+            *am_piece_p = (seg - UCX_AM_HDR_ROOM) / 64 * 64;
+        else
+            log_warn("UCX does not take TCP_TX/RX_SEG_SIZE; keeping its own segment size");
+    }
+    ucx_config_fence(config);
+    f = open_memstream(&text, &text_len);
+    if (!f) {
+        ucp_config_release(config);
+        return SYMCOLL_ERR_NO_MEMORY;
+    }
+    ucp_config_print(config, f, NULL, UCS_CONFIG_PRINT_CONFIG);
+    /* the transport options set above may not be printed (UCX keeps options it does not
+     * know itself aside for the transports) */
+    fprintf(f, "symcoll: tcp_seg_size=%zu am_piece=%zu\n", comm->config.net_tcp_seg_size,
+            *am_piece_p);
+    if (fclose(f) != 0 || !text) {
+        free(text);
+        ucp_config_release(config);
+        return SYMCOLL_ERR_NO_MEMORY;
+    }
+    *config_p = config;
+    *text_p = text;
+    return SYMCOLL_OK;
+}
+
+static symcoll_status_t ucx_proc_ctx_new(ucp_config_t *config, char *text, size_t am_piece,
+                                         ucx_proc_ctx_t **pc_p)
+{
+    ucx_proc_ctx_t *pc = calloc(1, sizeof(*pc));
+    ucp_params_t params;
+    ucs_status_t s;
+    symcoll_status_t status;
+
+    if (!pc)
+        return SYMCOLL_ERR_NO_MEMORY;
+    memset(&params, 0, sizeof(params));
+    params.field_mask =
+        UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+    /* the workers of a context (every communicator's and channel's) are used by several
+     * threads at the same time: what they share (memory registration and its cache,
+     * used by every zero-copy send) must be thread-safe: UCX's registration cache is not
+     * otherwise, and two channels sending at once corrupt it. */
+    params.mt_workers_shared = 1;
+    /* WAKEUP: a wait that lasts sleeps on the worker's event fd instead of spinning */
+    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+    params.name = "symcoll";
+    s = ucp_init(&params, config, &pc->context);
+    if (s != UCS_OK) {
+        log_error("ucp_init: %s", ucs_status_string(s));
+        free(pc);
+        return SYMCOLL_ERR_UCX;
+    }
+    status = ucx_measure_rkey(pc->context, &pc->blob_max);
+    if (status != SYMCOLL_OK) {
+        ucp_cleanup(pc->context);
+        free(pc);
+        return status;
+    }
+    pc->config = text;
+    pc->pid = getpid();
+    pc->am_piece = am_piece;
+    *pc_p = pc;
+    return SYMCOLL_OK;
+}
+
+/* Takes a reference on the context of the configuration comm asks for, made on first
+ * use. A different configuration (another UCX_TLS in the environment, another TCP
+ * segment size) gets a context of its own. */
+static symcoll_status_t ucx_proc_ctx_get(const comm_t *comm, ucx_proc_ctx_t **pc_p)
+{
+    ucp_config_t *config;
+    ucx_proc_ctx_t *pc, *others = NULL;
+    char *text;
+    size_t am_piece;
+    pid_t me = getpid();
+    symcoll_status_t status = ucx_config_make(comm, &config, &text, &am_piece);
+
+    if (status != SYMCOLL_OK)
+        return status;
+    pthread_mutex_lock(&ucx_procs_lock);
+    for (pc = ucx_procs; pc; pc = pc->next) {
+        if (pc->pid != me)
+            continue;
+        if (!strcmp(pc->config, text))
+            break;
+        others = pc;
+    }
+    if (pc) {
+        pc->refs++;
+        free(text);
+        log_debug("UCX: sharing the process's UCP context (%d communicators)", pc->refs);
+    } else {
+        if (others)
+            log_info("UCX: this communicator's UCX configuration differs from that of the "
+                     "process's UCP context; it gets a context of its own");
+        status = ucx_proc_ctx_new(config, text, am_piece, &pc);
+        if (status == SYMCOLL_OK) {
+            pc->refs = 1;
+            pc->next = ucx_procs;
+            ucx_procs = pc;
+        } else {
+            free(text);
+        }
+    }
+    pthread_mutex_unlock(&ucx_procs_lock);
+    ucp_config_release(config);
+    if (status == SYMCOLL_OK)
+        *pc_p = pc;
+    return status;
+}
+
+/* Drops a reference: the last communicator's goes with the context. */
+static void ucx_proc_ctx_put(ucx_proc_ctx_t *pc)
+{
+    ucx_proc_ctx_t **link;
+
+    pthread_mutex_lock(&ucx_procs_lock);
+    if (--pc->refs > 0) {
+        pthread_mutex_unlock(&ucx_procs_lock);
+        return;
+    }
+    for (link = &ucx_procs; *link; link = &(*link)->next) {
+        if (*link == pc) {
+            *link = pc->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&ucx_procs_lock);
+    ucp_cleanup(pc->context);
+    free(pc->config);
+    free(pc);
+}
+
+static symcoll_status_t ucx_init_context(ucx_ctx_t *ucx)
+{
+    ucx_shared_t *shared = ucx->shared;
+    symcoll_status_t status = ucx_proc_ctx_get(ucx->comm, &shared->proc);
+
+    if (status != SYMCOLL_OK)
+        return status;
+    shared->context = shared->proc->context;
+    shared->blob_max = shared->proc->blob_max;
+    shared->am_piece = shared->proc->am_piece;
+    status = ucx_init_worker(ucx);
+    if (status != SYMCOLL_OK) {
+        ucx_proc_ctx_put(shared->proc);
+        shared->proc = NULL;
+        shared->context = NULL;
+    }
+    return status;
 }
 
 /* A worker's state on the shared context, before its UCP worker exists. */
@@ -305,9 +451,6 @@ symcoll_status_t ucx_create(comm_t *comm, ucx_ctx_t **ucx_p)
     status = ucx_init_context(ucx);
     if (status != SYMCOLL_OK)
         goto err_free;
-    status = ucx_measure_rkey(ucx);
-    if (status != SYMCOLL_OK)
-        goto err_destroy;
     status = ucx_connect_all(ucx, comm->topo);
     if (status != SYMCOLL_OK)
         goto err_destroy;
@@ -343,8 +486,8 @@ static bool ucx_close_broken(const ucx_ctx_t *ucx)
  * happened. Once our endpoint closes, whatever of ours is still in the peer's socket or
  * UCX's queues may be lost (a closed TCP socket that still had data to read resets the
  * connection), and a peer that is sending to us sees the reset first. So the close
- * waits, progressing, until every remote peer answered (a peer gives up when it reads
- * our notice, and its own notice is the answer), or its endpoint ended, or the bound
+ * waits, progressing, until every peer we hold an endpoint to answered (a peer gives up when it
+ * reads our notice, and its own notice is the answer), or its endpoint ended, or the bound
  * passed: then a peer that was silent all along, between calls or stopped, sees the end
  * instead, in its next call. */
 static void ucx_await_answers(ucx_ctx_t *ucx)
@@ -398,7 +541,7 @@ void ucx_close(ucx_ctx_t *ucx)
      * at once, which ends a healthy peer's wait for our confirmation with an endpoint
      * error. */
     ucx->closing = true;
-    if (!broken && ucx->worker_ready && ucx_exchange_hello(ucx, 2, &dl) != SYMCOLL_OK)
+    if (!broken && ucx->worker_ready && ucx_close_hello(ucx, &dl) != SYMCOLL_OK)
         log_warn("UCX close: not every peer confirmed; closing the endpoints anyway");
     /* operations a failure left in flight go back to UCX, which releases each when it
      * completes or its endpoint closes: none stays ours past the worker (UCX 1.22 warned
@@ -448,12 +591,18 @@ void ucx_destroy(ucx_ctx_t *ucx)
     }
     if (ucx->index != 0)
         shared->channels_used &= ~(1u << ucx->index);
-    else if (shared->context)
-        ucp_cleanup(shared->context);
+    else if (shared->proc)
+        ucx_proc_ctx_put(shared->proc);
     if (ucx->index == 0)
         ucx_shared_free(shared);
+    free(ucx->addrs);
     free(ucx->peers);
     free(ucx);
+}
+
+bool ucx_shares_context(const ucx_ctx_t *a, const ucx_ctx_t *b)
+{
+    return a && b && a->shared->context == b->shared->context;
 }
 
 int ucx_num_endpoints(const ucx_ctx_t *ucx)

@@ -8,14 +8,12 @@ symcoll_status_t ucx_put_rma(ucx_ctx_t *ucx, int peer, const void *src, size_t l
 {
     const char *s = src, *d = sym_dst;
     ucp_ep_h ep;
+    symcoll_status_t status = ucx_ep_get(ucx, peer, &ep);
 
-    if (!ucx_is_remote(ucx, peer)) {
-        log_error("internal: transfer to rank %d, which has no endpoint", peer);
-        return SYMCOLL_ERR_INTERNAL;
-    }
+    if (status != SYMCOLL_OK)
+        return status;
     if (atomic_load_explicit(&ucx->peers[peer].failed, memory_order_relaxed))
         return SYMCOLL_ERR_PEER_FAILED;
-    ep = ucx->peers[peer].ep;
     while (len > 0) {
         ucp_request_param_t param = {0};
         ucx_region_t *local;
@@ -23,7 +21,6 @@ symcoll_status_t ucx_put_rma(ucx_ctx_t *ucx, int peer, const void *src, size_t l
         ucp_rkey_h rkey;
         size_t piece;
         ucx_op_t *op;
-        symcoll_status_t status;
 
         status = ucx_target(ucx, peer, d, len, &raddr, &rkey, &piece);
         if (status != SYMCOLL_OK)

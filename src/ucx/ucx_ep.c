@@ -147,33 +147,92 @@ static void ucx_describe_ep(ucx_ctx_t *ucx, ucp_ep_h ep, ucx_ep_lanes_t *out)
     free(text);
 }
 
-/* Sends one message to every remote rank that did not fail and waits, progressing, for
- * one from each: the count-th such exchange. At creation (count 1) it shows broken
- * connectivity early and saves the first all-reduce the wireup; at close (count 2) it
- * keeps every rank progressing until all have flushed. */
+/* Creates the endpoint to a rank of another node and sends it our check message on it:
+ * the peer counts it (ucx_peer_t's hello) and so knows that we hold an endpoint to it.
+ * Where data moves by RMA, a fence puts the message before our puts, so that a peer that
+ * saw our data has seen it. */
+static symcoll_status_t ucx_ep_open(ucx_ctx_t *ucx, int peer)
+{
+    ucx_peer_t *p = &ucx->peers[peer];
+    ucp_request_param_t param = {0};
+    ucp_ep_params_t ep;
+    ucx_op_t *op;
+    ucs_status_t s;
+    symcoll_status_t status;
+
+    memset(&ep, 0, sizeof(ep));
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.address = (const ucp_address_t *)(ucx->addrs + (size_t)peer * ucx->addr_stride);
+    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ep.err_handler.cb = ucx_err_cb;
+    ep.err_handler.arg = p;
+    s = ucp_ep_create(ucx->worker, &ep, &p->ep);
+    if (s != UCS_OK) {
+        log_error("ucp_ep_create to rank %d: %s", peer, ucs_status_string(s));
+        p->ep = NULL;
+        return SYMCOLL_ERR_UCX;
+    }
+    ucx->nremote++;
+    ucx->hello_rank = ucx->rank;
+    status = ucx_op_new(ucx, &op);
+    if (status == SYMCOLL_OK)
+        status = ucx_op_track(ucx, op,
+                              ucp_am_send_nbx(p->ep, UCX_AM_HELLO, &ucx->hello_rank,
+                                              sizeof(ucx->hello_rank), NULL, 0, &param),
+                              "UCX check message", peer);
+    if (status == SYMCOLL_OK && ucx->shared->native_rma)
+        status = ucx_fence(ucx);
+    return status;
+}
+
+symcoll_status_t ucx_ep_get(ucx_ctx_t *ucx, int peer, ucp_ep_h *ep_p)
+{
+    ucx_peer_t *p;
+    symcoll_status_t status;
+
+    if (!ucx_is_remote(ucx, peer)) {
+        log_error("internal: transfer to rank %d, which is on this node", peer);
+        return SYMCOLL_ERR_INTERNAL;
+    }
+    p = &ucx->peers[peer];
+    if (!p->ep) {
+        if (ucx->closing || !ucx->addrs) {
+            log_error("internal: a new endpoint to rank %d while the worker closes", peer);
+            return SYMCOLL_ERR_INTERNAL;
+        }
+        if (atomic_load(&p->failed))
+            return SYMCOLL_ERR_PEER_FAILED;
+        status = ucx_ep_open(ucx, peer);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    *ep_p = p->ep;
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t ucx_connect(ucx_ctx_t *ucx, int peer)
+{
+    ucp_ep_h ep;
+
+    if (!ucx || !ucx_is_remote(ucx, peer) || ucx->peers[peer].ep)
+        return SYMCOLL_OK;
+    return ucx_ep_get(ucx, peer, &ep);
+}
+
+/* Waits, progressing, until every peer this worker holds an endpoint to has sent count
+ * check messages (or failed): one when it opened its endpoint to us, one more at its
+ * close. At creation (count 1) the endpoints are the partners' (ucx_partner), each of
+ * which opens one to us as well: the exchange shows broken connectivity early and saves
+ * the first call the wireup. At close (count 2), after ours went out, it keeps every
+ * rank progressing until the peers it holds endpoints to have flushed. */
 symcoll_status_t ucx_exchange_hello(ucx_ctx_t *ucx, int count, deadline_t *dl)
 {
     symcoll_status_t status;
     unsigned iter = 0;
 
-    ucx->hello_rank = ucx->rank;
     for (int r = 0; r < ucx->nranks; r++) {
-        ucp_request_param_t param = {0};
-        ucx_op_t *op;
-        if (!ucx_is_remote(ucx, r) || atomic_load(&ucx->peers[r].failed))
-            continue;
-        status = ucx_op_new(ucx, &op);
-        if (status == SYMCOLL_OK)
-            status =
-                ucx_op_track(ucx, op,
-                             ucp_am_send_nbx(ucx->peers[r].ep, UCX_AM_HELLO, &ucx->hello_rank,
-                                             sizeof(ucx->hello_rank), NULL, 0, &param),
-                             "UCX check message", r);
-        if (status != SYMCOLL_OK)
-            return status;
-    }
-    for (int r = 0; r < ucx->nranks; r++) {
-        while (ucx_is_remote(ucx, r) && ucx->peers[r].hello < count &&
+        while (ucx->peers[r].ep && ucx->peers[r].hello < count &&
                !atomic_load(&ucx->peers[r].failed)) {
             if (ucp_worker_progress(ucx->worker))
                 iter = 0;
@@ -192,9 +251,50 @@ symcoll_status_t ucx_exchange_hello(ucx_ctx_t *ucx, int count, deadline_t *dl)
     return ucx_wait_all(ucx, dl);
 }
 
-static symcoll_status_t ucx_check_connections(ucx_ctx_t *ucx)
+symcoll_status_t ucx_close_hello(ucx_ctx_t *ucx, deadline_t *dl)
 {
-    deadline_t dl = deadline_make(ucx->comm->timeout_sec, &ucx->comm->aborted);
+    symcoll_status_t status, first = SYMCOLL_OK;
+
+    /* a peer that opened an endpoint to us waits for our close message: we answer on
+     * an endpoint of our own (which also shows us its end, should it fail meanwhile).
+     * A peer we cannot reach is not waited for (its failure mark, as its endpoint's error
+     * callback would set it while we close); the others still get our message. */
+    for (int r = 0; r < ucx->nranks; r++) {
+        if (ucx->peers[r].hello >= 1 && !ucx->peers[r].ep &&
+            !atomic_load(&ucx->peers[r].failed)) {
+            status = ucx_ep_open(ucx, r);
+            if (status != SYMCOLL_OK) {
+                atomic_store(&ucx->peers[r].failed, 1);
+                if (first == SYMCOLL_OK)
+                    first = status;
+            }
+        }
+    }
+    ucx->hello_rank = ucx->rank;
+    for (int r = 0; r < ucx->nranks; r++) {
+        ucp_request_param_t param = {0};
+        ucx_op_t *op;
+        if (!ucx->peers[r].ep || atomic_load(&ucx->peers[r].failed))
+            continue;
+        status = ucx_op_new(ucx, &op);
+        if (status == SYMCOLL_OK)
+            status =
+                ucx_op_track(ucx, op,
+                             ucp_am_send_nbx(ucx->peers[r].ep, UCX_AM_HELLO, &ucx->hello_rank,
+                                             sizeof(ucx->hello_rank), NULL, 0, &param),
+                             "UCX check message", r);
+        if (status != SYMCOLL_OK) {
+            atomic_store(&ucx->peers[r].failed, 1);
+            if (first == SYMCOLL_OK)
+                first = status;
+        }
+    }
+    status = ucx_exchange_hello(ucx, 2, dl);
+    return first != SYMCOLL_OK ? first : status;
+}
+
+static symcoll_status_t ucx_set_handlers(ucx_ctx_t *ucx)
+{
     ucp_am_handler_param_t hp;
     ucs_status_t s;
 
@@ -221,51 +321,91 @@ static symcoll_status_t ucx_check_connections(ucx_ctx_t *ucx)
         log_error("ucp_worker_set_am_recv_handler: %s", ucs_status_string(s));
         return SYMCOLL_ERR_UCX;
     }
-    return ucx_exchange_hello(ucx, 1, &dl);
+    return SYMCOLL_OK;
 }
 
-/* Exchanges worker addresses (collective), creates an endpoint to every rank of another
- * node and checks each with one message each way. A rank without a worker (its
+/* The partner at creation of rank r: the rank of the next node whose local rank is r's
+ * (modulo that node's size). A rank connects at creation to its partner and to the ranks
+ * whose partner it is, a set that every rank derives alike, so that both ends of each of
+ * these endpoints wait for each other's check message. by_node[k] lists node k's ranks
+ * in local-rank order. */
+static int ucx_partner(const topo_t *topo, int *const *by_node, int r)
+{
+    int next = (topo->rank_node[r] + 1) % topo->nnodes;
+    return by_node[next][topo->rank_local_rank[r] % topo->node_size[next]];
+}
+
+/* Opens the endpoints to the creation partners (ucx_partner). */
+static symcoll_status_t ucx_connect_partners(ucx_ctx_t *ucx, const topo_t *topo)
+{
+    int **by_node = calloc((size_t)topo->nnodes, sizeof(*by_node));
+    symcoll_status_t status = SYMCOLL_ERR_NO_MEMORY;
+    ucp_ep_h ep;
+
+    if (!by_node)
+        goto out;
+    for (int k = 0; k < topo->nnodes; k++)
+        if (!(by_node[k] = calloc((size_t)topo->node_size[k], sizeof(int))))
+            goto out;
+    for (int r = 0; r < ucx->nranks; r++)
+        by_node[topo->rank_node[r]][topo->rank_local_rank[r]] = r;
+    status = SYMCOLL_OK;
+    for (int r = 0; r < ucx->nranks && status == SYMCOLL_OK && topo->nnodes > 1; r++) {
+        int to = ucx_partner(topo, by_node, r);
+        if (r == ucx->rank)
+            status = ucx_ep_get(ucx, to, &ep);
+        else if (to == ucx->rank)
+            status = ucx_ep_get(ucx, r, &ep);
+    }
+out:
+    for (int k = 0; by_node && k < topo->nnodes; k++)
+        free(by_node[k]);
+    free(by_node);
+    return status;
+}
+
+/* Exchanges worker addresses (collective) and connects to the creation partners
+ * (ucx_partner), checking each endpoint with one message each way; the other ranks of
+ * other nodes are connected on first use (ucx_ep_get). A rank without a worker (its
  * creation failed) still takes part, with an empty address, so that every rank fails
  * alike instead of waiting for it; so does a rank that could not create an endpoint. */
 symcoll_status_t ucx_connect_eps(ucx_ctx_t *ucx, const topo_t *topo)
 {
     ucp_address_t *addr = NULL;
     size_t addr_len = 0, max_len = 0;
-    uint64_t mylen, *lens = NULL;
+    /* one vote: the shortest address (0: some rank has no worker) and the longest, as
+     * its negation, so that both are minima */
+    int64_t lens[2], ok;
     char *addrs = NULL, *slot = NULL;
     ucs_status_t s;
-    symcoll_status_t status;
+    symcoll_status_t status = SYMCOLL_OK;
     size_t n = (size_t)ucx->nranks;
-    int32_t ok, *oks = NULL;
 
+    for (int r = 0; r < ucx->nranks; r++)
+        ucx->peers[r].remote = topo->rank_node[r] != topo->node;
     if (ucx->worker) {
+        /* before any peer can reach us */
+        status = ucx_set_handlers(ucx);
         s = ucp_worker_get_address(ucx->worker, &addr, &addr_len);
         if (s != UCS_OK) {
             log_error("ucp_worker_get_address: %s", ucs_status_string(s));
             addr = NULL;
             addr_len = 0;
         }
+        if (status != SYMCOLL_OK)
+            addr_len = 0;
     }
-    mylen = addr_len;
-    lens = calloc(n, sizeof(*lens));
-    oks = calloc(n, sizeof(*oks));
-    if (!lens || !oks) {
-        status = SYMCOLL_ERR_NO_MEMORY;
-        goto out;
-    }
-    status = bootstrap_allgather(ucx->comm->bootstrap, &mylen, lens, sizeof(mylen));
+    lens[0] = (int64_t)addr_len;
+    lens[1] = -(int64_t)addr_len;
+    status = bootstrap_allreduce(ucx->comm->bootstrap, lens, 2, BOOTSTRAP_OP_MIN);
     if (status != SYMCOLL_OK)
         goto out;
-    for (size_t r = 0; r < n; r++) {
-        if (lens[r] == 0) {
-            log_error("UCX: rank %zu has no worker to connect to", r);
-            status = SYMCOLL_ERR_UCX;
-            goto out;
-        }
-        if (lens[r] > max_len)
-            max_len = lens[r];
+    if (lens[0] == 0) {
+        log_error("UCX: some rank has no worker to connect to");
+        status = SYMCOLL_ERR_UCX;
+        goto out;
     }
+    max_len = (size_t)-lens[1];
     if (max_len == 0 || max_len > (1u << 20)) {
         log_error("implausible UCX worker address length %zu", max_len);
         status = SYMCOLL_ERR_BOOTSTRAP;
@@ -281,47 +421,30 @@ symcoll_status_t ucx_connect_eps(ucx_ctx_t *ucx, const topo_t *topo)
     status = bootstrap_allgather(ucx->comm->bootstrap, slot, addrs, max_len);
     if (status != SYMCOLL_OK)
         goto out;
-
-    for (int r = 0; r < ucx->nranks; r++) {
-        ucp_ep_params_t ep;
-        if (topo->rank_node[r] == topo->node)
-            continue;
-        memset(&ep, 0, sizeof(ep));
-        ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
-                        UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
-        ep.address = (const ucp_address_t *)(addrs + (size_t)r * max_len);
-        ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-        ep.err_handler.cb = ucx_err_cb;
-        ep.err_handler.arg = &ucx->peers[r];
-        s = ucp_ep_create(ucx->worker, &ep, &ucx->peers[r].ep);
-        if (s != UCS_OK) {
-            log_error("ucp_ep_create to rank %d: %s", r, ucs_status_string(s));
-            ucx->peers[r].ep = NULL;
-            status = SYMCOLL_ERR_UCX;
-            break;
-        }
-        ucx->nremote++;
-    }
+    /* kept: the other endpoints are opened on first use */
+    ucx->addrs = addrs;
+    ucx->addr_stride = max_len;
+    addrs = NULL;
+    status = ucx_connect_partners(ucx, topo);
     /* every rank has its endpoints, or all give up together */
     ok = status == SYMCOLL_OK;
-    if (bootstrap_allgather(ucx->comm->bootstrap, &ok, oks, sizeof(ok)) != SYMCOLL_OK)
+    if (bootstrap_allreduce(ucx->comm->bootstrap, &ok, 1, BOOTSTRAP_OP_MIN) != SYMCOLL_OK)
         status = SYMCOLL_ERR_BOOTSTRAP;
-    for (size_t r = 0; r < n && status == SYMCOLL_OK; r++) {
-        if (!oks[r]) {
-            log_error("UCX: rank %zu could not create its endpoints", r);
-            status = SYMCOLL_ERR_UCX;
-        }
+    else if (!ok && status == SYMCOLL_OK) {
+        log_error("UCX: some rank could not create its endpoints");
+        status = SYMCOLL_ERR_UCX;
     }
     if (status != SYMCOLL_OK)
         goto out;
-    status = ucx_check_connections(ucx);
+    {
+        deadline_t dl = deadline_make(ucx->comm->timeout_sec, &ucx->comm->aborted);
+        status = ucx_exchange_hello(ucx, 1, &dl);
+    }
     if (status == SYMCOLL_OK)
         ucx->worker_ready = true;
 out:
     if (addr)
         ucp_worker_release_address(ucx->worker, addr);
-    free(lens);
-    free(oks);
     free(slot);
     free(addrs);
     return status;
@@ -352,14 +475,28 @@ symcoll_status_t ucx_connect_all(ucx_ctx_t *ucx, const topo_t *topo)
     ucx->shared->native_rma = true;
     ucx->shared->cuda_rma = true;
     ucx->shared->cuda_driver = false;
+    /* the endpoints to the creation partners; the vote below makes the answer every
+     * rank's */
     for (int r = 0; r < ucx->nranks; r++) {
         ucx_ep_lanes_t lanes;
-        if (!ucx_is_remote(ucx, r))
+        if (!ucx->peers[r].ep)
             continue;
         ucx_describe_ep(ucx, ucx->peers[r].ep, &lanes);
         ucx->shared->native_rma = ucx->shared->native_rma && lanes.host_rma;
         ucx->shared->cuda_rma = ucx->shared->cuda_rma && lanes.cuda_rma;
         ucx->shared->cuda_driver = ucx->shared->cuda_driver || lanes.driver;
+    }
+    {
+        /* every rank must move data alike (an active message needs a receiver that
+         * expects one) and report the same CUDA facts: the AND of every rank's view */
+        int64_t agree[3] = {ucx->shared->native_rma, ucx->shared->cuda_rma,
+                            !ucx->shared->cuda_driver};
+        status = bootstrap_allreduce(ucx->comm->bootstrap, agree, 3, BOOTSTRAP_OP_MIN);
+        if (status != SYMCOLL_OK)
+            goto out;
+        ucx->shared->native_rma = agree[0];
+        ucx->shared->cuda_rma = agree[1];
+        ucx->shared->cuda_driver = !agree[2];
     }
     if (ucx->comm->config.net_protocol == CONFIG_NET_PROTOCOL_PUT) {
         /* the target's UCX answers each emulated put with a message; when that answer

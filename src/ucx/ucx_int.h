@@ -20,12 +20,15 @@
 #define UCX_WORKERS_MAX (UCX_CHANNELS_MAX + 1)
 
 typedef struct ucx_shared ucx_shared_t;
+typedef struct ucx_proc_ctx ucx_proc_ctx_t;
 
 typedef struct ucx_peer {
     ucx_ctx_t *ucx;
     int rank;
-    ucp_ep_h ep;         /* NULL for ranks of this node */
-    int hello;           /* check messages received: 1 at creation, 2 at close */
+    ucp_ep_h ep;         /* NULL until first use (ucx_ep_get), and for ranks of this node */
+    bool remote;         /* on another node */
+    int hello;           /* check messages received: 1 when it opened its endpoint to us,
+                          * 2 at its close */
     _Atomic int failed;  /* set by the endpoint error callback */
     _Atomic int gave_up; /* its give-up notice came: its endpoint's end is no failure */
 } ucx_peer_t;
@@ -80,11 +83,13 @@ typedef struct ucx_op {
     uint64_t value; /* source of a flag put */
 } ucx_op_t;
 
-/* The UCP context of a communicator and what its workers share: the owner (index 0)
- * creates and destroys it, channels point to it. Channels only read it, while the owner's
- * thread leaves it alone (see ucx_channel_create); the region table, the segment tables
- * and channels_used change later, the rest is set while the owner is created. */
+/* What the workers of a communicator share: the owner (index 0) creates and destroys it,
+ * channels point to it. Channels only read it, while the owner's thread leaves it alone
+ * (see ucx_channel_create); the region table, the segment tables and channels_used change
+ * later, the rest is set while the owner is created. The UCP context is the process's
+ * (ucx_context.c), shared with the other communicators of that configuration. */
 struct ucx_shared {
+    ucx_proc_ctx_t *proc; /* the reference the owner holds */
     ucp_context_h context;
     unsigned channels_used; /* bit i set while channel index i exists */
 
@@ -112,7 +117,9 @@ struct ucx_ctx {
     int index; /* 0: the owner; 1..UCX_CHANNELS_MAX: a channel (its rkeys' slot) */
     ucp_worker_h worker;
     ucx_peer_t *peers;
-    int nremote;
+    char *addrs; /* every rank's worker address, addr_stride bytes each */
+    size_t addr_stride;
+    int nremote; /* endpoints opened */
     _Atomic int failed;
     _Atomic int remote_abort; /* SYMCOLL_OK, or the status a peer gave up with */
     bool abort_sent;
@@ -172,7 +179,13 @@ ucs_status_t ucx_abort_cb(void *arg, const void *header, size_t header_length, v
 
 /* ---- ucx_ep.c ---- */
 
+/* The endpoint to peer (a rank of another node), opened on first use. */
+symcoll_status_t ucx_ep_get(ucx_ctx_t *ucx, int peer, ucp_ep_h *ep_p);
 symcoll_status_t ucx_exchange_hello(ucx_ctx_t *ucx, int count, deadline_t *dl);
+/* At close: answers every peer that opened an endpoint to us (opening one back if need
+ * be), sends our close message to every peer we hold an endpoint to and waits for
+ * theirs (ucx_exchange_hello, count 2). */
+symcoll_status_t ucx_close_hello(ucx_ctx_t *ucx, deadline_t *dl);
 symcoll_status_t ucx_connect_eps(ucx_ctx_t *ucx, const topo_t *topo);
 /* Collective, owner only: ucx_connect_eps, then the protocol and the topology's UCX
  * capabilities. */

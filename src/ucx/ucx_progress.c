@@ -347,7 +347,8 @@ symcoll_status_t ucx_flush_peers(ucx_ctx_t *ucx, const int *ranks, int n, const 
         return SYMCOLL_ERR_NO_MEMORY;
     for (int i = 0; i < n && status == SYMCOLL_OK; i++) {
         ucs_status_ptr_t r;
-        if (!ucx_is_remote(ucx, ranks[i]))
+        /* no endpoint: nothing was sent there */
+        if (!ucx_is_remote(ucx, ranks[i]) || !ucx->peers[ranks[i]].ep)
             continue;
         r = ucp_ep_flush_nbx(ucx->peers[ranks[i]].ep, &param);
         if (UCS_PTR_IS_ERR(r)) {

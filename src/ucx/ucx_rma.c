@@ -18,8 +18,12 @@ symcoll_status_t ucx_target(ucx_ctx_t *ucx, int peer, const char *sym, size_t le
     rm = &reg->remote[peer];
     off = (size_t)(sym - reg->addr);
     if (rkey_p && !rm->rkey[ucx->index]) {
-        ucs_status_t s =
-            ucp_ep_rkey_unpack(ucx->peers[peer].ep, rm->rkey_buf, &rm->rkey[ucx->index]);
+        ucp_ep_h ep;
+        ucs_status_t s;
+        symcoll_status_t status = ucx_ep_get(ucx, peer, &ep);
+        if (status != SYMCOLL_OK)
+            return status;
+        s = ucp_ep_rkey_unpack(ep, rm->rkey_buf, &rm->rkey[ucx->index]);
         if (s != UCS_OK) {
             log_error("ucp_ep_rkey_unpack (rank %d): %s", peer, ucs_status_string(s));
             return ucx_status_of(ucx, s);
@@ -109,12 +113,12 @@ symcoll_status_t ucx_put_signal(ucx_ctx_t *ucx, int peer, const void *src, size_
     ucp_rkey_h frkey = NULL;
     bool rkeys = ucx->shared->native_rma;
     symcoll_status_t status;
+    ucp_ep_h ep;
 
     *req_p = NULL;
-    if (!ucx_is_remote(ucx, peer)) {
-        log_error("internal: transfer to rank %d, which has no endpoint", peer);
-        return SYMCOLL_ERR_INTERNAL;
-    }
+    status = ucx_ep_get(ucx, peer, &ep);
+    if (status != SYMCOLL_OK)
+        return status;
     if (atomic_load_explicit(&ucx->peers[peer].failed, memory_order_relaxed))
         return SYMCOLL_ERR_PEER_FAILED;
     if (sym_flag) {
@@ -295,9 +299,11 @@ void ucx_notify_failure(ucx_ctx_t *ucx, symcoll_status_t status)
     ucx->give_up[1] = (int32_t)status;
     for (int r = 0; r < ucx->nranks; r++) {
         ucp_request_param_t param = {0};
-        if (!ucx_is_remote(ucx, r) || atomic_load(&ucx->peers[r].failed))
+        /* best effort: peers that miss it still end at their deadline. Only the peers
+         * we hold endpoints to: they are the ones that exchange with us, and whoever
+         * waits for us has opened one (ucx_connect); the others learn it from them */
+        if (!ucx->peers[r].ep || atomic_load(&ucx->peers[r].failed))
             continue;
-        /* best effort: peers that miss it still end at their deadline */
         if (ucx_op_new(ucx, &op) == SYMCOLL_OK)
             (void)ucx_op_track(ucx, op,
                                ucp_am_send_nbx(ucx->peers[r].ep, UCX_AM_ABORT, ucx->give_up,

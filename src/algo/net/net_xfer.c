@@ -47,6 +47,12 @@ static symcoll_status_t net_wait_word(net_state_t *st, const uint64_t *word, uin
     unsigned iter = 0;
     uint64_t value;
 
+    /* our endpoint to a remote peer is what tells us that it died */
+    if (!local) {
+        symcoll_status_t status = ucx_connect(st->ucx, peer);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
     while (!net_reached(value = atomic_load_explicit(w, memory_order_acquire), target)) {
         symcoll_status_t status = ucx_progress(st->ucx);
         if (status == SYMCOLL_OK)
@@ -58,7 +64,9 @@ static symcoll_status_t net_wait_word(net_state_t *st, const uint64_t *word, uin
             if (now >= *next_alive) {
                 const topo_rank_info_t *info = &st->comm->topo->info[peer];
                 *next_alive = now + NET_ALIVE_PERIOD;
-                if (!topo_proc_alive(info->pid, info->start_time)) {
+                /* one that sent, then exited, is no failure */
+                if (!topo_proc_alive(info->pid, info->start_time) &&
+                    !net_reached(atomic_load_explicit(w, memory_order_acquire), target)) {
                     log_error("rank %d (same node) died", peer);
                     status = SYMCOLL_ERR_PEER_FAILED;
                 }
@@ -124,7 +132,9 @@ typedef struct net_bar_arg {
     net_state_t *st;
     deadline_t *dl;
     double *next_alive;
-    int r; /* the rank waited for */
+    int r;                  /* the rank waited for */
+    _Atomic uint64_t *word; /* its epoch word, and the epoch awaited */
+    uint64_t target;
 } net_bar_arg_t;
 
 static symcoll_status_t net_bar_progress(void *arg)
@@ -142,7 +152,9 @@ static symcoll_status_t net_bar_check(void *arg)
         status = algo_net_peer_gave_up(a->st, a->r);
     if (status == SYMCOLL_OK && time_now() >= *a->next_alive) {
         *a->next_alive = time_now() + NET_ALIVE_PERIOD;
-        if (!topo_proc_alive(t->info[a->r].pid, t->info[a->r].start_time)) {
+        /* a peer that arrived, finished the call and exited is no failure */
+        if (!topo_proc_alive(t->info[a->r].pid, t->info[a->r].start_time) &&
+            atomic_load_explicit(a->word, memory_order_acquire) < a->target) {
             log_error("rank %d (same node) died", a->r);
             status = SYMCOLL_ERR_PEER_FAILED;
         }
@@ -157,7 +169,7 @@ symcoll_status_t algo_net_local_barrier(net_state_t *st, deadline_t *dl)
     double next_alive = time_now() + NET_ALIVE_PERIOD;
     _Atomic uint64_t *mine = (_Atomic uint64_t *)net_flag(st, st->comm->rank, 0);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    net_bar_arg_t arg = {st, dl, &next_alive, -1};
+    net_bar_arg_t arg = {st, dl, &next_alive, -1, NULL, target};
     /* Each turn progresses UCX (a system call on TCP), so even this short spin lasts
      * ~0.1 ms: peers with a core each arrive within it, and on a crowded machine
      * (simulated nodes share its cores too) a long spin only delays the peer. */
@@ -175,6 +187,7 @@ symcoll_status_t algo_net_local_barrier(net_state_t *st, deadline_t *dl)
 
         arg.r = t->local_ranks[j];
         peer = (_Atomic uint64_t *)net_flag(st, arg.r, 0);
+        arg.word = peer;
         status = core_wait_word(&w, peer, peer + 1, target);
         if (status != SYMCOLL_OK) {
             log_error("across nodes: node barrier, waiting for rank %d: %s", arg.r,
