@@ -99,11 +99,15 @@ def main():
     c0, c_msg, c_byte, c_ep = lstsq_nonneg(feats, cpu)
     # payload per rank and exchange, and exchanges per creation, from the largest
     # multi-node run (the one nearest to the modelled shape), else the largest
-    big = max(runs, key=lambda r: (num(r, "nodes") > 1, num(r, "n")))
+    big = max(runs, key=lambda r: (num(r, "nodes") > 1, num(r, "n"), num(r, "nodes")))
     n_big, e_big = num(big, "n"), max(num(big, "exchanges"), 1)
     s = num(big, "bytes_med") / (e_big * (n_big + 1))
     p = dict(c0=c0, c_msg=c_msg, c_byte=c_byte, c_ep=c_ep, s=s, E=e_big,
              L=args.latency_us * 1e-6, B=args.bandwidth_gbs * 1e9)
+    # until the first calls have run: the exchanges they add (pool segments, keys) too
+    e_calls = max(num(big, "exchanges_calls"), e_big)
+    s_calls = num(big, "bytes_calls_med") / (e_calls * (n_big + 1))
+    p_calls = dict(p, E=e_calls, s=s_calls)
 
     print("# constants: latency %.1f us, bandwidth %.1f GB/s (assumed); %d ranks per node"
           % (args.latency_us, args.bandwidth_gbs, args.ppn))
@@ -111,7 +115,8 @@ def main():
           "c_msg %.2f us/message, c_byte %.3f ns/byte, c_ep %.1f us/endpoint"
           % (len(runs), c0 * 1e3, c_msg * 1e6, c_byte * 1e9, c_ep * 1e6))
     print("# from the %d-rank %d-node run: %d exchanges per creation, %.0f bytes per rank "
-          "and exchange" % (n_big, num(big, "nodes"), e_big, s))
+          "and exchange; %d and %.0f until the first calls have run (+calls)"
+          % (n_big, num(big, "nodes"), e_big, s, e_calls, s_calls))
     print("# fit against the runs (CPU time of the busiest rank, ms):")
     print("#   %-12s %6s %5s %10s %10s %10s" % ("launcher", "n", "nodes", "measured",
                                                "fitted", "wall max"))
@@ -120,14 +125,15 @@ def main():
         print("#   %-12s %6d %5d %10.2f %10.2f %10.1f" % (
             r["label"], num(r, "n"), num(r, "nodes"), num(r, "cpu_max_s") * 1e3, fit * 1e3,
             num(r, "create_max_s") * 1e3))
-    print("%8s %7s %12s %14s %12s %12s %14s %9s" % (
-        "ranks", "nodes", "star_s", "star_r0_bytes", "star_eps", "log_s", "log_bytes",
-        "log_eps"))
+    print("%8s %7s %10s %12s %14s %9s %10s %12s %12s %8s" % (
+        "ranks", "nodes", "star_s", "star+calls_s", "star_r0_bytes", "star_eps", "log_s",
+        "log+calls_s", "log_bytes", "log_eps"))
     for n in (1000, 10000, 100000):
         r = math.ceil(math.log2(n))
-        print("%8d %7d %12.3f %14.3g %12d %12.4f %14.3g %9d" % (
-            n, math.ceil(n / args.ppn), star(n, p, args.ppn), e_big * n * n * s,
-            n - args.ppn, logr(n, p, args.ppn), e_big * 2 * (n - 1) * s, r + 2))
+        print("%8d %7d %10.3f %12.3f %14.3g %9d %10.4f %12.4f %12.3g %8d" % (
+            n, math.ceil(n / args.ppn), star(n, p, args.ppn), star(n, p_calls, args.ppn),
+            e_big * n * n * s, n - args.ppn, logr(n, p, args.ppn),
+            logr(n, p_calls, args.ppn), e_big * 2 * (n - 1) * s, r + 2))
 
     if args.plot:
         try:
@@ -140,6 +146,8 @@ def main():
         ns = [2 ** k for k in range(3, 18)]
         fig, ax = plt.subplots(figsize=(7, 4.5))
         ax.loglog(ns, [star(n, p, args.ppn) for n in ns], label="star (today), model")
+        ax.loglog(ns, [star(n, p_calls, args.ppn) for n in ns], "--",
+                  label="star, until the first calls have run")
         ax.loglog(ns, [logr(n, p, args.ppn) for n in ns], label="log rounds, model")
         ax.loglog([num(r, "n") for r in runs], cpu, "o", label="measured: CPU of busiest rank")
         ax.loglog([num(r, "n") for r in runs], [num(r, "create_max_s") for r in runs], "x",

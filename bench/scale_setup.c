@@ -41,6 +41,8 @@ enum {
     M_XBYTES,        /* bootstrap TCP bytes (sent + received) of one extra communicator */
     M_XCONNS,        /* TCP connections one extra communicator holds */
     M_XEPS,          /* UCX endpoints one extra communicator holds */
+    M_XDONE,         /* extra communicators every rank created */
+    M_XFAILED,       /* 1 if this rank's creation of the next one failed */
     M_PHASE0,        /* then per phase: */
 };
 enum {
@@ -224,11 +226,12 @@ static void row(const char *name, stat3_t s, const char *fmt)
     printf("  %-34s %14s %14s %14s %7d\n", name, b[0], b[1], b[2], s.argmax);
 }
 
-static void report(const double *all, int n, int nextra, const char *label, const char *how)
+static void report(const double *all, int n, int nextra, int asked, const char *label,
+                   const char *how)
 {
     static const char *const phase_name[PH_LAST] = {"created", "after calls", "+extra comms"};
     double enter_last = -INFINITY, leave_last = -INFINITY, enter_first = INFINITY;
-    double wrong = 0, nx = nextra > 0 ? nextra : 1;
+    double wrong = 0, xfailed = 0, nx = nextra > 0 ? nextra : 1;
     char name[64];
 
     for (int r = 0; r < n; r++) {
@@ -237,6 +240,7 @@ static void report(const double *all, int n, int nextra, const char *label, cons
         enter_last = fmax(enter_last, m[M_ENTER_REAL]);
         leave_last = fmax(leave_last, m[M_LEAVE_REAL]);
         wrong += m[M_WRONG] < 0 ? 1e9 : m[M_WRONG];
+        xfailed += m[M_XFAILED];
     }
     printf("# scale_setup: %d ranks on %.0f node(s), %d extra communicator(s); bootstrap %s\n",
            n, all[M_NODES], nextra, how);
@@ -287,6 +291,10 @@ static void report(const double *all, int n, int nextra, const char *label, cons
         row("extra comm: threads",
             over_ranks(all, n, M(PH_EXTRA, P_THREADS), M(PH_CALLS, P_THREADS), nx), "%.1f");
     }
+    if (nextra < asked)
+        printf("# extra communicators: %d of %d created; the next one failed on %.0f "
+               "rank(s) (their errors are on stderr)\n",
+               nextra, asked, xfailed);
     printf("# all-reduce check: %s (%.0f wrong elements over all ranks)\n",
            wrong == 0 ? "ok" : "FAILED", wrong);
 
@@ -320,16 +328,16 @@ static void report(const double *all, int n, int nextra, const char *label, cons
                "bytes_max,bytes_med,msgs_max,rounds_max,exchanges,conns_max,conns_med,"
                "eps_max,eps_med,eps_calls_max,eps_calls_med,socks_max,socks_med,rss_max_mb,"
                "rss_med_mb,xcreate_max_s,xcreate_med_s,xbytes_max,xrss_med_mb,xfds_med,"
-               "xsocks_med,wrong,exchanges_calls,bytes_calls_max,bytes_calls_med,msgs_calls_"
-               "max\n");
+               "xsocks_med,wrong,exchanges_calls,bytes_calls_max,bytes_calls_med,"
+               "msgs_calls_max,extra\n");
         printf("csv: %s,%d,%.0f,%.4f,%.4f,%.4f,%.4f,%.4f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.1f,"
-               "%.0f,%.1f,%.0f,%.1f,%.0f,%.1f,%.1f,%.1f,%.4f,%.4f,%.0f,%.2f,%.1f,%.1f,%.0f,%."
-               "0f,%.0f,%.0f,%.0f\n",
+               "%.0f,%.1f,%.0f,%.1f,%.0f,%.1f,%.1f,%.1f,%.4f,%.4f,%.0f,%.2f,%.1f,%.1f,%.0f,"
+               "%.0f,%.0f,%.0f,%.0f,%d\n",
                label, n, all[M_NODES], ct.max, ct.med, leave_last - enter_last, cpu.max,
                cpu.med, bytes.max, bytes.med, msgs.max, rounds.max, exch.max, conns.max,
                conns.med, eps.max, eps.med, eps_a.max, eps_a.med, socks.max, socks.med, rss.max,
                rss.med, xt.max, xt.med, xb_max, xrss.med, xfds.med, xsocks.med, wrong,
-               exch_a.max, bytes_a.max, bytes_a.med, msgs_a.max);
+               exch_a.max, bytes_a.max, bytes_a.med, msgs_a.max, nextra);
     }
 }
 
@@ -346,7 +354,9 @@ static void usage(FILE *out)
             "(columns in the '# csv:' line above it).\n"
             "  -l LABEL  first field of the csv line (default 'run')\n"
             "  -v        every rank also prints its own numbers\n"
-            "Exit status 0 only if every rank's all-reduce was right.\n",
+            "Exit status: 0; 1 if an all-reduce was wrong; 3 if an extra communicator\n"
+            "could not be created (the numbers of those created are printed); 2 on\n"
+            "other errors.\n",
             SS_MAX_EXTRA);
 }
 
@@ -355,7 +365,8 @@ int main(int argc, char **argv)
     symcoll_comm_h comm = NULL, extra[SS_MAX_EXTRA];
     double m[M_LAST], *all = NULL, t, cpu;
     const char *label = "run";
-    int nextra = 7, verbose = 0, rank, n, opt, rc = 2;
+    symcoll_comm_params_t xparams = {0};
+    int nextra = 7, xdone = 0, verbose = 0, rank, n, opt, rc = 2;
     symcoll_status_t s;
     long wrong;
 
@@ -409,26 +420,55 @@ int main(int argc, char **argv)
         goto out;
     }
 
-    /* the same order on every rank: creation is collective */
+    /* The extra communicators wait at most 5 times the slowest first creation (at least
+     * 30 s, at most SYMCOLL_TIMEOUT): a creation the bootstrap gives up on for some ranks
+     * leaves the others waiting for them until this deadline. */
+    xparams.field_mask = SYMCOLL_COMM_PARAM_FIELD_TIMEOUT;
+    xparams.timeout_sec = m[M_CREATE_S];
+    if (symcoll_allreduce(&xparams.timeout_sec, &xparams.timeout_sec, 1, SYMCOLL_FLOAT64,
+                          SYMCOLL_MAX, comm, NULL) != SYMCOLL_OK)
+        goto out;
+    xparams.timeout_sec = fmin(fmax(30, 5 * xparams.timeout_sec), comm->timeout_sec);
+    /* the same order on every rank: creation is collective; after each one the ranks
+     * agree whether all of them have it, and stop at the first that some lack */
     for (int i = 0; i < nextra; i++) {
         bootstrap_stats_t st;
+        int32_t all_ok;
         double dt;
         t = now_mono();
-        s = symcoll_comm_create(NULL, &extra[i]);
+        s = symcoll_comm_create(&xparams, &extra[xdone]);
         dt = now_mono() - t;
+        all_ok = s == SYMCOLL_OK;
         if (s != SYMCOLL_OK) {
             fprintf(stderr, "scale_setup: rank %d: extra communicator %d: %s\n", rank, i,
                     symcoll_status_string(s));
-            for (int k = 0; k < i; k++)
-                symcoll_comm_destroy(extra[k]);
-            goto out;
+            m[M_XFAILED] = 1;
         }
-        m[M_XCREATE_S] += dt / nextra;
+        if (symcoll_allreduce(&all_ok, &all_ok, 1, SYMCOLL_INT32, SYMCOLL_MIN, comm, NULL) !=
+            SYMCOLL_OK)
+            goto out_extra;
+        if (!all_ok) {
+            /* some ranks lack it: a destroy would wait for them */
+            if (s == SYMCOLL_OK) {
+                symcoll_comm_abort(extra[xdone]);
+                symcoll_comm_destroy(extra[xdone]);
+            }
+            break;
+        }
+        m[M_XCREATE_S] += dt;
         m[M_XCREATE_MAX_S] = fmax(m[M_XCREATE_MAX_S], dt);
-        bootstrap_stats(extra[i]->bootstrap, &st);
-        m[M_XBYTES] += (double)(st.tcp_bytes_sent + st.tcp_bytes_recv) / nextra;
-        m[M_XCONNS] += (double)st.tcp_conns / nextra;
-        m[M_XEPS] += (double)ucx_num_endpoints(extra[i]->ucx) / nextra;
+        bootstrap_stats(extra[xdone]->bootstrap, &st);
+        m[M_XBYTES] += (double)(st.tcp_bytes_sent + st.tcp_bytes_recv);
+        m[M_XCONNS] += st.tcp_conns;
+        m[M_XEPS] += ucx_num_endpoints(extra[xdone]->ucx);
+        xdone++;
+    }
+    m[M_XDONE] = xdone;
+    if (xdone > 0) {
+        m[M_XCREATE_S] /= xdone;
+        m[M_XBYTES] /= xdone;
+        m[M_XCONNS] /= xdone;
+        m[M_XEPS] /= xdone;
     }
     sample(comm, m, PH_EXTRA);
 
@@ -454,13 +494,15 @@ int main(int argc, char **argv)
     for (int r = 0; r < n; r++)
         if (all[(size_t)r * M_LAST + M_WRONG] != 0)
             rc = 1;
+    if (rc == 0 && xdone < nextra)
+        rc = 3;
     if (rank == 0) {
-        report(all, n, nextra, label, bootstrap_describe(comm->bootstrap));
+        report(all, n, xdone, nextra, label, bootstrap_describe(comm->bootstrap));
         fflush(stdout);
     }
 
 out_extra:
-    for (int i = 0; i < nextra; i++) {
+    for (int i = 0; i < xdone; i++) {
         s = symcoll_comm_destroy(extra[i]);
         if (s != SYMCOLL_OK) {
             fprintf(stderr, "scale_setup: symcoll_comm_destroy: %s\n",
@@ -470,6 +512,8 @@ out_extra:
     }
 out:
     free(all);
+    if (rc == 2) /* peers may be out of step: do not wait for them */
+        symcoll_comm_abort(comm);
     s = symcoll_comm_destroy(comm);
     if (s != SYMCOLL_OK) {
         fprintf(stderr, "scale_setup: symcoll_comm_destroy: %s\n", symcoll_status_string(s));
