@@ -5,8 +5,8 @@
 # logs and the csv lines (scale.csv, the input of bench/scale_model.py) in OUT.
 #   bench/scale.sh [-b BUILD_DIR] [-o OUT] [-c C] quick|full|CASE...
 # quick: n <= 16 (seconds); full: n = 16, 64, 256 on 1 node and on 4..32 simulated
-# nodes, mpirun at 64 and 128 (minutes on 2 cores). A CASE is run:N:K (symcoll_run, N
-# ranks on K simulated nodes) or mpirun:N. C: extra communicators per run (default 7;
+# nodes, mpirun at 64 and 128 on 1 and 4 simulated nodes (minutes on 2 cores). A CASE is run:N:K (symcoll_run, N
+# ranks on K simulated nodes) or mpirun:N[:K]. C: extra communicators per run (default 7;
 # runs of 256 ranks and more take 1, see below). Exit status 1 if a run failed (a run
 # whose extra communicators failed still gets its row).
 set -u
@@ -49,7 +49,7 @@ case $1 in
 quick) set -- run:4:1 run:8:2 run:16:1 run:16:4 mpirun:16 ;;
 full)
     set -- run:16:1 run:16:4 run:64:1 run:64:4 run:64:8 mpirun:64 run:256:1 run:256:8 \
-        run:256:32 mpirun:128
+        run:256:32 mpirun:128 mpirun:128:4
     ;;
 esac
 
@@ -93,11 +93,23 @@ EOF
         command -v mpirun >/dev/null 2>&1 || { echo "# $c: skipped, no mpirun"; continue; }
         grep -q '^#define HAVE_PMIX 1' "$build/symcoll_config.h" 2>/dev/null ||
             { echo "# $c: skipped, built without PMIx"; continue; }
+        # K simulated nodes: one app context per node, each with its own
+        # SYMCOLL_HOST_ID, in blocks as symcoll_run makes them
+        k=${k:-1}
+        apps=
+        i=0
+        while [ $i -lt "$k" ]; do
+            cnt=$((n / k + (i < n % k ? 1 : 0)))
+            [ $i -gt 0 ] && apps="$apps :"
+            apps="$apps -n $cnt env SYMCOLL_HOST_ID=simnode-$i $prog -c $x -l mpirun"
+            i=$((i + 1))
+        done
+        [ "$k" -eq 1 ] && apps="-n $n $prog -c $x -l mpirun"
         # nothing of symcoll's in the environment: PMIx gives rank, size and node
+        # shellcheck disable=SC2086
         env -u SYMCOLL_ADDR -u SYMCOLL_RANK -u SYMCOLL_NRANKS -u SYMCOLL_COOKIE \
-            timeout -s KILL 1800 mpirun $root --oversubscribe --bind-to none -n "$n" \
-            -x UCX_TLS -x UCX_WARN_UNUSED_ENV_VARS -x SYMCOLL_TIMEOUT \
-            "$prog" -c "$x" -l mpirun >"$log" 2>&1
+            timeout -s KILL 1800 mpirun $root --oversubscribe --bind-to none \
+            -x UCX_TLS -x UCX_WARN_UNUSED_ENV_VARS -x SYMCOLL_TIMEOUT $apps >"$log" 2>&1
         ;;
     *)
         echo "scale.sh: unknown case $c" >&2
