@@ -23,9 +23,9 @@
 #define SS_MAX_EXTRA 64
 #define SS_BIG_BYTES (4u << 20)
 
-/* One rank's numbers, all as doubles so that one FLOAT64 allgather carries them.
- * Phases: C (first communicator created), A (after its first calls), X (after the extra
- * communicators were created, before any call on them). */
+/* One rank's numbers, all as doubles so that one FLOAT64 allgather carries them. The
+ * phases: PH_CREATED (first communicator created), PH_CALLS (after its first calls),
+ * PH_EXTRA (after the extra communicators were created, before any call on them). */
 enum {
     M_CREATE_S,      /* wall time of symcoll_comm_create */
     M_CREATE_CPU_S,  /* CPU time of the process during it (every thread) */
