@@ -1,7 +1,16 @@
 # bench: the MPI peer driver (same engine and output as symcoll_perf) and the scripts
 # that compare symcoll with Open MPI; their current figures are in docs/performance.md.
 EXTRA_DIST += bench/mpi_allreduce_peer.c bench/compare_host.sh bench/coll_speed.sh \
-	bench/host_speed.sh bench/ucx_versions.sh
+	bench/host_speed.sh bench/ucx_versions.sh bench/scale.sh bench/scale_model.py
+
+# scale_setup: what a communicator's set-up costs each rank (bench/scale.sh sweeps it,
+# bench/scale_model.py extrapolates). Not installed: it reads the bootstrap's and UCX's
+# counters through the internal headers, so it links the convenience library as the
+# unit tests do.
+noinst_PROGRAMS += bench/scale_setup
+bench_scale_setup_SOURCES = bench/scale_setup.c
+bench_scale_setup_CPPFLAGS = $(AM_CPPFLAGS) $(UCX_CFLAGS)
+bench_scale_setup_LDADD = libsymcoll_core.la -lm
 
 if HAVE_MPI
 # Compiled and linked by $(MPICC): automake picks one compiler for every C program, so

@@ -27,7 +27,8 @@ endif
 EXTRA_DIST += tests/sanitizers/env.sh tests/sanitizers/lsan.supp
 
 # Build-level tests (need no Check): exported symbols, configuration table vs. the
-# variables the sources use, the launcher, and a program built against the installed
+# variables the sources use, the launcher, the scale harness (bench/scale_setup,
+# bench/scale.sh, bench/scale_model.py), and a program built against the installed
 # package.
 TOOLS_TESTS = \
 	tests/test_exports.sh \
@@ -37,6 +38,7 @@ TOOLS_TESTS = \
 	tests/test_tools_info.sh \
 	tests/test_tools_perf.sh \
 	tests/test_tools_compare.sh \
+	tests/test_scale.sh \
 	tests/test_install.sh
 TESTS += $(TOOLS_TESTS)
 EXTRA_DIST += $(TOOLS_TESTS) tests/testlib.sh tests/installed_hello.c scripts/layers.sh src/LAYERS
