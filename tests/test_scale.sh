@@ -2,7 +2,7 @@
 # bench/scale_setup at 8 ranks on 2 simulated nodes, 2 extra communicators: every rank
 # reports, the all-reduces are right, and the set-up numbers are there and plausible
 # (times, bytes, connections, endpoints, sockets and RSS positive; each rank reaches the
-# 4 ranks of the other node through UCX). bench/scale.sh quick is run too.
+# other node through UCX, on need). bench/scale.sh quick is run too.
 . "${top_srcdir:-.}/tests/testlib.sh"
 run=$top_builddir/tools/symcoll_run
 prog=$top_builddir/bench/scale_setup

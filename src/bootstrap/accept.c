@@ -16,6 +16,11 @@
 /* Connections kept while they have not yet introduced themselves; when full the
  * oldest is dropped, so a flood of idle connections cannot lock real ranks out. */
 #define BS_MAX_PENDING 64
+/* A full table evicts its oldest connection only once it has waited this long for its
+ * hello; before that, new connections wait in the kernel's listen queue. Many ranks
+ * connect at once (hundreds on a few cores: their hellos come late, but they come); a
+ * stranger that holds a slot without speaking is gone after this. */
+#define BS_PENDING_GRACE_SEC 2.0
 #define BS_HELLO_MAX 256 /* bytes of the largest hello with what follows it */
 
 typedef struct bs_pending {
@@ -26,6 +31,7 @@ typedef struct bs_pending {
         unsigned char bytes[BS_HELLO_MAX];
     } msg;
     uint8_t nonce[BS_NONCE_LEN]; /* the challenge it got */
+    double since;                /* accepted at (time_now) */
     char from[64];
 } bs_pending_t;
 
@@ -138,7 +144,11 @@ symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t 
         return SYMCOLL_ERR_NO_MEMORY;
     while (missing > 0) {
         pfd[0].fd = lfd;
-        pfd[0].events = POLLIN;
+        /* a full table within its grace leaves the listen queue alone (no busy loop) */
+        pfd[0].events =
+            npend < BS_MAX_PENDING || time_now() - pend[0].since >= BS_PENDING_GRACE_SEC
+                ? POLLIN
+                : 0;
         for (int i = 0; i < npend; i++) {
             pfd[i + 1].fd = pend[i].fd;
             pfd[i + 1].events = POLLIN;
@@ -173,7 +183,10 @@ symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t 
         if (!(pfd[0].revents & POLLIN))
             continue;
         for (;;) {
-            int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            int fd;
+            if (npend == BS_MAX_PENDING && time_now() - pend[0].since < BS_PENDING_GRACE_SEC)
+                break; /* the rest wait in the listen queue until slots free up */
+            fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
             if (fd < 0)
                 break;
             if (a->admit && a->admit(fd)) {
@@ -183,8 +196,8 @@ symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t 
             }
             if (npend == BS_MAX_PENDING) {
                 log_info("bootstrap: too many connections that have not said hello; "
-                         "dropping the oldest (from %s)",
-                         pend[0].from);
+                         "dropping the oldest (from %s, silent for %.1f s)",
+                         pend[0].from, time_now() - pend[0].since);
                 close(pend[0].fd);
                 dropped++;
                 npend--;
@@ -192,6 +205,7 @@ symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t 
             }
             memset(&pend[npend], 0, sizeof(pend[npend]));
             pend[npend].fd = fd;
+            pend[npend].since = time_now();
             bs_peer_name(fd, pend[npend].from, sizeof(pend[npend].from));
             if (a->challenge) {
                 bool sent;

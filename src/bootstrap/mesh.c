@@ -114,7 +114,7 @@ symcoll_status_t bs_mesh_listen(int fd, int *lfd_p, bs_addr_t *addr_p)
     /* a wildcard IPv6 address takes IPv4 partners too, as rank 0's listener does */
     if (a.family == AF_INET6)
         (void)setsockopt(lfd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-    if (bind(lfd, (struct sockaddr *)&ss, sl) || listen(lfd, 128))
+    if (bind(lfd, (struct sockaddr *)&ss, sl) || listen(lfd, SOMAXCONN))
         goto fail;
     status = bs_sock_addr(lfd, addr_p);
     if (status != SYMCOLL_OK) {

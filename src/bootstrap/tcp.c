@@ -154,7 +154,7 @@ static symcoll_status_t bs_listen(const char *addr, int *fd_p)
         log_error("bootstrap: rank 0 cannot listen on %s: %s", addr, strerror(err));
         return SYMCOLL_ERR_BOOTSTRAP;
     }
-    if (listen(fd, 128)) {
+    if (listen(fd, SOMAXCONN)) {
         log_error("bootstrap: listen on %s failed: %s", addr, strerror(errno));
         close(fd);
         return SYMCOLL_ERR_BOOTSTRAP;
@@ -330,7 +330,7 @@ symcoll_status_t bs_tcp_listen_any(bool loopback, int *fd_p, unsigned *port_p)
             goto fail;
     }
     sl = sizeof(ss);
-    if (listen(fd, 128) || getsockname(fd, (struct sockaddr *)&ss, &sl))
+    if (listen(fd, SOMAXCONN) || getsockname(fd, (struct sockaddr *)&ss, &sl))
         goto fail;
     *port_p = ntohs(ss.ss_family == AF_INET6 ? s6->sin6_port : s4->sin_port);
     *fd_p = fd;
