@@ -97,13 +97,32 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Every rank holds at most 2 ceil(log2 n) + 1 sockets; allgathers of every size and
+/* The distinct ranks r +- 2^k (mod n), k < ceil(log2 n): the mesh partners of rank r,
+ * one connection each. */
+static int mesh_partners(int rank, int nranks)
+{
+    int cnt = 0;
+    char *seen = calloc((size_t)nranks, 1);
+
+    ck_assert(seen);
+    for (long d = 1; d < nranks; d *= 2) {
+        int to = (int)((rank - d + nranks) % nranks), from = (int)((rank + d) % nranks);
+        cnt += !seen[to];
+        seen[to] = 1;
+        cnt += !seen[from];
+        seen[from] = 1;
+    }
+    free(seen);
+    return cnt;
+}
+
+/* Every rank holds one socket per mesh partner; allgathers of every size and
  * all-reduces are right; an allgather of 4 KiB costs every rank (n - 1) blocks and one
  * header per round, so the busiest rank moves no more than twice the median. */
 static void body_mesh(int rank, int nranks, void *arg)
 {
     enum { AG = 4096, CNT = 5 };
-    int K = ceil_log2(nranks), fds0 = harness_count_fds();
+    int K = ceil_log2(nranks), fds0 = harness_count_fds(), P = mesh_partners(rank, nranks);
     bootstrap_stats_t st0, st1, *all;
     uint64_t *moved;
     unsigned char *src, *dst;
@@ -112,8 +131,8 @@ static void body_mesh(int rank, int nranks, void *arg)
 
     bs = env_bootstrap();
     bootstrap_stats(bs, &st0);
-    if (st0.tcp_conns > 2 * K + 1)
-        harness_fail("%d sockets after creation, more than 2 * %d + 1", st0.tcp_conns, K);
+    if (st0.tcp_conns != P)
+        harness_fail("%d sockets after creation, not one per mesh partner (%d)", st0.tcp_conns, P);
     check_allgathers(bs, rank, nranks);
 
     for (int op = 0; op < 2; op++) {
@@ -160,8 +179,8 @@ static void body_mesh(int rank, int nranks, void *arg)
                      (size_t)(nranks - 1) * AG + (size_t)K * sizeof(bs_hdr_t));
     ck_assert_int_eq(st1.tcp_bytes_recv - st0.tcp_bytes_recv,
                      (size_t)(nranks - 1) * AG + (size_t)K * sizeof(bs_hdr_t));
-    if (st1.tcp_conns > 2 * K + 1)
-        harness_fail("%d sockets, more than 2 * %d + 1", st1.tcp_conns, K);
+    if (st1.tcp_conns != P)
+        harness_fail("%d sockets, not one per mesh partner (%d)", st1.tcp_conns, P);
 
     /* over the whole life of the channel, rendezvous included */
     all = calloc((size_t)nranks, sizeof(*all));
@@ -184,7 +203,7 @@ static void body_mesh(int rank, int nranks, void *arg)
     expect_fds(fds0);
 }
 
-static const int mesh_sizes[] = {2, 3, 5, 8, 13};
+static const int mesh_sizes[] = {2, 3, 5, 6, 8, 12, 13};
 
 START_TEST(test_mesh)
 {

@@ -243,9 +243,9 @@ void bootstrap_destroy(bootstrap_t *bs)
             bs_close(&bs->peer_fds[r]);
     bs_close(&bs->root_fd);
     for (int k = 0; k < bs->nrounds; k++) {
-        if (bs->send_fds)
+        if (bs->send_fds && bs_mesh_owns(bs, k, true))
             bs_close(&bs->send_fds[k]);
-        if (bs->recv_fds)
+        if (bs->recv_fds && bs_mesh_owns(bs, k, false))
             bs_close(&bs->recv_fds[k]);
     }
     free(bs->send_fds);
@@ -391,8 +391,8 @@ void bootstrap_stats(const bootstrap_t *bs, bootstrap_stats_t *out)
     for (int r = 0; bs->peer_fds && r < bs->nranks; r++)
         out->tcp_conns += bs->peer_fds[r] >= 0;
     for (int k = 0; k < bs->nrounds; k++)
-        out->tcp_conns +=
-            (bs->send_fds && bs->send_fds[k] >= 0) + (bs->recv_fds && bs->recv_fds[k] >= 0);
+        out->tcp_conns += (bs->send_fds && bs_mesh_owns(bs, k, true) && bs->send_fds[k] >= 0) +
+                          (bs->recv_fds && bs_mesh_owns(bs, k, false) && bs->recv_fds[k] >= 0);
 }
 
 symcoll_status_t bootstrap_failed(const bootstrap_t *bs)

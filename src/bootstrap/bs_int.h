@@ -39,7 +39,8 @@
  * bs_proof).
  *
  * The mesh (mesh.c), J the job id, d the dialer, l = (d - 2^k) mod n the listener of
- * round k, Nd a fresh nonce of the dialer:
+ * round k (where two rounds pair the same ranks, only the round bs_mesh_owns names
+ * connects), Nd a fresh nonce of the dialer:
  *   d -> l  MESH_HELLO    {n, k, Nd, HMAC(K, "...mesh dialer" J Nd d l k n)}
  *   l -> d  MESH_WELCOME  {HMAC(K, "...mesh listener" J Nd d l k n)}
  * The listener judges the hello with the acceptor of the rendezvous (strangers are
@@ -125,9 +126,9 @@ struct bootstrap {
      * socket per rank (peer_fds[0] unused), the others root_fd */
     int *peer_fds;
     int root_fd;
-    /* TCP mesh: in round k this rank sends on send_fds[k] to (rank - 2^k) mod n (it
-     * dialed that rank) and receives on recv_fds[k] from (rank + 2^k) mod n (it
-     * accepted that rank); nrounds = ceil(log2 n) */
+    /* TCP mesh: in round k this rank sends on send_fds[k] to (rank - 2^k) mod n and
+     * receives on recv_fds[k] from (rank + 2^k) mod n; nrounds = ceil(log2 n). A slot
+     * may repeat another's descriptor (bs_mesh_owns says which ones this rank owns). */
     int nrounds;
     int *send_fds;
     int *recv_fds;
@@ -260,9 +261,14 @@ symcoll_status_t bs_mesh_listen(int fd, int *lfd_p, bs_addr_t *addr_p);
  * addresses written as IPv4. */
 symcoll_status_t bs_sock_addr(int fd, bs_addr_t *addr);
 /* Connect the mesh: dial to[k], the listener of (rank - 2^k) mod n, for every round k,
- * and accept the dialers (rank + 2^k) mod n on lfd, which it closes. */
+ * and accept the dialers (rank + 2^k) mod n on lfd, which it closes; one connection
+ * per pair of partners (see bs_mesh_owns). */
 symcoll_status_t bs_mesh_connect(bootstrap_t *bs, int lfd, const bs_addr_t *to,
                                  const deadline_t *dl);
+/* Whether this rank's send_fds[k] (send) or recv_fds[k] (!send) is a connection it
+ * opened, to close and count: where two rounds pair the same two ranks (n = 2^j + 2^k)
+ * one connection serves both, and the other round's slots repeat its descriptor. */
+bool bs_mesh_owns(const bootstrap_t *bs, int k, bool send);
 /* Bruck's allgather over the mesh (ceil(log2 n) rounds, (n - 1) * size bytes sent). */
 symcoll_status_t bs_mesh_allgather(bootstrap_t *bs, const void *src, void *dst, size_t size,
                                    const deadline_t *dl);

@@ -1,8 +1,9 @@
 /* The TCP mesh of the built-in bootstrap and the global collectives over it. With n
- * ranks and K = ceil(log2 n) rounds, rank r holds one connection per round and
- * direction of the dissemination pattern: in round k it sends to (r - 2^k) mod n, on a
- * connection it dialed, and receives from (r + 2^k) mod n, on one it accepted; 2K
- * sockets per rank, and no rank carries more than the others. Each connection starts
+ * ranks and K = ceil(log2 n) rounds, rank r holds one connection per partner of the
+ * dissemination pattern: in round k it sends to (r - 2^k) mod n, on a connection it
+ * dialed, and receives from (r + 2^k) mod n, on one it accepted. That is 2K sockets per
+ * rank, less one for each pair of rounds j <= k with 2^j + 2^k = n, whose partners
+ * coincide (64 ranks: 11), and no rank carries more than the others. Each connection starts
  * with a mutual proof of the job's secret (see bs_int.h). Allgather is Bruck's (round k
  * forwards the min(2^k, n - 2^k) blocks gathered so far; every rank sends (n - 1)
  * blocks in all, then rotates them into rank order); all-reduce is the dissemination
@@ -38,6 +39,60 @@ static int bs_mesh_to(const bootstrap_t *bs, int k)
 static int bs_mesh_from(const bootstrap_t *bs, int k)
 {
     return (int)((bs->rank + (1L << k)) % bs->nranks);
+}
+
+/* The round j whose pair of ranks is round k's reversed, or -1. Rank r's partners of
+ * round k are r - 2^k and r + 2^k; with 2^j, 2^k < n two rounds' partners coincide only
+ * when n = 2^k + 2^j (then r - 2^k = r + 2^j): one connection serves both rounds. */
+static int bs_mesh_twin(int nranks, int k)
+{
+    long rest = (long)nranks - (1L << k);
+    int j = 0;
+
+    if (rest <= 0 || (rest & (rest - 1)))
+        return -1;
+    while ((1L << j) < rest)
+        j++;
+    return j;
+}
+
+enum { BS_MESH_DIAL = 1, BS_MESH_ACCEPT = 2 };
+
+/* What this rank opens for round k: a dialed connection to bs_mesh_to, an accepted one
+ * from bs_mesh_from, both, or neither (round k uses its twin's, reversed). Of twin
+ * rounds the earlier connects; in a round that is its own twin (n = 2^(k+1), the
+ * partner is the same rank both ways) the lower rank dials. */
+static int bs_mesh_role(const bootstrap_t *bs, int k)
+{
+    int j = bs_mesh_twin(bs->nranks, k);
+
+    if (j < 0 || j > k)
+        return BS_MESH_DIAL | BS_MESH_ACCEPT;
+    if (j < k)
+        return 0;
+    return bs->rank < bs_mesh_to(bs, k) ? BS_MESH_DIAL : BS_MESH_ACCEPT;
+}
+
+bool bs_mesh_owns(const bootstrap_t *bs, int k, bool send)
+{
+    return bs_mesh_role(bs, k) & (send ? BS_MESH_DIAL : BS_MESH_ACCEPT);
+}
+
+/* Every round's descriptors once the owned ones are connected. */
+static void bs_mesh_share(bootstrap_t *bs)
+{
+    for (int k = 0; k < bs->nrounds; k++) {
+        int role = bs_mesh_role(bs, k), j = bs_mesh_twin(bs->nranks, k);
+
+        if (role == 0) {
+            bs->send_fds[k] = bs->recv_fds[j];
+            bs->recv_fds[k] = bs->send_fds[j];
+        } else if (role == BS_MESH_DIAL) {
+            bs->recv_fds[k] = bs->send_fds[k];
+        } else if (role == BS_MESH_ACCEPT) {
+            bs->send_fds[k] = bs->recv_fds[k];
+        }
+    }
 }
 
 symcoll_status_t bs_sock_addr(int fd, bs_addr_t *addr)
@@ -149,7 +204,7 @@ static int bs_mesh_judge(bootstrap_t *bs, const void *msg, const uint8_t *nonce,
     memcpy(&h, msg, sizeof(h));
     memcpy(&mh, (const char *)msg + sizeof(h), sizeof(mh));
     if (h.session != bs->job_id || h.nfds || h.seq || mh.nranks != (uint32_t)bs->nranks ||
-        mh.round >= (uint32_t)bs->nrounds ||
+        mh.round >= (uint32_t)bs->nrounds || !bs_mesh_owns(bs, (int)mh.round, false) ||
         h.rank != (uint32_t)bs_mesh_from(bs, (int)mh.round)) {
         log_info("bootstrap: mesh connection from %s (claiming rank %u, round %u) is not "
                  "one this rank expects; dropped",
@@ -171,7 +226,7 @@ static int bs_mesh_judge(bootstrap_t *bs, const void *msg, const uint8_t *nonce,
 static symcoll_status_t bs_mesh_dial(bootstrap_t *bs, const bs_addr_t *to,
                                      bs_mesh_hello_t *hellos, const deadline_t *dl)
 {
-    int K = bs->nrounds;
+    int K = bs->nrounds, nx = 0;
     bs_xfer_t *x = calloc((size_t)K, sizeof(*x));
     symcoll_status_t status = SYMCOLL_OK;
 
@@ -182,6 +237,8 @@ static symcoll_status_t bs_mesh_dial(bootstrap_t *bs, const bs_addr_t *to,
         socklen_t sl;
         int peer = bs_mesh_to(bs, k), fd;
 
+        if (!bs_mesh_owns(bs, k, true))
+            continue;
         if (!bs_addr_sockaddr(&to[k], &ss, &sl) || to[k].port == 0) {
             log_error("bootstrap: rank 0 sent a malformed address for rank %d", peer);
             status = SYMCOLL_ERR_BOOTSTRAP;
@@ -205,14 +262,15 @@ static symcoll_status_t bs_mesh_dial(bootstrap_t *bs, const bs_addr_t *to,
             goto out;
         bs_mesh_proof(bs, false, hellos[k].nonce, (uint32_t)bs->rank, (uint32_t)peer,
                       (uint32_t)k, hellos[k].proof);
-        x[k].fd = fd;
-        x[k].peer = peer;
-        x[k].send = true;
-        bs_hdr_fill(bs, &x[k].shdr, BS_MSG_MESH_HELLO, 0, sizeof(hellos[k]), 0);
-        x[k].sbuf = &hellos[k];
+        x[nx].fd = fd;
+        x[nx].peer = peer;
+        x[nx].send = true;
+        bs_hdr_fill(bs, &x[nx].shdr, BS_MSG_MESH_HELLO, 0, sizeof(hellos[k]), 0);
+        x[nx].sbuf = &hellos[k];
+        nx++;
     }
     /* the partners' kernels complete the connections before they accept them */
-    status = bs_xfer_run(bs, x, K, dl);
+    status = bs_xfer_run(bs, x, nx, dl);
 out:
     free(x);
     return status;
@@ -227,6 +285,7 @@ symcoll_status_t bs_mesh_connect(bootstrap_t *bs, int lfd, const bs_addr_t *to,
     uint8_t(*proofs)[BS_MAC_LEN] = calloc((size_t)K * 2, BS_MAC_LEN);
     bs_xfer_t *x = calloc((size_t)K * 2, sizeof(*x));
     bs_mesh_ctx_t ctx = {nonces};
+    int naccept = 0, nx = 0;
     bs_acceptor_t acceptor = {.type = BS_MSG_MESH_HELLO,
                               .hello_len = sizeof(bs_mesh_hello_t),
                               .msg_len = sizeof(bs_hdr_t) + sizeof(bs_mesh_hello_t),
@@ -250,32 +309,41 @@ symcoll_status_t bs_mesh_connect(bootstrap_t *bs, int lfd, const bs_addr_t *to,
     if (status != SYMCOLL_OK)
         goto out;
     acceptor.slots = bs->recv_fds;
-    status = bs_accept_hellos(bs, lfd, &acceptor, K, dl);
+    for (int k = 0; k < K; k++)
+        naccept += bs_mesh_owns(bs, k, false);
+    status = bs_accept_hellos(bs, lfd, &acceptor, naccept, dl);
     bs_close(&lfd);
     if (status != SYMCOLL_OK)
         goto out;
     /* answer every dialer, hear every listener */
     for (int k = 0; k < K; k++) {
-        bs_xfer_t *xs = &x[2 * k], *xr = &x[2 * k + 1];
-        int from = bs_mesh_from(bs, k);
-        bs_mesh_proof(bs, true, nonces[k], (uint32_t)from, (uint32_t)bs->rank, (uint32_t)k,
-                      proofs[2 * k]);
-        xs->fd = bs->recv_fds[k];
-        xs->peer = from;
-        xs->send = true;
-        bs_hdr_fill(bs, &xs->shdr, BS_MSG_MESH_WELCOME, 0, BS_MAC_LEN, 0);
-        xs->sbuf = proofs[2 * k];
-        xr->fd = bs->send_fds[k];
-        xr->peer = bs_mesh_to(bs, k);
-        xr->recv = true;
-        xr->rtype = BS_MSG_MESH_WELCOME;
-        xr->rlen = BS_MAC_LEN;
-        xr->rbuf = proofs[2 * k + 1];
+        if (bs_mesh_owns(bs, k, false)) {
+            bs_xfer_t *xs = &x[nx++];
+            int from = bs_mesh_from(bs, k);
+            bs_mesh_proof(bs, true, nonces[k], (uint32_t)from, (uint32_t)bs->rank,
+                          (uint32_t)k, proofs[2 * k]);
+            xs->fd = bs->recv_fds[k];
+            xs->peer = from;
+            xs->send = true;
+            bs_hdr_fill(bs, &xs->shdr, BS_MSG_MESH_WELCOME, 0, BS_MAC_LEN, 0);
+            xs->sbuf = proofs[2 * k];
+        }
+        if (bs_mesh_owns(bs, k, true)) {
+            bs_xfer_t *xr = &x[nx++];
+            xr->fd = bs->send_fds[k];
+            xr->peer = bs_mesh_to(bs, k);
+            xr->recv = true;
+            xr->rtype = BS_MSG_MESH_WELCOME;
+            xr->rlen = BS_MAC_LEN;
+            xr->rbuf = proofs[2 * k + 1];
+        }
     }
-    status = bs_xfer_run(bs, x, 2 * K, dl);
+    status = bs_xfer_run(bs, x, nx, dl);
     for (int k = 0; status == SYMCOLL_OK && k < K; k++) {
         uint8_t want[BS_MAC_LEN];
         int peer = bs_mesh_to(bs, k);
+        if (!bs_mesh_owns(bs, k, true))
+            continue;
         bs_mesh_proof(bs, true, hellos[k].nonce, (uint32_t)bs->rank, (uint32_t)peer,
                       (uint32_t)k, want);
         if (!bs_ct_equal(proofs[2 * k + 1], want, sizeof(want))) {
@@ -285,6 +353,8 @@ symcoll_status_t bs_mesh_connect(bootstrap_t *bs, int lfd, const bs_addr_t *to,
             status = SYMCOLL_ERR_BOOTSTRAP;
         }
     }
+    if (status == SYMCOLL_OK)
+        bs_mesh_share(bs);
 out:
     bs_close(&lfd);
     free(hellos);
