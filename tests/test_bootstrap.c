@@ -338,6 +338,29 @@ static void body_alone(int rank, int nranks, void *arg)
 
 RANKS_TEST(test_deadline_and_abort, 1, 1, body_alone)
 
+/* A job of 3 where rank 2 never comes: rank 0 gives up at its deadline (1 s) and tells
+ * rank 1, which joined, why; rank 1 fails with TIMED_OUT at once, long before its own
+ * deadline (30 s), and neither leaves a descriptor behind. */
+static void body_never_arrives(int rank, int nranks, void *arg)
+{
+    bootstrap_params_t p = env_params(rank == 0 ? 1.0 : 30.0);
+    bootstrap_t *bs = NULL;
+    int fds0 = harness_count_fds();
+    double t0 = time_now();
+    (void)nranks;
+    (void)arg;
+
+    p.nranks = 3;
+    ck_assert_int_eq(bootstrap_create(&p, &bs), SYMCOLL_ERR_TIMED_OUT);
+    ck_assert_ptr_null(bs);
+    if (time_now() - t0 > 5.0)
+        harness_fail("rank %d failed %.1f s after it began, not soon after rank 0's 1 s", rank,
+                     time_now() - t0);
+    ck_assert_int_eq(harness_count_fds(), fds0);
+}
+
+RANKS_TEST(test_never_arrives, 2, 1, body_never_arrives)
+
 /* ---- callback path ---------------------------------------------------------- */
 
 /* A process-shared memory allgather, independent of the TCP code: a region mapped
@@ -512,6 +535,7 @@ static Suite *bootstrap_suite(void)
     tcase_add_loop_test(tc, test_mesh_abort, 0, (int)SC_ARRAY_SIZE(abort_sizes));
     tcase_add_test(tc, test_bad_addr);
     tcase_add_test(tc, test_deadline_and_abort);
+    tcase_add_test(tc, test_never_arrives);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("callback");

@@ -13,14 +13,18 @@ tests_test_net_SOURCES = tests/test_net.c tools/refcheck.c tools/refcheck.h
 tests_test_net_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/tools
 tests_test_net_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) -lm -lpthread
 
-# the fault suite: kills, stops and aborts in the middle of calls, on one node and across
+# the fault suites: kills, stops and aborts in the middle of calls and of a creation, on one node and across
 # simulated nodes; descriptors, memory and trim over many cycles
-FAULT_TESTS = tests/test_fault
+FAULT_TESTS = tests/test_fault tests/test_fault_create
 check_PROGRAMS += $(FAULT_TESTS)
 TESTS += $(FAULT_TESTS)
 tests_test_fault_SOURCES = tests/test_fault.c
 tests_test_fault_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_fault_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) -lpthread
+# a rank killed inside symcoll_comm_create, at delays spread over a creation
+tests_test_fault_create_SOURCES = tests/test_fault_create.c
+tests_test_fault_create_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_fault_create_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) -lpthread
 endif
 
 # ranks in two network namespaces joined by a veth pair, so the traffic crosses an

@@ -127,21 +127,90 @@ static symcoll_status_t bs_send_challenge(bootstrap_t *bs, bs_pending_t *p, bool
     return SYMCOLL_OK;
 }
 
+/* The connections this rank already holds to partners (the mesh, the node channel),
+ * watched while it accepts others: a partner that dies meanwhile closes them, and this
+ * rank then fails at once instead of waiting for a dialer that will never come. Only a
+ * hangup or an error counts: a partner's early message stays unread. Returns how many
+ * it put in w (at most the mesh's and the node channel's slots). */
+static int bs_watch_fill(const bootstrap_t *bs, struct pollfd *w, int *peers)
+{
+    int nw = 0;
+
+    for (int k = 0; k < bs->nrounds; k++)
+        for (int dir = 0; dir < 2; dir++) {
+            int *fds = dir ? bs->recv_fds : bs->send_fds;
+            if (fds && fds[k] >= 0 && bs_mesh_owns(bs, k, dir == 0)) {
+                w[nw].fd = fds[k];
+                peers[nw++] = dir ? bs_mesh_from(bs, k) : bs_mesh_to(bs, k);
+            }
+        }
+    for (int i = 0; bs->local_fds && i < bs->local_size; i++)
+        if (bs->local_fds[i] >= 0) {
+            w[nw].fd = bs->local_fds[i];
+            peers[nw++] = bs->local_ranks ? bs->local_ranks[i] : -1;
+        }
+    for (int i = 0; i < nw; i++)
+        w[i].events = POLLRDHUP;
+    return nw;
+}
+
+/* PEER_FAILED (logged) if one of the nw watched connections hung up. */
+static symcoll_status_t bs_watch_check(const struct pollfd *w, int nw, const int *peers,
+                                       int missing, const char *who)
+{
+    for (int i = 0; i < nw; i++)
+        if (w[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+            log_error("bootstrap: rank %d closed its connection while this rank waited for "
+                      "%d %s",
+                      peers[i], missing, who);
+            return SYMCOLL_ERR_PEER_FAILED;
+        }
+    return SYMCOLL_OK;
+}
+
+static int bs_watch_max(const bootstrap_t *bs)
+{
+    return 2 * bs->nrounds + (bs->local_fds ? bs->local_size : 0);
+}
+
+symcoll_status_t bs_watch_sleep(const bootstrap_t *bs, int ms, const char *who)
+{
+    int maxw = bs_watch_max(bs), nw;
+    struct pollfd *w = calloc((size_t)maxw + 1, sizeof(*w));
+    int *peers = calloc((size_t)maxw + 1, sizeof(*peers));
+    symcoll_status_t status = SYMCOLL_OK;
+
+    if (!w || !peers) {
+        status = SYMCOLL_ERR_NO_MEMORY;
+    } else {
+        nw = bs_watch_fill(bs, w, peers);
+        if (poll(w, (nfds_t)nw, ms) > 0)
+            status = bs_watch_check(w, nw, peers, 1, who);
+    }
+    free(w);
+    free(peers);
+    return status;
+}
+
 symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t *a, int missing,
                                   const deadline_t *dl)
 {
     bs_pending_t *pend = calloc(BS_MAX_PENDING, sizeof(*pend));
-    struct pollfd pfd[BS_MAX_PENDING + 1];
+    int maxw = bs_watch_max(bs);
+    struct pollfd *pfd = calloc((size_t)(BS_MAX_PENDING + 1 + maxw), sizeof(*pfd));
+    int *wpeer = calloc((size_t)maxw + 1, sizeof(*wpeer));
     symcoll_status_t status = SYMCOLL_OK;
-    int npend = 0, dropped = 0;
+    int npend = 0, dropped = 0, nw;
 
     if (a->msg_len < sizeof(bs_hdr_t) || a->msg_len > BS_HELLO_MAX) {
         log_error("bootstrap: internal: hello of %zu bytes", a->msg_len);
-        free(pend);
-        return SYMCOLL_ERR_INTERNAL;
+        status = SYMCOLL_ERR_INTERNAL;
+        goto out;
     }
-    if (!pend)
-        return SYMCOLL_ERR_NO_MEMORY;
+    if (!pend || !pfd || !wpeer) {
+        status = SYMCOLL_ERR_NO_MEMORY;
+        goto out;
+    }
     while (missing > 0) {
         pfd[0].fd = lfd;
         /* a full table within its grace leaves the listen queue alone (no busy loop) */
@@ -153,7 +222,10 @@ symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t 
             pfd[i + 1].fd = pend[i].fd;
             pfd[i + 1].events = POLLIN;
         }
-        status = bs_poll_slice(pfd, (nfds_t)npend + 1, dl);
+        nw = bs_watch_fill(bs, &pfd[npend + 1], wpeer);
+        status = bs_poll_slice(pfd, (nfds_t)(npend + 1 + nw), dl);
+        if (status == SYMCOLL_OK)
+            status = bs_watch_check(&pfd[npend + 1], nw, wpeer, missing, a->who);
         if (status != SYMCOLL_OK) {
             if (status == SYMCOLL_ERR_TIMED_OUT)
                 log_error("bootstrap: timed out: %d %s never connected%s", missing, a->who,
@@ -227,5 +299,7 @@ out:
     for (int i = 0; i < npend; i++)
         close(pend[i].fd);
     free(pend);
+    free(pfd);
+    free(wpeer);
     return status;
 }

@@ -33,6 +33,7 @@
  *   0 -> r  CHALLENGE  {N0}                  sent at once on accepting
  *   r -> 0  AUTH       {HMAC(K, "...joiner" N0 Nr r n)}   rank 0 checks it
  *   0 -> r  WELCOME    {HMAC(K, "...rank0" N0 Nr r n), job id, name seed}
+ *                      (job id 0 with a status: rank 0 gave up; see bs_welcome_t)
  *   0 -> r  PEERS      {A of (r - 2^k) mod n, k = 0 .. ceil(log2 n) - 1}
  * once every rank has proven itself; rank r checks rank 0's proof before it uses the
  * rest. Both ends then close the connection. K itself never crosses the wire (see
@@ -96,11 +97,15 @@ typedef struct bs_mesh_hello {
     uint8_t proof[BS_MAC_LEN];
 } bs_mesh_hello_t;
 
-/* Payload of BS_MSG_WELCOME */
+/* Payload of BS_MSG_WELCOME. Rank 0 that gives up the rendezvous (its deadline, an
+ * abort) still sends the ranks that joined a proven welcome, with job_id 0, its status
+ * and how many ranks never joined, so that they fail with the real reason at once. */
 typedef struct bs_welcome {
     uint8_t proof[BS_MAC_LEN];
     uint64_t job_id;
     uint8_t name_seed[BS_NONCE_LEN];
+    int32_t gave_up;  /* 0, or rank 0's status when job_id is 0 */
+    uint32_t missing; /* with gave_up: ranks that never joined */
 } bs_welcome_t;
 
 struct bootstrap {
@@ -237,9 +242,14 @@ typedef struct bs_acceptor {
     const char *who; /* "rank(s)", for the timeout message */
 } bs_acceptor_t;
 
-/* Accept until `missing` slots are filled; every other connection is dropped. */
+/* Accept until `missing` slots are filled; every other connection is dropped. A hangup
+ * on a connection this rank already holds (the mesh, the node channel) ends the wait
+ * with SYMCOLL_ERR_PEER_FAILED. */
 symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t *a, int missing,
                                   const deadline_t *dl);
+/* Sleep up to ms milliseconds; SYMCOLL_ERR_PEER_FAILED (logged, naming what this rank
+ * waited for) as soon as a connection it holds hangs up. */
+symcoll_status_t bs_watch_sleep(const bootstrap_t *bs, int ms, const char *who);
 
 /* Built-in TCP rendezvous (tcp.c): rank 0 listens on addr, the others connect to it;
  * then the mesh is connected. */
@@ -269,6 +279,10 @@ symcoll_status_t bs_mesh_connect(bootstrap_t *bs, int lfd, const bs_addr_t *to,
  * opened, to close and count: where two rounds pair the same two ranks (n = 2^j + 2^k)
  * one connection serves both, and the other round's slots repeat its descriptor. */
 bool bs_mesh_owns(const bootstrap_t *bs, int k, bool send);
+/* The rank this one sends to in round k, (rank - 2^k) mod n, and receives from,
+ * (rank + 2^k) mod n. */
+int bs_mesh_to(const bootstrap_t *bs, int k);
+int bs_mesh_from(const bootstrap_t *bs, int k);
 /* Bruck's allgather over the mesh (ceil(log2 n) rounds, (n - 1) * size bytes sent). */
 symcoll_status_t bs_mesh_allgather(bootstrap_t *bs, const void *src, void *dst, size_t size,
                                    const deadline_t *dl);

@@ -120,7 +120,10 @@ static symcoll_status_t bs_local_dial(bootstrap_t *bs, int peer, const deadline_
                           peer, bs->local_ranks[peer]);
             return status;
         }
-        poll(NULL, 0, 5);
+        /* a partner that died while this rank waits ends the wait */
+        status = bs_watch_sleep(bs, 5, "a lower local rank to listen");
+        if (status != SYMCOLL_OK)
+            return status;
     }
     /* whoever holds the name must be one of ours (another uid that learnt it is not) */
     status = bs_check_peer_uid(fd, what);

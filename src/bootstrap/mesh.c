@@ -29,14 +29,13 @@ int bs_mesh_rounds(int nranks)
     return k;
 }
 
-/* The rank this one sends to in round k, and the one it receives from. */
-static int bs_mesh_to(const bootstrap_t *bs, int k)
+int bs_mesh_to(const bootstrap_t *bs, int k)
 {
     long n = bs->nranks;
     return (int)((bs->rank - (1L << k) % n + n) % n);
 }
 
-static int bs_mesh_from(const bootstrap_t *bs, int k)
+int bs_mesh_from(const bootstrap_t *bs, int k)
 {
     return (int)((bs->rank + (1L << k)) % bs->nranks);
 }

@@ -341,6 +341,36 @@ fail:
     return SYMCOLL_ERR_BOOTSTRAP;
 }
 
+/* Rank 0 did not get every rank: tell those that joined why, in a proven welcome,
+ * best effort within a short deadline of its own (its own deadline may be over). */
+static void bs_tcp_give_up(bootstrap_t *bs, bs_book_t *book, symcoll_status_t why)
+{
+    bs_xfer_t *x = calloc((size_t)bs->nranks, sizeof(*x));
+    deadline_t dl = deadline_make(0.5, NULL);
+    uint32_t missing = 0;
+    int nx = 0;
+
+    if (!x)
+        return;
+    for (int r = 1; r < bs->nranks; r++)
+        missing += bs->peer_fds[r] < 0;
+    for (int r = 1; r < bs->nranks; r++) {
+        if (bs->peer_fds[r] < 0)
+            continue;
+        book->welcomes[r].job_id = 0;
+        book->welcomes[r].gave_up = (int32_t)why;
+        book->welcomes[r].missing = missing;
+        x[nx].fd = bs->peer_fds[r];
+        x[nx].peer = r;
+        x[nx].send = true;
+        bs_hdr_fill(bs, &x[nx].shdr, BS_MSG_WELCOME, 0, sizeof(bs_welcome_t), 0);
+        x[nx].sbuf = &book->welcomes[r];
+        nx++;
+    }
+    (void)bs_xfer_run(bs, x, nx, &dl);
+    free(x);
+}
+
 /* Rank 0's side of the rendezvous on a listening socket, which it closes; then the
  * mesh. */
 static symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t *dl)
@@ -375,8 +405,10 @@ static symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t 
     status = bs_accept_hellos(bs, lfd, &acceptor, n, dl);
     /* nobody else may join: stop listening at once */
     bs_close(&lfd);
-    if (status != SYMCOLL_OK)
+    if (status != SYMCOLL_OK) {
+        bs_tcp_give_up(bs, &book, status);
         goto out;
+    }
     for (int r = 1; r < bs->nranks; r++) {
         bs_xfer_t *xi = &x[r - 1];
         book.welcomes[r].job_id = bs->job_id;
@@ -502,6 +534,14 @@ static symcoll_status_t bs_tcp_join(bootstrap_t *bs, const char *addr, const dea
                   "refused",
                   addr);
         status = SYMCOLL_ERR_BOOTSTRAP;
+        goto out;
+    }
+    if (welcome.job_id == 0 && welcome.gave_up < 0 && welcome.gave_up > SYMCOLL_ERR_LAST) {
+        log_error("bootstrap: rank 0 at %s gave up the rendezvous (%s): %u rank(s) never "
+                  "joined",
+                  addr, symcoll_status_string((symcoll_status_t)welcome.gave_up),
+                  welcome.missing);
+        status = (symcoll_status_t)welcome.gave_up;
         goto out;
     }
     if (welcome.job_id == 0 || xi.rhdr.session != welcome.job_id) {

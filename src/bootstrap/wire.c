@@ -201,6 +201,14 @@ symcoll_status_t bs_hdr_check(const bootstrap_t *bs, const bs_hdr_t *h, uint16_t
     return SYMCOLL_OK;
 }
 
+/* Whether a socket error says the process at the other end is gone: it closed or
+ * reset the connection, or nobody listens any more where it did (a dial to a dead
+ * partner fails on the first send with ECONNREFUSED). */
+static bool bs_errno_peer_gone(int e)
+{
+    return e == EPIPE || e == ECONNRESET || e == ECONNREFUSED || e == ENOTCONN;
+}
+
 symcoll_status_t bs_poll_slice(struct pollfd *p, nfds_t n, const deadline_t *dl)
 {
     symcoll_status_t status = deadline_check(dl);
@@ -302,8 +310,7 @@ static symcoll_status_t bs_xfer_send(bs_xfer_t *x)
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
             return SYMCOLL_OK;
         log_error("bootstrap: sending to rank %d failed: %s", x->peer, strerror(errno));
-        return errno == EPIPE || errno == ECONNRESET ? SYMCOLL_ERR_PEER_FAILED
-                                                     : SYMCOLL_ERR_SYSTEM;
+        return bs_errno_peer_gone(errno) ? SYMCOLL_ERR_PEER_FAILED : SYMCOLL_ERR_SYSTEM;
     }
     x->soff += (size_t)r;
     if (x->soff >= total)
@@ -341,7 +348,7 @@ static symcoll_status_t bs_xfer_recv(bootstrap_t *bs, bs_xfer_t *x)
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
             return SYMCOLL_OK;
         log_error("bootstrap: receiving from rank %d failed: %s", x->peer, strerror(errno));
-        return errno == ECONNRESET ? SYMCOLL_ERR_PEER_FAILED : SYMCOLL_ERR_SYSTEM;
+        return bs_errno_peer_gone(errno) ? SYMCOLL_ERR_PEER_FAILED : SYMCOLL_ERR_SYSTEM;
     }
     status = bs_take_fds(x, &mh);
     if (status != SYMCOLL_OK)

@@ -378,7 +378,7 @@ symcoll_status_t ucx_connect_eps(ucx_ctx_t *ucx, const topo_t *topo)
     int64_t lens[2], ok;
     char *addrs = NULL, *slot = NULL;
     ucs_status_t s;
-    symcoll_status_t status = SYMCOLL_OK;
+    symcoll_status_t status = SYMCOLL_OK, vote;
     size_t n = (size_t)ucx->nranks;
 
     for (int r = 0; r < ucx->nranks; r++)
@@ -428,8 +428,9 @@ symcoll_status_t ucx_connect_eps(ucx_ctx_t *ucx, const topo_t *topo)
     status = ucx_connect_partners(ucx, topo);
     /* every rank has its endpoints, or all give up together */
     ok = status == SYMCOLL_OK;
-    if (bootstrap_allreduce(ucx->comm->bootstrap, &ok, 1, BOOTSTRAP_OP_MIN) != SYMCOLL_OK)
-        status = SYMCOLL_ERR_BOOTSTRAP;
+    vote = bootstrap_allreduce(ucx->comm->bootstrap, &ok, 1, BOOTSTRAP_OP_MIN);
+    if (vote != SYMCOLL_OK)
+        status = vote; /* a dead peer stays PEER_FAILED, a deadline TIMED_OUT */
     else if (!ok && status == SYMCOLL_OK) {
         log_error("UCX: some rank could not create its endpoints");
         status = SYMCOLL_ERR_UCX;
