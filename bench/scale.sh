@@ -5,8 +5,11 @@
 # logs and the csv lines (scale.csv, the input of bench/scale_model.py) in OUT.
 #   bench/scale.sh [-b BUILD_DIR] [-o OUT] [-c C] quick|full|CASE...
 # quick: n <= 16 (seconds); full: n = 16, 64, 256 on 1 node and on 4..32 simulated
-# nodes, mpirun at 64 and 128 on 1 and 4 simulated nodes (minutes on 2 cores). A CASE is run:N:K (symcoll_run, N
-# ranks on K simulated nodes) or mpirun:N[:K]. C: extra communicators per run (default 7;
+# nodes, mpirun at 64 and 128 on 1 and 4 simulated nodes (minutes on 2 cores); both
+# begin with unit. A CASE is run:N:K (symcoll_run, N ranks on K simulated nodes),
+# mpirun:N[:K], or unit: the bootstrap's unit costs (a round, a byte) and a creation on
+# 2 ranks on 2 simulated nodes, 3 times, into OUT/unit.csv (the model's constants).
+# C: extra communicators per run (default 7;
 # runs of 256 ranks and more take 1, see below). Exit status 1 if a run failed (a run
 # whose extra communicators failed still gets its row).
 set -u
@@ -17,7 +20,7 @@ build=
 out=
 extra=7
 usage() {
-    sed -n '2,10s/^# \{0,1\}//p' "$0"
+    sed -n '2,14s/^# \{0,1\}//p' "$0"
     exit "$1"
 }
 while getopts b:o:c:h opt; do
@@ -46,9 +49,9 @@ fi
 mkdir -p "$out" || exit 2
 
 case $1 in
-quick) set -- run:4:1 run:8:2 run:16:1 run:16:4 mpirun:16 ;;
+quick) set -- unit run:4:1 run:8:2 run:16:1 run:16:4 mpirun:16 ;;
 full)
-    set -- run:16:1 run:16:4 run:64:1 run:64:4 run:64:8 mpirun:64 run:256:1 run:256:8 \
+    set -- unit run:16:1 run:16:4 run:64:1 run:64:4 run:64:8 mpirun:64 run:256:1 run:256:8 \
         run:256:32 mpirun:128 mpirun:128:4
     ;;
 esac
@@ -77,6 +80,19 @@ for c in "$@"; do
     IFS=: read -r how n k <<EOF
 $c
 EOF
+    if [ "$how" = unit ]; then
+        # 2 ranks, no core shared: what one round, one byte and a creation cost here
+        log=$out/unit.log
+        : >"$log"
+        for i in 1 2 3; do
+            timeout -s KILL 300 "$run" -n 2 --sim-nodes 2 --timeout 120 "$prog" -u >>"$log" 2>&1 ||
+                { echo "# unit: FAILED (see $log)"; status=1; continue 2; }
+        done
+        sed -n 's/^# csv: \(unit,.*\)$/\1/p' "$log" | head -n 1 >"$out/unit.csv"
+        sed -n 's/^unit: //p' "$log" >>"$out/unit.csv"
+        sed -n 's/^# \(unit costs.*\)$/# \1/p' "$log"
+        continue
+    fi
     # every rank creates C+1 communicators, each with sockets to every local rank and
     # UCX endpoints to every remote one: at 256 ranks on one host that is 10^5 sockets
     # per communicator, so the big runs create one extra

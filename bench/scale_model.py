@@ -1,84 +1,80 @@
 #!/usr/bin/env python3
 """Model of a communicator's creation time at 1k to 100k ranks, from bench/scale.sh's
-measurements (scale.csv): the star bootstrap of today against a log-round one.
+measurements: the bootstrap's unit costs on this machine (unit.csv) and the exchanges
+that creation makes (scale.csv).
 
   bench/scale_model.py [--ppn 8] [--latency-us 5] [--bandwidth-gbs 12.5]
-                       [--plot docs/img/scale_model.png] scale.csv
+                       [--unit OUT/unit.csv] [--plot docs/img/scale_model.png]
+                       OUT/scale.csv
 
-What a rank's creation costs is taken from the runs: the CPU time of the busiest rank
-(rank 0 of the star) in symcoll_comm_create is fitted, by non-negative least squares, as
+Constants measured here (bench/scale_setup -u on 2 ranks on 2 simulated nodes, where no
+core is shared; the median of the runs in unit.csv):
+  t_r  one round of the bootstrap mesh (a small message each way: CPU, kernel, loopback)
+  c_b  CPU time per byte moved through the bootstrap (sent plus received)
+  c0   a whole creation at 2 ranks (library and UCX set-up, its few rounds included)
+Taken from the largest multi-node run of scale.csv: E, the job-wide exchanges of one
+creation, and s, the bytes per rank and exchange (E and s also until the first calls
+have run: +calls). Assumed, since the runs cross loopback only: L, the latency of one
+message on the network, and B, the link bandwidth (100 Gb/s by default).
 
-  cpu = c0 + c_msg * messages sent + c_byte * bytes sent and received + c_ep * UCX endpoints
-
-(per-message, per-byte and per-endpoint CPU costs of this machine's code; CPU time rather
-than wall time because the runs oversubscribe the cores, so their wall times measure the
-scheduler). The per-rank payload of one exchange, s, and the exchanges per creation, E, come
-from the largest multi-node run (a non-root rank of the star sends s and receives n*s per
-exchange). Then, with L the network latency of one message and B the link bandwidth:
-
-  star (today): rank 0 takes n-1 messages and sends n-1 of n*s bytes per exchange, and
-  every rank connects UCX endpoints to all n - ppn remote ranks:
-    T = c0 + E * (2L + (n-1) c_msg + n^2 s (c_byte + 1/B)) + (n - ppn) c_ep
-  log rounds (Bruck allgather, endpoints connected on need): ceil(log2 n) rounds of one
-  message each way, (n-1) s bytes each way per rank, and ceil(log2 n) + 2 endpoints
-  (recursive-doubling partners and ring neighbours):
-    T = c0 + E * (ceil(log2 n) (L + c_msg) + (n-1) s (2 c_byte + 1/B)) + (ceil(log2 n) + 2) c_ep
-
-Wire latency and bandwidth are assumed (a 100 Gb/s network by default), not measured: the
-runs here cross loopback only. The model leaves out what the runs cannot show: the
-launcher's own start-up and contention in the network.
+With n ranks, K = ceil(log2 n), N = n / ppn nodes:
+  log rounds (PMIx): every exchange is K rounds of the mesh, (n - 1) s bytes each way
+    T = c0 + E (K (t_r + L) + (n - 1) s (2 c_b + 1/B)) + eps (2 (t_r + L))
+    eps = ceil(log2 N) + 1 UCX endpoints at creation (recursive-doubling partners and
+    the ring neighbour across nodes, as measured at 4, 8 and 32 nodes), each a wire-up of
+    one message each way
+  log rounds, TCP rendezvous: the same plus rank 0's address book, which serves every
+    rank in turn (an accept, five messages, two proofs): + (n - 1) c_j + 2 (t_r + L),
+    c_j the CPU time rank 0's thread spent per rank it served, measured in the runs of
+    the TCP bootstrap in scale.csv (the median over those of 16 ranks and more); over
+    loopback it also holds the receivers' TCP processing, which the kernel charges to
+    the sender, so it is an upper bound
+  star (before f621195): rank 0 takes n - 1 messages in and sends n - 1 of n s bytes per
+    exchange, and every rank connects to every remote rank:
+    T = c0 + E (2 L + (n - 1) t_r / 2 + n^2 s (c_b + 1/B)) + (n - ppn) 2 (t_r + L)
+The model leaves out the launcher's own start-up, process start and contention in the
+network; the PMIx case leaves out the launcher's fence (its own engine).
 """
 import argparse
 import csv
 import math
+import os
+import statistics
 import sys
 
 
-def lstsq_nonneg(rows, y):
-    """Least squares with coefficients >= 0: drop the most negative and refit."""
-    active = list(range(len(rows[0])))
-    while True:
-        k = len(active)
-        a = [[sum(r[active[i]] * r[active[j]] for r in rows) for j in range(k)] for i in range(k)]
-        b = [sum(r[active[i]] * yy for r, yy in zip(rows, y)) for i in range(k)]
-        # Gauss-Jordan with partial pivoting; a singular column gets 0
-        m = [a[i] + [b[i]] for i in range(k)]
-        for c in range(k):
-            p = max(range(c, k), key=lambda i: abs(m[i][c]))
-            m[c], m[p] = m[p], m[c]
-            if abs(m[c][c]) < 1e-30:
-                continue
-            for i in range(k):
-                if i != c:
-                    f = m[i][c] / m[c][c]
-                    m[i] = [x - f * z for x, z in zip(m[i], m[c])]
-        sol = [m[i][k] / m[i][i] if abs(m[i][i]) > 1e-30 else 0.0 for i in range(k)]
-        worst = min(range(k), key=lambda i: sol[i]) if k else None
-        if k == 0 or sol[worst] >= 0:
-            coef = [0.0] * len(rows[0])
-            for i, c in enumerate(active):
-                coef[c] = sol[i]
-            return coef
-        del active[worst]
+def star(n, p):
+    return (p["c0"] + p["E"] * (2 * p["L"] + (n - 1) * p["t_r"] / 2 +
+                                n * n * p["s"] * (p["c_b"] + 1 / p["B"])) +
+            max(n - p["ppn"], 0) * 2 * (p["t_r"] + p["L"]))
 
 
-def star(n, p, ppn):
-    return (p["c0"] + p["E"] * (2 * p["L"] + (n - 1) * p["c_msg"] +
-                                n * n * p["s"] * (p["c_byte"] + 1 / p["B"])) +
-            max(n - ppn, 0) * p["c_ep"])
+def eps(n, p):
+    nodes = max(1, math.ceil(n / p["ppn"]))
+    return math.ceil(math.log2(nodes)) + 1 if nodes > 1 else 0
 
 
-def logr(n, p, ppn):
-    r = math.ceil(math.log2(n)) if n > 1 else 0
-    eps = min(r + 2, max(n - ppn, 0))
-    return (p["c0"] + p["E"] * (r * (p["L"] + p["c_msg"]) +
-                                (n - 1) * p["s"] * (2 * p["c_byte"] + 1 / p["B"])) +
-            eps * p["c_ep"])
+def logr(n, p):
+    k = math.ceil(math.log2(n)) if n > 1 else 0
+    return (p["c0"] + p["E"] * (k * (p["t_r"] + p["L"]) +
+                                (n - 1) * p["s"] * (2 * p["c_b"] + 1 / p["B"])) +
+            eps(n, p) * 2 * (p["t_r"] + p["L"]))
+
+
+def rendezvous(n, p):
+    return (n - 1) * p["c_j"] + 2 * (p["t_r"] + p["L"])
+
+
+def read_csv(path, first):
+    with open(path, newline="") as f:
+        return [r for r in csv.DictReader(f) if r.get(first)]
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("csv", help="scale.csv written by bench/scale.sh")
+    ap.add_argument("--unit", help="unit.csv of bench/scale.sh's unit case "
+                    "(default: unit.csv next to scale.csv)")
     ap.add_argument("--ppn", type=int, default=8, help="ranks per node (default 8)")
     ap.add_argument("--latency-us", type=float, default=5.0,
                     help="network latency of one message, us (default 5)")
@@ -87,53 +83,67 @@ def main():
     ap.add_argument("--plot", help="write a plot of measured and modelled times (matplotlib)")
     args = ap.parse_args()
 
-    with open(args.csv, newline="") as f:
-        runs = [r for r in csv.DictReader(f) if r.get("n")]
+    unit_path = args.unit or os.path.join(os.path.dirname(args.csv) or ".", "unit.csv")
+    runs = read_csv(args.csv, "n")
     if not runs:
         sys.exit("scale_model.py: no runs in " + args.csv)
+    if not os.path.exists(unit_path):
+        sys.exit("scale_model.py: no %s: run bench/scale.sh ... unit first" % unit_path)
+    units = read_csv(unit_path, "round_us")
+    if not units:
+        sys.exit("scale_model.py: no unit costs in " + unit_path)
     num = lambda r, k: float(r[k])
+    med = lambda k: statistics.median(num(u, k) for u in units)
 
-    # the fit: busiest rank's CPU time against what it handled
-    feats = [[1.0, num(r, "msgs_max"), num(r, "bytes_max"), num(r, "eps_max")] for r in runs]
-    cpu = [num(r, "cpu_max_s") for r in runs]
-    c0, c_msg, c_byte, c_ep = lstsq_nonneg(feats, cpu)
-    # payload per rank and exchange, and exchanges per creation, from the largest
+    # exchanges per creation and bytes per rank and exchange, from the largest
     # multi-node run (the one nearest to the modelled shape), else the largest
     big = max(runs, key=lambda r: (num(r, "nodes") > 1, num(r, "n"), num(r, "nodes")))
     n_big, e_big = num(big, "n"), max(num(big, "exchanges"), 1)
-    s = num(big, "bytes_med") / (e_big * (n_big + 1))
-    p = dict(c0=c0, c_msg=c_msg, c_byte=c_byte, c_ep=c_ep, s=s, E=e_big,
-             L=args.latency_us * 1e-6, B=args.bandwidth_gbs * 1e9)
-    # until the first calls have run: the exchanges they add (pool segments, keys) too
+    s = num(big, "bytes_med") / (2 * e_big * (n_big - 1))
+    p = dict(t_r=med("round_us") * 1e-6, c_b=med("byte_ns") * 1e-9, c0=med("create_s"),
+             s=s, E=e_big, L=args.latency_us * 1e-6, B=args.bandwidth_gbs * 1e9,
+             ppn=args.ppn)
+    tcp = [r for r in runs if float(r.get("rendezvous_cpu_s") or 0) > 0 and num(r, "n") > 1]
+    if not tcp:
+        sys.exit("scale_model.py: no run of the TCP bootstrap (rank 0's rendezvous CPU "
+                 "time) in " + args.csv)
+    # runs of 16 ranks and more where there are some: in smaller ones the fixed part of
+    # rank 0's work weighs on each rank it served
+    tcp = [r for r in tcp if num(r, "n") >= 16] or tcp
+    served = [num(r, "rendezvous_cpu_s") / (num(r, "n") - 1) for r in tcp]
+    p["c_j"] = statistics.median(served)
     e_calls = max(num(big, "exchanges_calls"), e_big)
-    s_calls = num(big, "bytes_calls_med") / (e_calls * (n_big + 1))
-    p_calls = dict(p, E=e_calls, s=s_calls)
+    p_calls = dict(p, E=e_calls,
+                   s=num(big, "bytes_calls_med") / (2 * e_calls * (n_big - 1)))
 
-    print("# constants: latency %.1f us, bandwidth %.1f GB/s (assumed); %d ranks per node"
+    print("# assumed: latency L %.1f us, bandwidth B %.1f GB/s; %d ranks per node"
           % (args.latency_us, args.bandwidth_gbs, args.ppn))
-    print("# measured here (fit of the busiest rank's CPU time over %d runs): c0 %.2f ms, "
-          "c_msg %.2f us/message, c_byte %.3f ns/byte, c_ep %.1f us/endpoint"
-          % (len(runs), c0 * 1e3, c_msg * 1e6, c_byte * 1e9, c_ep * 1e6))
-    print("# from the %d-rank %d-node run: %d exchanges per creation, %.0f bytes per rank "
-          "and exchange; %d and %.0f until the first calls have run (+calls)"
-          % (n_big, num(big, "nodes"), e_big, s, e_calls, s_calls))
-    print("# fit against the runs (CPU time of the busiest rank, ms):")
-    print("#   %-12s %6s %5s %10s %10s %10s" % ("launcher", "n", "nodes", "measured",
-                                               "fitted", "wall max"))
-    for r, f in zip(runs, feats):
-        fit = sum(a * b for a, b in zip(f, (c0, c_msg, c_byte, c_ep)))
-        print("#   %-12s %6d %5d %10.2f %10.2f %10.1f" % (
-            r["label"], num(r, "n"), num(r, "nodes"), num(r, "cpu_max_s") * 1e3, fit * 1e3,
-            num(r, "create_max_s") * 1e3))
-    print("%8s %7s %10s %12s %14s %9s %10s %12s %12s %8s" % (
-        "ranks", "nodes", "star_s", "star+calls_s", "star_r0_bytes", "star_eps", "log_s",
-        "log+calls_s", "log_bytes", "log_eps"))
+    print("# measured here (median of %d unit runs, 2 ranks on 2 simulated nodes): "
+          "round t_r %.1f us, c_b %.3f ns/byte, creation c0 %.1f ms"
+          % (len(units), p["t_r"] * 1e6, p["c_b"] * 1e9, p["c0"] * 1e3))
+    print("# rank 0 of the TCP rendezvous: c_j %.1f us of CPU per rank served (median of %d "
+          "runs)" % (p["c_j"] * 1e6, len(served)))
+    print("# from the %d-rank %d-node run: E %d exchanges per creation, s %.0f bytes per "
+          "rank and exchange; until the first calls (+calls) %d and %.0f"
+          % (n_big, num(big, "nodes"), e_big, s, e_calls, p_calls["s"]))
+    print("# the runs (wall time of the slowest rank; they share 2 cores, the model "
+          "does not):")
+    print("#   %-12s %6s %5s %12s %12s" % ("launcher", "n", "nodes", "measured s",
+                                          "model s"))
+    for r in runs:
+        n = int(num(r, "n"))
+        pr = dict(p, ppn=max(1, n // int(num(r, "nodes"))))
+        model = logr(n, pr) + (rendezvous(n, pr) if r["label"] != "mpirun" else 0)
+        print("#   %-12s %6d %5d %12.3f %12.3f" % (r["label"], n, num(r, "nodes"),
+                                                   num(r, "create_max_s"), model))
+    print("%8s %7s %10s %12s %10s %12s %10s %12s %12s %8s" % (
+        "ranks", "nodes", "star_s", "star+calls_s", "pmix_s", "pmix+calls_s", "tcp_s",
+        "tcp+calls_s", "bytes/rank", "eps"))
     for n in (1000, 10000, 100000):
-        r = math.ceil(math.log2(n))
-        print("%8d %7d %10.3f %12.3f %14.3g %9d %10.4f %12.4f %12.3g %8d" % (
-            n, math.ceil(n / args.ppn), star(n, p, args.ppn), star(n, p_calls, args.ppn),
-            e_big * n * n * s, n - args.ppn, logr(n, p, args.ppn),
-            logr(n, p_calls, args.ppn), e_big * 2 * (n - 1) * s, r + 2))
+        print("%8d %7d %10.1f %12.1f %10.4f %12.4f %10.3f %12.3f %12.3g %8d" % (
+            n, math.ceil(n / args.ppn), star(n, p), star(n, p_calls), logr(n, p),
+            logr(n, p_calls), logr(n, p) + rendezvous(n, p),
+            logr(n, p_calls) + rendezvous(n, p), p["E"] * 2 * (n - 1) * p["s"], eps(n, p)))
 
     if args.plot:
         try:
@@ -145,17 +155,22 @@ def main():
             return
         ns = [2 ** k for k in range(3, 18)]
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        ax.loglog(ns, [star(n, p, args.ppn) for n in ns], label="star (today), model")
-        ax.loglog(ns, [star(n, p_calls, args.ppn) for n in ns], "--",
-                  label="star, until the first calls have run")
-        ax.loglog(ns, [logr(n, p, args.ppn) for n in ns], label="log rounds, model")
-        ax.loglog([num(r, "n") for r in runs], cpu, "o", label="measured: CPU of busiest rank")
-        ax.loglog([num(r, "n") for r in runs], [num(r, "create_max_s") for r in runs], "x",
-                  label="measured: wall (oversubscribed)")
-        ax.set_xlabel("ranks (%d per node)" % args.ppn)
+        ax.loglog(ns, [star(n, p) for n in ns], label="star (before), model")
+        ax.loglog(ns, [logr(n, p) + rendezvous(n, p) for n in ns],
+                  label="mesh, TCP rendezvous, model")
+        ax.loglog(ns, [logr(n, p) for n in ns], label="mesh, PMIx, model")
+        ax.loglog(ns, [logr(n, p_calls) for n in ns], "--",
+                  label="mesh, PMIx, until the first calls, model")
+        for lab, mark in (("symcoll_run", "x"), ("mpirun", "+")):
+            pts = [(num(r, "n"), num(r, "create_max_s")) for r in runs if r["label"] == lab]
+            if pts:
+                ax.loglog(*zip(*pts), mark, label="measured, %s, on 2 shared cores" % lab)
+        ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+        ax.axhline(3.0, color="grey", lw=0.8, ls=":")
+        ax.set_xlabel("ranks (%d per node in the model)" % args.ppn)
         ax.set_ylabel("communicator creation, s")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend()
+        ax.legend(fontsize=8)
         fig.tight_layout()
         fig.savefig(args.plot, dpi=110)
         print("# plot: " + args.plot)

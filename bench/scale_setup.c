@@ -43,6 +43,7 @@ enum {
     M_XEPS,          /* UCX endpoints one extra communicator holds */
     M_XDONE,         /* extra communicators every rank created */
     M_XFAILED,       /* 1 if this rank's creation of the next one failed */
+    M_RDV_CPU_S,     /* rank 0 of the TCP rendezvous: its CPU time serving the others */
     M_PHASE0,        /* then per phase: */
 };
 enum {
@@ -247,6 +248,7 @@ static void report(const double *all, int n, int nextra, int asked, const char *
     printf("# over ranks:%27s %14s %14s %14s %7s\n", "", "max", "median", "min", "argmax");
     row("create time s", over_ranks(all, n, M_CREATE_S, -1, 1), "%.4f");
     row("create CPU time s", over_ranks(all, n, M_CREATE_CPU_S, -1, 1), "%.4f");
+    row("rendezvous CPU time s (rank 0)", over_ranks(all, n, M_RDV_CPU_S, -1, 1), "%.4f");
     printf("  %-34s %14.4f   (last rank in to last rank out; launch skew %.3f s)\n",
            "set-up span s", leave_last - enter_last, enter_last - enter_first);
     for (int ph = 0; ph < PH_EXTRA; ph++) {
@@ -329,22 +331,80 @@ static void report(const double *all, int n, int nextra, int asked, const char *
                "eps_max,eps_med,eps_calls_max,eps_calls_med,socks_max,socks_med,rss_max_mb,"
                "rss_med_mb,xcreate_max_s,xcreate_med_s,xbytes_max,xrss_med_mb,xfds_med,"
                "xsocks_med,wrong,exchanges_calls,bytes_calls_max,bytes_calls_med,"
-               "msgs_calls_max,extra\n");
+               "msgs_calls_max,extra,rendezvous_cpu_s\n");
         printf("csv: %s,%d,%.0f,%.4f,%.4f,%.4f,%.4f,%.4f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.1f,"
                "%.0f,%.1f,%.0f,%.1f,%.0f,%.1f,%.1f,%.1f,%.4f,%.4f,%.0f,%.2f,%.1f,%.1f,%.0f,"
-               "%.0f,%.0f,%.0f,%.0f,%d\n",
+               "%.0f,%.0f,%.0f,%.0f,%d,%.5f\n",
                label, n, all[M_NODES], ct.max, ct.med, leave_last - enter_last, cpu.max,
                cpu.med, bytes.max, bytes.med, msgs.max, rounds.max, exch.max, conns.max,
                conns.med, eps.max, eps.med, eps_a.max, eps_a.med, socks.max, socks.med, rss.max,
                rss.med, xt.max, xt.med, xb_max, xrss.med, xfds.med, xsocks.med, wrong,
-               exch_a.max, bytes_a.max, bytes_a.med, msgs_a.max, nextra);
+               exch_a.max, bytes_a.max, bytes_a.med, msgs_a.max, nextra,
+               over_ranks(all, n, M_RDV_CPU_S, -1, 1).max);
     }
+}
+
+/* Unit costs of the bootstrap on this machine, for bench/scale_model.py (meant for 2
+ * ranks on 2 simulated nodes, where no core is shared): the wall time of one mesh round
+ * (a small message each way: CPU, kernel and loopback), from 2000 one-value
+ * all-reduces, and the time per byte moved (sent plus received), from 8 all-gathers of
+ * 4 MiB per rank less their rounds. Rank 0 prints the slower rank's figures on a
+ * 'unit:' line with the creation time. */
+static int unit_costs(symcoll_comm_h comm, int n, double create_s)
+{
+    enum { ROUNDS_REPS = 2000, BYTES_REPS = 8 };
+    size_t big = SS_BIG_BYTES;
+    char *src = calloc(1, big), *dst = malloc(big * (size_t)n);
+    bootstrap_stats_t a, b;
+    double t, v[3];
+    int64_t x = 0;
+
+    if (!src || !dst) {
+        free(src);
+        free(dst);
+        return 2;
+    }
+    bootstrap_stats(comm->bootstrap, &a);
+    t = now_mono();
+    for (int i = 0; i < ROUNDS_REPS; i++)
+        if (bootstrap_allreduce(comm->bootstrap, &x, 1, BOOTSTRAP_OP_MAX) != SYMCOLL_OK)
+            goto fail;
+    bootstrap_stats(comm->bootstrap, &b);
+    v[0] = (now_mono() - t) / (double)(b.rounds - a.rounds);
+    a = b;
+    t = now_mono();
+    for (int i = 0; i < BYTES_REPS; i++)
+        if (bootstrap_allgather(comm->bootstrap, src, dst, big) != SYMCOLL_OK)
+            goto fail;
+    bootstrap_stats(comm->bootstrap, &b);
+    v[1] = (now_mono() - t - v[0] * (double)(b.rounds - a.rounds)) /
+           (double)(b.tcp_bytes_sent - a.tcp_bytes_sent + b.tcp_bytes_recv - a.tcp_bytes_recv);
+    v[2] = create_s;
+    if (symcoll_allreduce(v, v, 3, SYMCOLL_FLOAT64, SYMCOLL_MAX, comm, NULL) != SYMCOLL_OK)
+        goto fail;
+    if (comm->rank == 0) {
+        printf("# unit costs over %d ranks on %d node(s), the slower rank's: a mesh round "
+               "%.1f us, %.3f ns per byte moved, creation %.4f s\n",
+               n, comm->topo->nnodes, v[0] * 1e6, v[1] * 1e9, v[2]);
+        printf("# csv: unit,n,nodes,round_us,byte_ns,create_s\n");
+        printf("unit: unit,%d,%d,%.3f,%.4f,%.5f\n", n, comm->topo->nnodes, v[0] * 1e6,
+               v[1] * 1e9, v[2]);
+        fflush(stdout);
+    }
+    free(src);
+    free(dst);
+    return 0;
+fail:
+    fprintf(stderr, "scale_setup: unit costs: a bootstrap exchange failed\n");
+    free(src);
+    free(dst);
+    return 2;
 }
 
 static void usage(FILE *out)
 {
     fprintf(out,
-            "Usage: scale_setup [-c C] [-l LABEL] [-v]\n"
+            "Usage: scale_setup [-c C] [-l LABEL] [-v] [-u]\n"
             "Run under symcoll_run -n N [--sim-nodes K] or mpirun. Each rank creates a\n"
             "communicator, checks an 8-byte and a 4 MiB all-reduce, then creates C more\n"
             "communicators (default 7, at most %d) and makes no call on them; rank 0 prints\n"
@@ -354,6 +414,8 @@ static void usage(FILE *out)
             "(columns in the '# csv:' line above it).\n"
             "  -l LABEL  first field of the csv line (default 'run')\n"
             "  -v        every rank also prints its own numbers\n"
+            "  -u        unit costs instead of the extra communicators: the time of a\n"
+            "            bootstrap round and per byte, and of the creation ('unit:' line)\n"
             "Exit status: 0; 1 if an all-reduce was wrong; 3 if an extra communicator\n"
             "could not be created (the numbers of those created are printed); 2 on\n"
             "other errors.\n",
@@ -366,11 +428,11 @@ int main(int argc, char **argv)
     double m[M_LAST], *all = NULL, t, cpu;
     const char *label = "run";
     symcoll_comm_params_t xparams = {0};
-    int nextra = 7, xdone = 0, verbose = 0, rank, n, opt, rc = 2;
+    int nextra = 7, xdone = 0, verbose = 0, unit = 0, rank, n, opt, rc = 2;
     symcoll_status_t s;
     long wrong;
 
-    while ((opt = getopt(argc, argv, "c:l:vh")) != -1) {
+    while ((opt = getopt(argc, argv, "c:l:vuh")) != -1) {
         switch (opt) {
         case 'c':
             nextra = atoi(optarg);
@@ -384,6 +446,9 @@ int main(int argc, char **argv)
             break;
         case 'v':
             verbose = 1;
+            break;
+        case 'u':
+            unit = 1;
             break;
         case 'h':
             usage(stdout);
@@ -411,12 +476,21 @@ int main(int argc, char **argv)
     m[M_NODES] = comm->topo->nnodes;
     m[M_LOCAL] = comm->topo->local_size;
     sample(comm, m, PH_CREATED);
+    {
+        bootstrap_stats_t st;
+        bootstrap_stats(comm->bootstrap, &st);
+        m[M_RDV_CPU_S] = st.rendezvous_cpu_s;
+    }
 
     wrong = check_allreduce(comm, rank, n, &m[M_AR8_S], &m[M_AR4M_S]);
     m[M_WRONG] = (double)wrong;
     sample(comm, m, PH_CALLS);
     if (wrong < 0) {
         fprintf(stderr, "scale_setup: rank %d: all-reduce failed\n", rank);
+        goto out;
+    }
+    if (unit) {
+        rc = wrong ? 1 : unit_costs(comm, n, m[M_CREATE_S]);
         goto out;
     }
 

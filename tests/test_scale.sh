@@ -56,21 +56,29 @@ printf '%s\n%s\n' "$hdr" "$csv" | awk -F, '
         need(v("rss_max_mb") > 0 && v("rss_med_mb") > 0, "RSS")
         need(v("xcreate_max_s") > 0 && v("xfds_med") > 0, "extra communicators")
         need(v("wrong") == 0, "wrong elements")
+        need(v("rendezvous_cpu_s") > 0, "rank 0 rendezvous CPU time")
     }
     END { exit bad }' || fail "csv line out of range"
 
-# the sweep script on its quick cases: one table row per case, a csv file to model
-timeout -s KILL 120 "$top_srcdir/bench/scale.sh" -b "$top_builddir" -o "$tmp/sweep" -c 1 \
-    run:4:1 run:8:2 >"$tmp/sweep.out" 2>&1 || {
+# the sweep script on its quick cases: the unit costs, one table row per case, csv
+# files to model
+timeout -s KILL 180 "$top_srcdir/bench/scale.sh" -b "$top_builddir" -o "$tmp/sweep" -c 1 \
+    unit run:4:1 run:8:2 >"$tmp/sweep.out" 2>&1 || {
     echo "FAIL: bench/scale.sh:"
     sed 's/^/    /' "$tmp/sweep.out"
     status=1
 }
 rows=$(grep -c '^| symcoll_run | [48] |' "$tmp/sweep.out")
 [ "$rows" -eq 2 ] || { echo "FAIL: bench/scale.sh printed $rows of 2 rows"; status=1; }
+units=$(grep -c '^unit,2,2,' "$tmp/sweep/unit.csv" 2>/dev/null)
+[ "${units:-0}" -eq 3 ] || { echo "FAIL: bench/scale.sh wrote ${units:-0} of 3 unit rows"; status=1; }
 if command -v python3 >/dev/null 2>&1 && [ -s "$tmp/sweep/scale.csv" ]; then
     python3 "$top_srcdir/bench/scale_model.py" "$tmp/sweep/scale.csv" >"$tmp/model.out" 2>&1 ||
         { echo "FAIL: bench/scale_model.py:"; sed 's/^/    /' "$tmp/model.out"; status=1; }
+    for n in 1000 10000 100000; do
+        grep -q "^ *$n  *[0-9]" "$tmp/model.out" ||
+            { echo "FAIL: no model row for $n ranks:"; sed 's/^/    /' "$tmp/model.out"; status=1; }
+    done
 fi
 
 [ $status -eq 0 ] && echo "PASS: scale_setup on 8 ranks, 2 simulated nodes; scale.sh; model"

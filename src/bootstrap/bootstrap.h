@@ -153,6 +153,9 @@ typedef struct bootstrap_stats {
     uint64_t rounds;    /* rounds of the collectives (one per callback exchange) */
     uint64_t exchanges; /* collectives (allgather, allreduce, barrier) */
     int tcp_conns;      /* TCP sockets this rank holds now (mesh and rendezvous) */
+    /* rank 0 of the TCP rendezvous: CPU time of its thread while it served the others
+     * (accepts, proofs, the address book), for bench/scale_model.py; else 0 */
+    double rendezvous_cpu_s;
 } bootstrap_stats_t;
 void bootstrap_stats(const bootstrap_t *bs, bootstrap_stats_t *out);
 

@@ -373,9 +373,17 @@ static void bs_tcp_give_up(bootstrap_t *bs, bs_book_t *book, symcoll_status_t wh
 
 /* Rank 0's side of the rendezvous on a listening socket, which it closes; then the
  * mesh. */
+static double bs_thread_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t *dl)
 {
     int n = bs->nranks - 1, K = bs_mesh_rounds(bs->nranks), mlfd = -1;
+    double cpu0;
     bs_book_t book = {calloc((size_t)bs->nranks, sizeof(bs_welcome_t)),
                       calloc((size_t)bs->nranks, sizeof(bs_addr_t))};
     bs_addr_t *peers = calloc((size_t)bs->nranks * (size_t)K, sizeof(bs_addr_t));
@@ -401,6 +409,7 @@ static symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t 
     status = bs_mesh_listen(lfd, &mlfd, &book.addrs[0]);
     if (status != SYMCOLL_OK)
         goto out;
+    cpu0 = bs_thread_cpu();
     acceptor.slots = bs->peer_fds;
     status = bs_accept_hellos(bs, lfd, &acceptor, n, dl);
     /* nobody else may join: stop listening at once */
@@ -451,6 +460,7 @@ static symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t 
     /* the address book is out: the rendezvous connections are done with */
     for (int r = 1; r < bs->nranks; r++)
         bs_close(&bs->peer_fds[r]);
+    bs->stats.rendezvous_cpu_s = bs_thread_cpu() - cpu0;
     status = bs_mesh_connect(bs, mlfd, peers, dl);
     mlfd = -1;
 out:
