@@ -141,6 +141,8 @@ static void body_two_nodes(int rank, int nranks, void *arg)
                          harness_node_of(rank, nranks, 2));
     ck_assert_int_lt(lsize, nranks);
     local_exchange(bs, lrank, lsize, lranks);
+    /* the job stays whole until every node is done (see bootstrap_local_init) */
+    ck_assert_int_eq(bootstrap_barrier(bs), SYMCOLL_OK);
     bootstrap_destroy(bs);
     free(ids);
     free(lranks);

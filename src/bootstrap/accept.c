@@ -154,15 +154,21 @@ static int bs_watch_fill(const bootstrap_t *bs, struct pollfd *w, int *peers)
     return nw;
 }
 
-/* PEER_FAILED (logged) if one of the nw watched connections hung up. */
+/* PEER_FAILED (logged) if one of the nw watched connections hung up; the message says
+ * this rank waited for `missing` `who` (missing < 0: for `who`). */
 static symcoll_status_t bs_watch_check(const struct pollfd *w, int nw, const int *peers,
                                        int missing, const char *who)
 {
     for (int i = 0; i < nw; i++)
         if (w[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+            char what[96];
+            if (missing >= 0)
+                snprintf(what, sizeof(what), "%d %s", missing, who);
+            else
+                snprintf(what, sizeof(what), "%s", who);
             log_error("bootstrap: rank %d closed its connection while this rank waited for "
-                      "%d %s",
-                      peers[i], missing, who);
+                      "%s",
+                      peers[i], what);
             return SYMCOLL_ERR_PEER_FAILED;
         }
     return SYMCOLL_OK;
@@ -185,7 +191,7 @@ symcoll_status_t bs_watch_sleep(const bootstrap_t *bs, int ms, const char *who)
     } else {
         nw = bs_watch_fill(bs, w, peers);
         if (poll(w, (nfds_t)nw, ms) > 0)
-            status = bs_watch_check(w, nw, peers, 1, who);
+            status = bs_watch_check(w, nw, peers, -1, who);
     }
     free(w);
     free(peers);
