@@ -84,6 +84,7 @@ EOF
         # 2 ranks, no core shared: what one round, one byte and a creation cost here
         log=$out/unit.log
         : >"$log"
+        rm -f "$out/unit.csv"
         for i in 1 2 3; do
             timeout -s KILL 300 "$run" -n 2 --sim-nodes 2 --timeout 120 "$prog" -u >>"$log" 2>&1 ||
                 { echo "# unit: FAILED (see $log)"; status=1; continue 2; }

@@ -10,7 +10,8 @@ that creation makes (scale.csv).
 Constants measured here (bench/scale_setup -u on 2 ranks on 2 simulated nodes, where no
 core is shared; the median of the runs in unit.csv):
   t_r  one round of the bootstrap mesh (a small message each way: CPU, kernel, loopback)
-  c_b  CPU time per byte moved through the bootstrap (sent plus received)
+  c_b  time per byte moved through the bootstrap (sent plus received; wall time, no
+       core shared)
   c0   a whole creation at 2 ranks (library and UCX set-up, its few rounds included)
 Taken from the largest multi-node run of scale.csv: E, the job-wide exchanges of one
 creation, and s, the bytes per rank and exchange (E and s also until the first calls
@@ -62,6 +63,8 @@ def logr(n, p):
 
 
 def rendezvous(n, p):
+    if p["c_j"] is None:
+        return float("nan")
     return (n - 1) * p["c_j"] + 2 * (p["t_r"] + p["L"])
 
 
@@ -104,14 +107,12 @@ def main():
              s=s, E=e_big, L=args.latency_us * 1e-6, B=args.bandwidth_gbs * 1e9,
              ppn=args.ppn)
     tcp = [r for r in runs if float(r.get("rendezvous_cpu_s") or 0) > 0 and num(r, "n") > 1]
-    if not tcp:
-        sys.exit("scale_model.py: no run of the TCP bootstrap (rank 0's rendezvous CPU "
-                 "time) in " + args.csv)
     # runs of 16 ranks and more where there are some: in smaller ones the fixed part of
     # rank 0's work weighs on each rank it served
     tcp = [r for r in tcp if num(r, "n") >= 16] or tcp
     served = [num(r, "rendezvous_cpu_s") / (num(r, "n") - 1) for r in tcp]
-    p["c_j"] = statistics.median(served)
+    # without a run of the TCP bootstrap its rendezvous is not modelled (None)
+    p["c_j"] = statistics.median(served) if served else None
     e_calls = max(num(big, "exchanges_calls"), e_big)
     p_calls = dict(p, E=e_calls,
                    s=num(big, "bytes_calls_med") / (2 * e_calls * (n_big - 1)))
@@ -121,8 +122,11 @@ def main():
     print("# measured here (median of %d unit runs, 2 ranks on 2 simulated nodes): "
           "round t_r %.1f us, c_b %.3f ns/byte, creation c0 %.1f ms"
           % (len(units), p["t_r"] * 1e6, p["c_b"] * 1e9, p["c0"] * 1e3))
-    print("# rank 0 of the TCP rendezvous: c_j %.1f us of CPU per rank served (median of %d "
-          "runs)" % (p["c_j"] * 1e6, len(served)))
+    if served:
+        print("# rank 0 of the TCP rendezvous: c_j %.1f us of CPU per rank served (median of "
+              "%d runs)" % (p["c_j"] * 1e6, len(served)))
+    else:
+        print("# no run of the TCP bootstrap: its rendezvous is not modelled (nan)")
     print("# from the %d-rank %d-node run: E %d exchanges per creation, s %.0f bytes per "
           "rank and exchange; until the first calls (+calls) %d and %.0f"
           % (n_big, num(big, "nodes"), e_big, s, e_calls, p_calls["s"]))

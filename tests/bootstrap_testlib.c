@@ -118,5 +118,15 @@ int raw_dropped(int fd, double timeout)
     unsigned char buf[1024];
     int eof;
     size_t n = read_all(fd, buf, sizeof(buf), timeout, &eof);
-    return eof && n <= CHALLENGE_LEN; /* more: rank 0 answered a bogus peer */
+    bs_hdr_t h;
+
+    if (!eof)
+        return 0;
+    if (n <= CHALLENGE_LEN)
+        return 1;
+    /* rank 0 may say that it drops us (a reject header, nothing more) */
+    if (n != CHALLENGE_LEN + sizeof(h))
+        return 0; /* more: rank 0 answered a bogus peer */
+    memcpy(&h, buf + CHALLENGE_LEN, sizeof(h));
+    return h.magic == BS_MAGIC && h.type == BS_MSG_REJECT && h.len == 0;
 }

@@ -47,7 +47,7 @@ void check_job_id(bootstrap_t *bs, int nranks);
 size_t read_all(int fd, unsigned char *buf, size_t cap, double timeout, int *eof);
 
 /* True once the other side has closed the connection (it dropped us) having sent at
- * most its challenge. */
+ * most its challenge, and after it a reject header. */
 int raw_dropped(int fd, double timeout);
 
 #endif

@@ -6,6 +6,7 @@
 #include <check.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -361,6 +362,74 @@ static void body_never_arrives(int rank, int nranks, void *arg)
 
 RANKS_TEST(test_never_arrives, 2, 1, body_never_arrives)
 
+static void *kill_self_later(void *arg)
+{
+    (void)arg;
+    usleep(500 * 1000);
+    raise(SIGKILL);
+    return NULL;
+}
+
+/* A job of 3 where rank 2 never comes and rank 0 dies 0.5 s into the rendezvous (a
+ * SIGKILL in a child, as a crash would): rank 1, which joined and waits for its
+ * welcome, fails with PEER_FAILED at once, not with a cookie complaint and not at its
+ * 30 s deadline. */
+static void body_rank0_dies(int rank, int nranks, void *arg)
+{
+    bootstrap_params_t p = env_params(30.0);
+    bootstrap_t *bs = NULL;
+    double t0 = time_now();
+    (void)nranks;
+    (void)arg;
+
+    p.nranks = 3;
+    if (rank == 0) {
+        int ws;
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            pthread_t th;
+            pthread_create(&th, NULL, kill_self_later, NULL);
+            (void)bootstrap_create(&p, &bs);
+            _exit(3);
+        }
+        ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
+        ck_assert(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
+        return;
+    }
+    ck_assert_int_eq(bootstrap_create(&p, &bs), SYMCOLL_ERR_PEER_FAILED);
+    if (time_now() - t0 > 5.0)
+        harness_fail("rank 1 failed %.1f s after it began, not soon after rank 0 died",
+                     time_now() - t0);
+}
+
+RANKS_TEST(test_rank0_dies, 2, 1, body_rank0_dies)
+
+/* Every rank destroys its bootstrap as soon as its creation returns: a partner that is
+ * done (its welcome sent, then its connections closed) while this rank still waits for
+ * another dialer is not taken for a dead one. */
+static void body_quick_destroy(int rank, int nranks, void *arg)
+{
+    bootstrap_params_t p = env_params(10.0);
+    bootstrap_t *bs = NULL;
+    symcoll_status_t st;
+    (void)arg;
+
+    if (rank == nranks - 1)
+        usleep(2000); /* the last one late: the others finish while it connects */
+    st = bootstrap_create(&p, &bs);
+    if (st != SYMCOLL_OK)
+        harness_fail("rank %d: bootstrap_create: %s", rank, symcoll_status_string(st));
+    bootstrap_destroy(bs);
+}
+
+START_TEST(test_quick_destroy)
+{
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(harness_run(24, 1, RUN_TIMEOUT, body_quick_destroy, NULL), 0);
+}
+END_TEST
+
 /* ---- callback path ---------------------------------------------------------- */
 
 /* A process-shared memory allgather, independent of the TCP code: a region mapped
@@ -536,6 +605,8 @@ static Suite *bootstrap_suite(void)
     tcase_add_test(tc, test_bad_addr);
     tcase_add_test(tc, test_deadline_and_abort);
     tcase_add_test(tc, test_never_arrives);
+    tcase_add_test(tc, test_rank0_dies);
+    tcase_add_test(tc, test_quick_destroy);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("callback");

@@ -130,9 +130,11 @@ static symcoll_status_t bs_send_challenge(bootstrap_t *bs, bs_pending_t *p, bool
 /* The connections this rank already holds to partners (the mesh, the node channel),
  * watched while it accepts others: a partner that dies meanwhile closes them, and this
  * rank then fails at once instead of waiting for a dialer that will never come. Only a
- * hangup or an error counts: a partner's early message stays unread. Returns how many
- * it put in w (at most the mesh's and the node channel's slots). */
-static int bs_watch_fill(const bootstrap_t *bs, struct pollfd *w, int *peers)
+ * hangup or an error counts: a partner's early message stays unread. Descriptors in
+ * skip[0..nskip) are left out. Returns how many it put in w (at most the mesh's and the
+ * node channel's slots). */
+static int bs_watch_fill(const bootstrap_t *bs, struct pollfd *w, int *peers, const int *skip,
+                         int nskip)
 {
     int nw = 0;
 
@@ -149,19 +151,31 @@ static int bs_watch_fill(const bootstrap_t *bs, struct pollfd *w, int *peers)
             w[nw].fd = bs->local_fds[i];
             peers[nw++] = bs->local_ranks ? bs->local_ranks[i] : -1;
         }
-    for (int i = 0; i < nw; i++)
+    for (int i = 0; i < nw; i++) {
         w[i].events = POLLRDHUP;
+        for (int j = 0; j < nskip; j++)
+            if (skip[j] == w[i].fd)
+                w[i].fd = -1; /* poll ignores it */
+    }
     return nw;
 }
 
-/* PEER_FAILED (logged) if one of the nw watched connections hung up; the message says
- * this rank waited for `missing` `who` (missing < 0: for `who`). */
+/* PEER_FAILED (logged) if one of the nw watched connections hung up with nothing left
+ * to read; the message says this rank waited for `missing` `who` (missing < 0: for
+ * `who`). A partner that closed after sending what this rank has still to read (a mesh
+ * welcome: it finished its own part and destroyed its bootstrap) is not a failure: its
+ * descriptor goes into skip (*nskip grows; skip has room for nw) and the read of that
+ * message sees the rest. */
 static symcoll_status_t bs_watch_check(const struct pollfd *w, int nw, const int *peers,
-                                       int missing, const char *who)
+                                       int missing, const char *who, int *skip, int *nskip)
 {
     for (int i = 0; i < nw; i++)
-        if (w[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
-            char what[96];
+        if (w[i].fd >= 0 && (w[i].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+            char what[96], c;
+            if (recv(w[i].fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 1) {
+                skip[(*nskip)++] = w[i].fd;
+                continue;
+            }
             if (missing >= 0)
                 snprintf(what, sizeof(what), "%d %s", missing, who);
             else
@@ -181,21 +195,36 @@ static int bs_watch_max(const bootstrap_t *bs)
 
 symcoll_status_t bs_watch_sleep(const bootstrap_t *bs, int ms, const char *who)
 {
-    int maxw = bs_watch_max(bs), nw;
+    int maxw = bs_watch_max(bs), nw, nskip = 0;
     struct pollfd *w = calloc((size_t)maxw + 1, sizeof(*w));
     int *peers = calloc((size_t)maxw + 1, sizeof(*peers));
+    int *skip = calloc((size_t)maxw + 1, sizeof(*skip));
     symcoll_status_t status = SYMCOLL_OK;
 
-    if (!w || !peers) {
+    if (!w || !peers || !skip) {
         status = SYMCOLL_ERR_NO_MEMORY;
     } else {
-        nw = bs_watch_fill(bs, w, peers);
+        nw = bs_watch_fill(bs, w, peers, NULL, 0);
         if (poll(w, (nfds_t)nw, ms) > 0)
-            status = bs_watch_check(w, nw, peers, -1, who);
+            status = bs_watch_check(w, nw, peers, -1, who, skip, &nskip);
     }
     free(w);
     free(peers);
+    free(skip);
     return status;
+}
+
+/* Tell a joiner that rank 0 dropped it (a wrong proof, a rank already taken), so that
+ * it can say so rather than take the closed connection for rank 0's death. Best effort:
+ * a header into an empty socket buffer. Only the rendezvous (challenge) acceptor does. */
+static void bs_reject(const bootstrap_t *bs, const bs_acceptor_t *a, int fd)
+{
+    bs_hdr_t h;
+
+    if (!a->challenge)
+        return;
+    bs_hdr_fill(bs, &h, BS_MSG_REJECT, 0, 0, 0);
+    (void)send(fd, &h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t *a, int missing,
@@ -205,15 +234,16 @@ symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t 
     int maxw = bs_watch_max(bs);
     struct pollfd *pfd = calloc((size_t)(BS_MAX_PENDING + 1 + maxw), sizeof(*pfd));
     int *wpeer = calloc((size_t)maxw + 1, sizeof(*wpeer));
+    int *wskip = calloc((size_t)maxw + 1, sizeof(*wskip));
     symcoll_status_t status = SYMCOLL_OK;
-    int npend = 0, dropped = 0, nw;
+    int npend = 0, dropped = 0, nw, nskip = 0;
 
     if (a->msg_len < sizeof(bs_hdr_t) || a->msg_len > BS_HELLO_MAX) {
         log_error("bootstrap: internal: hello of %zu bytes", a->msg_len);
         status = SYMCOLL_ERR_INTERNAL;
         goto out;
     }
-    if (!pend || !pfd || !wpeer) {
+    if (!pend || !pfd || !wpeer || !wskip) {
         status = SYMCOLL_ERR_NO_MEMORY;
         goto out;
     }
@@ -228,10 +258,10 @@ symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t 
             pfd[i + 1].fd = pend[i].fd;
             pfd[i + 1].events = POLLIN;
         }
-        nw = bs_watch_fill(bs, &pfd[npend + 1], wpeer);
+        nw = bs_watch_fill(bs, &pfd[npend + 1], wpeer, wskip, nskip);
         status = bs_poll_slice(pfd, (nfds_t)(npend + 1 + nw), dl);
         if (status == SYMCOLL_OK)
-            status = bs_watch_check(&pfd[npend + 1], nw, wpeer, missing, a->who);
+            status = bs_watch_check(&pfd[npend + 1], nw, wpeer, missing, a->who, wskip, &nskip);
         if (status != SYMCOLL_OK) {
             if (status == SYMCOLL_ERR_TIMED_OUT)
                 log_error("bootstrap: timed out: %d %s never connected%s", missing, a->who,
@@ -252,6 +282,7 @@ symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t 
                 a->slots[slot] = pend[i].fd;
                 missing--;
             } else {
+                bs_reject(bs, a, pend[i].fd);
                 close(pend[i].fd);
                 dropped++;
             }
@@ -307,5 +338,6 @@ out:
     free(pend);
     free(pfd);
     free(wpeer);
+    free(wskip);
     return status;
 }

@@ -182,9 +182,10 @@ const char *bootstrap_describe(const bootstrap_t *bs);
  * local-rank order; this process is local_ranks[local_rank]). Collective over the
  * ranks of this node only (no global exchange: nodes may differ in size). Without
  * this call the local channel holds this rank alone. While it waits for its local
- * partners, a hangup on any connection this rank holds (the mesh too) ends it with
- * SYMCOLL_ERR_PEER_FAILED: no rank of the job may destroy its bootstrap before every
- * node's channel is open (a communicator's creation has a job-wide exchange after). */
+ * partners, a hangup on any connection this rank holds (the mesh too) with nothing
+ * left to read ends it with SYMCOLL_ERR_PEER_FAILED: no rank of the job may destroy
+ * its bootstrap before every node's channel is open (a communicator's creation has a
+ * job-wide exchange after). bootstrap_create's mesh waits watch the same way. */
 symcoll_status_t bootstrap_local_init(bootstrap_t *bs, int local_rank, int local_size,
                                       const int *local_ranks);
 

@@ -14,7 +14,7 @@
 #include "bootstrap/sha256.h"
 
 #define BS_MAGIC 0x53594d42u /* "SYMB" */
-#define BS_VERSION 3u
+#define BS_VERSION 4u
 
 #define BS_NONCE_LEN 16          /* bytes of a challenge, fresh from getrandom() */
 #define BS_MAC_LEN BS_SHA256_LEN /* bytes of a proof (HMAC-SHA256) */
@@ -34,6 +34,7 @@
  *   r -> 0  AUTH       {HMAC(K, "...joiner" N0 Nr r n)}   rank 0 checks it
  *   0 -> r  WELCOME    {HMAC(K, "...rank0" N0 Nr r n), job id, name seed}
  *                      (job id 0 with a status: rank 0 gave up; see bs_welcome_t)
+ *   0 -> r  REJECT     {} instead, when rank 0 drops r (a wrong proof, a rank taken)
  *   0 -> r  PEERS      {A of (r - 2^k) mod n, k = 0 .. ceil(log2 n) - 1}
  * once every rank has proven itself; rank r checks rank 0's proof before it uses the
  * rest. Both ends then close the connection. K itself never crosses the wire (see
@@ -57,7 +58,8 @@ enum bs_msg_type {
     BS_MSG_AUTH,        /* TCP: rank r's proof that it knows the job's secret */
     BS_MSG_PEERS,       /* TCP: rank 0 tells a rank where its mesh partners listen */
     BS_MSG_MESH_HELLO,  /* TCP mesh: a dialer introduces itself and proves the secret */
-    BS_MSG_MESH_WELCOME /* TCP mesh: the listener's proof */
+    BS_MSG_MESH_WELCOME, /* TCP mesh: the listener's proof */
+    BS_MSG_REJECT        /* TCP: rank 0 dropped this joiner (wrong proof, rank taken) */
 };
 
 /* Every message starts with this header, in host byte order (a peer of the other
@@ -98,8 +100,9 @@ typedef struct bs_mesh_hello {
 } bs_mesh_hello_t;
 
 /* Payload of BS_MSG_WELCOME. Rank 0 that gives up the rendezvous (its deadline, an
- * abort) still sends the ranks that joined a proven welcome, with job_id 0, its status
- * and how many ranks never joined, so that they fail with the real reason at once. */
+ * abort) still sends the ranks that joined a welcome with its proof, job_id 0, its
+ * status and how many ranks never joined, so that they fail with the real reason at
+ * once. The proof covers the nonces, the rank and n, not these fields. */
 typedef struct bs_welcome {
     uint8_t proof[BS_MAC_LEN];
     uint64_t job_id;

@@ -1,14 +1,18 @@
 /* The TCP mesh of the built-in bootstrap and the global collectives over it. With n
- * ranks and K = ceil(log2 n) rounds, rank r holds one connection per partner of the
- * dissemination pattern: in round k it sends to (r - 2^k) mod n, on a connection it
- * dialed, and receives from (r + 2^k) mod n, on one it accepted. That is 2K sockets per
- * rank, less one for each pair of rounds j <= k with 2^j + 2^k = n, whose partners
- * coincide (64 ranks: 11), and no rank carries more than the others. Each connection starts
- * with a mutual proof of the job's secret (see bs_int.h). Allgather is Bruck's (round k
- * forwards the min(2^k, n - 2^k) blocks gathered so far; every rank sends (n - 1)
- * blocks in all, then rotates them into rank order); all-reduce is the dissemination
- * pattern with the operation applied on receipt (MIN and MAX are idempotent, so blocks
- * counted twice when n is not a power of two do no harm). */
+ * ranks and K = ceil(log2 n) rounds, in round k rank r sends to (r - 2^k) mod n and
+ * receives from (r + 2^k) mod n, one connection per distinct partner: the earlier of
+ * two rounds j < k with 2^j + 2^k = n connects (r dials r - 2^j, accepts r + 2^j) and the
+ * later one uses those two connections the other way round; in a round that is its own
+ * twin (n = 2^(k+1)) the partner is the same rank both ways, and the lower rank dials.
+ * So 2K sockets per rank, less 2 for each twin pair j < k and 1 for a self-twin (3
+ * ranks: 2; 64: 11; 96: 12), and no rank carries more than the others. Each connection
+ * starts with a mutual proof of the job's secret (see bs_int.h). Allgather is Bruck's
+ * (round k forwards the min(2^k, n - 2^k) blocks gathered so far; every rank sends
+ * (n - 1) blocks in all, then rotates them into rank order); all-reduce is the
+ * dissemination pattern with the operation applied on receipt (MIN and MAX are
+ * idempotent, so blocks counted twice when n is not a power of two do no harm). Each
+ * direction of a connection carries at most one message per round, so messages of
+ * shared connections keep their rounds' order. */
 #define _GNU_SOURCE
 #include "bootstrap/bs_int.h"
 

@@ -367,12 +367,13 @@ static void bs_tcp_give_up(bootstrap_t *bs, bs_book_t *book, symcoll_status_t wh
         x[nx].sbuf = &book->welcomes[r];
         nx++;
     }
-    (void)bs_xfer_run(bs, x, nx, &dl);
+    /* one at a time: a joiner gone since must not keep the others from their answer */
+    for (int i = 0; i < nx; i++)
+        (void)bs_xfer_run(bs, &x[i], 1, &dl);
     free(x);
 }
 
-/* Rank 0's side of the rendezvous on a listening socket, which it closes; then the
- * mesh. */
+/* CPU time of the calling thread, s (rank 0's rendezvous cost, for the stats) */
 static double bs_thread_cpu(void)
 {
     struct timespec ts;
@@ -380,6 +381,8 @@ static double bs_thread_cpu(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Rank 0's side of the rendezvous on a listening socket, which it closes; then the
+ * mesh. */
 static symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t *dl)
 {
     int n = bs->nranks - 1, K = bs_mesh_rounds(bs->nranks), mlfd = -1;
@@ -527,12 +530,18 @@ static symcoll_status_t bs_tcp_join(bootstrap_t *bs, const char *addr, const dea
     xi.rbuf = &welcome;
     xi.any_session = true;
     status = bs_xfer_run(bs, &xi, 1, dl);
-    if (status == SYMCOLL_ERR_PEER_FAILED) {
+    if (status != SYMCOLL_OK && xi.rhdr.magic == BS_MAGIC && xi.rhdr.type == BS_MSG_REJECT) {
         log_error("bootstrap: rank 0 at %s dropped rank %d: its SYMCOLL_COOKIE differs from "
                   "this rank's (or one of them has none), or another process joined as rank "
                   "%d first",
                   addr, bs->rank, bs->rank);
         status = SYMCOLL_ERR_BOOTSTRAP;
+        goto out;
+    }
+    if (status == SYMCOLL_ERR_PEER_FAILED) {
+        log_error("bootstrap: rank 0 at %s closed the connection before it welcomed rank "
+                  "%d: it died, or it is not a symcoll rank 0",
+                  addr, bs->rank);
         goto out;
     }
     if (status != SYMCOLL_OK)

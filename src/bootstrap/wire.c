@@ -39,6 +39,8 @@ static const char *bs_type_name(unsigned type)
         return "mesh hello";
     case BS_MSG_MESH_WELCOME:
         return "mesh welcome";
+    case BS_MSG_REJECT:
+        return "reject";
     default:
         return "unknown";
     }
