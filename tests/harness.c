@@ -50,6 +50,22 @@ void harness_fail(const char *fmt, ...)
     _exit(1);
 }
 
+int harness_fork_victim(void)
+{
+    int ws;
+    pid_t pid = fork();
+
+    if (pid < 0)
+        harness_fail("fork: %s", strerror(errno));
+    if (pid == 0)
+        return 1;
+    if (waitpid(pid, &ws, 0) != pid)
+        harness_fail("waitpid: %s", strerror(errno));
+    if (!WIFSIGNALED(ws) || WTERMSIG(ws) != SIGKILL)
+        harness_fail("the victim did not die by SIGKILL (status 0x%x)", ws);
+    return 0;
+}
+
 int harness_count_fds(void)
 {
     DIR *d = opendir("/proc/self/fd");

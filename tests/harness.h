@@ -23,6 +23,10 @@ symcoll_comm_h harness_comm_create(void);
 /* Ends this rank with a failure message (printf format). */
 void harness_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
+/* For a rank that is to be killed: forks; in the child (the rank from now on) returns
+ * true; in the parent waits for the child, ends the rank with a failure unless the
+ * child died by SIGKILL, and returns false (the parent then returns from its body). */
+int harness_fork_victim(void);
 /* Number of open file descriptors of this process (from /proc/self/fd). */
 int harness_count_fds(void);
 

@@ -12,7 +12,6 @@
  * then its first all-reduce must fail with PEER_FAILED. Destroy (or nothing, after a failed create) leaves no descriptor. */
 #define _GNU_SOURCE
 #include <check.h>
-#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -21,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,7 +35,6 @@
 
 typedef struct create_shared {
     unsigned delay_us;
-    _Atomic int64_t enter_ns;            /* the victim entered symcoll_comm_create */
     _Atomic int64_t kill_ns;             /* just before its kill */
     _Atomic int64_t done_ns[MAX_RANKS];  /* when a survivor had its answer */
     _Atomic int status[MAX_RANKS];       /* that answer: the create's, or the call's */
@@ -71,19 +68,9 @@ static void body_create_kill(int rank, int n, void *arg)
 
     if (rank == n - 1) {
         pthread_t th;
-        int ws;
-        pid_t pid = fork();
 
-        if (pid < 0)
-            harness_fail("fork: %s", strerror(errno));
-        if (pid > 0) {
-            if (waitpid(pid, &ws, 0) != pid)
-                harness_fail("waitpid: %s", strerror(errno));
-            if (!WIFSIGNALED(ws) || WTERMSIG(ws) != SIGKILL)
-                harness_fail("the victim did not die by SIGKILL (status 0x%x)", ws);
+        if (!harness_fork_victim())
             return;
-        }
-        atomic_store(&d->enter_ns, mono_ns());
         pthread_create(&th, NULL, self_kill, d);
         st = symcoll_comm_create(NULL, &comm);
         /* the kill comes; the victim's own answer does not matter */
