@@ -207,6 +207,9 @@ symcoll_status_t bs_watch_sleep(const bootstrap_t *bs, int ms, const char *who)
         nw = bs_watch_fill(bs, w, peers, NULL, 0);
         if (poll(w, (nfds_t)nw, ms) > 0)
             status = bs_watch_check(w, nw, peers, -1, who, skip, &nskip);
+        /* a finished partner's hangup stays set: sleep anyway, do not spin */
+        if (status == SYMCOLL_OK && nskip > 0)
+            (void)poll(NULL, 0, ms);
     }
     free(w);
     free(peers);
