@@ -191,8 +191,18 @@ static void body_flush_report(int rank, int nranks, void *arg)
     buf = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ck_assert(buf != MAP_FAILED && src);
     ck_assert_int_eq(ucx_region_create(ucx, buf, size, &reg), SYMCOLL_OK);
-    ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
     dl = deadline_make(60, NULL);
+    /* a first put fetches the peer's rkey, which needs the peer's progress: every rank
+     * puts to every other once while all progress, so that below only the flush waits */
+    for (int r = 0; r < nranks; r++)
+        if (ucx_is_remote(ucx, r))
+            ck_assert_int_eq(ucx_put_flag(ucx, r, 1, (uint64_t *)(buf + 1024 + 64 * rank)),
+                             SYMCOLL_OK);
+    for (int r = 0; r < nranks; r++)
+        if (ucx_is_remote(ucx, r))
+            ck_assert_int_eq(ucx_wait_flag(ucx, (uint64_t *)(buf + 1024 + 64 * r), 1, &dl),
+                             SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
     if (rank == 0) {
         char line[512], found[512] = "";
         FILE *tmp = tmpfile();

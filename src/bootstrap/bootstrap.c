@@ -282,6 +282,12 @@ void bs_shut_all(bootstrap_t *bs)
             (void)shutdown(bs->local_fds[i], SHUT_RDWR);
 }
 
+void bootstrap_set_progress(bootstrap_t *bs, void (*fn)(void *arg), void *arg)
+{
+    bs->progress = fn;
+    bs->progress_arg = arg;
+}
+
 /* Whether the channel is still in step (an earlier exchange may have failed). */
 static symcoll_status_t bs_usable(const bootstrap_t *bs)
 {

@@ -142,6 +142,15 @@ typedef enum {
 symcoll_status_t bootstrap_allreduce(bootstrap_t *bs, int64_t *vals, int count,
                                      bootstrap_op_t op);
 
+/* While set, every wait of the bootstrap's exchanges over its own sockets (the TCP mesh,
+ * the node channel) calls fn(arg) at least every BOOTSTRAP_PROGRESS_MS: a layer above
+ * that must answer peers while this rank waits in an exchange (UCX: rkey requests, see
+ * ucx.h) hooks itself in here. fn runs on the thread of the exchange and must not use
+ * the bootstrap. NULL unsets. A caller's allgather (symcoll_comm_params_t) cannot be
+ * hooked: it is the caller's engine. */
+#define BOOTSTRAP_PROGRESS_MS 1
+void bootstrap_set_progress(bootstrap_t *bs, void (*fn)(void *arg), void *arg);
+
 /* What this rank's bootstrap moved since creation (rendezvous included), for the scale
  * harness and reports: bytes of headers and payloads over TCP (the node-local channel
  * and a caller's allgather are not counted in tcp_*), messages, collective rounds,

@@ -148,6 +148,9 @@ struct bootstrap {
     int *local_fds;   /* socket to every local rank (own slot -1) */
     uint64_t local_seq;
     bool local_ready;
+
+    void (*progress)(void *arg); /* bootstrap_set_progress */
+    void *progress_arg;
 };
 
 /* One direction or both of one message exchange on one socket. */
@@ -194,6 +197,10 @@ symcoll_status_t bs_xfer_run(bootstrap_t *bs, bs_xfer_t *x, int n, const deadlin
  * (SYMCOLL_ERR_TIMED_OUT / SYMCOLL_ERR_ABORTED). SYMCOLL_OK: revents are set, maybe
  * all zero. */
 symcoll_status_t bs_poll_slice(struct pollfd *p, nfds_t n, const deadline_t *dl);
+/* bs_poll_slice that runs bs's progress hook first and then polls for at most
+ * BOOTSTRAP_PROGRESS_MS, where the hook is set. */
+symcoll_status_t bs_poll_turn(const bootstrap_t *bs, struct pollfd *p, nfds_t n,
+                              const deadline_t *dl);
 
 /* Poll one descriptor for events until the deadline, in slices so the abort flag is
  * seen. Returns SYMCOLL_OK when ready. */

@@ -211,11 +211,12 @@ static bool bs_errno_peer_gone(int e)
     return e == EPIPE || e == ECONNRESET || e == ECONNREFUSED || e == ENOTCONN;
 }
 
-symcoll_status_t bs_poll_slice(struct pollfd *p, nfds_t n, const deadline_t *dl)
+static symcoll_status_t bs_poll_ms(struct pollfd *p, nfds_t n, const deadline_t *dl,
+                                   int slice_ms)
 {
     symcoll_status_t status = deadline_check(dl);
     double left_ms = (dl->end - time_now()) * 1e3;
-    int ms = left_ms < BS_POLL_SLICE_MS ? (int)left_ms + 1 : BS_POLL_SLICE_MS;
+    int ms = left_ms < slice_ms ? (int)left_ms + 1 : slice_ms;
 
     if (status != SYMCOLL_OK)
         return status;
@@ -228,6 +229,20 @@ symcoll_status_t bs_poll_slice(struct pollfd *p, nfds_t n, const deadline_t *dl)
         return SYMCOLL_ERR_SYSTEM;
     }
     return SYMCOLL_OK;
+}
+
+symcoll_status_t bs_poll_slice(struct pollfd *p, nfds_t n, const deadline_t *dl)
+{
+    return bs_poll_ms(p, n, dl, BS_POLL_SLICE_MS);
+}
+
+symcoll_status_t bs_poll_turn(const bootstrap_t *bs, struct pollfd *p, nfds_t n,
+                              const deadline_t *dl)
+{
+    if (!bs->progress)
+        return bs_poll_ms(p, n, dl, BS_POLL_SLICE_MS);
+    bs->progress(bs->progress_arg);
+    return bs_poll_ms(p, n, dl, BOOTSTRAP_PROGRESS_MS);
 }
 
 symcoll_status_t bs_poll_one(int fd, short events, const deadline_t *dl)
@@ -413,7 +428,7 @@ symcoll_status_t bs_xfer_run(bootstrap_t *bs, bs_xfer_t *x, int n, const deadlin
         }
         if (!np)
             break;
-        status = bs_poll_slice(pfd, (nfds_t)np, dl);
+        status = bs_poll_turn(bs, pfd, (nfds_t)np, dl);
         if (status != SYMCOLL_OK) {
             if (status == SYMCOLL_ERR_TIMED_OUT)
                 log_error("bootstrap: timed out waiting for rank %d", x[idx[0]].peer);

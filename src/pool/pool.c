@@ -78,7 +78,7 @@ symcoll_status_t pool_create(comm_t *comm, const pool_params_t *params, pool_t *
     }
     pool->local_rank = params->local_rank;
     pool->local_size = params->local_size;
-    pool->xmsg = round_up(sizeof(pool_xhdr_t) + pool->listener.max_blob, 8);
+    pool->xmsg = round_up(sizeof(pool_xhdr_t), 8);
     pool->xbuf = calloc((size_t)comm->nranks, pool->xmsg);
     pool->xsend = calloc(1, pool->xmsg);
     if (!pool->xbuf || !pool->xsend || pthread_mutex_init(&pool->lock, NULL)) {

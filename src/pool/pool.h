@@ -91,26 +91,24 @@ extern const pool_backend_t pool_host_backend;
 
 /* ---- segment listener (inter-node layer) ------------------------------------------
  *
- * Lets the UCX layer register every segment and exchange its packed rkey during the
- * pool's own growth exchange, without the pool knowing UCX. Called on every rank, under
- * the pool lock, inside the collective that adds or removes the segment:
- *   seg_added      after the segment is mapped locally; writes up to max_blob bytes
- *                  (e.g. a packed rkey) into blob and its length into *len_p;
- *   seg_exchanged  with every rank's blob (nranks slots of max_blob bytes in rank order,
- *                  lens[r] bytes used in slot r);
+ * Lets the UCX layer register every segment without the pool knowing UCX. Nothing is
+ * exchanged for it: a peer that puts into a segment fetches its rkey from the owner when
+ * it first needs it (see ucx.h). Called on every rank, under the pool lock, inside the
+ * collective that adds or removes the segment:
+ *   seg_added      after the segment is mapped locally; *registered_p says whether this
+ *                  rank registered it (false: a soft failure the listener survives);
+ *   seg_agreed     once every rank added it; all_registered: every rank registered it;
  *   seg_removed    before the segment is unmapped (trim, destroy, or a growth that
- *                  failed on some rank after seg_added ran here; then seg_exchanged may
+ *                  failed on some rank after seg_added ran here; then seg_agreed may
  *                  not have run).
- * A failure in seg_added or seg_exchanged on any rank fails the growth on every rank,
- * and the pool is left as it was. The signal pad goes through the listener too, with
+ * A failure in seg_added or seg_agreed on any rank fails the growth on every rank, and
+ * the pool is left as it was. The signal pad goes through the listener too, with
  * seg == POOL_SEG_SIGNAL, when the pool is created.
  */
 typedef struct pool_listener {
-    size_t max_blob;
-    symcoll_status_t (*seg_added)(void *arg, int seg, void *addr, size_t size, void *blob,
-                                  size_t *len_p);
-    symcoll_status_t (*seg_exchanged)(void *arg, int seg, const void *blobs,
-                                      const size_t *lens);
+    symcoll_status_t (*seg_added)(void *arg, int seg, void *addr, size_t size,
+                                  bool *registered_p);
+    symcoll_status_t (*seg_agreed)(void *arg, int seg, bool all_registered);
     void (*seg_removed)(void *arg, int seg);
     void *arg;
 } pool_listener_t;

@@ -141,7 +141,7 @@ symcoll_status_t pool_alloc(pool_t *pool, size_t size, pool_alloc_kind_t kind, s
     hdr.a = size;
     hdr.b = i >= 0 ? pool->free[i].off : pool->mapped;
     hdr.c = grow;
-    status = pool_exchange(pool, &hdr, NULL);
+    status = pool_exchange(pool, &hdr);
     if (status != SYMCOLL_OK)
         goto out;
 
@@ -165,7 +165,7 @@ symcoll_status_t pool_alloc(pool_t *pool, size_t size, pool_alloc_kind_t kind, s
             pool->be->commit(pool->be_ctx, (char *)pool->bases[pool->local_rank] + off, asize);
         hdr.a = off;
         hdr.b = asize;
-        status = pool_exchange(pool, &hdr, NULL);
+        status = pool_exchange(pool, &hdr);
         if (status != SYMCOLL_OK) {
             if (grow) {
                 pool_drop_tail(pool, pool->nsegs - 1);

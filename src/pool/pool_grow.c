@@ -22,37 +22,37 @@ static int64_t pool_xhdr_hash(const pool_xhdr_t *h)
     return (int64_t)(x >> 1);
 }
 
-/* Allgathers this rank's header (+ blob) and checks agreement. Returns the first failure
- * status of any rank, SYMCOLL_ERR_MISMATCH on disagreement, else SYMCOLL_OK; the
- * gathered messages stay in pool->xbuf. Without a blob the common case is a vote (one
- * all-reduce of the header's hash, O(log n) on the TCP bootstrap): the messages are
- * gathered only where a rank failed or the hashes differ, to tell who and why, and
- * pool->xbuf is then not written. */
-symcoll_status_t pool_exchange(pool_t *pool, pool_xhdr_t *hdr, const void *blob)
+/* Agrees on this rank's header: one all-reduce (O(log n) rounds on the TCP bootstrap)
+ * of the hash of the fields that must agree, the first failed rank and hdr->vote, which
+ * comes back as the smallest any rank sent. Returns the first failure status of any rank,
+ * SYMCOLL_ERR_MISMATCH on disagreement, else SYMCOLL_OK. Only where a rank failed or the
+ * hashes differ are the headers gathered (into pool->xbuf), to tell who and why. */
+symcoll_status_t pool_exchange(pool_t *pool, pool_xhdr_t *hdr)
 {
     comm_t *comm = pool->comm;
     symcoll_status_t status;
+    int64_t h, v[4];
 
     hdr->magic = POOL_XMAGIC;
     hdr->seq = ++pool->xseq;
-    if (!blob) {
-        int64_t h = pool_xhdr_hash(hdr),
-                v[3] = {h, -h, hdr->status != SYMCOLL_OK ? comm->rank : comm->nranks};
-        status = bootstrap_allreduce(comm->bootstrap, v, 3, BOOTSTRAP_OP_MIN);
-        if (status != SYMCOLL_OK) {
-            log_error("pool: exchange %llu failed: %s", (unsigned long long)hdr->seq,
-                      symcoll_status_string(status));
-            return status;
-        }
-        if (v[0] == -v[1] && v[2] == comm->nranks)
-            return SYMCOLL_OK;
+    h = pool_xhdr_hash(hdr);
+    v[0] = h;
+    v[1] = -h;
+    v[2] = hdr->status != SYMCOLL_OK ? comm->rank : comm->nranks;
+    v[3] = hdr->vote;
+    status = bootstrap_allreduce(comm->bootstrap, v, 4, BOOTSTRAP_OP_MIN);
+    if (status != SYMCOLL_OK) {
+        log_error("pool: exchange %llu failed: %s", (unsigned long long)hdr->seq,
+                  symcoll_status_string(status));
+        return status;
     }
+    hdr->vote = v[3];
+    if (v[0] == -v[1] && v[2] == comm->nranks)
+        return SYMCOLL_OK;
     /* sent from its own buffer (allocated with the pool: nothing here can fail before
      * we take part, so peers never wait for us in vain) */
     memset(pool->xsend, 0, pool->xmsg);
     memcpy(pool->xsend, hdr, sizeof(*hdr));
-    if (blob && hdr->blob_len)
-        memcpy(pool->xsend + sizeof(*hdr), blob, hdr->blob_len);
     status = bootstrap_allgather(comm->bootstrap, pool->xsend, pool->xbuf, pool->xmsg);
     if (status != SYMCOLL_OK) {
         log_error("pool: exchange %llu failed: %s", (unsigned long long)hdr->seq,
@@ -62,27 +62,29 @@ symcoll_status_t pool_exchange(pool_t *pool, pool_xhdr_t *hdr, const void *blob)
     /* a rank that failed may not have been able to compute the same arguments: its
      * failure is the answer, not a mismatch */
     for (int r = 0; r < comm->nranks; r++) {
-        pool_xhdr_t h;
-        memcpy(&h, pool->xbuf + (size_t)r * pool->xmsg, sizeof(h));
-        if (h.magic == POOL_XMAGIC && h.seq == hdr->seq && h.status != SYMCOLL_OK)
-            return (symcoll_status_t)h.status;
+        pool_xhdr_t x;
+        memcpy(&x, pool->xbuf + (size_t)r * pool->xmsg, sizeof(x));
+        if (x.magic == POOL_XMAGIC && x.seq == hdr->seq && x.status != SYMCOLL_OK)
+            return (symcoll_status_t)x.status;
     }
     for (int r = 0; r < comm->nranks; r++) {
-        pool_xhdr_t h;
-        memcpy(&h, pool->xbuf + (size_t)r * pool->xmsg, sizeof(h));
-        if (h.magic != POOL_XMAGIC || h.seq != hdr->seq || h.kind != hdr->kind ||
-            h.seg != hdr->seg || h.a != hdr->a || h.b != hdr->b || h.c != hdr->c ||
-            h.blob_len > pool->listener.max_blob) {
+        pool_xhdr_t x;
+        memcpy(&x, pool->xbuf + (size_t)r * pool->xmsg, sizeof(x));
+        if (x.magic != POOL_XMAGIC || x.seq != hdr->seq || x.kind != hdr->kind ||
+            x.seg != hdr->seg || x.a != hdr->a || x.b != hdr->b || x.c != hdr->c) {
             log_error("pool %s: rank %d disagrees (exchange %llu kind %u args %llu/%llu/%llu, "
                       "here %llu kind %u args %llu/%llu/%llu): ranks made different pool calls",
-                      pool->be->name, r, (unsigned long long)h.seq, h.kind,
-                      (unsigned long long)h.a, (unsigned long long)h.b, (unsigned long long)h.c,
+                      pool->be->name, r, (unsigned long long)x.seq, x.kind,
+                      (unsigned long long)x.a, (unsigned long long)x.b, (unsigned long long)x.c,
                       (unsigned long long)hdr->seq, hdr->kind, (unsigned long long)hdr->a,
                       (unsigned long long)hdr->b, (unsigned long long)hdr->c);
             return SYMCOLL_ERR_MISMATCH;
         }
     }
-    return SYMCOLL_OK;
+    /* the same hash from different headers: cannot tell who; still not agreed */
+    log_error("pool %s: exchange %llu: the ranks' arguments differ", pool->be->name,
+              (unsigned long long)hdr->seq);
+    return SYMCOLL_ERR_MISMATCH;
 }
 
 /* ---- segments ---------------------------------------------------------------------- */
@@ -109,8 +111,7 @@ symcoll_status_t pool_add_segment(pool_t *pool, void **views, int seg, size_t of
     uint64_t *handles = calloc((size_t)n, sizeof(*handles));
     bool *mapped = calloc((size_t)n, sizeof(*mapped));
     int *all_fds = calloc((size_t)n, sizeof(*all_fds));
-    unsigned char *blob = NULL;
-    bool listened = false;
+    bool listened = false, registered = false;
     int fd = -1;
     pool_xhdr_t hdr;
     symcoll_status_t status = pre, st2;
@@ -118,13 +119,6 @@ symcoll_status_t pool_add_segment(pool_t *pool, void **views, int seg, size_t of
     if (!handles || !mapped || !all_fds) {
         log_error("pool: out of memory adding a segment");
         status = SYMCOLL_ERR_NO_MEMORY;
-    }
-    if (pool->has_listener && pool->listener.max_blob) {
-        blob = calloc(1, pool->listener.max_blob);
-        if (!blob && status == SYMCOLL_OK) {
-            log_error("pool: out of memory adding a segment");
-            status = SYMCOLL_ERR_NO_MEMORY;
-        }
     }
     if (status == SYMCOLL_OK && be->grow_allowed)
         status = be->grow_allowed(pool->be_ctx);
@@ -138,25 +132,19 @@ symcoll_status_t pool_add_segment(pool_t *pool, void **views, int seg, size_t of
 
     memset(&hdr, 0, sizeof(hdr));
     if (status == SYMCOLL_OK && pool->has_listener) {
-        size_t len = 0;
         status = pool->listener.seg_added(pool->listener.arg, seg, (char *)views[me] + off,
-                                          size, blob, &len);
+                                          size, &registered);
         listened = status == SYMCOLL_OK;
-        if (listened && len > pool->listener.max_blob) {
-            log_error("pool: listener blob of %zu bytes exceeds its maximum %zu", len,
-                      pool->listener.max_blob);
-            status = SYMCOLL_ERR_INTERNAL;
-        }
-        hdr.blob_len = status == SYMCOLL_OK ? len : 0;
     }
 
-    /* round 1: did every rank create its segment? */
+    /* round 1: did every rank create (and register) its segment? */
     hdr.kind = POOL_X_SEG;
     hdr.status = status;
     hdr.seg = seg;
     hdr.a = off;
     hdr.b = size;
-    status = pool_exchange(pool, &hdr, blob);
+    hdr.vote = registered;
+    status = pool_exchange(pool, &hdr);
     if (status != SYMCOLL_OK)
         goto err_rollback;
 
@@ -196,25 +184,8 @@ symcoll_status_t pool_add_segment(pool_t *pool, void **views, int seg, size_t of
         close(fd);
         fd = -1;
     }
-    if (status == SYMCOLL_OK && listened && pool->listener.seg_exchanged) {
-        size_t *lens = calloc((size_t)comm->nranks, sizeof(*lens));
-        unsigned char *blobs = calloc((size_t)comm->nranks, pool->listener.max_blob + 1);
-        if (!lens || !blobs) {
-            log_error("pool: out of memory adding a segment");
-            status = SYMCOLL_ERR_NO_MEMORY;
-        } else {
-            for (int r = 0; r < comm->nranks; r++) {
-                pool_xhdr_t h;
-                memcpy(&h, pool->xbuf + (size_t)r * pool->xmsg, sizeof(h));
-                lens[r] = h.blob_len;
-                memcpy(blobs + (size_t)r * pool->listener.max_blob,
-                       pool->xbuf + (size_t)r * pool->xmsg + sizeof(h), h.blob_len);
-            }
-            status = pool->listener.seg_exchanged(pool->listener.arg, seg, blobs, lens);
-        }
-        free(lens);
-        free(blobs);
-    }
+    if (status == SYMCOLL_OK && listened && pool->listener.seg_agreed)
+        status = pool->listener.seg_agreed(pool->listener.arg, seg, hdr.vote != 0);
 
     /* round 2: did every rank map every peer's segment? */
     memset(&hdr, 0, sizeof(hdr));
@@ -223,14 +194,13 @@ symcoll_status_t pool_add_segment(pool_t *pool, void **views, int seg, size_t of
     hdr.seg = seg;
     hdr.a = off;
     hdr.b = size;
-    st2 = pool_exchange(pool, &hdr, NULL);
+    st2 = pool_exchange(pool, &hdr);
     status = st2;
     if (status != SYMCOLL_OK)
         goto err_rollback;
 
     free(mapped);
     free(all_fds);
-    free(blob);
     *handles_p = handles;
     return SYMCOLL_OK;
 
@@ -244,7 +214,6 @@ err_rollback:
     free(handles);
     free(mapped);
     free(all_fds);
-    free(blob);
     return status;
 }
 
@@ -343,7 +312,7 @@ symcoll_status_t pool_trim(pool_t *pool)
     hdr.kind = POOL_X_TRIM;
     hdr.a = (uint64_t)keep;
     hdr.b = pool->mapped;
-    status = pool_exchange(pool, &hdr, NULL);
+    status = pool_exchange(pool, &hdr);
     if (status != SYMCOLL_OK)
         goto out;
 

@@ -38,7 +38,9 @@ typedef struct pool_xhdr {
     int32_t status; /* this rank's result so far */
     int64_t seg;
     uint64_t a, b, c; /* arguments of the change; must agree */
-    uint64_t blob_len;
+    /* voted, not compared: after the exchange every rank holds the smallest value any
+     * rank sent (the segment's listener: 1 where this rank registered it) */
+    int64_t vote;
 } pool_xhdr_t;
 
 typedef struct pool_seg {
@@ -101,7 +103,7 @@ static inline size_t round_up(size_t v, size_t a)
 }
 
 /* pool_grow.c: the collectives that change the segment table */
-symcoll_status_t pool_exchange(pool_t *pool, pool_xhdr_t *hdr, const void *blob);
+symcoll_status_t pool_exchange(pool_t *pool, pool_xhdr_t *hdr);
 symcoll_status_t pool_add_segment(pool_t *pool, void **views, int seg, size_t off, size_t size,
                                   symcoll_status_t pre, uint64_t **handles_p);
 void pool_remove_segment(pool_t *pool, void **views, int seg, size_t off, size_t size,

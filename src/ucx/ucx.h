@@ -1,8 +1,8 @@
 /* UCX layer: one UCP context per process (per UCX configuration), shared by the
  * communicators, each of which has workers of its own (the communicator's and its
  * channels), endpoints to the ranks of the other nodes, registered memory regions whose
- * packed rkeys are exchanged and unpacked lazily, and the put / fence / flag primitives the
- * inter-node algorithms are built on. A ucx_ctx_t is one worker. */
+ * packed rkeys travel only to the peers that ask for them, and the put / fence / flag
+ * primitives the inter-node algorithms are built on. A ucx_ctx_t is one worker. */
 #ifndef SYMCOLL_UCX_H
 #define SYMCOLL_UCX_H
 
@@ -116,34 +116,30 @@ symcoll_status_t ucx_connect(ucx_ctx_t *ucx, int peer);
 
 /* ---- memory regions ------------------------------------------------------------------
  *
- * A region is local memory registered with UCX plus, for every remote rank, the address
- * and packed rkey of that rank's matching region. Algorithms address remote memory
- * symmetrically: the local address of a byte stands for the same byte of the peer's
- * matching region (same offset from the region start). */
-
-/* Largest blob ucx_region_register writes. */
-size_t ucx_region_blob_max(const ucx_ctx_t *ucx);
-
-/* Registers [addr, addr + size) and writes this rank's blob (address, size, packed
- * rkey) for the exchange. */
-symcoll_status_t ucx_region_register(ucx_ctx_t *ucx, void *addr, size_t size, void *blob,
-                                     size_t max_blob, size_t *len_p, ucx_region_t **reg_p);
-
-/* Records every rank's blob (slot r at blobs + r * stride, lens[r] bytes) and makes the
- * region usable as a put target. */
-symcoll_status_t ucx_region_connect(ucx_ctx_t *ucx, ucx_region_t *reg, const void *blobs,
-                                    size_t stride, const size_t *lens);
+ * A region is local memory registered with UCX, and every rank registers its matching
+ * region in the same collective. Algorithms address remote memory symmetrically: the
+ * local address of a byte stands for the same byte of the peer's matching region (same
+ * offset from the region start). An active message names the region and the offset, so
+ * it needs nothing of the peer's; an RMA put needs the peer's address and rkey, which a
+ * worker asks of that peer the first time it puts into that region there (one round
+ * trip, then kept until the region goes). So a pool growth costs one vote, not an
+ * exchange of every rank's rkey, and a rank holds the rkeys of the peers it puts into
+ * only. The peer answers from any progress of its matching worker, and a rank progresses
+ * that worker whenever it waits for data from us (and in every bootstrap wait: see
+ * ucx_create), so the first put after a growth cannot wait for a peer that waits for
+ * us. */
 
 /* Flushes, destroys the region's rkeys and deregisters it. NULL is ignored. */
 void ucx_region_release(ucx_ctx_t *ucx, ucx_region_t *reg);
 
-/* Collective over all ranks: register + bootstrap allgather of the blobs + connect. */
+/* Collective over all ranks: registers [addr, addr + size) and agrees (one vote) that
+ * every rank registered its matching region; peers then fetch its rkey on need. */
 symcoll_status_t ucx_region_create(ucx_ctx_t *ucx, void *addr, size_t size,
                                    ucx_region_t **reg_p);
 
 /* Fills a pool listener that registers every segment of the mem_type pool (with that
- * memory type) and exchanges its rkeys during the pool's growth exchange; trim and
- * destroy release them. ucx is the communicator's own; its channels reach the segments
+ * memory type) inside the pool's growth (one vote, no exchange); trim and destroy release
+ * them. ucx is the communicator's own; its channels reach the segments
  * through the shared context. */
 void ucx_pool_listener(ucx_ctx_t *ucx, symcoll_mem_type_t mem_type,
                        struct pool_listener *listener);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bootstrap/bootstrap.h"
 #include "ucx/ucx_int.h"
 
 bool ucx_is_remote(const ucx_ctx_t *ucx, int rank)
@@ -141,44 +142,11 @@ struct ucx_proc_ctx {
     char *config;    /* the configuration it was made with (ucp_config_print), and ours */
     pid_t pid;       /* a child of fork() does not use its parent's context */
     int refs;        /* communicators using it */
-    size_t blob_max; /* ucx_measure_rkey */
     size_t am_piece;
 };
 
 static pthread_mutex_t ucx_procs_lock = PTHREAD_MUTEX_INITIALIZER;
 static ucx_proc_ctx_t *ucx_procs;
-
-/* Size of a packed rkey of a context, measured on one page, to size the exchange. */
-static symcoll_status_t ucx_measure_rkey(ucp_context_h context, size_t *blob_max_p)
-{
-    static char probe[4096] __attribute__((aligned(4096)));
-    ucp_mem_map_params_t mp;
-    ucp_mem_h memh;
-    void *buf;
-    size_t len;
-    ucs_status_t s;
-
-    memset(&mp, 0, sizeof(mp));
-    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-    mp.address = probe;
-    mp.length = sizeof(probe);
-    s = ucp_mem_map(context, &mp, &memh);
-    if (s != UCS_OK) {
-        log_error("ucp_mem_map: %s", ucs_status_string(s));
-        return SYMCOLL_ERR_UCX;
-    }
-    s = ucp_rkey_pack(context, memh, &buf, &len);
-    if (s == UCS_OK)
-        ucp_rkey_buffer_release(buf);
-    ucp_mem_unmap(context, memh);
-    if (s != UCS_OK) {
-        log_error("ucp_rkey_pack: %s", ucs_status_string(s));
-        return SYMCOLL_ERR_UCX;
-    }
-    /* room for memory types whose rkeys carry more transports than host memory */
-    *blob_max_p = sizeof(ucx_blob_hdr_t) + 2 * len + 256;
-    return SYMCOLL_OK;
-}
 
 /* The configuration a communicator asks for, and what follows from it: the UCX options
  * (the environment's and ours) as text, the key of the context that serves it. */
@@ -236,7 +204,6 @@ static symcoll_status_t ucx_proc_ctx_new(ucp_config_t *config, char *text, size_
     ucx_proc_ctx_t *pc = calloc(1, sizeof(*pc));
     ucp_params_t params;
     ucs_status_t s;
-    symcoll_status_t status;
 
     if (!pc)
         return SYMCOLL_ERR_NO_MEMORY;
@@ -256,12 +223,6 @@ static symcoll_status_t ucx_proc_ctx_new(ucp_config_t *config, char *text, size_
         log_error("ucp_init: %s", ucs_status_string(s));
         free(pc);
         return SYMCOLL_ERR_UCX;
-    }
-    status = ucx_measure_rkey(pc->context, &pc->blob_max);
-    if (status != SYMCOLL_OK) {
-        ucp_cleanup(pc->context);
-        free(pc);
-        return status;
     }
     pc->config = text;
     pc->pid = getpid();
@@ -346,7 +307,6 @@ static symcoll_status_t ucx_init_context(ucx_ctx_t *ucx)
     if (status != SYMCOLL_OK)
         return status;
     shared->context = shared->proc->context;
-    shared->blob_max = shared->proc->blob_max;
     shared->am_piece = shared->proc->am_piece;
     status = ucx_init_worker(ucx);
     if (status != SYMCOLL_OK) {
@@ -429,6 +389,14 @@ symcoll_status_t ucx_channel_create(ucx_ctx_t *owner, ucx_ctx_t **channel_p)
     return SYMCOLL_OK;
 }
 
+/* The bootstrap's progress hook: a rank that waits in a bootstrap exchange (a pool's
+ * vote, say) may be the owner of an rkey a peer still needs to finish the call before:
+ * it answers from here. */
+static void ucx_bootstrap_progress(void *arg)
+{
+    (void)ucx_poll(arg);
+}
+
 symcoll_status_t ucx_create(comm_t *comm, ucx_ctx_t **ucx_p)
 {
     ucx_shared_t *shared;
@@ -454,6 +422,7 @@ symcoll_status_t ucx_create(comm_t *comm, ucx_ctx_t **ucx_p)
     status = ucx_connect_all(ucx, comm->topo);
     if (status != SYMCOLL_OK)
         goto err_destroy;
+    bootstrap_set_progress(comm->bootstrap, ucx_bootstrap_progress, ucx);
     *ucx_p = ucx;
     return SYMCOLL_OK;
 
@@ -582,6 +551,8 @@ void ucx_destroy(ucx_ctx_t *ucx)
     if (!ucx)
         return;
     shared = ucx->shared;
+    if (ucx->index == 0 && ucx->comm->bootstrap)
+        bootstrap_set_progress(ucx->comm->bootstrap, NULL, NULL);
     if (ucx->worker) {
         ucx_close(ucx);
         /* the regions are the owner's: a channel leaves them registered */
@@ -597,6 +568,7 @@ void ucx_destroy(ucx_ctx_t *ucx)
         ucx_shared_free(shared);
     free(ucx->addrs);
     free(ucx->peers);
+    free(ucx->asks);
     free(ucx);
 }
 

@@ -17,14 +17,14 @@ symcoll_status_t ucx_put_rma(ucx_ctx_t *ucx, int peer, const void *src, size_t l
     while (len > 0) {
         ucp_request_param_t param = {0};
         ucx_region_t *local;
-        uint64_t raddr;
-        ucp_rkey_h rkey;
+        ucx_where_t w;
         size_t piece;
         ucx_op_t *op;
 
-        status = ucx_target(ucx, peer, d, len, &raddr, &rkey, &piece);
+        status = ucx_target(ucx, peer, d, len, true, &w);
         if (status != SYMCOLL_OK)
             return status;
+        piece = w.piece;
         /* the source's registration, when it has one: UCX need not find out what memory
          * it is (VMM memory is not in UCX's memory type cache) */
         local = ucx_region_find(ucx, s, piece);
@@ -36,7 +36,7 @@ symcoll_status_t ucx_put_rma(ucx_ctx_t *ucx, int peer, const void *src, size_t l
         status = ucx_op_new(ucx, &op);
         if (status != SYMCOLL_OK)
             return status;
-        status = ucx_op_track(ucx, op, ucp_put_nbx(ep, s, piece, raddr, rkey, &param),
+        status = ucx_op_track(ucx, op, ucp_put_nbx(ep, s, piece, w.raddr, w.rkey, &param),
                               "ucp_put_nbx", peer);
         if (status != SYMCOLL_OK)
             return status;

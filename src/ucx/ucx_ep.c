@@ -234,7 +234,7 @@ symcoll_status_t ucx_exchange_hello(ucx_ctx_t *ucx, int count, deadline_t *dl)
     for (int r = 0; r < ucx->nranks; r++) {
         while (ucx->peers[r].ep && ucx->peers[r].hello < count &&
                !atomic_load(&ucx->peers[r].failed)) {
-            if (ucp_worker_progress(ucx->worker))
+            if (ucx_poll(ucx))
                 iter = 0;
             else
                 core_spin_pause(&iter);
@@ -311,10 +311,20 @@ static symcoll_status_t ucx_set_handlers(ucx_ctx_t *ucx)
         s = ucp_worker_set_am_recv_handler(ucx->worker, &hp);
     }
     if (s == UCS_OK) {
+        hp.id = UCX_AM_RKEY_ASK;
+        hp.cb = ucx_rkey_ask_cb;
+        s = ucp_worker_set_am_recv_handler(ucx->worker, &hp);
+    }
+    if (s == UCS_OK) {
         hp.field_mask |= UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+        hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+        hp.id = UCX_AM_RKEY_ANSWER;
+        hp.cb = ucx_rkey_answer_cb;
+        s = ucp_worker_set_am_recv_handler(ucx->worker, &hp);
+    }
+    if (s == UCS_OK) {
         hp.id = UCX_AM_WRITE;
         hp.cb = ucx_write_cb;
-        hp.flags = UCP_AM_FLAG_WHOLE_MSG;
         s = ucp_worker_set_am_recv_handler(ucx->worker, &hp);
     }
     if (s != UCS_OK) {

@@ -11,6 +11,8 @@
 #define UCX_AM_HELLO 0x5c01u
 #define UCX_AM_WRITE 0x5c02u
 #define UCX_AM_ABORT 0x5c03u
+#define UCX_AM_RKEY_ASK 0x5c04u
+#define UCX_AM_RKEY_ANSWER 0x5c05u
 /* Operations tracked at once; a slot is reused only after its operation completed. */
 #define UCX_OPS 1024
 /* Room left in a TCP segment for UCX's and our headers. */
@@ -33,22 +35,32 @@ typedef struct ucx_peer {
     _Atomic int gave_up; /* its give-up notice came: its endpoint's end is no failure */
 } ucx_peer_t;
 
-/* Remote view of a region: one per rank. */
+/* A peer's view of a region, fetched from it on first need (ucx_rkey.c) and then read
+ * only; rkey[w] is unpacked by worker w alone, on its first RMA to that peer. */
 typedef struct ucx_remote {
     uint64_t addr;
     uint64_t size;
-    void *rkey_buf; /* packed rkey as received */
+    ucp_rkey_h rkey[UCX_WORKERS_MAX];
     size_t rkey_len;
-    ucp_rkey_h rkey[UCX_WORKERS_MAX]; /* per worker (channel): unpacked on first use */
+    unsigned char rkey_buf[]; /* packed, as the owner sent it */
 } ucx_remote_t;
 
+/* A registered region. Its key names it to the peers: every rank registers its matching
+ * region in the same collective under the same key (pool segments: memory type and
+ * segment index; ucx_region_create: a count), so that an active message addresses
+ * (key, offset) and a request for an rkey names the region by key. Keys are never 0. */
 struct ucx_region {
     char *addr;
     size_t size;
+    uint64_t key;
     ucp_mem_h memh;
-    bool cuda; /* registered as CUDA memory */
-    bool connected;
-    ucx_remote_t *remote; /* nranks entries */
+    void *packed; /* our packed rkey, sent to each peer that asks */
+    size_t packed_len;
+    bool cuda;      /* registered as CUDA memory */
+    bool connected; /* every rank registered its match: peers may target it */
+    /* nranks entries, NULL until fetched; published once (compare and swap), since the
+     * workers of a communicator fetch from their own threads */
+    _Atomic(ucx_remote_t *) *remote;
 };
 
 /* Pool segments of one memory type, as the pool listener sees them. */
@@ -60,26 +72,47 @@ typedef struct ucx_seg_table {
     symcoll_mem_type_t mem_type; /* of the pool whose segments these are */
     bool listening;              /* a pool listener serves this table */
     /* soft: a segment UCX cannot register does not fail the growth; the table is then
-     * unregistered on every rank (all see the same empty blob) and nobody puts into it */
+     * unregistered on every rank (the growth's vote tells them all) and nobody puts into it */
     bool soft;
     bool unregistered;
 } ucx_seg_table_t;
 
 /* Header of a write carried by an active message: where the payload goes, then which
- * flag word gets which value (flag_addr 0: none). Addresses are the receiver's. */
+ * flag word gets which value (flag_key 0: none), each as a region key and an offset in
+ * it, so that the sender needs nothing of the receiver's. */
 typedef struct ucx_am_hdr {
-    uint64_t addr;
-    uint64_t flag_addr;
+    uint64_t key;
+    uint64_t off;
+    uint64_t flag_key;
+    uint64_t flag_off;
     uint64_t flag_value;
     uint64_t seq;   /* flag value of the message this piece belongs to */
     int64_t sender; /* rank */
 } ucx_am_hdr_t;
 
+/* A request for a region's rkey (the asker's rank and the region's key), and its
+ * answer, followed by the packed rkey. */
+typedef struct ucx_rkey_ask {
+    uint64_t key;
+    int64_t rank;
+} ucx_rkey_ask_t;
+
+typedef struct ucx_rkey_answer {
+    uint64_t key;
+    uint64_t addr;
+    uint64_t size;
+    int64_t status; /* SYMCOLL_OK, or why there is no rkey (then nothing follows) */
+    int64_t rank;   /* who answers */
+} ucx_rkey_answer_t;
+
 /* One operation in flight, with what UCX reads until it completes. */
 typedef struct ucx_op {
     ucs_status_ptr_t req; /* NULL: complete */
     uint32_t gen;         /* bumped on reuse: stale handles read as complete */
-    ucx_am_hdr_t hdr;
+    union {               /* the header UCX reads until completion */
+        ucx_am_hdr_t hdr;
+        ucx_rkey_ask_t ask;
+    };
     uint64_t value; /* source of a flag put */
 } ucx_op_t;
 
@@ -95,7 +128,7 @@ struct ucx_shared {
 
     ucx_region_t **regions;
     size_t nregions, cap_regions;
-    size_t blob_max;
+    uint64_t plain_regions; /* made by ucx_region_create: the next one's key */
 
     bool native_rma;  /* put / fence / flag; else one active message per transfer */
     bool cuda_rma;    /* every remote endpoint (if any) puts into CUDA memory by RMA */
@@ -137,16 +170,25 @@ struct ucx_ctx {
     unsigned op_waited;   /* op_next when ucx_wait_all last completed everything */
     ucx_recv_hook_t hook; /* consumer of incoming payloads, if any */
     void *hook_arg;
+
+    /* rkeys on need (ucx_rkey.c): requests of peers, queued by the handler and answered
+     * after the progress call that delivered them; the failure of our own last request */
+    ucx_rkey_ask_t *asks;
+    unsigned nasks, cap_asks;
+    bool answering;
+    _Atomic int rkey_error;
+    uint64_t rkeys_fetched; /* requests sent */
+    uint64_t rkeys_served;  /* answers sent */
 };
 
-/* Header of a region blob; the packed rkey follows. */
-typedef struct ucx_blob_hdr {
-    uint64_t addr;
-    uint64_t size;
-    uint64_t rkey_len;
-} ucx_blob_hdr_t;
-
 /* ---- ucx_progress.c ---- */
+
+/* One progress call of the worker, then the answers to the rkey requests it delivered.
+ * Every wait of the UCX layer progresses through it. */
+unsigned ucx_poll(ucx_ctx_t *ucx);
+/* One turn of a wait loop: progress, back off when nothing happened, then the peers'
+ * failures and the deadline. */
+symcoll_status_t ucx_wait_turn(ucx_ctx_t *ucx, const deadline_t *dl, unsigned *iter);
 
 symcoll_status_t ucx_status_of(const ucx_ctx_t *ucx, ucs_status_t s);
 symcoll_status_t ucx_op_new(ucx_ctx_t *ucx, ucx_op_t **op_p);
@@ -162,14 +204,38 @@ ucx_req_t ucx_op_handle(const ucx_ctx_t *ucx, const ucx_op_t *op);
 
 /* The registered region holding [addr, addr + len), or NULL. */
 ucx_region_t *ucx_region_find(ucx_ctx_t *ucx, const char *addr, size_t len);
+/* The registered region named key, or NULL. */
+ucx_region_t *ucx_region_by_key(ucx_ctx_t *ucx, uint64_t key);
 void ucx_region_drop_rkeys(ucx_region_t *reg, int nranks, int w);
+
+/* ---- ucx_rkey.c ---- */
+
+/* reg's view at peer (address and packed rkey), asked of the peer the first time this
+ * process needs it; waits (progressing) for the answer. */
+symcoll_status_t ucx_rkey_fetch(ucx_ctx_t *ucx, ucx_region_t *reg, int peer,
+                                ucx_remote_t **rm_p);
+/* Answers the requests the last progress call queued. */
+void ucx_rkey_answer_all(ucx_ctx_t *ucx);
+/* Active message handlers: a peer's request, the answer to ours. */
+ucs_status_t ucx_rkey_ask_cb(void *arg, const void *header, size_t header_length, void *data,
+                             size_t length, const ucp_am_recv_param_t *param);
+ucs_status_t ucx_rkey_answer_cb(void *arg, const void *header, size_t header_length,
+                                void *data, size_t length, const ucp_am_recv_param_t *param);
 
 /* ---- ucx_rma.c ---- */
 
 /* Where sym (this rank's address of a region byte) lies at peer, and how many of len bytes
- * from there stay inside that region. rkey_p NULL: no rkey needed (active messages). */
-symcoll_status_t ucx_target(ucx_ctx_t *ucx, int peer, const char *sym, size_t len,
-                            uint64_t *raddr_p, ucp_rkey_h *rkey_p, size_t *piece_p);
+ * from there stay inside that region: the region's key and the offset (enough for an
+ * active message), and where rma is set the peer's address and rkey (fetched from
+ * the peer on first need). */
+typedef struct ucx_where {
+    uint64_t key, off;
+    uint64_t raddr;
+    ucp_rkey_h rkey;
+    size_t piece;
+} ucx_where_t;
+symcoll_status_t ucx_target(ucx_ctx_t *ucx, int peer, const char *sym, size_t len, bool rma,
+                            ucx_where_t *w);
 
 /* Active message handlers: a write (ucx_put_signal without RMA), an abort notice. */
 ucs_status_t ucx_write_cb(void *arg, const void *header, size_t header_length, void *data,

@@ -1,16 +1,12 @@
-/* UCX layer: memory regions registered with the shared context, their blobs and the
- * peers' rkeys, and the pool listener that registers every pool segment. */
+/* UCX layer: memory regions registered with the shared context, the peers' views of them
+ * (fetched on need, ucx_rkey.c), and the pool listener that registers every pool
+ * segment. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "bootstrap/bootstrap.h"
 #include "pool/pool.h"
 #include "ucx/ucx_int.h"
-
-size_t ucx_region_blob_max(const ucx_ctx_t *ucx)
-{
-    return ucx->shared->blob_max;
-}
 
 ucx_region_t *ucx_region_find(ucx_ctx_t *ucx, const char *addr, size_t len)
 {
@@ -28,30 +24,29 @@ ucx_region_t *ucx_region_find(ucx_ctx_t *ucx, const char *addr, size_t len)
     return NULL;
 }
 
-/* mem_type < 0: let UCX detect it */
-/* soft: a failed ucp_mem_map is expected to be survived (logged as a warning that says
- * so, by the caller) */
-static symcoll_status_t ucx_region_register_typed(ucx_ctx_t *ucx, void *addr, size_t size,
-                                                  int mem_type, bool soft, void *blob,
-                                                  size_t max_blob, size_t *len_p,
-                                                  ucx_region_t **reg_p);
-
-symcoll_status_t ucx_region_register(ucx_ctx_t *ucx, void *addr, size_t size, void *blob,
-                                     size_t max_blob, size_t *len_p, ucx_region_t **reg_p)
+ucx_region_t *ucx_region_by_key(ucx_ctx_t *ucx, uint64_t key)
 {
-    return ucx_region_register_typed(ucx, addr, size, -1, false, blob, max_blob, len_p, reg_p);
+    const ucx_shared_t *shared = ucx->shared;
+
+    for (size_t k = 0; k < shared->nregions; k++) {
+        size_t i = (ucx->last_region + k) % shared->nregions;
+        if (shared->regions[i]->key == key) {
+            ucx->last_region = i;
+            return shared->regions[i];
+        }
+    }
+    return NULL;
 }
 
-static symcoll_status_t ucx_region_register_typed(ucx_ctx_t *ucx, void *addr, size_t size,
-                                                  int mem_type, bool soft, void *blob,
-                                                  size_t max_blob, size_t *len_p,
-                                                  ucx_region_t **reg_p)
+/* Registers [addr, addr + size) under key and packs its rkey. mem_type < 0: let UCX
+ * detect it. soft: a failed ucp_mem_map is expected to be survived (logged as a warning
+ * that says so). */
+static symcoll_status_t ucx_region_register(ucx_ctx_t *ucx, void *addr, size_t size,
+                                           int mem_type, bool soft, uint64_t key,
+                                           ucx_region_t **reg_p)
 {
     ucp_mem_map_params_t mp;
     ucx_region_t *reg;
-    ucx_blob_hdr_t hdr;
-    void *rkey_buf = NULL;
-    size_t rkey_len = 0;
     ucs_status_t s;
     symcoll_status_t status;
 
@@ -63,6 +58,10 @@ static symcoll_status_t ucx_region_register_typed(ucx_ctx_t *ucx, void *addr, si
         ucx->shared->regions = r;
         ucx->shared->cap_regions = cap;
     }
+    if (ucx_region_by_key(ucx, key)) {
+        log_error("internal: UCX region key %#llx registered twice", (unsigned long long)key);
+        return SYMCOLL_ERR_INTERNAL;
+    }
     reg = calloc(1, sizeof(*reg));
     if (!reg)
         return SYMCOLL_ERR_NO_MEMORY;
@@ -73,6 +72,7 @@ static symcoll_status_t ucx_region_register_typed(ucx_ctx_t *ucx, void *addr, si
     }
     reg->addr = addr;
     reg->size = size;
+    reg->key = key;
     reg->cuda = mem_type == SYMCOLL_MEM_CUDA;
 
     memset(&mp, 0, sizeof(mp));
@@ -97,31 +97,17 @@ static symcoll_status_t ucx_region_register_typed(ucx_ctx_t *ucx, void *addr, si
         status = ucx_status_of(ucx, s);
         goto err_free;
     }
-    s = ucp_rkey_pack(ucx->shared->context, reg->memh, &rkey_buf, &rkey_len);
+    /* packed once: every peer that asks gets these bytes */
+    s = ucp_rkey_pack(ucx->shared->context, reg->memh, &reg->packed, &reg->packed_len);
     if (s != UCS_OK) {
         log_error("ucp_rkey_pack: %s", ucs_status_string(s));
         status = ucx_status_of(ucx, s);
         goto err_unmap;
     }
-    if (sizeof(hdr) + rkey_len > max_blob) {
-        log_error("packed rkey of %zu bytes does not fit the %zu-byte exchange slot", rkey_len,
-                  max_blob);
-        status = SYMCOLL_ERR_INTERNAL;
-        goto err_rkey;
-    }
-    hdr.addr = (uint64_t)(uintptr_t)addr;
-    hdr.size = size;
-    hdr.rkey_len = rkey_len;
-    memcpy(blob, &hdr, sizeof(hdr));
-    memcpy((char *)blob + sizeof(hdr), rkey_buf, rkey_len);
-    ucp_rkey_buffer_release(rkey_buf);
-    *len_p = sizeof(hdr) + rkey_len;
     ucx->shared->regions[ucx->shared->nregions++] = reg;
     *reg_p = reg;
     return SYMCOLL_OK;
 
-err_rkey:
-    ucp_rkey_buffer_release(rkey_buf);
 err_unmap:
     ucp_mem_unmap(ucx->shared->context, reg->memh);
 err_free:
@@ -134,46 +120,16 @@ err_free:
 void ucx_region_drop_rkeys(ucx_region_t *reg, int nranks, int w)
 {
     for (int r = 0; r < nranks; r++) {
+        ucx_remote_t *rm = atomic_load(&reg->remote[r]);
+        if (!rm)
+            continue;
         for (int i = 0; i < UCX_WORKERS_MAX; i++) {
-            if ((w < 0 || i == w) && reg->remote[r].rkey[i]) {
-                ucp_rkey_destroy(reg->remote[r].rkey[i]);
-                reg->remote[r].rkey[i] = NULL;
+            if ((w < 0 || i == w) && rm->rkey[i]) {
+                ucp_rkey_destroy(rm->rkey[i]);
+                rm->rkey[i] = NULL;
             }
         }
     }
-}
-
-symcoll_status_t ucx_region_connect(ucx_ctx_t *ucx, ucx_region_t *reg, const void *blobs,
-                                    size_t stride, const size_t *lens)
-{
-    for (int r = 0; r < ucx->nranks; r++) {
-        const char *b = (const char *)blobs + (size_t)r * stride;
-        ucx_blob_hdr_t hdr;
-        ucx_remote_t *rm = &reg->remote[r];
-
-        if (!ucx_is_remote(ucx, r))
-            continue;
-        if (lens[r] < sizeof(hdr))
-            goto err_bad;
-        memcpy(&hdr, b, sizeof(hdr));
-        if (hdr.rkey_len != lens[r] - sizeof(hdr) || hdr.size != reg->size)
-            goto err_bad;
-        free(rm->rkey_buf);
-        rm->rkey_buf = malloc(hdr.rkey_len);
-        if (!rm->rkey_buf)
-            return SYMCOLL_ERR_NO_MEMORY;
-        memcpy(rm->rkey_buf, b + sizeof(hdr), hdr.rkey_len);
-        rm->rkey_len = hdr.rkey_len;
-        rm->addr = hdr.addr;
-        rm->size = hdr.size;
-        continue;
-    err_bad:
-        log_error("malformed region blob from rank %d (%zu bytes, region of %zu bytes)", r,
-                  lens[r], reg->size);
-        return SYMCOLL_ERR_MISMATCH;
-    }
-    reg->connected = true;
-    return SYMCOLL_OK;
 }
 
 void ucx_region_release(ucx_ctx_t *ucx, ucx_region_t *reg)
@@ -190,8 +146,10 @@ void ucx_region_release(ucx_ctx_t *ucx, ucx_region_t *reg)
     }
     ucx_region_drop_rkeys(reg, ucx->nranks, -1);
     ucp_mem_unmap(ucx->shared->context, reg->memh);
+    if (reg->packed)
+        ucp_rkey_buffer_release(reg->packed);
     for (int r = 0; r < ucx->nranks; r++)
-        free(reg->remote[r].rkey_buf);
+        free(atomic_load(&reg->remote[r]));
     for (size_t i = 0; i < ucx->shared->nregions; i++) {
         if (ucx->shared->regions[i] == reg) {
             ucx->shared->regions[i] = ucx->shared->regions[--ucx->shared->nregions];
@@ -203,41 +161,33 @@ void ucx_region_release(ucx_ctx_t *ucx, ucx_region_t *reg)
     free(reg);
 }
 
+/* Keys of regions made by ucx_region_create; pool segments use the memory type + 1 in
+ * the high word (ucx_seg_key). */
+#define UCX_KEY_PLAIN (1ull << 48)
+
 symcoll_status_t ucx_region_create(ucx_ctx_t *ucx, void *addr, size_t size,
                                    ucx_region_t **reg_p)
 {
-    size_t n = (size_t)ucx->nranks, stride = ucx->shared->blob_max, len = 0;
-    uint64_t mylen;
-    uint64_t *lens64 = calloc(n, sizeof(*lens64));
-    size_t *lens = calloc(n, sizeof(*lens));
-    char *blob = calloc(1, stride), *blobs = calloc(n, stride);
+    uint64_t key = UCX_KEY_PLAIN | ++ucx->shared->plain_regions;
     ucx_region_t *reg = NULL;
-    symcoll_status_t status = SYMCOLL_ERR_NO_MEMORY;
+    symcoll_status_t status = ucx_region_register(ucx, addr, size, -1, false, key, &reg);
+    /* did every rank register its match? (the rkeys travel only to those who ask) */
+    int64_t ok = status == SYMCOLL_OK, st2;
 
-    if (!lens64 || !lens || !blob || !blobs)
-        goto out;
-    status = ucx_region_register(ucx, addr, size, blob, stride, &len, &reg);
-    if (status != SYMCOLL_OK)
-        goto out;
-    mylen = len;
-    status = bootstrap_allgather(ucx->comm->bootstrap, &mylen, lens64, sizeof(mylen));
-    if (status == SYMCOLL_OK)
-        status = bootstrap_allgather(ucx->comm->bootstrap, blob, blobs, stride);
-    if (status != SYMCOLL_OK)
-        goto out;
-    for (size_t r = 0; r < n; r++)
-        lens[r] = lens64[r] > stride ? stride : (size_t)lens64[r];
-    status = ucx_region_connect(ucx, reg, blobs, stride, lens);
-out:
-    if (status == SYMCOLL_OK)
-        *reg_p = reg;
-    else if (reg)
+    st2 = bootstrap_allreduce(ucx->comm->bootstrap, &ok, 1, BOOTSTRAP_OP_MIN);
+    if (status == SYMCOLL_OK && st2 != SYMCOLL_OK)
+        status = st2;
+    if (status == SYMCOLL_OK && !ok) {
+        log_error("UCX: another rank could not register its matching region");
+        status = SYMCOLL_ERR_UCX;
+    }
+    if (status != SYMCOLL_OK) {
         ucx_region_release(ucx, reg);
-    free(lens64);
-    free(lens);
-    free(blob);
-    free(blobs);
-    return status;
+        return status;
+    }
+    reg->connected = true;
+    *reg_p = reg;
+    return SYMCOLL_OK;
 }
 
 /* ---- pool segments ------------------------------------------------------------------ */
@@ -260,58 +210,57 @@ static ucx_region_t **ucx_seg_slot(ucx_seg_table_t *t, int seg)
     return &t->segs[seg];
 }
 
-static symcoll_status_t ucx_seg_added(void *arg, int seg, void *addr, size_t size, void *blob,
-                                      size_t *len_p)
+static uint64_t ucx_seg_key(const ucx_seg_table_t *t, int seg)
+{
+    return ((uint64_t)t->mem_type + 1) << 32 | (uint32_t)seg;
+}
+
+static symcoll_status_t ucx_seg_added(void *arg, int seg, void *addr, size_t size,
+                                      bool *registered_p)
 {
     ucx_seg_table_t *t = arg;
     ucx_region_t **slot = ucx_seg_slot(t, seg);
     symcoll_status_t status;
 
+    *registered_p = false;
     if (!slot)
         return SYMCOLL_ERR_NO_MEMORY;
     if (*slot) {
         log_error("internal: pool segment %d registered twice", seg);
         return SYMCOLL_ERR_INTERNAL;
     }
-    if (t->unregistered) {
-        *len_p = 0; /* an earlier segment could not be: nobody puts into this pool */
-        return SYMCOLL_OK;
-    }
-    status = ucx_region_register_typed(t->ucx, addr, size, (int)t->mem_type, t->soft, blob,
-                                       t->ucx->shared->blob_max, len_p, slot);
+    if (t->unregistered)
+        return SYMCOLL_OK; /* an earlier segment could not be: nobody puts into this pool */
+    status = ucx_region_register(t->ucx, addr, size, (int)t->mem_type, t->soft,
+                                 ucx_seg_key(t, seg), slot);
     if (status != SYMCOLL_OK && t->soft) {
-        /* the empty blob tells every rank, which all mark the table unregistered */
+        /* the growth's vote tells every rank, which all mark the table unregistered */
         *slot = NULL;
-        *len_p = 0;
         return SYMCOLL_OK;
     }
+    *registered_p = status == SYMCOLL_OK;
     return status;
 }
 
-static symcoll_status_t ucx_seg_exchanged(void *arg, int seg, const void *blobs,
-                                          const size_t *lens)
+static symcoll_status_t ucx_seg_agreed(void *arg, int seg, bool all_registered)
 {
     ucx_seg_table_t *t = arg;
     ucx_region_t **slot = ucx_seg_slot(t, seg);
 
-    if (t->soft && slot) {
-        bool missing = t->unregistered || !*slot;
-        for (int r = 0; r < t->ucx->nranks && !missing; r++)
-            missing = ucx_is_remote(t->ucx, r) && lens[r] == 0;
-        if (missing) {
-            if (!t->unregistered)
-                log_info("UCX: some rank could not register its %s pool: no puts into it, its "
-                         "data crosses the nodes staged",
-                         t->mem_type == SYMCOLL_MEM_CUDA ? "CUDA" : "host");
-            t->unregistered = true;
-            return SYMCOLL_OK; /* a registered segment of ours is released at removal */
-        }
+    if (t->soft && slot && (t->unregistered || !all_registered)) {
+        if (!t->unregistered)
+            log_info("UCX: some rank could not register its %s pool: no puts into it, its "
+                     "data crosses the nodes staged",
+                     t->mem_type == SYMCOLL_MEM_CUDA ? "CUDA" : "host");
+        t->unregistered = true;
+        return SYMCOLL_OK; /* a registered segment of ours is released at removal */
     }
-    if (!slot || !*slot) {
-        log_error("internal: pool segment %d exchanged before it was added", seg);
+    if (!slot || !*slot || !all_registered) {
+        log_error("internal: pool segment %d agreed on before every rank registered it", seg);
         return SYMCOLL_ERR_INTERNAL;
     }
-    return ucx_region_connect(t->ucx, *slot, blobs, t->ucx->shared->blob_max, lens);
+    (*slot)->connected = true;
+    return SYMCOLL_OK;
 }
 
 static void ucx_seg_removed(void *arg, int seg)
@@ -328,9 +277,8 @@ static void ucx_seg_removed(void *arg, int seg)
 void ucx_pool_listener(ucx_ctx_t *ucx, symcoll_mem_type_t mem_type, pool_listener_t *listener)
 {
     memset(listener, 0, sizeof(*listener));
-    listener->max_blob = ucx->shared->blob_max;
     listener->seg_added = ucx_seg_added;
-    listener->seg_exchanged = ucx_seg_exchanged;
+    listener->seg_agreed = ucx_seg_agreed;
     listener->seg_removed = ucx_seg_removed;
     listener->arg = &ucx->shared->segtab[mem_type];
     ucx->shared->segtab[mem_type].listening = true;

@@ -47,9 +47,17 @@ symcoll_status_t ucx_status_of(const ucx_ctx_t *ucx, ucs_status_t s)
     }
 }
 
+unsigned ucx_poll(ucx_ctx_t *ucx)
+{
+    unsigned n = ucp_worker_progress(ucx->worker);
+    if (ucx->nasks)
+        ucx_rkey_answer_all(ucx);
+    return n;
+}
+
 symcoll_status_t ucx_progress(ucx_ctx_t *ucx)
 {
-    ucp_worker_progress(ucx->worker);
+    ucx_poll(ucx);
     return ucx_peer_status(ucx);
 }
 
@@ -90,12 +98,11 @@ void ucx_idle(ucx_ctx_t *ucx, unsigned *iter)
     (void)poll(&p, 1, UCX_SLEEP_MS);
 }
 
-/* One turn of a wait loop: progress, then back off when nothing happened. */
-static symcoll_status_t ucx_wait_turn(ucx_ctx_t *ucx, const deadline_t *dl, unsigned *iter)
+symcoll_status_t ucx_wait_turn(ucx_ctx_t *ucx, const deadline_t *dl, unsigned *iter)
 {
     symcoll_status_t status;
 
-    if (ucp_worker_progress(ucx->worker))
+    if (ucx_poll(ucx))
         *iter = 0;
     else
         ucx_idle(ucx, iter);
@@ -274,7 +281,7 @@ static void ucx_report_unflushed(ucx_ctx_t *ucx, double waited)
             reqs[p] = r;
     }
     while (busy && time_now() < until) {
-        (void)ucp_worker_progress(ucx->worker);
+        (void)ucx_poll(ucx);
         busy = false;
         for (int p = 0; p < ucx->nranks; p++)
             if (reqs[p] && ucp_request_check_status(reqs[p]) == UCS_INPROGRESS)

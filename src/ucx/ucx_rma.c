@@ -4,20 +4,30 @@
 
 #include "ucx/ucx_int.h"
 
-symcoll_status_t ucx_target(ucx_ctx_t *ucx, int peer, const char *sym, size_t len,
-                            uint64_t *raddr_p, ucp_rkey_h *rkey_p, size_t *piece_p)
+symcoll_status_t ucx_target(ucx_ctx_t *ucx, int peer, const char *sym, size_t len, bool rma,
+                            ucx_where_t *w)
 {
     ucx_region_t *reg = ucx_region_find(ucx, sym, 1);
     ucx_remote_t *rm;
-    size_t off;
 
     if (!reg || !reg->connected) {
         log_error("internal: remote target %p lies in no registered region", (const void *)sym);
         return SYMCOLL_ERR_INTERNAL;
     }
-    rm = &reg->remote[peer];
-    off = (size_t)(sym - reg->addr);
-    if (rkey_p && !rm->rkey[ucx->index]) {
+    w->key = reg->key;
+    w->off = (uint64_t)(sym - reg->addr);
+    w->piece = len < reg->size - w->off ? len : reg->size - w->off;
+    w->raddr = 0;
+    w->rkey = NULL;
+    if (!rma)
+        return SYMCOLL_OK;
+    rm = atomic_load_explicit(&reg->remote[peer], memory_order_acquire);
+    if (!rm) {
+        symcoll_status_t status = ucx_rkey_fetch(ucx, reg, peer, &rm);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
+    if (!rm->rkey[ucx->index]) {
         ucp_ep_h ep;
         ucs_status_t s;
         symcoll_status_t status = ucx_ep_get(ucx, peer, &ep);
@@ -29,23 +39,21 @@ symcoll_status_t ucx_target(ucx_ctx_t *ucx, int peer, const char *sym, size_t le
             return ucx_status_of(ucx, s);
         }
     }
-    *raddr_p = rm->addr + off;
-    if (rkey_p)
-        *rkey_p = rm->rkey[ucx->index];
-    *piece_p = len < reg->size - off ? len : reg->size - off;
+    w->raddr = rm->addr + w->off;
+    w->rkey = rm->rkey[ucx->index];
     return SYMCOLL_OK;
 }
 
-/* One transfer inside one region of the peer: data (len may be 0), then the flag if
- * flag_raddr is not 0. *op_p: the operation that releases src. */
-static symcoll_status_t ucx_emit(ucx_ctx_t *ucx, int peer, const void *src, size_t len,
-                                 uint64_t raddr, ucp_rkey_h rkey, uint64_t flag_raddr,
-                                 ucp_rkey_h flag_rkey, uint64_t flag_value, uint64_t seq,
-                                 ucx_op_t **op_p)
+/* One transfer inside one region of the peer: data at *d (piece bytes, may be 0), then
+ * the flag at *f if f is not NULL. *op_p: the operation that releases src. */
+static symcoll_status_t ucx_emit(ucx_ctx_t *ucx, int peer, const void *src,
+                                 const ucx_where_t *d, const ucx_where_t *f,
+                                 uint64_t flag_value, uint64_t seq, ucx_op_t **op_p)
 {
     ucp_ep_h ep = ucx->peers[peer].ep;
     ucp_request_param_t param = {0};
     ucx_op_t *op = NULL, *fop;
+    size_t len = d->piece;
     symcoll_status_t status;
 
     if (!ucx->shared->native_rma) {
@@ -53,8 +61,10 @@ static symcoll_status_t ucx_emit(ucx_ctx_t *ucx, int peer, const void *src, size
         status = ucx_op_new(ucx, &op);
         if (status != SYMCOLL_OK)
             return status;
-        op->hdr.addr = len ? raddr : 0;
-        op->hdr.flag_addr = flag_raddr;
+        op->hdr.key = len ? d->key : 0;
+        op->hdr.off = d->off;
+        op->hdr.flag_key = f ? f->key : 0;
+        op->hdr.flag_off = f ? f->off : 0;
         op->hdr.flag_value = flag_value;
         op->hdr.seq = seq;
         op->hdr.sender = ucx->rank;
@@ -76,12 +86,12 @@ static symcoll_status_t ucx_emit(ucx_ctx_t *ucx, int peer, const void *src, size
         status = ucx_op_new(ucx, &op);
         if (status != SYMCOLL_OK)
             return status;
-        status = ucx_op_track(ucx, op, ucp_put_nbx(ep, src, len, raddr, rkey, &param),
+        status = ucx_op_track(ucx, op, ucp_put_nbx(ep, src, len, d->raddr, d->rkey, &param),
                               "ucp_put_nbx", peer);
         if (status != SYMCOLL_OK)
             return status;
     }
-    if (flag_raddr) {
+    if (f) {
         if (len) {
             status = ucx_fence(ucx);
             if (status != SYMCOLL_OK)
@@ -93,7 +103,7 @@ static symcoll_status_t ucx_emit(ucx_ctx_t *ucx, int peer, const void *src, size
         fop->value = flag_value;
         status = ucx_op_track(
             ucx, fop,
-            ucp_put_nbx(ep, &fop->value, sizeof(fop->value), flag_raddr, flag_rkey, &param),
+            ucp_put_nbx(ep, &fop->value, sizeof(fop->value), f->raddr, f->rkey, &param),
             "ucp_put_nbx (flag)", peer);
         if (status != SYMCOLL_OK)
             return status;
@@ -109,9 +119,8 @@ symcoll_status_t ucx_put_signal(ucx_ctx_t *ucx, int peer, const void *src, size_
                                 ucx_req_t *req_p)
 {
     const char *s = src, *d = sym_dst;
-    uint64_t fraddr = 0;
-    ucp_rkey_h frkey = NULL;
-    bool rkeys = ucx->shared->native_rma;
+    ucx_where_t flag;
+    bool rma = ucx->shared->native_rma;
     symcoll_status_t status;
     ucp_ep_h ep;
 
@@ -122,31 +131,26 @@ symcoll_status_t ucx_put_signal(ucx_ctx_t *ucx, int peer, const void *src, size_
     if (atomic_load_explicit(&ucx->peers[peer].failed, memory_order_relaxed))
         return SYMCOLL_ERR_PEER_FAILED;
     if (sym_flag) {
-        size_t piece;
-        status = ucx_target(ucx, peer, (const char *)sym_flag, sizeof(uint64_t), &fraddr,
-                            rkeys ? &frkey : NULL, &piece);
+        status = ucx_target(ucx, peer, (const char *)sym_flag, sizeof(uint64_t), rma, &flag);
         if (status != SYMCOLL_OK)
             return status;
     }
     do {
-        uint64_t raddr = 0;
-        ucp_rkey_h rkey = NULL;
-        size_t piece = 0;
+        ucx_where_t w = {0};
         ucx_op_t *op;
-        bool last;
+        bool last, boundary;
 
-        bool boundary;
         if (len) {
-            status = ucx_target(ucx, peer, d, len, &raddr, rkeys ? &rkey : NULL, &piece);
+            status = ucx_target(ucx, peer, d, len, rma, &w);
             if (status != SYMCOLL_OK)
                 return status;
         }
-        boundary = piece < len;
-        if (!rkeys && piece > ucx->shared->am_piece)
-            piece = ucx->shared->am_piece;
-        last = piece == len;
-        status = ucx_emit(ucx, peer, s, piece, raddr, rkey, last ? fraddr : 0, frkey,
-                          flag_value, flag_value, &op);
+        boundary = w.piece < len;
+        if (!rma && w.piece > ucx->shared->am_piece)
+            w.piece = ucx->shared->am_piece;
+        last = w.piece == len;
+        status = ucx_emit(ucx, peer, s, &w, last && sym_flag ? &flag : NULL, flag_value,
+                          flag_value, &op);
         if (status != SYMCOLL_OK)
             return status;
         if (!last && boundary) {
@@ -161,9 +165,9 @@ symcoll_status_t ucx_put_signal(ucx_ctx_t *ucx, int peer, const void *src, size_
         } else if (op) {
             *req_p = ucx_op_handle(ucx, op);
         }
-        s += piece;
-        d += piece;
-        len -= piece;
+        s += w.piece;
+        d += w.piece;
+        len -= w.piece;
     } while (len > 0);
     return SYMCOLL_OK;
 }
@@ -212,8 +216,22 @@ void ucx_set_recv_hook(ucx_ctx_t *ucx, ucx_recv_hook_t hook, void *arg)
     ucx->hook_arg = arg;
 }
 
-/* Receiver side of a write carried by an active message (see ucx_emit). The addresses
- * come from a peer of this job; they are still checked against our regions. */
+/* Where (key, off) of a write from a peer of this job lies here, with len bytes from
+ * there inside its region; NULL (logged) if not. */
+static char *ucx_write_where(ucx_ctx_t *ucx, uint64_t key, uint64_t off, size_t len,
+                             const char *what)
+{
+    ucx_region_t *reg = ucx_region_by_key(ucx, key);
+
+    if (!reg || off > reg->size || len > reg->size - off) {
+        log_error("UCX: %s of %zu bytes at %llu in region %#llx, outside every region", what,
+                  len, (unsigned long long)off, (unsigned long long)key);
+        return NULL;
+    }
+    return reg->addr + off;
+}
+
+/* Receiver side of a write carried by an active message (see ucx_emit). */
 ucs_status_t ucx_write_cb(void *arg, const void *header, size_t header_length, void *data,
                           size_t length, const ucp_am_recv_param_t *param)
 {
@@ -227,21 +245,17 @@ ucs_status_t ucx_write_cb(void *arg, const void *header, size_t header_length, v
     }
     memcpy(&h, header, sizeof(h));
     if (length) {
-        if (!ucx_region_find(ucx, (const char *)(uintptr_t)h.addr, length)) {
-            log_error("UCX: write of %zu bytes to 0x%llx outside every region", length,
-                      (unsigned long long)h.addr);
+        char *dst = ucx_write_where(ucx, h.key, h.off, length, "write");
+        if (!dst)
             return UCS_OK;
-        }
-        if (!ucx->hook || !ucx->hook(ucx->hook_arg, (int)h.sender, h.seq,
-                                     (void *)(uintptr_t)h.addr, data, length))
-            memcpy((void *)(uintptr_t)h.addr, data, length);
+        if (!ucx->hook || !ucx->hook(ucx->hook_arg, (int)h.sender, h.seq, dst, data, length))
+            memcpy(dst, data, length);
     }
-    if (h.flag_addr) {
-        if (!ucx_region_find(ucx, (const char *)(uintptr_t)h.flag_addr, sizeof(uint64_t))) {
-            log_error("UCX: flag 0x%llx outside every region", (unsigned long long)h.flag_addr);
+    if (h.flag_key) {
+        char *flag = ucx_write_where(ucx, h.flag_key, h.flag_off, sizeof(uint64_t), "flag");
+        if (!flag)
             return UCS_OK;
-        }
-        atomic_store_explicit((_Atomic uint64_t *)(uintptr_t)h.flag_addr, h.flag_value,
+        atomic_store_explicit((_Atomic uint64_t *)(void *)flag, h.flag_value,
                               memory_order_release);
     }
     return UCS_OK;
