@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "algo/net/net.h"
+#include "bootstrap/bootstrap.h"
 #include "topo/topo.h"
 #include "core/core.h"
 #include "harness.h"
@@ -376,6 +377,102 @@ static void body_on_need(int rank, int nranks, void *arg)
 
 static int on_need_nodes = 8;
 RUN_CASE(test_on_need_16x8, 16, 8, body_on_need, &on_need_nodes)
+
+/* ---- rkeys on need ------------------------------------------------------------------
+ * A pool growth is a vote (no round of it carries more than a few values), and a rank
+ * asks for the rkeys of the regions it puts into, of the peer it puts into, once each:
+ * here one region for the data and one for the flag, of the next remote rank only. */
+
+static void body_rkeys_on_need(int rank, int nranks, void *arg)
+{
+    const size_t chunk = 4096, big = 64u << 20;
+    symcoll_pool_attr_t pa;
+    uint64_t growths;
+    bootstrap_stats_t s0, s1;
+    uint64_t asked, answered;
+    symcoll_comm_h comm;
+    ucx_ctx_t *ucx;
+    unsigned char *flags, *data, *src = malloc(chunk);
+    int next = -1, prev = -1, nnodes = *(const int *)arg;
+    deadline_t dl;
+
+    ucx_test_env();
+    setenv("SYMCOLL_NET_PROTOCOL", "put", 1);
+    comm = harness_comm_create();
+    ucx = comm->ucx;
+    ck_assert(src && ucx);
+    /* the pool's first segment; then a buffer that must grow it */
+    ck_assert_int_eq(symcoll_mem_alloc(comm, 4096, SYMCOLL_MEM_HOST, (void **)&flags),
+                     SYMCOLL_OK);
+    memset(flags, 0, 4096);
+    pa.field_mask = SYMCOLL_POOL_ATTR_FIELD_GROWTHS;
+    ck_assert_int_eq(symcoll_pool_query(comm, SYMCOLL_MEM_HOST, &pa), SYMCOLL_OK);
+    growths = pa.growths;
+    bootstrap_stats(comm->bootstrap, &s0);
+    ck_assert_int_eq(symcoll_mem_alloc(comm, big, SYMCOLL_MEM_HOST, (void **)&data), SYMCOLL_OK);
+    bootstrap_stats(comm->bootstrap, &s1);
+    ck_assert_int_eq(symcoll_pool_query(comm, SYMCOLL_MEM_HOST, &pa), SYMCOLL_OK);
+    ck_assert_uint_eq(pa.growths, growths + 1);
+    if (getenv("UCX_TEST_VERBOSE"))
+        fprintf(stderr, "rank %d: growth: %llu bytes received in %llu rounds of %llu exchanges\n", rank,
+               (unsigned long long)(s1.tcp_bytes_recv - s0.tcp_bytes_recv),
+               (unsigned long long)(s1.rounds - s0.rounds),
+               (unsigned long long)(s1.exchanges - s0.exchanges));
+    ck_assert_uint_gt(s1.rounds, s0.rounds);
+    ck_assert_uint_le(s1.tcp_bytes_recv - s0.tcp_bytes_recv, 128 * (s1.rounds - s0.rounds));
+    /* flags zeroed everywhere before anyone puts one (the bootstrap's barrier: a
+     * symcoll_barrier across nodes would put flags, and ask for rkeys, itself) */
+    ck_assert_int_eq(bootstrap_barrier(comm->bootstrap), SYMCOLL_OK);
+    /* (a peer that left the barrier first may already be asking us) */
+    ucx_rkey_counts(ucx, &asked, &answered);
+    ck_assert_uint_eq(asked, 0);
+
+    /* the smallest shift that takes every rank to another node: next and prev are then
+     * inverse, and each rank is put into by prev alone */
+    for (int k = 1; k < nranks && next < 0; k++) {
+        bool all = true;
+        for (int r = 0; r < nranks && all; r++)
+            all = harness_node_of(r, nranks, nnodes) !=
+                  harness_node_of((r + k) % nranks, nranks, nnodes);
+        if (all) {
+            next = (rank + k) % nranks;
+            prev = (rank - k + nranks) % nranks;
+        }
+    }
+    ck_assert(next >= 0 && prev >= 0);
+    dl = deadline_make(60, NULL);
+    for (int round = 1; round <= 3; round++) {
+        ucx_req_t req;
+        /* into the last chunk of next's big buffer: the growth's segment */
+        unsigned char *dst = data + big - (size_t)(round + 1) * chunk;
+        for (size_t i = 0; i < chunk; i++)
+            src[i] = rt_byte(rank, round, i);
+        ck_assert_int_eq(ucx_put(ucx, next, src, chunk, dst, &req), SYMCOLL_OK);
+        ck_assert_int_eq(ucx_fence(ucx), SYMCOLL_OK);
+        ck_assert_int_eq(ucx_put_flag(ucx, next, (uint64_t)round, (uint64_t *)flags),
+                         SYMCOLL_OK);
+        ck_assert_int_eq(ucx_wait_flag(ucx, (uint64_t *)flags, (uint64_t)round, &dl),
+                         SYMCOLL_OK);
+        for (size_t i = 0; i < chunk; i++)
+            if (dst[i] != rt_byte(prev, round, i))
+                harness_fail("round %d: byte %zu from rank %d is %u", round, i, prev, dst[i]);
+        ck_assert_int_eq(ucx_wait_all(ucx, &dl), SYMCOLL_OK);
+    }
+    ucx_rkey_counts(ucx, &asked, &answered);
+    if (getenv("UCX_TEST_VERBOSE"))
+        fprintf(stderr, "rank %d: asked %llu, answered %llu\n", rank, (unsigned long long)asked,
+               (unsigned long long)answered);
+    ck_assert_uint_eq(asked, 2);    /* next's data segment and its first segment */
+    ck_assert_uint_eq(answered, 2); /* prev's questions: the same two of ours */
+    ck_assert_int_eq(bootstrap_barrier(comm->bootstrap), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_mem_free(comm, data), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_mem_free(comm, flags), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+    free(src);
+}
+
+static int rkeys_nodes = 6;
+RUN_CASE(test_rkeys_on_need_12x6, 12, 6, body_rkeys_on_need, &rkeys_nodes)
 
 /* ---- channels: concurrent all-reduces, one thread per channel
  * -------------------------------- Each channel's thread runs all-reduces of its own, in place
@@ -791,6 +888,7 @@ int main(void)
     tcase_add_test(tc, test_channels_group_mixed_2x2);
     tcase_add_test(tc, test_channels_group_3x2);
     tcase_add_test(tc, test_channels_dead_peer);
+    tcase_add_test(tc, test_rkeys_on_need_12x6);
     suite_add_tcase(s, tc);
     return harness_main(s);
 }

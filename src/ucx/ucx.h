@@ -48,6 +48,10 @@ bool ucx_shares_context(const ucx_ctx_t *a, const ucx_ctx_t *b);
 /* Endpoints this worker holds now (0 for NULL), for reports and the scale harness. */
 int ucx_num_endpoints(const ucx_ctx_t *ucx);
 
+/* Requests for peers' rkeys this worker sent, and answers to peers' requests it sent,
+ * since creation (0 for NULL), for tests and the scale harness. */
+void ucx_rkey_counts(const ucx_ctx_t *ucx, uint64_t *asked_p, uint64_t *answered_p);
+
 /* First half of teardown: flush outstanding operations, destroy every unpacked rkey and
  * close the endpoints (flushing them; peers that failed are closed by force). After our
  * give-up notice (not a timeout's) it first waits, bounded, for every peer it holds an endpoint

@@ -202,3 +202,9 @@ symcoll_status_t ucx_rkey_fetch(ucx_ctx_t *ucx, ucx_region_t *reg, int peer,
     *rm_p = rm;
     return SYMCOLL_OK;
 }
+
+void ucx_rkey_counts(const ucx_ctx_t *ucx, uint64_t *asked_p, uint64_t *answered_p)
+{
+    *asked_p = ucx ? ucx->rkeys_fetched : 0;
+    *answered_p = ucx ? ucx->rkeys_served : 0;
+}
