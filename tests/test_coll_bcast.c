@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "coll_testlib.h"
+#include "core/core.h"
 #include "harness.h"
 #include "refcheck.h"
 #include "symcoll.h"
@@ -263,6 +264,46 @@ static void body_bc_trim(int rank, int nranks, void *arg)
     free(recv);
 }
 
+/* Credits to a root that is away: over RMA (SYMCOLL_NET_PROTOCOL=put) the root sends
+ * most of a ring's worth of eager broadcasts and then stays out of the library for 3 s;
+ * the receivers take them all, returning credits into the root's pool as they go, and
+ * must finish at once: a credit must not wait for the away root (to answer a request for
+ * its rkey, say). */
+static void body_bc_away_root(int rank, int nranks, void *arg)
+{
+    symcoll_comm_h comm;
+    uint8_t *recv = malloc(32768), *send = malloc(32768);
+    uint64_t seed = 7;
+    double t0;
+
+    (void)arg;
+    setenv("UCX_TLS", "tcp,self", 1);
+    setenv("UCX_WARN_UNUSED_ENV_VARS", "n", 1);
+    setenv("SYMCOLL_NET_PROTOCOL", "put", 1);
+    setenv("SYMCOLL_TIMEOUT", "20", 1);
+    /* no call before: a barrier would have asked for the root's rkeys already */
+    comm = harness_comm_create();
+    t0 = time_now();
+    /* 12 of the 16 slots of the ring (32 KiB each): past half of it, so every receiver
+     * returns a credit, and few enough that the root never waits for one */
+    for (int i = 0; i < 12; i++, seed++)
+        bc_checked(comm, rank, send, recv, 32768, 0, seed, "away", i);
+    if (rank == 0)
+        sleep(3);
+    else if (time_now() - t0 > 2)
+        harness_fail("the receivers took %.1f s: a credit waited for the root", time_now() - t0);
+    ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+    free(send);
+    free(recv);
+}
+
+START_TEST(test_bc_away_root_3nodes_3)
+{
+    ck_assert_int_eq(harness_run(3, 3, RUN_TIMEOUT, body_bc_away_root, NULL), 0);
+}
+END_TEST
+
 START_TEST(test_bc_trim_2nodes_3)
 {
     ck_assert_int_eq(harness_run(3, 2, RUN_TIMEOUT, body_bc_trim, NULL), 0);
@@ -335,6 +376,7 @@ int main(void)
         {"bc_eager_split_2nodes_2", test_bc_eager_split_2nodes_2},
         {"bc_eager_split_2nodes_3", test_bc_eager_split_2nodes_3},
         {"bc_trim_2nodes_3", test_bc_trim_2nodes_3},
+        {"bc_away_root_3nodes_3", test_bc_away_root_3nodes_3},
     };
     Suite *s = suite_create("coll");
 

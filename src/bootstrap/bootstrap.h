@@ -142,8 +142,9 @@ typedef enum {
 symcoll_status_t bootstrap_allreduce(bootstrap_t *bs, int64_t *vals, int count,
                                      bootstrap_op_t op);
 
-/* While set, every wait of the bootstrap's exchanges over its own sockets (the TCP mesh,
- * the node channel) calls fn(arg) at least every BOOTSTRAP_PROGRESS_MS: a layer above
+/* While set, the waits of the bootstrap's collectives over its own sockets (the TCP mesh,
+ * the node channel; not the rendezvous of creation) call fn(arg) after every
+ * BOOTSTRAP_PROGRESS_MS without an event: a layer above
  * that must answer peers while this rank waits in an exchange (UCX: rkey requests, see
  * ucx.h) hooks itself in here. fn runs on the thread of the exchange and must not use
  * the bootstrap. NULL unsets. A caller's allgather (symcoll_comm_params_t) cannot be

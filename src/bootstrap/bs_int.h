@@ -197,8 +197,8 @@ symcoll_status_t bs_xfer_run(bootstrap_t *bs, bs_xfer_t *x, int n, const deadlin
  * (SYMCOLL_ERR_TIMED_OUT / SYMCOLL_ERR_ABORTED). SYMCOLL_OK: revents are set, maybe
  * all zero. */
 symcoll_status_t bs_poll_slice(struct pollfd *p, nfds_t n, const deadline_t *dl);
-/* bs_poll_slice that runs bs's progress hook first and then polls for at most
- * BOOTSTRAP_PROGRESS_MS, where the hook is set. */
+/* bs_poll_slice, except where bs's progress hook is set: then a poll of at most
+ * BOOTSTRAP_PROGRESS_MS, and the hook if nothing happened. */
 symcoll_status_t bs_poll_turn(const bootstrap_t *bs, struct pollfd *p, nfds_t n,
                               const deadline_t *dl);
 

@@ -239,10 +239,18 @@ symcoll_status_t bs_poll_slice(struct pollfd *p, nfds_t n, const deadline_t *dl)
 symcoll_status_t bs_poll_turn(const bootstrap_t *bs, struct pollfd *p, nfds_t n,
                               const deadline_t *dl)
 {
+    symcoll_status_t status;
+    bool idle = true;
+
     if (!bs->progress)
         return bs_poll_ms(p, n, dl, BS_POLL_SLICE_MS);
-    bs->progress(bs->progress_arg);
-    return bs_poll_ms(p, n, dl, BOOTSTRAP_PROGRESS_MS);
+    /* the hook only where the sockets kept us waiting: the busy path stays as it was */
+    status = bs_poll_ms(p, n, dl, BOOTSTRAP_PROGRESS_MS);
+    for (nfds_t i = 0; i < n && idle; i++)
+        idle = p[i].revents == 0;
+    if (status == SYMCOLL_OK && idle)
+        bs->progress(bs->progress_arg);
+    return status;
 }
 
 symcoll_status_t bs_poll_one(int fd, short events, const deadline_t *dl)

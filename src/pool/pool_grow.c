@@ -81,10 +81,11 @@ symcoll_status_t pool_exchange(pool_t *pool, pool_xhdr_t *hdr)
             return SYMCOLL_ERR_MISMATCH;
         }
     }
-    /* the same hash from different headers: cannot tell who; still not agreed */
-    log_error("pool %s: exchange %llu: the ranks' arguments differ", pool->be->name,
-              (unsigned long long)hdr->seq);
-    return SYMCOLL_ERR_MISMATCH;
+    /* the vote disagreed but the gathered headers agree: a rank's own header changed
+     * between the two, which no caller does */
+    log_error("internal: pool %s: exchange %llu: the vote and the headers disagree",
+              pool->be->name, (unsigned long long)hdr->seq);
+    return SYMCOLL_ERR_INTERNAL;
 }
 
 /* ---- segments ---------------------------------------------------------------------- */

@@ -14,10 +14,10 @@
  * is also the end offset, and growing never moves a buffer. The signal pad lives in a
  * separate small range per view (sig[r]) so trimming data never touches it.
  *
- * Collectives. Every change of the segment table is an exchange of a fixed-size
- * message (header + the listener's blob) over bootstrap_allgather among all ranks of
- * the communicator; the header carries a sequence number, the kind of change and its
- * arguments. Ranks whose headers differ return SYMCOLL_ERR_MISMATCH; a rank that failed
+ * Collectives. Every change of the segment table is agreed by a vote over the bootstrap
+ * (pool_exchange: an all-reduce of a fixed-size header's hash, gathered only on failure)
+ * among all ranks of the communicator; the header carries a sequence number, the kind of
+ * change and its arguments. Ranks whose headers differ return SYMCOLL_ERR_MISMATCH; a rank that failed
  * puts its status in the header and every rank returns the first failure (by rank), so
  * all ranks either commit a change or roll it back.
  *

@@ -125,13 +125,14 @@ symcoll_status_t ucx_connect(ucx_ctx_t *ucx, int peer);
  * local address of a byte stands for the same byte of the peer's matching region (same
  * offset from the region start). An active message names the region and the offset, so
  * it needs nothing of the peer's; an RMA put needs the peer's address and rkey, which a
- * worker asks of that peer the first time it puts into that region there (one round
+ * worker asks of that peer the first time it puts data into that region there (one round
  * trip, then kept until the region goes). So a pool growth costs one vote, not an
  * exchange of every rank's rkey, and a rank holds the rkeys of the peers it puts into
- * only. The peer answers from any progress of its matching worker, and a rank progresses
- * that worker whenever it waits for data from us (and in every bootstrap wait: see
- * ucx_create), so the first put after a growth cannot wait for a peer that waits for
- * us. */
+ * only. The peer answers from any progress of its matching worker, so an RMA put may go
+ * only to a rank that waits for it in the same call (and so progresses); a rank also
+ * progresses in every wait of the bootstrap's own exchanges (see ucx_create). A word
+ * the target may not wait for now (a credit returned to an eager broadcast's root, which
+ * has moved on) goes with ucx_put_flag_am, which asks nothing. */
 
 /* Flushes, destroys the region's rkeys and deregisters it. NULL is ignored. */
 void ucx_region_release(ucx_ctx_t *ucx, ucx_region_t *reg);
@@ -188,6 +189,12 @@ symcoll_status_t ucx_fence(ucx_ctx_t *ucx);
 /* Puts the 64-bit value to the peer's flag that sym_flag stands for. The value is copied;
  * completion is tracked internally. Call ucx_fence first if it must follow data. */
 symcoll_status_t ucx_put_flag(ucx_ctx_t *ucx, int peer, uint64_t value, uint64_t *sym_flag);
+
+/* ucx_put_flag as an active message whatever the protocol: needs no rkey of the peer, so
+ * it never waits for the peer, which sees the value at its next progress. For a word the
+ * peer may not be waiting for now, and that nobody puts to by RMA (an active message
+ * and an RMA put to one word are not ordered). */
+symcoll_status_t ucx_put_flag_am(ucx_ctx_t *ucx, int peer, uint64_t value, uint64_t *sym_flag);
 
 /* ucx_put_flag that lands after every put this worker issued before it to that peer (a
  * fence first where the puts are RMA): for a word that a rank raises again and again, so

@@ -95,10 +95,12 @@ typedef struct ucx_am_hdr {
 typedef struct ucx_rkey_ask {
     uint64_t key;
     int64_t rank;
+    uint64_t id; /* the asker's count, echoed: a late answer to an earlier ask is dropped */
 } ucx_rkey_ask_t;
 
 typedef struct ucx_rkey_answer {
     uint64_t key;
+    uint64_t id;
     uint64_t addr;
     uint64_t size;
     int64_t status; /* SYMCOLL_OK, or why there is no rkey (then nothing follows) */
@@ -176,7 +178,8 @@ struct ucx_ctx {
     ucx_rkey_ask_t *asks;
     unsigned nasks, cap_asks;
     bool answering;
-    _Atomic int rkey_error;
+    uint64_t rkey_waiting; /* id of the ask we wait for the answer of; 0: none */
+    int rkey_error;        /* its answer said there is no rkey: why */
     uint64_t rkeys_fetched; /* requests sent */
     uint64_t rkeys_served;  /* answers sent */
 };
@@ -214,6 +217,8 @@ void ucx_region_drop_rkeys(ucx_region_t *reg, int nranks, int w);
  * process needs it; waits (progressing) for the answer. */
 symcoll_status_t ucx_rkey_fetch(ucx_ctx_t *ucx, ucx_region_t *reg, int peer,
                                 ucx_remote_t **rm_p);
+/* reg's view at peer if this process has it, else NULL; asks nothing. */
+ucx_remote_t *ucx_rkey_known(const ucx_region_t *reg, int peer);
 /* Answers the requests the last progress call queued. */
 void ucx_rkey_answer_all(ucx_ctx_t *ucx);
 /* Active message handlers: a peer's request, the answer to ours. */

@@ -171,15 +171,16 @@ symcoll_status_t ucx_region_create(ucx_ctx_t *ucx, void *addr, size_t size,
     uint64_t key = UCX_KEY_PLAIN | ++ucx->shared->plain_regions;
     ucx_region_t *reg = NULL;
     symcoll_status_t status = ucx_region_register(ucx, addr, size, -1, false, key, &reg);
-    /* did every rank register its match? (the rkeys travel only to those who ask) */
-    int64_t ok = status == SYMCOLL_OK, st2;
+    /* did every rank register its match? (the rkeys travel only to those who ask) The
+     * lowest failed rank and the lowest status: every rank returns the same. */
+    int64_t v[2] = {status == SYMCOLL_OK ? ucx->nranks : ucx->rank, status}, st2;
 
-    st2 = bootstrap_allreduce(ucx->comm->bootstrap, &ok, 1, BOOTSTRAP_OP_MIN);
+    st2 = bootstrap_allreduce(ucx->comm->bootstrap, v, 2, BOOTSTRAP_OP_MIN);
     if (status == SYMCOLL_OK && st2 != SYMCOLL_OK)
         status = st2;
-    if (status == SYMCOLL_OK && !ok) {
-        log_error("UCX: another rank could not register its matching region");
-        status = SYMCOLL_ERR_UCX;
+    if (status == SYMCOLL_OK && v[0] < ucx->nranks) {
+        log_error("UCX: rank %d could not register its matching region", (int)v[0]);
+        status = v[1] < 0 ? (symcoll_status_t)v[1] : SYMCOLL_ERR_UCX;
     }
     if (status != SYMCOLL_OK) {
         ucx_region_release(ucx, reg);

@@ -56,7 +56,7 @@ static void ucx_rkey_sent(void *request, ucs_status_t status, void *user_data)
 static void ucx_rkey_answer(ucx_ctx_t *ucx, const ucx_rkey_ask_t *ask)
 {
     ucx_region_t *reg = ucx_region_by_key(ucx, ask->key);
-    ucx_rkey_answer_t ans = {ask->key, 0, 0, SYMCOLL_OK, ucx->rank};
+    ucx_rkey_answer_t ans = {ask->key, ask->id, 0, 0, SYMCOLL_OK, ucx->rank};
     size_t len = 0;
     ucp_request_param_t param;
     ucs_status_ptr_t req;
@@ -99,9 +99,10 @@ static void ucx_rkey_answer(ucx_ctx_t *ucx, const ucx_rkey_ask_t *ask)
     if (UCS_PTR_IS_ERR(req))
         log_error("UCX: answering the rkey request of rank %lld: %s", (long long)ask->rank,
                   ucs_status_string(UCS_PTR_STATUS(req)));
+    else
+        ucx->rkeys_served++;
     if (!UCS_PTR_IS_PTR(req))
         free(buf); /* done (or failed) at once: no callback comes */
-    ucx->rkeys_served++;
 }
 
 void ucx_rkey_answer_all(ucx_ctx_t *ucx)
@@ -136,8 +137,14 @@ ucs_status_t ucx_rkey_answer_cb(void *arg, const void *header, size_t header_len
         log_error("UCX: rkey answer from rank %lld, not a rank", (long long)ans.rank);
         return UCS_OK;
     }
+    if (ans.id != ucx->rkey_waiting) {
+        /* an ask we gave up on, or whose view another worker of ours published first */
+        log_debug("UCX: late rkey answer %llu from rank %lld dropped",
+                  (unsigned long long)ans.id, (long long)ans.rank);
+        return UCS_OK;
+    }
     if (ans.status != SYMCOLL_OK) {
-        atomic_store(&ucx->rkey_error, (int)ans.status);
+        ucx->rkey_error = (int)ans.status;
         return UCS_OK;
     }
     reg = ucx_region_by_key(ucx, ans.key);
@@ -146,14 +153,14 @@ ucs_status_t ucx_rkey_answer_cb(void *arg, const void *header, size_t header_len
                   "match ours",
                   (long long)ans.rank, (unsigned long long)ans.key,
                   (unsigned long long)ans.size);
-        atomic_store(&ucx->rkey_error, SYMCOLL_ERR_MISMATCH);
+        ucx->rkey_error = SYMCOLL_ERR_MISMATCH;
         return UCS_OK;
     }
     if (atomic_load(&reg->remote[ans.rank]))
         return UCS_OK; /* another worker of ours asked too, and was answered first */
     rm = calloc(1, sizeof(*rm) + length);
     if (!rm) {
-        atomic_store(&ucx->rkey_error, SYMCOLL_ERR_NO_MEMORY);
+        ucx->rkey_error = SYMCOLL_ERR_NO_MEMORY;
         return UCS_OK;
     }
     rm->addr = ans.addr;
@@ -165,12 +172,18 @@ ucs_status_t ucx_rkey_answer_cb(void *arg, const void *header, size_t header_len
     return UCS_OK;
 }
 
+ucx_remote_t *ucx_rkey_known(const ucx_region_t *reg, int peer)
+{
+    return atomic_load_explicit(&reg->remote[peer], memory_order_acquire);
+}
+
 symcoll_status_t ucx_rkey_fetch(ucx_ctx_t *ucx, ucx_region_t *reg, int peer,
                                 ucx_remote_t **rm_p)
 {
+    static _Atomic uint64_t ids; /* process-wide: a worker's ids never repeat */
     deadline_t dl = deadline_make(ucx->comm->timeout_sec, &ucx->comm->aborted);
     ucp_request_param_t param = {0};
-    ucx_remote_t *rm;
+    ucx_remote_t *rm = NULL;
     ucx_op_t *op;
     ucp_ep_h ep;
     unsigned iter = 0;
@@ -180,20 +193,25 @@ symcoll_status_t ucx_rkey_fetch(ucx_ctx_t *ucx, ucx_region_t *reg, int peer,
         status = ucx_op_new(ucx, &op);
     if (status != SYMCOLL_OK)
         return status;
-    atomic_store(&ucx->rkey_error, SYMCOLL_OK);
     /* the request's header lives in the operation until it completes */
     op->ask.key = reg->key;
     op->ask.rank = ucx->rank;
+    op->ask.id = atomic_fetch_add(&ids, 1) + 1;
+    ucx->rkey_waiting = op->ask.id;
+    ucx->rkey_error = SYMCOLL_OK;
     status = ucx_op_track(ucx, op,
                           ucp_am_send_nbx(ep, UCX_AM_RKEY_ASK, &op->ask, sizeof(op->ask), NULL,
                                           0, &param),
                           "rkey request", peer);
-    ucx->rkeys_fetched++;
-    while (status == SYMCOLL_OK && !(rm = atomic_load(&reg->remote[peer]))) {
-        status = (symcoll_status_t)atomic_load(&ucx->rkey_error);
+    if (status == SYMCOLL_OK)
+        ucx->rkeys_fetched++;
+    /* another worker of ours may publish the view first: that ends our wait too */
+    while (status == SYMCOLL_OK && !(rm = ucx_rkey_known(reg, peer))) {
+        status = (symcoll_status_t)ucx->rkey_error;
         if (status == SYMCOLL_OK)
             status = ucx_wait_turn(ucx, &dl, &iter);
     }
+    ucx->rkey_waiting = 0;
     if (status != SYMCOLL_OK) {
         log_error("UCX: no rkey of rank %d's region %#llx: %s", peer,
                   (unsigned long long)reg->key, symcoll_status_string(status));

@@ -45,10 +45,11 @@ symcoll_status_t ucx_target(ucx_ctx_t *ucx, int peer, const char *sym, size_t le
 }
 
 /* One transfer inside one region of the peer: data at *d (piece bytes, may be 0), then
- * the flag at *f if f is not NULL. *op_p: the operation that releases src. */
+ * the flag at *f if f is not NULL; by RMA where rma is set, else as one active message.
+ * *op_p: the operation that releases src. */
 static symcoll_status_t ucx_emit(ucx_ctx_t *ucx, int peer, const void *src,
                                  const ucx_where_t *d, const ucx_where_t *f,
-                                 uint64_t flag_value, uint64_t seq, ucx_op_t **op_p)
+                                 uint64_t flag_value, uint64_t seq, bool rma, ucx_op_t **op_p)
 {
     ucp_ep_h ep = ucx->peers[peer].ep;
     ucp_request_param_t param = {0};
@@ -56,7 +57,7 @@ static symcoll_status_t ucx_emit(ucx_ctx_t *ucx, int peer, const void *src,
     size_t len = d->piece;
     symcoll_status_t status;
 
-    if (!ucx->shared->native_rma) {
+    if (!rma) {
         /* one message: the receiver copies the payload, then raises the flag */
         status = ucx_op_new(ucx, &op);
         if (status != SYMCOLL_OK)
@@ -114,13 +115,12 @@ static symcoll_status_t ucx_emit(ucx_ctx_t *ucx, int peer, const void *src,
     return SYMCOLL_OK;
 }
 
-symcoll_status_t ucx_put_signal(ucx_ctx_t *ucx, int peer, const void *src, size_t len,
-                                void *sym_dst, uint64_t *sym_flag, uint64_t flag_value,
-                                ucx_req_t *req_p)
+static symcoll_status_t ucx_put_signal_as(ucx_ctx_t *ucx, int peer, const void *src,
+                                          size_t len, void *sym_dst, uint64_t *sym_flag,
+                                          uint64_t flag_value, bool rma, ucx_req_t *req_p)
 {
     const char *s = src, *d = sym_dst;
     ucx_where_t flag;
-    bool rma = ucx->shared->native_rma;
     symcoll_status_t status;
     ucp_ep_h ep;
 
@@ -150,7 +150,7 @@ symcoll_status_t ucx_put_signal(ucx_ctx_t *ucx, int peer, const void *src, size_
             w.piece = ucx->shared->am_piece;
         last = w.piece == len;
         status = ucx_emit(ucx, peer, s, &w, last && sym_flag ? &flag : NULL, flag_value,
-                          flag_value, &op);
+                          flag_value, rma, &op);
         if (status != SYMCOLL_OK)
             return status;
         if (!last && boundary) {
@@ -170,6 +170,20 @@ symcoll_status_t ucx_put_signal(ucx_ctx_t *ucx, int peer, const void *src, size_
         len -= w.piece;
     } while (len > 0);
     return SYMCOLL_OK;
+}
+
+symcoll_status_t ucx_put_signal(ucx_ctx_t *ucx, int peer, const void *src, size_t len,
+                                void *sym_dst, uint64_t *sym_flag, uint64_t flag_value,
+                                ucx_req_t *req_p)
+{
+    return ucx_put_signal_as(ucx, peer, src, len, sym_dst, sym_flag, flag_value,
+                             ucx->shared->native_rma, req_p);
+}
+
+symcoll_status_t ucx_put_flag_am(ucx_ctx_t *ucx, int peer, uint64_t value, uint64_t *sym_flag)
+{
+    ucx_req_t req;
+    return ucx_put_signal_as(ucx, peer, NULL, 0, NULL, sym_flag, value, false, &req);
 }
 
 symcoll_status_t ucx_put(ucx_ctx_t *ucx, int peer, const void *src, size_t len, void *sym_dst,

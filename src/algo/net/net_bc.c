@@ -156,8 +156,10 @@ static symcoll_status_t net_bc_recv(net_state_t *st, const algo_args_t *a, size_
     st->bc_rpos[root] = end;
     if (from / (NET_BC_RING / 2) != end / (NET_BC_RING / 2)) {
         uint64_t *w = algo_net_flag_word(st, me, me, NET_WORD_BC_CREDIT);
+        /* the root may have moved on and not wait for it: an active message, which needs
+         * no rkey of the root and so no answer from it (see ucx.h) */
         if (ucx_is_remote(st->ucx, root))
-            status = ucx_put_flag_after(st->ucx, root, end, w);
+            status = ucx_put_flag_am(st->ucx, root, end, w);
         else
             atomic_store_explicit(
                 (_Atomic uint64_t *)algo_net_flag_word(st, root, me, NET_WORD_BC_CREDIT), end,

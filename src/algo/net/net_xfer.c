@@ -122,8 +122,8 @@ symcoll_status_t algo_net_req_wait(net_call_t *c, ucx_req_t req)
  * progresses UCX), yields a little, then sleeps on a futex on the peer's epoch word,
  * which the peer wakes when it moves it: with more ranks than cores, sched_yield alone
  * does not reliably hand the core to the rank we wait for. Sleeps are short (remote
- * peers' messages wait in the socket meanwhile; none of them needs our progress to
- * complete) so deadline, abort and liveness are still checked. The loop is
+ * peers' messages, and their requests for our rkeys, wait in the socket meanwhile) so
+ * deadline, abort and liveness are still checked. The loop is
  * core_wait_word, with UCX progress every turn.
  */
 #define NET_BAR_SLEEP_NS 1000000L
