@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "bootstrap/bs_int.h"
@@ -417,6 +418,55 @@ static void body_quick_destroy(int rank, int nranks, void *arg)
     bootstrap_destroy(bs);
 }
 
+/* Rank 0 of the TCP rendezvous holds a connection to every other rank until the address
+ * book is out. With a soft limit of descriptors below that (40 here, for 48 ranks; 1024
+ * is common, and a job of a few thousand ranks passes it) it raises the limit and the
+ * creation succeeds; with a hard limit below it, it fails at once and says why (the
+ * others time out). arg: non-NULL for the hard limit. */
+static void body_fd_limit(int rank, int nranks, void *arg)
+{
+    bool hard = arg != NULL;
+    bootstrap_params_t p = env_params(hard ? 3.0 : 30.0);
+    bootstrap_t *bs = NULL;
+    struct rlimit rl;
+    symcoll_status_t st;
+    double t0;
+
+    if (rank == 0) {
+        ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+        rl.rlim_cur = 40;
+        if (hard)
+            rl.rlim_max = 40;
+        ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    }
+    t0 = time_now();
+    st = bootstrap_create(&p, &bs);
+    if (!hard) {
+        if (st != SYMCOLL_OK)
+            harness_fail("rank %d: bootstrap_create: %s", rank, symcoll_status_string(st));
+        if (rank == 0) {
+            ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+            ck_assert_uint_gt(rl.rlim_cur, (rlim_t)nranks);
+        }
+        bootstrap_destroy(bs);
+    } else if (rank == 0) {
+        ck_assert_int_eq(st, SYMCOLL_ERR_SYSTEM);
+        if (time_now() - t0 > 1.0)
+            harness_fail("rank 0 took %.1f s to see that the limit is too low",
+                         time_now() - t0);
+    } else {
+        ck_assert_int_ne(st, SYMCOLL_OK);
+    }
+}
+
+START_TEST(test_fd_limit)
+{
+    static int hard = 1;
+    ck_assert_int_eq(harness_run(48, 1, RUN_TIMEOUT, body_fd_limit, NULL), 0);
+    ck_assert_int_eq(harness_run(48, 1, RUN_TIMEOUT, body_fd_limit, &hard), 0);
+}
+END_TEST
+
 START_TEST(test_quick_destroy)
 {
     for (int i = 0; i < 5; i++)
@@ -601,6 +651,7 @@ static Suite *bootstrap_suite(void)
     tcase_add_test(tc, test_never_arrives);
     tcase_add_test(tc, test_rank0_dies);
     tcase_add_test(tc, test_quick_destroy);
+    tcase_add_test(tc, test_fd_limit);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("callback");

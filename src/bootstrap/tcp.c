@@ -14,12 +14,63 @@
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 /* Pause between connection attempts while rank 0 is not listening yet (ms). */
 #define BS_RETRY_MS 20
+/* Descriptors rank 0 keeps free beyond the rendezvous's and the mesh's own (logs, the
+ * other layers' first ones). */
+#define BS_FD_SPARE 64
+
+/* Descriptors open in this process now (0 if /proc cannot tell). */
+static int bs_fds_open(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    int n = 0;
+
+    if (!d)
+        return 0;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n - 1; /* the directory's own */
+}
+
+/* Rank 0 holds a connection to every other rank until the address book is out: room
+ * for them under RLIMIT_NOFILE, whose soft limit is often 1024. Raises the soft limit as
+ * far as needed (up to the hard one), or says at once why it cannot: otherwise accept
+ * fails with EMFILE somewhere past a thousand ranks. */
+static symcoll_status_t bs_fd_room(int nranks)
+{
+    long need = (long)bs_fds_open() + nranks + 2L * bs_mesh_rounds(nranks) + BS_FD_SPARE;
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+        rl.rlim_cur >= (rlim_t)need)
+        return SYMCOLL_OK;
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < (rlim_t)need) {
+        log_error("bootstrap: rank 0 of the TCP rendezvous holds a connection to each of the "
+                  "%d ranks until it has sent the address book, and needs %ld descriptors; "
+                  "the hard limit is %llu (ulimit -Hn): raise it, or start the job under a "
+                  "PMIx launcher (mpirun, srun), where nothing goes through rank 0",
+                  nranks, need, (unsigned long long)rl.rlim_max);
+        return SYMCOLL_ERR_SYSTEM;
+    }
+    log_debug("bootstrap: raising the soft limit of descriptors from %llu to %ld",
+              (unsigned long long)rl.rlim_cur, need);
+    rl.rlim_cur = (rlim_t)need;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        log_error("bootstrap: rank 0 needs %ld descriptors for %d ranks; setrlimit: %s", need,
+                  nranks, strerror(errno));
+        return SYMCOLL_ERR_SYSTEM;
+    }
+    return SYMCOLL_OK;
+}
 
 /* Split "host:port" or "[v6addr]:port" into its parts. */
 static symcoll_status_t bs_parse_addr(const char *addr, char *host, size_t hlen, char *port,
@@ -597,6 +648,10 @@ symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, const deadlin
 
     if (bs->rank != 0)
         return bs_tcp_join(bs, addr, dl);
+    /* before listening: joiners that find nobody keep trying until their deadline */
+    status = bs_fd_room(bs->nranks);
+    if (status != SYMCOLL_OK)
+        return status;
     status = bs_listen(addr, &lfd);
     return status == SYMCOLL_OK ? bs_tcp_serve(bs, lfd, dl) : status;
 }
