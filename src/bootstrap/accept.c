@@ -78,6 +78,8 @@ static int bs_pending_read(bootstrap_t *bs, const bs_acceptor_t *a, bs_pending_t
         return -2;
     }
     p->off += (size_t)r;
+    if (a->tcp)
+        bs->stats.tcp_bytes_recv += (uint64_t)r;
     /* judge the header as soon as it is in, before waiting for more */
     if (p->off >= sizeof(bs_hdr_t) && p->off - (size_t)r < sizeof(bs_hdr_t) &&
         (h->magic != BS_MAGIC || h->version != BS_VERSION || h->type != a->type ||
@@ -124,6 +126,8 @@ static symcoll_status_t bs_send_challenge(bootstrap_t *bs, bs_pending_t *p, bool
         return SYMCOLL_OK;
     }
     *sent = true;
+    bs->stats.tcp_bytes_sent += sizeof(m); /* only the TCP rendezvous challenges */
+    bs->stats.tcp_msgs_sent++;
     return SYMCOLL_OK;
 }
 
@@ -220,14 +224,15 @@ symcoll_status_t bs_watch_sleep(const bootstrap_t *bs, int ms, const char *who)
 /* Tell a joiner that rank 0 dropped it (a wrong proof, a rank already taken), so that
  * it can say so rather than take the closed connection for rank 0's death. Best effort:
  * a header into an empty socket buffer. Only the rendezvous (challenge) acceptor does. */
-static void bs_reject(const bootstrap_t *bs, const bs_acceptor_t *a, int fd)
+static void bs_reject(bootstrap_t *bs, const bs_acceptor_t *a, int fd)
 {
     bs_hdr_t h;
 
     if (!a->challenge)
         return;
     bs_hdr_fill(bs, &h, BS_MSG_REJECT, 0, 0, 0);
-    (void)send(fd, &h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (send(fd, &h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(h))
+        bs->stats.tcp_bytes_sent += sizeof(h);
 }
 
 symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t *a, int missing,

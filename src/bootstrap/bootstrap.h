@@ -166,6 +166,9 @@ typedef struct bootstrap_stats {
     /* rank 0 of the TCP rendezvous: CPU time of its thread while it served the others
      * (accepts, proofs, the address book), for bench/scale_model.py; else 0 */
     double rendezvous_cpu_s;
+    /* of tcp_bytes_*: the TCP rendezvous's (rank 0: with every rank; the others: with
+     * rank 0); the rest is the mesh's */
+    uint64_t rendezvous_bytes;
 } bootstrap_stats_t;
 void bootstrap_stats(const bootstrap_t *bs, bootstrap_stats_t *out);
 

@@ -241,6 +241,8 @@ typedef struct bs_acceptor {
                        * most 256) */
     /* send each accepted socket a BS_MSG_CHALLENGE with a fresh nonce */
     bool challenge;
+    /* TCP: what it reads and sends counts in the statistics' tcp_* */
+    bool tcp;
     /* on each accepted socket, before reading: nonzero drops it (logged by admit) */
     int (*admit)(int fd);
     /* on msg_len bytes: the slot they fill, or -1 (logged by judge at info level) to

@@ -446,6 +446,7 @@ static symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t 
                               .hello_len = sizeof(bs_hello_t),
                               .msg_len = BS_JOIN_LEN,
                               .challenge = true,
+                              .tcp = true,
                               .admit = bs_tune,
                               .judge = bs_hello_judge,
                               .ctx = &book,
@@ -515,6 +516,7 @@ static symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t 
     for (int r = 1; r < bs->nranks; r++)
         bs_close(&bs->peer_fds[r]);
     bs->stats.rendezvous_cpu_s = bs_thread_cpu() - cpu0;
+    bs->stats.rendezvous_bytes = bs->stats.tcp_bytes_sent + bs->stats.tcp_bytes_recv;
     status = bs_mesh_connect(bs, mlfd, peers, dl);
     mlfd = -1;
 out:
@@ -634,6 +636,7 @@ static symcoll_status_t bs_tcp_join(bootstrap_t *bs, const char *addr, const dea
     if (status != SYMCOLL_OK)
         goto out;
     bs_close(&bs->root_fd);
+    bs->stats.rendezvous_bytes = bs->stats.tcp_bytes_sent + bs->stats.tcp_bytes_recv;
     status = bs_mesh_connect(bs, mlfd, peers, dl);
     mlfd = -1;
 out:
