@@ -1,13 +1,16 @@
 # tests of the ucx layer and of the inter-node all-reduce (simulated nodes over TCP
 # loopback)
 if HAVE_CHECK
-UCX_TESTS = tests/test_ucx tests/test_net
+UCX_TESTS = tests/test_ucx tests/test_ucx_channels tests/test_net
 check_PROGRAMS += $(UCX_TESTS)
 TESTS += $(UCX_TESTS)
 
-tests_test_ucx_SOURCES = tests/test_ucx.c
+tests_test_ucx_SOURCES = tests/test_ucx.c tests/ucx_testlib.h
 tests_test_ucx_CPPFLAGS = $(TEST_CPPFLAGS) $(UCX_CFLAGS)
 tests_test_ucx_LDADD = $(HARNESS_LIBS) $(TEST_INTERNAL_LIBS)
+tests_test_ucx_channels_SOURCES = tests/test_ucx_channels.c tests/ucx_testlib.h
+tests_test_ucx_channels_CPPFLAGS = $(TEST_CPPFLAGS) $(UCX_CFLAGS)
+tests_test_ucx_channels_LDADD = $(HARNESS_LIBS) $(TEST_INTERNAL_LIBS)
 
 tests_test_net_SOURCES = tests/test_net.c tools/refcheck.c tools/refcheck.h
 tests_test_net_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/tools
