@@ -41,7 +41,6 @@ typedef struct ucx_remote {
     uint64_t addr;
     uint64_t size;
     ucp_rkey_h rkey[UCX_WORKERS_MAX];
-    size_t rkey_len;
     unsigned char rkey_buf[]; /* packed, as the owner sent it */
 } ucx_remote_t;
 

@@ -165,7 +165,6 @@ ucs_status_t ucx_rkey_answer_cb(void *arg, const void *header, size_t header_len
     }
     rm->addr = ans.addr;
     rm->size = ans.size;
-    rm->rkey_len = length;
     memcpy(rm->rkey_buf, data, length);
     if (!atomic_compare_exchange_strong(&reg->remote[ans.rank], &none, rm))
         free(rm);
