@@ -105,7 +105,8 @@ static int bs_pending_read(bootstrap_t *bs, const bs_acceptor_t *a, bs_pending_t
 
 /* Send a fresh connection its challenge: a header and a nonce, which fit in the empty
  * socket buffer at once. *sent false: drop the connection; an error: getrandom failed. */
-static symcoll_status_t bs_send_challenge(bootstrap_t *bs, bs_pending_t *p, bool *sent)
+static symcoll_status_t bs_send_challenge(bootstrap_t *bs, const bs_acceptor_t *a,
+                                          bs_pending_t *p, bool *sent)
 {
     struct {
         bs_hdr_t hdr;
@@ -126,8 +127,10 @@ static symcoll_status_t bs_send_challenge(bootstrap_t *bs, bs_pending_t *p, bool
         return SYMCOLL_OK;
     }
     *sent = true;
-    bs->stats.tcp_bytes_sent += sizeof(m); /* only the TCP rendezvous challenges */
-    bs->stats.tcp_msgs_sent++;
+    if (a->tcp) {
+        bs->stats.tcp_bytes_sent += sizeof(m);
+        bs->stats.tcp_msgs_sent++;
+    }
     return SYMCOLL_OK;
 }
 
@@ -231,7 +234,7 @@ static void bs_reject(bootstrap_t *bs, const bs_acceptor_t *a, int fd)
     if (!a->challenge)
         return;
     bs_hdr_fill(bs, &h, BS_MSG_REJECT, 0, 0, 0);
-    if (send(fd, &h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(h))
+    if (send(fd, &h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(h) && a->tcp)
         bs->stats.tcp_bytes_sent += sizeof(h);
 }
 
@@ -240,11 +243,12 @@ symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t 
 {
     bs_pending_t *pend = calloc(BS_MAX_PENDING, sizeof(*pend));
     int maxw = bs_watch_max(bs);
-    struct pollfd *pfd = calloc((size_t)(BS_MAX_PENDING + 1 + maxw), sizeof(*pfd));
+    struct pollfd *pfd =
+        calloc((size_t)(BS_MAX_PENDING + 1 + maxw + a->extra_max), sizeof(*pfd));
     int *wpeer = calloc((size_t)maxw + 1, sizeof(*wpeer));
     int *wskip = calloc((size_t)maxw + 1, sizeof(*wskip));
     symcoll_status_t status = SYMCOLL_OK;
-    int npend = 0, dropped = 0, nw, nskip = 0;
+    int npend = 0, dropped = 0, nw, nskip = 0, nx = 0;
 
     if (a->msg_len < sizeof(bs_hdr_t) || a->msg_len > BS_HELLO_MAX) {
         log_error("bootstrap: internal: hello of %zu bytes", a->msg_len);
@@ -267,11 +271,23 @@ symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t 
             pfd[i + 1].events = POLLIN;
         }
         nw = bs_watch_fill(bs, &pfd[npend + 1], wpeer, wskip, nskip);
-        status = bs_poll_slice(pfd, (nfds_t)(npend + 1 + nw), dl);
+        if (a->extra_fill) {
+            nx = a->extra_fill(bs, a->ctx, &pfd[npend + 1 + nw]);
+            if (nx < 0) {
+                log_error("bootstrap: cannot watch a connection: %s", strerror(errno));
+                status = SYMCOLL_ERR_SYSTEM;
+                goto out;
+            }
+        }
+        status = bs_poll_slice(pfd, (nfds_t)(npend + 1 + nw + nx), dl);
         if (status == SYMCOLL_OK)
             status = bs_watch_check(&pfd[npend + 1], nw, wpeer, missing, a->who, wskip, &nskip);
+        if (status == SYMCOLL_OK && a->extra_handle)
+            status = a->extra_handle(bs, a->ctx, &pfd[npend + 1 + nw], nx, &missing);
         if (status != SYMCOLL_OK) {
-            if (status == SYMCOLL_ERR_TIMED_OUT)
+            if (status == SYMCOLL_ERR_TIMED_OUT && a->open_ended)
+                log_error("bootstrap: timed out waiting for %s", a->who);
+            else if (status == SYMCOLL_ERR_TIMED_OUT)
                 log_error("bootstrap: timed out: %d %s never connected%s", missing, a->who,
                           dropped ? " (connections were dropped; SYMCOLL_LOG_LEVEL=info "
                                     "says why)"
@@ -326,7 +342,7 @@ symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t 
             bs_peer_name(fd, pend[npend].from, sizeof(pend[npend].from));
             if (a->challenge) {
                 bool sent;
-                status = bs_send_challenge(bs, &pend[npend], &sent);
+                status = bs_send_challenge(bs, a, &pend[npend], &sent);
                 if (status != SYMCOLL_OK) {
                     close(fd);
                     goto out;

@@ -95,6 +95,12 @@ typedef struct bootstrap_params {
     double timeout_sec;
     const _Atomic int *aborted; /* may be NULL */
     const char *cookie;         /* built-in: SYMCOLL_COOKIE (NULL, "": none) */
+    /* built-in: every rank dials rank 0 itself, rather than through one leader of the
+     * ranks of its host (SYMCOLL_RENDEZVOUS_LEADERS=0) */
+    bool no_host_leaders;
+    /* built-in: ranks with the same host and group share a leader (SYMCOLL_HOST_ID;
+     * NULL, "": the host alone) */
+    const char *host_group;
     /* rendezvous through PMIx (no allgather): rank and nranks are PMIx's (see
      * bootstrap_pmix_job); addr and cookie are not used */
     bool pmix;
@@ -169,6 +175,11 @@ typedef struct bootstrap_stats {
     /* of tcp_bytes_*: the TCP rendezvous's (rank 0: with every rank; the others: with
      * rank 0); the rest is the mesh's */
     uint64_t rendezvous_bytes;
+    /* rank 0 of the TCP rendezvous: connections it served (ranks that dialled it
+     * themselves and host leaders) and ranks it heard of through a leader; a host
+     * leader: its members; else 0 */
+    int rendezvous_conns;
+    int rendezvous_members;
 } bootstrap_stats_t;
 void bootstrap_stats(const bootstrap_t *bs, bootstrap_stats_t *out);
 

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -14,7 +15,7 @@
 #include "bootstrap/sha256.h"
 
 #define BS_MAGIC 0x53594d42u /* "SYMB" */
-#define BS_VERSION 4u
+#define BS_VERSION 5u
 
 #define BS_NONCE_LEN 16          /* bytes of a challenge, fresh from getrandom() */
 #define BS_MAC_LEN BS_SHA256_LEN /* bytes of a proof (HMAC-SHA256) */
@@ -40,6 +41,21 @@
  * rest. Both ends then close the connection. K itself never crosses the wire (see
  * bs_proof).
  *
+ * Host leaders (leader.c): the ranks of one host (of one SYMCOLL_HOST_ID) meet first on
+ * an abstract Unix socket whose name only the job's ranks can derive; the first to bind
+ * it leads, the others run the exchange above with the leader instead of rank 0 (the
+ * leader knows K, so the proofs are the same), and only the leader connects to rank 0:
+ *   L -> 0  HELLO, AUTH as above, HELLO flagged BS_HELLO_LEADER
+ *   L -> 0  MEMBER       {m, n, Am}          one per member m, as each one has proven
+ *                                            itself to L (before or after the AUTH)
+ *   0 -> L  WELCOME      {..., members}      members: MEMBER messages rank 0 took
+ *   0 -> L  PEERS        L's own, as above
+ *   0 -> L  GROUP_PEERS  {m, A of m's partners} for each member taken
+ * then L sends each member its WELCOME and PEERS (a member rank 0 did not take, a
+ * duplicate, gets REJECT). Rank 0 serves one connection per host instead of one per
+ * rank. A leader that fails passes the failure on to its members in a welcome that
+ * gives up.
+ *
  * The mesh (mesh.c), J the job id, d the dialer, l = (d - 2^k) mod n the listener of
  * round k (where two rounds pair the same ranks, only the round bs_mesh_owns names
  * connects), Nd a fresh nonce of the dialer:
@@ -59,7 +75,9 @@ enum bs_msg_type {
     BS_MSG_PEERS,       /* TCP: rank 0 tells a rank where its mesh partners listen */
     BS_MSG_MESH_HELLO,  /* TCP mesh: a dialer introduces itself and proves the secret */
     BS_MSG_MESH_WELCOME, /* TCP mesh: the listener's proof */
-    BS_MSG_REJECT        /* TCP: rank 0 dropped this joiner (wrong proof, rank taken) */
+    BS_MSG_REJECT,       /* TCP: rank 0 dropped this joiner (wrong proof, rank taken) */
+    BS_MSG_MEMBER,       /* TCP: a host leader passes a member's hello on to rank 0 */
+    BS_MSG_GROUP_PEERS   /* TCP: rank 0 tells a host leader its members' partners */
 };
 
 /* Every message starts with this header, in host byte order (a peer of the other
@@ -86,10 +104,33 @@ typedef struct bs_addr {
 /* Payload of BS_MSG_HELLO */
 typedef struct bs_hello {
     uint32_t nranks;
-    uint32_t reserved;
+    uint32_t flags; /* BS_HELLO_LEADER */
     uint8_t nonce[BS_NONCE_LEN];
     bs_addr_t listen; /* where this rank accepts its mesh partners */
 } bs_hello_t;
+
+/* The sender leads its host's ranks: MEMBER messages follow its AUTH. */
+#define BS_HELLO_LEADER 1u
+
+/* Payload of BS_MSG_MEMBER */
+typedef struct bs_member {
+    uint32_t rank;
+    uint32_t nranks;
+    bs_addr_t listen;
+} bs_member_t;
+
+/* One member's record in BS_MSG_GROUP_PEERS: its rank and the addresses of the ranks
+ * it sends to, by round (K = ceil(log2 n) of them). */
+typedef struct bs_group_rec {
+    uint32_t rank;
+    uint32_t reserved;
+    bs_addr_t to[];
+} bs_group_rec_t;
+
+static inline size_t bs_group_rec_len(int K)
+{
+    return sizeof(bs_group_rec_t) + (size_t)K * sizeof(bs_addr_t);
+}
 
 /* Payload of BS_MSG_MESH_HELLO */
 typedef struct bs_mesh_hello {
@@ -109,6 +150,8 @@ typedef struct bs_welcome {
     uint8_t name_seed[BS_NONCE_LEN];
     int32_t gave_up;  /* 0, or rank 0's status when job_id is 0 */
     uint32_t missing; /* with gave_up: ranks that never joined */
+    uint32_t members; /* to a host leader: its members rank 0 took (GROUP_PEERS follows) */
+    uint32_t reserved;
 } bs_welcome_t;
 
 struct bootstrap {
@@ -172,6 +215,7 @@ typedef struct bs_xfer {
     int *rfds; /* room for rnfds descriptors */
     int rnfds;
     bool any_session; /* do not check the session (the caller checks rhdr itself) */
+    bool unix_sock;   /* over a Unix socket: not counted in the TCP statistics */
     bs_hdr_t rhdr;
     size_t roff;
     int rnfds_got;
@@ -181,7 +225,7 @@ typedef struct bs_xfer {
 void bs_hdr_fill(const bootstrap_t *bs, bs_hdr_t *h, uint16_t type, uint64_t seq, uint64_t len,
                  uint32_t nfds);
 
-/* Check a received header against what was expected; logs and returns
+/* Check a received header against what was expected (rank < 0: any rank); logs and returns
  * SYMCOLL_ERR_BOOTSTRAP (or SYMCOLL_ERR_MISMATCH for a well-formed message that
  * disagrees on sequence or size) when it does not match. any_session: skip the session
  * comparison (the caller checks it, or there is none yet). */
@@ -252,6 +296,14 @@ typedef struct bs_acceptor {
     void *ctx;
     int *slots;      /* socket per slot, -1 while missing; filled here */
     const char *who; /* "rank(s)", for the timeout message */
+    /* other descriptors polled in the same loop: fill puts at most extra_max into p and
+     * returns how many; handle gets them back with their revents, may lower *missing
+     * (to 0: the wait is over) and ends the wait with an error it returns */
+    int extra_max;
+    int (*extra_fill)(bootstrap_t *bs, void *ctx, struct pollfd *p);
+    symcoll_status_t (*extra_handle)(bootstrap_t *bs, void *ctx, const struct pollfd *p, int n,
+                                     int *missing);
+    bool open_ended; /* missing is not a count: the extras end the wait */
 } bs_acceptor_t;
 
 /* Accept until `missing` slots are filled; every other connection is dropped. A hangup
@@ -263,9 +315,40 @@ symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t 
  * waited for) as soon as a connection it holds hangs up. */
 symcoll_status_t bs_watch_sleep(const bootstrap_t *bs, int ms, const char *who);
 
-/* Built-in TCP rendezvous (tcp.c): rank 0 listens on addr, the others connect to it;
- * then the mesh is connected. */
-symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, const deadline_t *dl);
+/* Built-in TCP rendezvous (tcp.c): rank 0 listens on addr, the others connect to it
+ * (through their host's leader unless leaders is false; group: SYMCOLL_HOST_ID, "" for
+ * the host itself); then the mesh is connected. */
+symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, bool leaders,
+                                const char *group, const deadline_t *dl);
+/* What rank 0 reads from a joiner before judging it: HELLO, then AUTH. */
+#define BS_JOIN_LEN (2 * sizeof(bs_hdr_t) + sizeof(bs_hello_t) + BS_MAC_LEN)
+/* Check a joiner's HELLO and AUTH (BS_JOIN_LEN bytes) against the challenge n0 it got:
+ * true with its rank and hello, or false (logged at info level: anyone may connect). */
+bool bs_join_verify(const bootstrap_t *bs, const void *msg, const uint8_t *n0, const char *from,
+                    int *rank_p, bs_hello_t *hello);
+/* Rank r > 0's side of the rendezvous on fd, connected to rank 0 (leader_rank 0) or to
+ * its host's leader (leader_rank -1: learnt from the challenge); lead: the Unix
+ * listener of the host leader this rank is (-1: none), which it closes; route: a socket
+ * whose local address is the interface that reaches rank 0 (the mesh listens there). */
+symcoll_status_t bs_tcp_join_on(bootstrap_t *bs, const char *addr, int fd, int lead,
+                                int route, const deadline_t *dl);
+/* Rank > 0: connect to rank 0, retrying while it is not listening yet. */
+symcoll_status_t bs_tcp_dial_rank0(const char *addr, const deadline_t *dl, int *fd_p);
+/* Resolve SYMCOLL_ADDR (logged errors). */
+symcoll_status_t bs_resolve_addr(const char *addr, struct addrinfo **res_p);
+/* Rank r > 0: find its host's leader or become it, then join (leader.c). */
+symcoll_status_t bs_host_join(bootstrap_t *bs, const char *addr, const char *group,
+                              const deadline_t *dl);
+/* The host leader's part (leader.c): accept its members on lead until rank 0's welcome
+ * comes in on root_fd (passing each on as MEMBER), and after it hand them their
+ * welcomes and partners. */
+typedef struct bs_lead bs_lead_t;
+symcoll_status_t bs_lead_gather(bootstrap_t *bs, int lead, bs_lead_t **lp, const deadline_t *dl);
+symcoll_status_t bs_lead_finish(bootstrap_t *bs, bs_lead_t *l, uint32_t members,
+                                const deadline_t *dl);
+/* A leader that failed after taking members tells them why (best effort). */
+void bs_lead_give_up(bootstrap_t *bs, bs_lead_t *l, symcoll_status_t why, uint32_t missing);
+void bs_lead_free(bs_lead_t *l);
 /* A listener whose address travels another way (PMIx): on a port the kernel picks, on
  * the loopback address only or on every address of this host. */
 symcoll_status_t bs_tcp_listen_any(bool loopback, int *fd_p, unsigned *port_p);
@@ -315,6 +398,10 @@ symcoll_status_t bs_pmix_rendezvous(bootstrap_t *bs, const deadline_t *dl, bs_ad
                                     size_t where_len);
 /* This process's PMIx namespace ("" before PMIx_Init or without PMIx). */
 const char *bs_pmix_namespace(void);
+
+/* Admission of a Unix connection: nonzero (logged) when the process on the other end
+ * runs as another user (local.c). */
+int bs_local_admit(int fd);
 
 /* Node-local channel teardown (local.c). */
 void bs_local_close(bootstrap_t *bs);

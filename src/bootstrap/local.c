@@ -144,7 +144,7 @@ err:
 }
 
 /* Another user's process may not join: dropped before it is read. */
-static int bs_local_admit(int fd)
+int bs_local_admit(int fd)
 {
     return bs_check_peer_uid(fd, "an accepted local connection") != SYMCOLL_OK;
 }

@@ -3,6 +3,7 @@
 libsymcoll_core_la_SOURCES += \
 	src/bootstrap/accept.c \
 	src/bootstrap/bootstrap.c \
+	src/bootstrap/leader.c \
 	src/bootstrap/local.c \
 	src/bootstrap/mesh.c \
 	src/bootstrap/pmix.c \

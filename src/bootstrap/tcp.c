@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <dirent.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -111,7 +112,7 @@ bad:
     return SYMCOLL_ERR_INVALID_PARAM;
 }
 
-static symcoll_status_t bs_resolve(const char *addr, struct addrinfo **res_p)
+symcoll_status_t bs_resolve_addr(const char *addr, struct addrinfo **res_p)
 {
     char host[256], port[16];
     struct addrinfo hints, *res = NULL;
@@ -152,7 +153,7 @@ static symcoll_status_t bs_listen(const char *addr, int *fd_p)
     unsigned short port = 0;
     int family = AF_INET;
 
-    status = bs_resolve(addr, &res);
+    status = bs_resolve_addr(addr, &res);
     if (status != SYMCOLL_OK)
         return status;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
@@ -214,9 +215,6 @@ static symcoll_status_t bs_listen(const char *addr, int *fd_p)
     return SYMCOLL_OK;
 }
 
-/* What rank 0 reads from a joiner before judging it: HELLO, then AUTH. */
-#define BS_JOIN_LEN (2 * sizeof(bs_hdr_t) + sizeof(bs_hello_t) + BS_MAC_LEN)
-
 /* A header of the rendezvous as the joiner must send it (the session is not known to
  * it yet and is not checked). */
 static bool bs_join_hdr_ok(const bs_hdr_t *h, uint16_t type, uint32_t rank, uint64_t len)
@@ -225,29 +223,18 @@ static bool bs_join_hdr_ok(const bs_hdr_t *h, uint16_t type, uint32_t rank, uint
            h->rank == rank && h->nfds == 0 && h->seq == 0 && h->len == len;
 }
 
-/* What rank 0 learns in the rendezvous: per rank, its welcome (proof filled in by the
- * judge) and the address where it listens for its mesh partners. */
-typedef struct bs_book {
-    bs_welcome_t *welcomes;
-    bs_addr_t *addrs;
-} bs_book_t;
-
-/* Judge a joiner's HELLO and AUTH against the challenge it got: the rank it proved to
- * be, or -1 (logged at info level: anyone may connect). ctx: the book. */
-static int bs_hello_judge(bootstrap_t *bs, const void *msg, const uint8_t *n0, const char *from,
-                          void *ctx)
+bool bs_join_verify(const bootstrap_t *bs, const void *msg, const uint8_t *n0, const char *from,
+                    int *rank_p, bs_hello_t *hello)
 {
-    bs_book_t *book = ctx;
     const unsigned char *p = msg;
     uint8_t proof[BS_MAC_LEN], want[BS_MAC_LEN];
     bs_hdr_t h, ah;
-    bs_hello_t hello;
     int r;
 
     memcpy(&h, p, sizeof(h));
     p += sizeof(h);
-    memcpy(&hello, p, sizeof(hello));
-    p += sizeof(hello);
+    memcpy(hello, p, sizeof(*hello));
+    p += sizeof(*hello);
     memcpy(&ah, p, sizeof(ah));
     p += sizeof(ah);
     memcpy(proof, p, sizeof(proof));
@@ -255,56 +242,180 @@ static int bs_hello_judge(bootstrap_t *bs, const void *msg, const uint8_t *n0, c
     if (h.rank == 0 || h.rank >= (uint32_t)bs->nranks) {
         log_info("bootstrap: connection from %s claims rank %u of %d; dropped", from, h.rank,
                  bs->nranks);
-        return -1;
+        return false;
     }
-    if (!bs_join_hdr_ok(&h, BS_MSG_HELLO, h.rank, sizeof(hello)) ||
+    if (!bs_join_hdr_ok(&h, BS_MSG_HELLO, h.rank, sizeof(*hello)) ||
         !bs_join_hdr_ok(&ah, BS_MSG_AUTH, h.rank, BS_MAC_LEN)) {
         log_info("bootstrap: connection from %s claiming rank %d sent a malformed hello or "
                  "answer; dropped",
                  from, r);
-        return -1;
+        return false;
     }
-    if (hello.nranks != (uint32_t)bs->nranks) {
+    if (hello->nranks != (uint32_t)bs->nranks) {
         log_info("bootstrap: connection from %s: rank %d believes the job has %u ranks, "
-                 "rank 0 has %d; dropped",
-                 from, r, hello.nranks, bs->nranks);
-        return -1;
+                 "this one %d; dropped",
+                 from, r, hello->nranks, bs->nranks);
+        return false;
     }
-    bs_proof(bs, false, n0, hello.nonce, h.rank, want);
+    bs_proof(bs, false, n0, hello->nonce, h.rank, want);
     if (!bs_ct_equal(proof, want, sizeof(want))) {
         log_info("bootstrap: connection from %s claiming rank %d did not prove that it knows "
                  "the job's secret (%s); dropped",
                  from, r,
                  bs->secret_len ? "its SYMCOLL_COOKIE differs, or it has none"
-                                : "it has a SYMCOLL_COOKIE, rank 0 has none");
-        return -1;
+                                : "it has a SYMCOLL_COOKIE, this rank has none");
+        return false;
     }
-    if (bs->peer_fds[r] >= 0) {
+    if ((hello->listen.family != AF_INET && hello->listen.family != AF_INET6) ||
+        hello->listen.port == 0) {
+        log_info("bootstrap: rank %d (from %s) sent a malformed mesh address; dropped", r,
+                 from);
+        return false;
+    }
+    *rank_p = r;
+    return true;
+}
+
+/* A host leader's stream of MEMBER messages, as rank 0 reads it. */
+typedef struct bs_stream {
+    int rank; /* the leader's */
+    size_t off;
+    unsigned char msg[sizeof(bs_hdr_t) + sizeof(bs_member_t)];
+} bs_stream_t;
+
+/* What rank 0 learns in the rendezvous: per rank, its welcome (proof filled in by the
+ * judge), the address where it listens for its mesh partners and the connection it came
+ * through (its own or its host leader's); per host leader, its stream. */
+typedef struct bs_book {
+    bs_welcome_t *welcomes;
+    bs_addr_t *addrs;
+    int *via;           /* rank whose connection brought rank r in; -1: not yet */
+    bs_stream_t *leads; /* nleads host leaders, in the order they proved themselves */
+    int nleads, nwatched; /* leads[0..nwatched) are in epfd */
+    int epfd;
+} bs_book_t;
+
+static int bs_hello_judge(bootstrap_t *bs, const void *msg, const uint8_t *n0, const char *from,
+                          void *ctx)
+{
+    bs_book_t *book = ctx;
+    bs_hello_t hello;
+    int r;
+
+    if (!bs_join_verify(bs, msg, n0, from, &r, &hello))
+        return -1;
+    if (book->via[r] >= 0) {
         log_error("bootstrap: rank %d connected a second time (from %s); dropped%s", r, from,
                   bs->secret_len ? ": two processes were given the same rank"
                                  : ": without SYMCOLL_COOKIE, whoever connects first gets "
                                    "the rank");
         return -1;
     }
-    if ((hello.listen.family != AF_INET && hello.listen.family != AF_INET6) ||
-        hello.listen.port == 0) {
-        log_info("bootstrap: rank %d (from %s) sent a malformed mesh address; dropped", r,
-                 from);
-        return -1;
-    }
     book->addrs[r] = hello.listen;
-    bs_proof(bs, true, n0, hello.nonce, h.rank, book->welcomes[r].proof);
+    book->via[r] = r;
+    bs_proof(bs, true, n0, hello.nonce, (uint32_t)r, book->welcomes[r].proof);
+    if (hello.flags & BS_HELLO_LEADER)
+        book->leads[book->nleads++] = (bs_stream_t){.rank = r};
     return r;
 }
 
-/* Rank > 0: connect to rank 0, retrying while it is not listening yet. */
-static symcoll_status_t bs_tcp_dial(const char *addr, const deadline_t *dl, int *fd_p)
+/* Rank 0 watches its host leaders' streams through one epoll descriptor: a poll over
+ * every leader's socket would cost O(hosts) per wake-up. */
+static int bs_leads_fill(bootstrap_t *bs, void *ctx, struct pollfd *p)
+{
+    bs_book_t *book = ctx;
+
+    for (; book->nwatched < book->nleads; book->nwatched++) {
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP,
+                                 .data.u32 = (uint32_t)book->nwatched};
+        if (epoll_ctl(book->epfd, EPOLL_CTL_ADD, bs->peer_fds[book->leads[book->nwatched].rank],
+                      &ev))
+            return -1;
+    }
+    p->fd = book->epfd;
+    p->events = POLLIN;
+    return 1;
+}
+
+/* One complete MEMBER message from leader s: whether rank 0 took the member (if not,
+ * it logs why). */
+static bool bs_member_take(bootstrap_t *bs, bs_book_t *book, const bs_stream_t *s)
+{
+    bs_hdr_t h;
+    bs_member_t m;
+
+    memcpy(&h, s->msg, sizeof(h));
+    memcpy(&m, s->msg + sizeof(h), sizeof(m));
+    if (m.rank == 0 || m.rank >= (uint32_t)bs->nranks || m.nranks != (uint32_t)bs->nranks ||
+        (m.listen.family != AF_INET && m.listen.family != AF_INET6) || m.listen.port == 0) {
+        log_error("bootstrap: host leader rank %d passed on a malformed member (rank %u of "
+                  "%u); ignored",
+                  s->rank, m.rank, m.nranks);
+        return false;
+    }
+    if (book->via[m.rank] >= 0) {
+        log_error("bootstrap: rank %u joined a second time (through host leader rank %d, "
+                  "first through rank %d); ignored: two processes were given the same rank",
+                  m.rank, s->rank, book->via[m.rank]);
+        return false;
+    }
+    book->addrs[m.rank] = m.listen;
+    book->via[m.rank] = s->rank;
+    bs->stats.rendezvous_members++;
+    return true;
+}
+
+/* Read what the ready leaders sent: each MEMBER taken lowers *missing. */
+static symcoll_status_t bs_leads_handle(bootstrap_t *bs, void *ctx, const struct pollfd *p,
+                                        int n, int *missing)
+{
+    bs_book_t *book = ctx;
+    struct epoll_event ev[64];
+    int nev;
+
+    if (n < 1 || !p->revents)
+        return SYMCOLL_OK;
+    nev = epoll_wait(book->epfd, ev, 64, 0);
+    for (int e = 0; e < nev; e++) {
+        bs_stream_t *s = &book->leads[ev[e].data.u32];
+        int fd = bs->peer_fds[s->rank];
+        for (;;) {
+            ssize_t r = recv(fd, s->msg + s->off, sizeof(s->msg) - s->off, MSG_DONTWAIT);
+            bs_hdr_t h;
+            if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+                break;
+            if (r <= 0) {
+                log_error("bootstrap: host leader rank %d closed its connection%s while rank "
+                          "0 waited for %d rank(s)",
+                          s->rank, r < 0 ? " (error)" : "", *missing);
+                return SYMCOLL_ERR_PEER_FAILED;
+            }
+            bs->stats.tcp_bytes_recv += (uint64_t)r;
+            s->off += (size_t)r;
+            if (s->off < sizeof(s->msg))
+                continue;
+            s->off = 0;
+            memcpy(&h, s->msg, sizeof(h));
+            if (!bs_join_hdr_ok(&h, BS_MSG_MEMBER, (uint32_t)s->rank, sizeof(bs_member_t))) {
+                log_error("bootstrap: host leader rank %d sent a malformed message (type %u) "
+                          "during the rendezvous",
+                          s->rank, h.type);
+                return SYMCOLL_ERR_BOOTSTRAP;
+            }
+            if (bs_member_take(bs, book, s))
+                (*missing)--;
+        }
+    }
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t bs_tcp_dial_rank0(const char *addr, const deadline_t *dl, int *fd_p)
 {
     struct addrinfo *res = NULL;
     symcoll_status_t status;
     int last_err = 0;
 
-    status = bs_resolve(addr, &res);
+    status = bs_resolve_addr(addr, &res);
     if (status != SYMCOLL_OK)
         return status;
     for (;;) {
@@ -392,8 +503,9 @@ fail:
     return SYMCOLL_ERR_BOOTSTRAP;
 }
 
-/* Rank 0 did not get every rank: tell those that joined why, in a proven welcome,
- * best effort within a short deadline of its own (its own deadline may be over). */
+/* Rank 0 did not get every rank: tell those that joined why (host leaders pass it on),
+ * in a proven welcome, best effort within a short deadline of its own (its own deadline
+ * may be over). */
 static void bs_tcp_give_up(bootstrap_t *bs, bs_book_t *book, symcoll_status_t why)
 {
     bs_xfer_t *x = calloc((size_t)bs->nranks, sizeof(*x));
@@ -404,7 +516,7 @@ static void bs_tcp_give_up(bootstrap_t *bs, bs_book_t *book, symcoll_status_t wh
     if (!x)
         return;
     for (int r = 1; r < bs->nranks; r++)
-        missing += bs->peer_fds[r] < 0;
+        missing += book->via[r] < 0;
     for (int r = 1; r < bs->nranks; r++) {
         if (bs->peer_fds[r] < 0)
             continue;
@@ -432,16 +544,40 @@ static double bs_thread_cpu(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The partners of rank r, in round order: the address of (r - 2^k) mod n; rank 0's
+ * own is the one that r's connection (its own or its leader's) reached it at. */
+static symcoll_status_t bs_partners(bootstrap_t *bs, const bs_book_t *book, int r, int K,
+                                    bs_addr_t *out)
+{
+    for (int k = 0; k < K; k++) {
+        int to = (int)((r - (1L << k) % bs->nranks + bs->nranks) % bs->nranks);
+        out[k] = book->addrs[to];
+        if (to == 0 && r != 0) {
+            symcoll_status_t status = bs_sock_addr(bs->peer_fds[book->via[r]], &out[k]);
+            if (status != SYMCOLL_OK)
+                return status;
+            out[k].port = book->addrs[0].port;
+        }
+    }
+    return SYMCOLL_OK;
+}
+
 /* Rank 0's side of the rendezvous on a listening socket, which it closes; then the
  * mesh. */
 static symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t *dl)
 {
-    int n = bs->nranks - 1, K = bs_mesh_rounds(bs->nranks), mlfd = -1;
+    int n = bs->nranks - 1, K = bs_mesh_rounds(bs->nranks), mlfd = -1, nx;
+    size_t rl = bs_group_rec_len(K);
     double cpu0;
-    bs_book_t book = {calloc((size_t)bs->nranks, sizeof(bs_welcome_t)),
-                      calloc((size_t)bs->nranks, sizeof(bs_addr_t))};
+    bs_book_t book = {.welcomes = calloc((size_t)bs->nranks, sizeof(bs_welcome_t)),
+                      .addrs = calloc((size_t)bs->nranks, sizeof(bs_addr_t)),
+                      .via = malloc((size_t)bs->nranks * sizeof(int)),
+                      .leads = calloc((size_t)bs->nranks, sizeof(bs_stream_t)),
+                      .epfd = epoll_create1(EPOLL_CLOEXEC)};
     bs_addr_t *peers = calloc((size_t)bs->nranks * (size_t)K, sizeof(bs_addr_t));
     bs_xfer_t *x = calloc((size_t)n, sizeof(*x));
+    unsigned char **group = calloc((size_t)bs->nranks, sizeof(*group));
+    uint32_t *nmem = calloc((size_t)bs->nranks, sizeof(*nmem));
     bs_acceptor_t acceptor = {.type = BS_MSG_HELLO,
                               .hello_len = sizeof(bs_hello_t),
                               .msg_len = BS_JOIN_LEN,
@@ -450,16 +586,28 @@ static symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t 
                               .admit = bs_tune,
                               .judge = bs_hello_judge,
                               .ctx = &book,
-                              .who = "rank(s)"};
+                              .who = "rank(s)",
+                              .extra_max = 1,
+                              .extra_fill = bs_leads_fill,
+                              .extra_handle = bs_leads_handle};
     symcoll_status_t status;
 
     bs->peer_fds = malloc((size_t)bs->nranks * sizeof(int));
-    if (!bs->peer_fds || !x || !book.welcomes || !book.addrs || !peers) {
+    if (!bs->peer_fds || !x || !book.welcomes || !book.addrs || !book.via || !book.leads ||
+        !peers || !group || !nmem) {
         status = SYMCOLL_ERR_NO_MEMORY;
         goto out;
     }
-    for (int r = 0; r < bs->nranks; r++)
+    for (int r = 0; r < bs->nranks; r++) {
         bs->peer_fds[r] = -1;
+        book.via[r] = -1;
+    }
+    book.via[0] = 0;
+    if (book.epfd < 0) {
+        log_error("bootstrap: epoll_create1: %s", strerror(errno));
+        status = SYMCOLL_ERR_SYSTEM;
+        goto out;
+    }
     /* rank 0's mesh listener sits on the address of its rendezvous listener */
     status = bs_mesh_listen(lfd, &mlfd, &book.addrs[0]);
     if (status != SYMCOLL_OK)
@@ -473,9 +621,39 @@ static symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t 
         bs_tcp_give_up(bs, &book, status);
         goto out;
     }
+    /* every rank's partners; a host leader's members' go to it in one message */
+    for (int r = 1; r < bs->nranks; r++)
+        if (book.via[r] != r)
+            nmem[book.via[r]]++;
+    for (int i = 0; i < book.nleads; i++) {
+        int L = book.leads[i].rank;
+        group[L] = calloc(nmem[L] ? nmem[L] : 1, rl);
+        if (!group[L]) {
+            status = SYMCOLL_ERR_NO_MEMORY;
+            goto out;
+        }
+        nmem[L] = 0; /* counted again as filled */
+    }
+    for (int r = 0; r < bs->nranks; r++) {
+        bs_addr_t *to = &peers[(size_t)r * (size_t)K];
+        status = bs_partners(bs, &book, r, K, to);
+        if (status != SYMCOLL_OK)
+            goto out;
+        if (r != 0 && book.via[r] != r) {
+            int L = book.via[r];
+            bs_group_rec_t *g = (bs_group_rec_t *)(void *)(group[L] + (size_t)nmem[L]++ * rl);
+            g->rank = (uint32_t)r;
+            memcpy(g->to, to, (size_t)K * sizeof(bs_addr_t));
+        }
+    }
+    nx = 0;
     for (int r = 1; r < bs->nranks; r++) {
-        bs_xfer_t *xi = &x[r - 1];
+        bs_xfer_t *xi;
+        if (bs->peer_fds[r] < 0)
+            continue;
+        xi = &x[nx++];
         book.welcomes[r].job_id = bs->job_id;
+        book.welcomes[r].members = nmem[r];
         memcpy(book.welcomes[r].name_seed, bs->name_seed, sizeof(bs->name_seed));
         xi->fd = bs->peer_fds[r];
         xi->peer = r;
@@ -483,38 +661,44 @@ static symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t 
         bs_hdr_fill(bs, &xi->shdr, BS_MSG_WELCOME, 0, sizeof(bs_welcome_t), 0);
         xi->sbuf = &book.welcomes[r];
     }
-    status = bs_xfer_run(bs, x, n, dl);
+    status = bs_xfer_run(bs, x, nx, dl);
     if (status != SYMCOLL_OK)
         goto out;
-    /* every rank hears where the ranks it sends to listen; rank 0's own address is the
-     * one that rank reached it at */
-    for (int r = 0; r < bs->nranks; r++) {
-        for (int k = 0; k < K; k++) {
-            int to = (int)((r - (1L << k) % bs->nranks + bs->nranks) % bs->nranks);
-            bs_addr_t *a = &peers[(size_t)r * (size_t)K + (size_t)k];
-            *a = book.addrs[to];
-            if (to == 0 && r != 0) {
-                status = bs_sock_addr(bs->peer_fds[r], a);
-                if (status != SYMCOLL_OK)
-                    goto out;
-                a->port = book.addrs[0].port;
-            }
-        }
-        if (r == 0)
-            continue;
-        memset(&x[r - 1], 0, sizeof(x[r - 1]));
-        x[r - 1].fd = bs->peer_fds[r];
-        x[r - 1].peer = r;
-        x[r - 1].send = true;
-        bs_hdr_fill(bs, &x[r - 1].shdr, BS_MSG_PEERS, 0, (size_t)K * sizeof(bs_addr_t), 0);
-        x[r - 1].sbuf = &peers[(size_t)r * (size_t)K];
+    /* every rank hears where the ranks it sends to listen */
+    for (int i = 0; i < nx; i++) {
+        int r = x[i].peer;
+        memset(&x[i], 0, sizeof(x[i]));
+        x[i].fd = bs->peer_fds[r];
+        x[i].peer = r;
+        x[i].send = true;
+        bs_hdr_fill(bs, &x[i].shdr, BS_MSG_PEERS, 0, (size_t)K * sizeof(bs_addr_t), 0);
+        x[i].sbuf = &peers[(size_t)r * (size_t)K];
     }
-    status = bs_xfer_run(bs, x, n, dl);
+    status = bs_xfer_run(bs, x, nx, dl);
+    if (status != SYMCOLL_OK)
+        goto out;
+    nx = 0;
+    for (int i = 0; i < book.nleads; i++) {
+        int L = book.leads[i].rank;
+        if (!nmem[L])
+            continue;
+        memset(&x[nx], 0, sizeof(x[nx]));
+        x[nx].fd = bs->peer_fds[L];
+        x[nx].peer = L;
+        x[nx].send = true;
+        bs_hdr_fill(bs, &x[nx].shdr, BS_MSG_GROUP_PEERS, 0, (size_t)nmem[L] * rl, 0);
+        x[nx].sbuf = group[L];
+        nx++;
+    }
+    status = bs_xfer_run(bs, x, nx, dl);
     if (status != SYMCOLL_OK)
         goto out;
     /* the address book is out: the rendezvous connections are done with */
     for (int r = 1; r < bs->nranks; r++)
-        bs_close(&bs->peer_fds[r]);
+        if (bs->peer_fds[r] >= 0) {
+            bs->stats.rendezvous_conns++;
+            bs_close(&bs->peer_fds[r]);
+        }
     bs->stats.rendezvous_cpu_s = bs_thread_cpu() - cpu0;
     bs->stats.rendezvous_bytes = bs->stats.tcp_bytes_sent + bs->stats.tcp_bytes_recv;
     status = bs_mesh_connect(bs, mlfd, peers, dl);
@@ -522,42 +706,60 @@ static symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t 
 out:
     bs_close(&lfd);
     bs_close(&mlfd);
+    bs_close(&book.epfd);
     free(x);
     free(peers);
     if (book.welcomes)
         bs_wipe(book.welcomes, (size_t)bs->nranks * sizeof(bs_welcome_t));
     free(book.welcomes);
     free(book.addrs);
+    free(book.via);
+    free(book.leads);
+    for (int r = 0; group && r < bs->nranks; r++)
+        free(group[r]);
+    free(group);
+    free(nmem);
     return status;
 }
 
-/* Rank > 0: say hello, answer rank 0's challenge, and check rank 0's proof before
- * anything else of its welcome is used. */
-static symcoll_status_t bs_tcp_join(bootstrap_t *bs, const char *addr, const deadline_t *dl)
+/* Who sent the joiner its CHALLENGE: rank 0, or (to a member) a host leader, a rank
+ * > 0 other than this one. */
+static bool bs_join_from_ok(const bootstrap_t *bs, uint32_t from, bool member)
+{
+    if (!member)
+        return from == 0;
+    return from > 0 && from < (uint32_t)bs->nranks && from != (uint32_t)bs->rank;
+}
+
+symcoll_status_t bs_tcp_join_on(bootstrap_t *bs, const char *addr, int fd, int lead, int route,
+                                const deadline_t *dl)
 {
     uint8_t n0[BS_NONCE_LEN], proof[BS_MAC_LEN], want[BS_MAC_LEN];
-    int K = bs_mesh_rounds(bs->nranks), mlfd = -1;
+    int K = bs_mesh_rounds(bs->nranks), mlfd = -1, via = route >= 0 ? -1 : 0;
+    bool member = route >= 0;
     bs_addr_t peers[32];
     bs_hello_t hello;
     bs_welcome_t welcome;
+    bs_lead_t *l = NULL;
+    char who[128];
     symcoll_status_t status;
     bs_xfer_t xi;
 
+    bs->root_fd = fd;
+    snprintf(who, sizeof(who), "rank 0 at %s", addr);
     memset(&hello, 0, sizeof(hello));
     hello.nranks = (uint32_t)bs->nranks;
+    hello.flags = lead >= 0 ? BS_HELLO_LEADER : 0;
     status = bs_random_bytes(hello.nonce, sizeof(hello.nonce));
     if (status != SYMCOLL_OK)
-        return status;
-    status = bs_tcp_dial(addr, dl, &bs->root_fd);
-    if (status != SYMCOLL_OK)
-        return status;
+        goto out;
     /* listen for the mesh partners on the interface that reaches rank 0 */
-    status = bs_mesh_listen(bs->root_fd, &mlfd, &hello.listen);
+    status = bs_mesh_listen(member ? route : bs->root_fd, &mlfd, &hello.listen);
     if (status != SYMCOLL_OK)
         goto out;
     memset(&xi, 0, sizeof(xi));
     xi.fd = bs->root_fd;
-    xi.peer = 0;
+    xi.peer = via;
     xi.send = true;
     bs_hdr_fill(bs, &xi.shdr, BS_MSG_HELLO, 0, sizeof(hello), 0);
     xi.sbuf = &hello;
@@ -566,45 +768,74 @@ static symcoll_status_t bs_tcp_join(bootstrap_t *bs, const char *addr, const dea
     xi.rlen = sizeof(n0);
     xi.rbuf = n0;
     xi.any_session = true;
+    xi.unix_sock = member;
     status = bs_xfer_run(bs, &xi, 1, dl);
-    if (status != SYMCOLL_OK)
+    if (status != SYMCOLL_OK) {
+        if (member && status == SYMCOLL_ERR_PEER_FAILED)
+            log_error("bootstrap: this host's leader of the rendezvous closed the "
+                      "connection before it challenged rank %d: it died",
+                      bs->rank);
         goto out;
+    }
+    if (!bs_join_from_ok(bs, xi.rhdr.rank, member)) {
+        log_error("bootstrap: the challenge of %s claims rank %u",
+                  member ? "this host's leader" : who, xi.rhdr.rank);
+        status = SYMCOLL_ERR_BOOTSTRAP;
+        goto out;
+    }
+    if (member) {
+        via = (int)xi.rhdr.rank;
+        snprintf(who, sizeof(who),
+                 "rank %d (this host's leader of the rendezvous with rank 0 at %s)", via, addr);
+    }
 
     bs_proof(bs, false, n0, hello.nonce, (uint32_t)bs->rank, proof);
     memset(&xi, 0, sizeof(xi));
     xi.fd = bs->root_fd;
-    xi.peer = 0;
+    xi.peer = via;
     xi.send = true;
     bs_hdr_fill(bs, &xi.shdr, BS_MSG_AUTH, 0, sizeof(proof), 0);
     xi.sbuf = proof;
+    xi.unix_sock = member;
+    status = bs_xfer_run(bs, &xi, 1, dl);
+    /* a host leader takes its members until rank 0's welcome comes */
+    if (status == SYMCOLL_OK && lead >= 0) {
+        status = bs_lead_gather(bs, lead, &l, dl);
+        lead = -1;
+    }
+    if (status != SYMCOLL_OK)
+        goto out;
+    memset(&xi, 0, sizeof(xi));
+    xi.fd = bs->root_fd;
+    xi.peer = via;
     xi.recv = true;
     xi.rtype = BS_MSG_WELCOME;
     xi.rlen = sizeof(welcome);
     xi.rbuf = &welcome;
     xi.any_session = true;
+    xi.unix_sock = member;
     status = bs_xfer_run(bs, &xi, 1, dl);
     if (status != SYMCOLL_OK && xi.rhdr.magic == BS_MAGIC && xi.rhdr.type == BS_MSG_REJECT) {
-        log_error("bootstrap: rank 0 at %s dropped rank %d: its SYMCOLL_COOKIE differs from "
-                  "this rank's (or one of them has none), or another process joined as rank "
-                  "%d first",
-                  addr, bs->rank, bs->rank);
+        log_error("bootstrap: %s dropped rank %d: its SYMCOLL_COOKIE differs from this "
+                  "rank's (or one of them has none), or another process joined as rank %d "
+                  "first",
+                  who, bs->rank, bs->rank);
         status = SYMCOLL_ERR_BOOTSTRAP;
         goto out;
     }
     if (status == SYMCOLL_ERR_PEER_FAILED) {
-        log_error("bootstrap: rank 0 at %s closed the connection before it welcomed rank "
-                  "%d: it died, or it is not a symcoll rank 0",
-                  addr, bs->rank);
+        log_error("bootstrap: %s closed the connection before it welcomed rank %d: it died, "
+                  "or it is not a symcoll rank",
+                  who, bs->rank);
         goto out;
     }
     if (status != SYMCOLL_OK)
         goto out;
     bs_proof(bs, true, n0, hello.nonce, (uint32_t)bs->rank, want);
     if (!bs_ct_equal(welcome.proof, want, sizeof(want))) {
-        log_error("bootstrap: the listener at %s did not prove that it knows the job's "
-                  "secret: it is not this job's rank 0, or its SYMCOLL_COOKIE differs; "
-                  "refused",
-                  addr);
+        log_error("bootstrap: %s did not prove that it knows the job's secret: it is not of "
+                  "this job, or its SYMCOLL_COOKIE differs; refused",
+                  who);
         status = SYMCOLL_ERR_BOOTSTRAP;
         goto out;
     }
@@ -614,10 +845,13 @@ static symcoll_status_t bs_tcp_join(bootstrap_t *bs, const char *addr, const dea
                   addr, symcoll_status_string((symcoll_status_t)welcome.gave_up),
                   welcome.missing);
         status = (symcoll_status_t)welcome.gave_up;
+        if (l)
+            bs_lead_give_up(bs, l, status, welcome.missing);
         goto out;
     }
-    if (welcome.job_id == 0 || xi.rhdr.session != welcome.job_id) {
-        log_error("bootstrap: rank 0 sent a malformed welcome");
+    if (welcome.job_id == 0 || xi.rhdr.session != welcome.job_id ||
+        (!l && welcome.members != 0)) {
+        log_error("bootstrap: %s sent a malformed welcome", who);
         status = SYMCOLL_ERR_BOOTSTRAP;
         goto out;
     }
@@ -627,12 +861,15 @@ static symcoll_status_t bs_tcp_join(bootstrap_t *bs, const char *addr, const dea
     /* where the ranks this one sends to listen; then rank 0 is done with us */
     memset(&xi, 0, sizeof(xi));
     xi.fd = bs->root_fd;
-    xi.peer = 0;
+    xi.peer = via;
     xi.recv = true;
     xi.rtype = BS_MSG_PEERS;
     xi.rlen = (size_t)K * sizeof(bs_addr_t);
     xi.rbuf = peers;
+    xi.unix_sock = member;
     status = bs_xfer_run(bs, &xi, 1, dl);
+    if (status == SYMCOLL_OK && l)
+        status = bs_lead_finish(bs, l, welcome.members, dl);
     if (status != SYMCOLL_OK)
         goto out;
     bs_close(&bs->root_fd);
@@ -640,17 +877,26 @@ static symcoll_status_t bs_tcp_join(bootstrap_t *bs, const char *addr, const dea
     status = bs_mesh_connect(bs, mlfd, peers, dl);
     mlfd = -1;
 out:
+    if (status != SYMCOLL_OK && l)
+        bs_lead_give_up(bs, l, status, 0);
+    bs_lead_free(l);
+    bs_close(&lead);
     bs_close(&mlfd);
     return status;
 }
 
-symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, const deadline_t *dl)
+symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, bool leaders,
+                                const char *group, const deadline_t *dl)
 {
     symcoll_status_t status;
-    int lfd = -1;
+    int lfd = -1, fd = -1;
 
-    if (bs->rank != 0)
-        return bs_tcp_join(bs, addr, dl);
+    if (bs->rank != 0) {
+        if (leaders)
+            return bs_host_join(bs, addr, group, dl);
+        status = bs_tcp_dial_rank0(addr, dl, &fd);
+        return status == SYMCOLL_OK ? bs_tcp_join_on(bs, addr, fd, -1, -1, dl) : status;
+    }
     /* before listening: joiners that find nobody keep trying until their deadline */
     status = bs_fd_room(bs->nranks);
     if (status != SYMCOLL_OK)

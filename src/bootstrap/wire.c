@@ -41,6 +41,10 @@ static const char *bs_type_name(unsigned type)
         return "mesh welcome";
     case BS_MSG_REJECT:
         return "reject";
+    case BS_MSG_MEMBER:
+        return "member";
+    case BS_MSG_GROUP_PEERS:
+        return "group peers";
     default:
         return "unknown";
     }
@@ -175,7 +179,7 @@ symcoll_status_t bs_hdr_check(const bootstrap_t *bs, const bs_hdr_t *h, uint16_t
                   bs_type_name(h->type), bs_type_name(type));
         return SYMCOLL_ERR_BOOTSTRAP;
     }
-    if (h->rank != (uint32_t)rank) {
+    if (rank >= 0 && h->rank != (uint32_t)rank) {
         log_error("bootstrap: %s: message claims rank %u, expected rank %d", what, h->rank,
                   rank);
         return SYMCOLL_ERR_BOOTSTRAP;
@@ -465,7 +469,7 @@ out:
         bool local = x[i].shdr.type == BS_MSG_LOCAL_HELLO ||
                      x[i].shdr.type == BS_MSG_LOCAL_DATA || x[i].rtype == BS_MSG_LOCAL_HELLO ||
                      x[i].rtype == BS_MSG_LOCAL_DATA;
-        if (local)
+        if (local || x[i].unix_sock)
             continue;
         bs->stats.tcp_bytes_sent += x[i].soff;
         bs->stats.tcp_bytes_recv += x[i].roff;

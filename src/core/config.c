@@ -269,6 +269,11 @@ static const config_row_t config_table[] = {
         "Host identity override; ranks with the same value form one "
         "node (default: hostname and boot id). Used to simulate several nodes.",
         parse_string_field, host_id),
+    ROW("SYMCOLL_RENDEZVOUS_LEADERS", "1",
+        "Built-in TCP bootstrap: 1, the ranks of a host (of a SYMCOLL_HOST_ID) pick one "
+        "that talks to rank 0 for all of them, so rank 0 serves a connection per host; "
+        "0, every rank connects to rank 0 itself.",
+        parse_nonneg_long_field, rendezvous_leaders),
     ROW("SYMCOLL_POOL_MIN_SIZE", "4M", "Smallest pool segment, bytes (suffixes K, M, G).",
         parse_size_field, pool_min_size),
     ROW("SYMCOLL_POOL_MAX_SIZE", "64G", "Virtual range reserved per pool: the pool's ceiling.",

@@ -41,6 +41,7 @@ typedef struct config {
     char addr[CONFIG_STR_MAX];       /* SYMCOLL_ADDR */
     char cookie[CONFIG_STR_MAX];     /* SYMCOLL_COOKIE ("": none) */
     char host_id[CONFIG_STR_MAX];    /* SYMCOLL_HOST_ID ("" = hostname + boot id) */
+    long rendezvous_leaders;         /* SYMCOLL_RENDEZVOUS_LEADERS (0: every rank dials) */
     size_t pool_min_size;            /* SYMCOLL_POOL_MIN_SIZE */
     size_t pool_max_size;            /* SYMCOLL_POOL_MAX_SIZE */
     double pool_growth;              /* SYMCOLL_POOL_GROWTH */
