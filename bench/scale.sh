@@ -5,8 +5,10 @@
 # logs and the csv lines (scale.csv, the input of bench/scale_model.py) in OUT.
 #   bench/scale.sh [-b BUILD_DIR] [-o OUT] [-c C] quick|full|CASE...
 # quick: n <= 16 (seconds); full: n = 16, 64, 256 on 1 node and on 4..32 simulated
-# nodes, mpirun at 64 and 128 on 1 and 4 simulated nodes (minutes on 2 cores); both
+# nodes, the same without host leaders at 64 and 256 on 8, mpirun at 64 and 128 on 1 and
+# 4 simulated nodes (minutes on 2 cores); both
 # begin with unit. A CASE is run:N:K (symcoll_run, N ranks on K simulated nodes),
+# direct:N:K (the same, every rank dialling rank 0 itself: SYMCOLL_RENDEZVOUS_LEADERS=0),
 # mpirun:N[:K], or unit: the bootstrap's unit costs (a round, a byte) and a creation on
 # 2 ranks on 2 simulated nodes, 3 times, into OUT/unit.csv (the model's constants).
 # C: extra communicators per run (default 7;
@@ -51,8 +53,8 @@ mkdir -p "$out" || exit 2
 case $1 in
 quick) set -- unit run:4:1 run:8:2 run:16:1 run:16:4 mpirun:16 ;;
 full)
-    set -- unit run:16:1 run:16:4 run:64:1 run:64:4 run:64:8 mpirun:64 run:256:1 run:256:8 \
-        run:256:32 mpirun:128 mpirun:128:4
+    set -- unit run:16:1 run:16:4 run:64:1 run:64:4 run:64:8 direct:64:8 mpirun:64 run:256:1 \
+        run:256:8 direct:256:8 run:256:32 mpirun:128 mpirun:128:4
     ;;
 esac
 
@@ -102,9 +104,12 @@ EOF
     log=$out/$how-$n-${k:-1}.log
     t0=$(date +%s)
     case $how in
-    run)
-        timeout -s KILL 1800 "$run" -n "$n" --sim-nodes "$k" --timeout 1700 "$prog" -c "$x" \
-            -l "symcoll_run" >"$log" 2>&1
+    run | direct)
+        lead=1
+        [ "$how" = direct ] && lead=0
+        SYMCOLL_RENDEZVOUS_LEADERS=$lead timeout -s KILL 1800 "$run" -n "$n" --sim-nodes "$k" \
+            --timeout 1700 "$prog" -c "$x" -l "symcoll_run$([ $lead = 0 ] && echo -direct)" \
+            >"$log" 2>&1
         ;;
     mpirun)
         command -v mpirun >/dev/null 2>&1 || { echo "# $c: skipped, no mpirun"; continue; }

@@ -24,12 +24,19 @@ With n ranks, K = ceil(log2 n), N = n / ppn nodes:
     eps = ceil(log2 N) + 1 UCX endpoints at creation (recursive-doubling partners and
     the ring neighbour across nodes, as measured at 4, 8 and 32 nodes), each a wire-up of
     one message each way
-  log rounds, TCP rendezvous: the same plus rank 0's address book, which serves every
-    rank in turn (an accept, five messages, two proofs): + (n - 1) c_j + 2 (t_r + L),
-    c_j the CPU time rank 0's thread spent per rank it served, measured in the runs of
-    the TCP bootstrap in scale.csv (the median over those of 16 ranks and more); over
-    loopback it also holds the receivers' TCP processing, which the kernel charges to
-    the sender, so it is an upper bound
+  log rounds, TCP rendezvous: the same plus rank 0's address book. The ranks of a node
+    meet their node's leader first (a Unix socket), and rank 0 serves one connection per
+    node (an accept, five messages, two proofs: c_j of CPU each) and takes the other
+    ranks from their leaders' streams (c_m each); the leaders serve their members in
+    parallel, at most c_j each:
+      + N c_j + (n - N) c_m + ppn c_j + 4 (t_r + L)
+    c_j: rank 0's CPU time per connection in the runs without leaders (direct:N:K of
+    scale.sh, SYMCOLL_RENDEZVOUS_LEADERS=0), the median over those of 16 ranks and more;
+    c_m: in the runs with leaders, rank 0's CPU time less c_j per connection, per rank
+    it heard of through a leader (the largest such run). Over loopback both hold the
+    receivers' TCP processing, which the kernel charges to the sender, and c_m a
+    wake-up per member, since members trickle in here one by one (a busy rank 0 reads
+    up to 64 at once): upper bounds
   star (before f621195): rank 0 takes n - 1 messages in and sends n - 1 of n s bytes per
     exchange, and every rank connects to every remote rank:
     T = c0 + E (2 L + (n - 1) t_r / 2 + n^2 s (c_b + 1/B)) + (n - ppn) 2 (t_r + L)
@@ -63,9 +70,11 @@ def logr(n, p):
 
 
 def rendezvous(n, p):
-    if p["c_j"] is None:
+    if p["c_j"] is None or p["c_m"] is None:
         return float("nan")
-    return (n - 1) * p["c_j"] + 2 * (p["t_r"] + p["L"])
+    nodes = max(1, math.ceil(n / p["ppn"]))
+    return (nodes * p["c_j"] + (n - nodes) * p["c_m"] + min(p["ppn"], n) * p["c_j"] +
+            4 * (p["t_r"] + p["L"]))
 
 
 def read_csv(path, first):
@@ -107,12 +116,20 @@ def main():
              s=s, E=e_big, L=args.latency_us * 1e-6, B=args.bandwidth_gbs * 1e9,
              ppn=args.ppn)
     tcp = [r for r in runs if float(r.get("rendezvous_cpu_s") or 0) > 0 and num(r, "n") > 1]
+    members = lambda r: float(r.get("rendezvous_members") or 0)
+    conns = lambda r: float(r.get("rendezvous_conns") or 0) or num(r, "n") - 1
+    direct = [r for r in tcp if members(r) == 0]
     # runs of 16 ranks and more where there are some: in smaller ones the fixed part of
     # rank 0's work weighs on each rank it served
-    tcp = [r for r in tcp if num(r, "n") >= 16] or tcp
-    served = [num(r, "rendezvous_cpu_s") / (num(r, "n") - 1) for r in tcp]
+    direct = [r for r in direct if num(r, "n") >= 16] or direct
+    served = [num(r, "rendezvous_cpu_s") / conns(r) for r in direct]
     # without a run of the TCP bootstrap its rendezvous is not modelled (None)
     p["c_j"] = statistics.median(served) if served else None
+    led = [r for r in tcp if members(r) > 0]
+    p["c_m"] = None
+    if led and served:
+        r = max(led, key=members)
+        p["c_m"] = max(num(r, "rendezvous_cpu_s") - conns(r) * p["c_j"], 0) / members(r)
     e_calls = max(num(big, "exchanges_calls"), e_big)
     p_calls = dict(p, E=e_calls,
                    s=num(big, "bytes_calls_med") / (2 * e_calls * (n_big - 1)))
@@ -122,23 +139,31 @@ def main():
     print("# measured here (median of %d unit runs, 2 ranks on 2 simulated nodes): "
           "round t_r %.1f us, c_b %.3f ns/byte, creation c0 %.1f ms"
           % (len(units), p["t_r"] * 1e6, p["c_b"] * 1e9, p["c0"] * 1e3))
-    if served:
-        print("# rank 0 of the TCP rendezvous: c_j %.1f us of CPU per rank served (median of "
-              "%d runs)" % (p["c_j"] * 1e6, len(served)))
+    if served and p["c_m"] is not None:
+        print("# rank 0 of the TCP rendezvous: c_j %.1f us of CPU per connection (median of "
+              "%d runs without leaders), c_m %.1f us per rank heard of through a leader (the "
+              "%d-rank run)" % (p["c_j"] * 1e6, len(served), p["c_m"] * 1e6,
+                                num(max(led, key=members), "n")))
     else:
-        print("# no run of the TCP bootstrap: its rendezvous is not modelled (nan)")
+        print("# no runs of the TCP bootstrap with and without host leaders: its rendezvous "
+              "is not modelled (nan)")
     print("# from the %d-rank %d-node run: E %d exchanges per creation, s %.0f bytes per "
           "rank and exchange; until the first calls (+calls) %d and %.0f"
           % (n_big, num(big, "nodes"), e_big, s, e_calls, p_calls["s"]))
     print("# the runs (wall time of the slowest rank; they share 2 cores, the model "
           "does not):")
-    print("#   %-12s %6s %5s %12s %12s" % ("launcher", "n", "nodes", "measured s",
+    print("#   %-18s %6s %5s %12s %12s" % ("launcher", "n", "nodes", "measured s",
                                           "model s"))
     for r in runs:
         n = int(num(r, "n"))
         pr = dict(p, ppn=max(1, n // int(num(r, "nodes"))))
-        model = logr(n, pr) + (rendezvous(n, pr) if r["label"] != "mpirun" else 0)
-        print("#   %-12s %6d %5d %12.3f %12.3f" % (r["label"], n, num(r, "nodes"),
+        if r["label"] == "mpirun":
+            model = logr(n, pr)
+        elif members(r) == 0:  # every rank dialled rank 0
+            model = logr(n, pr) + (n - 1) * (p["c_j"] or float("nan")) + 2 * (p["t_r"] + p["L"])
+        else:
+            model = logr(n, pr) + rendezvous(n, pr)
+        print("#   %-18s %6d %5d %12.3f %12.3f" % (r["label"], n, num(r, "nodes"),
                                                    num(r, "create_max_s"), model))
     print("%8s %7s %10s %12s %10s %12s %10s %12s %12s %8s" % (
         "ranks", "nodes", "star_s", "star+calls_s", "pmix_s", "pmix+calls_s", "tcp_s",

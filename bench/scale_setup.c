@@ -45,6 +45,8 @@ enum {
     M_XFAILED,       /* 1 if this rank's creation of the next one failed */
     M_RDV_CPU_S,     /* rank 0 of the TCP rendezvous: its CPU time serving the others */
     M_RDV_BYTES,     /* bootstrap TCP bytes of the rendezvous (of the first communicator) */
+    M_RDV_CONNS,     /* rank 0: connections it served (ranks that dialled it, host leaders) */
+    M_RDV_MEMBERS,   /* rank 0: ranks it heard of through a host leader */
     M_PHASE0,        /* then per phase: */
 };
 enum {
@@ -335,16 +337,19 @@ static void report(const double *all, int n, int nextra, int asked, const char *
                "eps_max,eps_med,eps_calls_max,eps_calls_med,socks_max,socks_med,rss_max_mb,"
                "rss_med_mb,xcreate_max_s,xcreate_med_s,xbytes_max,xrss_med_mb,xfds_med,"
                "xsocks_med,wrong,exchanges_calls,bytes_calls_max,bytes_calls_med,"
-               "msgs_calls_max,extra,rendezvous_cpu_s,bytes_mesh_max,bytes_mesh_med\n");
+               "msgs_calls_max,extra,rendezvous_cpu_s,bytes_mesh_max,bytes_mesh_med,"
+               "rendezvous_conns,rendezvous_members\n");
         printf("csv: %s,%d,%.0f,%.4f,%.4f,%.4f,%.4f,%.4f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.1f,"
                "%.0f,%.1f,%.0f,%.1f,%.0f,%.1f,%.1f,%.1f,%.4f,%.4f,%.0f,%.2f,%.1f,%.1f,%.0f,"
-               "%.0f,%.0f,%.0f,%.0f,%d,%.5f,%.0f,%.0f\n",
+               "%.0f,%.0f,%.0f,%.0f,%d,%.5f,%.0f,%.0f,%.0f,%.0f\n",
                label, n, all[M_NODES], ct.max, ct.med, leave_last - enter_last, cpu.max,
                cpu.med, bytes.max, bytes.med, msgs.max, rounds.max, exch.max, conns.max,
                conns.med, eps.max, eps.med, eps_a.max, eps_a.med, socks.max, socks.med, rss.max,
                rss.med, xt.max, xt.med, xb_max, xrss.med, xfds.med, xsocks.med, wrong,
                exch_a.max, bytes_a.max, bytes_a.med, msgs_a.max, nextra,
-               over_ranks(all, n, M_RDV_CPU_S, -1, 1).max, bytes_m.max, bytes_m.med);
+               over_ranks(all, n, M_RDV_CPU_S, -1, 1).max, bytes_m.max, bytes_m.med,
+               over_ranks(all, n, M_RDV_CONNS, -1, 1).max,
+               over_ranks(all, n, M_RDV_MEMBERS, -1, 1).max);
     }
 }
 
@@ -485,6 +490,10 @@ int main(int argc, char **argv)
         bootstrap_stats(comm->bootstrap, &st);
         m[M_RDV_CPU_S] = st.rendezvous_cpu_s;
         m[M_RDV_BYTES] = (double)st.rendezvous_bytes;
+        if (rank == 0) { /* a leader counts its members too: rank 0's alone */
+            m[M_RDV_CONNS] = st.rendezvous_conns;
+            m[M_RDV_MEMBERS] = st.rendezvous_members;
+        }
     }
 
     wrong = check_allreduce(comm, rank, n, &m[M_AR8_S], &m[M_AR4M_S]);

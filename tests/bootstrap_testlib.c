@@ -18,6 +18,7 @@ bootstrap_params_t env_params(double timeout)
     p.nranks = atoi(getenv("SYMCOLL_NRANKS"));
     p.addr = getenv("SYMCOLL_ADDR");
     p.cookie = getenv("SYMCOLL_COOKIE");
+    p.host_group = getenv("SYMCOLL_HOST_ID"); /* a simulated node has its own leader */
     p.timeout_sec = timeout;
     return p;
 }

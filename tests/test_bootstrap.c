@@ -474,6 +474,81 @@ START_TEST(test_quick_destroy)
 }
 END_TEST
 
+/* ---- host leaders of the rendezvous ------------------------------------------ */
+
+/* 12 ranks on 3 simulated nodes: with host leaders rank 0 serves one connection per
+ * node (its own node's other ranks elect one too) and hears of the 8 other ranks
+ * through them; without (arg non-NULL), one connection per rank. Either way every
+ * rank's allgather is exact. */
+static void body_host_leaders(int rank, int nranks, void *arg)
+{
+    bootstrap_params_t p = env_params(BS_TIMEOUT);
+    bootstrap_stats_t st;
+    bootstrap_t *bs = NULL;
+    int fds0 = harness_count_fds();
+    symcoll_status_t s;
+
+    p.no_host_leaders = arg != NULL;
+    s = bootstrap_create(&p, &bs);
+    if (s != SYMCOLL_OK)
+        harness_fail("rank %d: bootstrap_create: %s", rank, symcoll_status_string(s));
+    check_allgathers(bs, rank, nranks);
+    bootstrap_stats(bs, &st);
+    if (rank == 0) {
+        ck_assert_int_eq(st.rendezvous_conns, arg ? nranks - 1 : 3);
+        ck_assert_int_eq(st.rendezvous_members, arg ? 0 : nranks - 1 - 3);
+    } else {
+        /* a leader counts its members: 2 on node 0 (of ranks 1-3), 3 on the others */
+        ck_assert_int_le(st.rendezvous_members, 3);
+    }
+    bootstrap_destroy(bs);
+    expect_fds(fds0);
+}
+
+START_TEST(test_host_leaders)
+{
+    static int direct = 1;
+    ck_assert_int_eq(harness_run(12, 3, RUN_TIMEOUT, body_host_leaders, NULL), 0);
+    ck_assert_int_eq(harness_run(12, 3, RUN_TIMEOUT, body_host_leaders, &direct), 0);
+}
+END_TEST
+
+/* 6 ranks on 2 simulated nodes (0-2, 3-5), rank 5 never comes, and the leader of node 1
+ * (rank 3: it starts first, rank 4 200 ms later) dies 0.5 s into the rendezvous: its
+ * member (rank 4) sees it die, rank 0 sees its connection end and gives up, and tells
+ * node 0's leader, which tells its member: every one fails with PEER_FAILED in a few
+ * seconds, not at its 30 s deadline, and leaves no descriptor behind. */
+static void body_leader_dies(int rank, int nranks, void *arg)
+{
+    bootstrap_params_t p = env_params(30.0);
+    bootstrap_t *bs = NULL;
+    int fds0 = harness_count_fds();
+    double t0;
+    (void)nranks;
+    (void)arg;
+
+    if (rank == 5)
+        return;
+    if (rank == 3) {
+        pthread_t th;
+        if (!harness_fork_victim())
+            return;
+        pthread_create(&th, NULL, kill_self_later, NULL);
+        (void)bootstrap_create(&p, &bs);
+        _exit(3);
+    }
+    if (rank == 4)
+        usleep(200 * 1000);
+    t0 = time_now();
+    ck_assert_int_eq(bootstrap_create(&p, &bs), SYMCOLL_ERR_PEER_FAILED);
+    if (time_now() - t0 > 6.0)
+        harness_fail("rank %d failed %.1f s after it began, not soon after the leader died",
+                     rank, time_now() - t0);
+    ck_assert_int_eq(harness_count_fds(), fds0);
+}
+
+RANKS_TEST(test_leader_dies, 6, 2, body_leader_dies)
+
 /* ---- callback path ---------------------------------------------------------- */
 
 /* A process-shared memory allgather, independent of the TCP code: a region mapped
@@ -652,6 +727,8 @@ static Suite *bootstrap_suite(void)
     tcase_add_test(tc, test_rank0_dies);
     tcase_add_test(tc, test_quick_destroy);
     tcase_add_test(tc, test_fd_limit);
+    tcase_add_test(tc, test_host_leaders);
+    tcase_add_test(tc, test_leader_dies);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("callback");

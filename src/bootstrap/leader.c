@@ -26,6 +26,8 @@ struct bs_lead {
     int *slots; /* by rank: a member's connection, -1 for the others */
     bs_lead_member_t *m;
     int nm, cap;
+    unsigned char *out; /* MEMBER messages not yet sent to rank 0 */
+    size_t nout, capout;
     const deadline_t *dl;
     symcoll_status_t failed; /* passing a member on to rank 0 failed */
     bool told;               /* the members had their welcome (or the failure) */
@@ -159,7 +161,7 @@ static int bs_lead_judge(bootstrap_t *bs, const void *msg, const uint8_t *n0, co
     bs_lead_t *l = ctx;
     bs_hello_t hello;
     bs_member_t rec;
-    bs_xfer_t x;
+    bs_hdr_t h;
     int r;
 
     if (!bs_join_verify(bs, msg, n0, from, &r, &hello))
@@ -180,20 +182,27 @@ static int bs_lead_judge(bootstrap_t *bs, const void *msg, const uint8_t *n0, co
         l->m = m;
         l->cap = cap;
     }
+    if (l->nout + sizeof(h) + sizeof(rec) > l->capout) {
+        size_t cap = l->capout ? 2 * l->capout : 16 * (sizeof(h) + sizeof(rec));
+        unsigned char *out = realloc(l->out, cap);
+        if (!out) {
+            l->failed = SYMCOLL_ERR_NO_MEMORY;
+            return -1;
+        }
+        l->out = out;
+        l->capout = cap;
+    }
+    /* queued: the members that proved themselves in one turn of the loop go to rank 0
+     * together (bs_lead_fill) */
     memset(&rec, 0, sizeof(rec));
     rec.rank = (uint32_t)r;
     rec.nranks = (uint32_t)bs->nranks;
     rec.listen = hello.listen;
-    memset(&x, 0, sizeof(x));
-    x.fd = bs->root_fd;
-    x.peer = 0;
-    x.send = true;
-    bs_hdr_fill(bs, &x.shdr, BS_MSG_MEMBER, 0, sizeof(rec), 0);
-    x.shdr.session = 0; /* before the welcome, as the joiner's own messages */
-    x.sbuf = &rec;
-    l->failed = bs_xfer_run(bs, &x, 1, l->dl);
-    if (l->failed != SYMCOLL_OK)
-        return -1;
+    bs_hdr_fill(bs, &h, BS_MSG_MEMBER, 0, sizeof(rec), 0);
+    h.session = 0; /* before the welcome, as the joiner's own messages */
+    memcpy(l->out + l->nout, &h, sizeof(h));
+    memcpy(l->out + l->nout + sizeof(h), &rec, sizeof(rec));
+    l->nout += sizeof(h) + sizeof(rec);
     l->m[l->nm].rank = r;
     bs_proof(bs, true, n0, hello.nonce, (uint32_t)r, l->m[l->nm].proof);
     l->nm++;
@@ -204,7 +213,28 @@ static int bs_lead_judge(bootstrap_t *bs, const void *msg, const uint8_t *n0, co
  * word (the welcome, or its end) ends the wait. */
 static int bs_lead_fill(bootstrap_t *bs, void *ctx, struct pollfd *p)
 {
-    (void)ctx;
+    bs_lead_t *l = ctx;
+    size_t off = 0;
+
+    /* the queued MEMBER messages, at once (a full socket buffer: rank 0 reads them while
+     * it waits, so this waits for room within the deadline) */
+    while (off < l->nout && l->failed == SYMCOLL_OK) {
+        ssize_t r = send(bs->root_fd, l->out + off, l->nout - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (r > 0) {
+            off += (size_t)r;
+            bs->stats.tcp_bytes_sent += (uint64_t)r;
+        } else if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            l->failed = bs_poll_one(bs->root_fd, POLLOUT, l->dl);
+        } else {
+            log_error("bootstrap: passing members on to rank 0 failed: %s",
+                      r < 0 ? strerror(errno) : "short write");
+            l->failed = SYMCOLL_ERR_PEER_FAILED;
+        }
+    }
+    if (off) {
+        bs->stats.tcp_msgs_sent++;
+        l->nout = 0;
+    }
     p->fd = bs->root_fd;
     p->events = POLLIN | POLLRDHUP;
     return 1;
@@ -385,6 +415,7 @@ void bs_lead_free(bs_lead_t *l)
     if (l->m)
         bs_wipe(l->m, (size_t)l->cap * sizeof(*l->m));
     free(l->m);
+    free(l->out);
     free(l->slots);
     free(l);
 }

@@ -276,11 +276,18 @@ bool bs_join_verify(const bootstrap_t *bs, const void *msg, const uint8_t *n0, c
     return true;
 }
 
-/* A host leader's stream of MEMBER messages, as rank 0 reads it. */
+/* One MEMBER message on the wire. */
+#define BS_MEMBER_MSG (sizeof(bs_hdr_t) + sizeof(bs_member_t))
+/* MEMBER messages rank 0 reads at once: what a leader sent while rank 0 was busy costs
+ * one recv, not one each. */
+#define BS_MEMBER_BATCH 64
+
+/* A host leader's stream of MEMBER messages, as rank 0 reads it: the start of a message
+ * that has not come in whole. */
 typedef struct bs_stream {
     int rank; /* the leader's */
     size_t off;
-    unsigned char msg[sizeof(bs_hdr_t) + sizeof(bs_member_t)];
+    unsigned char msg[BS_MEMBER_MSG];
 } bs_stream_t;
 
 /* What rank 0 learns in the rendezvous: per rank, its welcome (proof filled in by the
@@ -339,13 +346,12 @@ static int bs_leads_fill(bootstrap_t *bs, void *ctx, struct pollfd *p)
 
 /* One complete MEMBER message from leader s: whether rank 0 took the member (if not,
  * it logs why). */
-static bool bs_member_take(bootstrap_t *bs, bs_book_t *book, const bs_stream_t *s)
+static bool bs_member_take(bootstrap_t *bs, bs_book_t *book, const bs_stream_t *s,
+                           const unsigned char *msg)
 {
-    bs_hdr_t h;
     bs_member_t m;
 
-    memcpy(&h, s->msg, sizeof(h));
-    memcpy(&m, s->msg + sizeof(h), sizeof(m));
+    memcpy(&m, msg + sizeof(bs_hdr_t), sizeof(m));
     if (m.rank == 0 || m.rank >= (uint32_t)bs->nranks || m.nranks != (uint32_t)bs->nranks ||
         (m.listen.family != AF_INET && m.listen.family != AF_INET6) || m.listen.port == 0) {
         log_error("bootstrap: host leader rank %d passed on a malformed member (rank %u of "
@@ -379,9 +385,12 @@ static symcoll_status_t bs_leads_handle(bootstrap_t *bs, void *ctx, const struct
     for (int e = 0; e < nev; e++) {
         bs_stream_t *s = &book->leads[ev[e].data.u32];
         int fd = bs->peer_fds[s->rank];
+        unsigned char buf[BS_MEMBER_BATCH * BS_MEMBER_MSG];
         for (;;) {
-            ssize_t r = recv(fd, s->msg + s->off, sizeof(s->msg) - s->off, MSG_DONTWAIT);
-            bs_hdr_t h;
+            ssize_t r;
+            size_t have, done = 0;
+            memcpy(buf, s->msg, s->off);
+            r = recv(fd, buf + s->off, sizeof(buf) - s->off, MSG_DONTWAIT);
             if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
                 break;
             if (r <= 0) {
@@ -391,19 +400,22 @@ static symcoll_status_t bs_leads_handle(bootstrap_t *bs, void *ctx, const struct
                 return SYMCOLL_ERR_PEER_FAILED;
             }
             bs->stats.tcp_bytes_recv += (uint64_t)r;
-            s->off += (size_t)r;
-            if (s->off < sizeof(s->msg))
-                continue;
-            s->off = 0;
-            memcpy(&h, s->msg, sizeof(h));
-            if (!bs_join_hdr_ok(&h, BS_MSG_MEMBER, (uint32_t)s->rank, sizeof(bs_member_t))) {
-                log_error("bootstrap: host leader rank %d sent a malformed message (type %u) "
-                          "during the rendezvous",
-                          s->rank, h.type);
-                return SYMCOLL_ERR_BOOTSTRAP;
+            have = s->off + (size_t)r;
+            for (; have - done >= BS_MEMBER_MSG; done += BS_MEMBER_MSG) {
+                bs_hdr_t h;
+                memcpy(&h, buf + done, sizeof(h));
+                if (!bs_join_hdr_ok(&h, BS_MSG_MEMBER, (uint32_t)s->rank,
+                                    sizeof(bs_member_t))) {
+                    log_error("bootstrap: host leader rank %d sent a malformed message (type "
+                              "%u) during the rendezvous",
+                              s->rank, h.type);
+                    return SYMCOLL_ERR_BOOTSTRAP;
+                }
+                if (bs_member_take(bs, book, s, buf + done))
+                    (*missing)--;
             }
-            if (bs_member_take(bs, book, s))
-                (*missing)--;
+            s->off = have - done;
+            memcpy(s->msg, buf + done, s->off);
         }
     }
     return SYMCOLL_OK;
