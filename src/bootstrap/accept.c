@@ -286,7 +286,7 @@ symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t 
             status = a->extra_handle(bs, a->ctx, &pfd[npend + 1 + nw], nx, &missing);
         if (status != SYMCOLL_OK) {
             if (status == SYMCOLL_ERR_TIMED_OUT && a->open_ended)
-                log_error("bootstrap: timed out waiting for %s", a->who);
+                log_debug("bootstrap: timed out waiting for %s", a->who);
             else if (status == SYMCOLL_ERR_TIMED_OUT)
                 log_error("bootstrap: timed out: %d %s never connected%s", missing, a->who,
                           dropped ? " (connections were dropped; SYMCOLL_LOG_LEVEL=info "

@@ -303,7 +303,8 @@ typedef struct bs_acceptor {
     int (*extra_fill)(bootstrap_t *bs, void *ctx, struct pollfd *p);
     symcoll_status_t (*extra_handle)(bootstrap_t *bs, void *ctx, const struct pollfd *p, int n,
                                      int *missing);
-    bool open_ended; /* missing is not a count: the extras end the wait */
+    bool open_ended; /* missing is not a count: the extras end the wait (whose
+                      * timeout the caller reports) */
 } bs_acceptor_t;
 
 /* Accept until `missing` slots are filled; every other connection is dropped. A hangup

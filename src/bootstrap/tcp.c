@@ -42,10 +42,12 @@ static int bs_fds_open(void)
     return n - 1; /* the directory's own */
 }
 
-/* Rank 0 holds a connection to every other rank until the address book is out: room
- * for them under RLIMIT_NOFILE, whose soft limit is often 1024. Raises the soft limit as
- * far as needed (up to the hard one), or says at once why it cannot: otherwise accept
- * fails with EMFILE somewhere past a thousand ranks. */
+/* Rank 0 holds a connection to every rank that dials it until the address book is out:
+ * one per host with host leaders, but any rank may dial it itself (its
+ * SYMCOLL_RENDEZVOUS_LEADERS=0, a host of its own), so room for one per rank under
+ * RLIMIT_NOFILE, whose soft limit is often 1024. Raises the soft limit as far as needed
+ * (up to the hard one), or says at once why it cannot: otherwise accept fails with
+ * EMFILE somewhere past a thousand ranks. */
 static symcoll_status_t bs_fd_room(int nranks)
 {
     long need = (long)bs_fds_open() + nranks + 2L * bs_mesh_rounds(nranks) + BS_FD_SPARE;
@@ -55,8 +57,8 @@ static symcoll_status_t bs_fd_room(int nranks)
         rl.rlim_cur >= (rlim_t)need)
         return SYMCOLL_OK;
     if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < (rlim_t)need) {
-        log_error("bootstrap: rank 0 of the TCP rendezvous holds a connection to each of the "
-                  "%d ranks until it has sent the address book, and needs %ld descriptors; "
+        log_error("bootstrap: rank 0 of the TCP rendezvous may hold a connection to each of "
+                  "the %d ranks until it has sent the address book, and needs %ld descriptors; "
                   "the hard limit is %llu (ulimit -Hn): raise it, or start the job under a "
                   "PMIx launcher (mpirun, srun), where nothing goes through rank 0",
                   nranks, need, (unsigned long long)rl.rlim_max);
@@ -214,6 +216,10 @@ static symcoll_status_t bs_listen(const char *addr, int *fd_p)
     *fd_p = fd;
     return SYMCOLL_OK;
 }
+
+/* How long a host leader whose deadline passed still waits for rank 0's verdict (rank 0
+ * sends it at its own deadline, within 0.5 s: bs_tcp_give_up). */
+#define BS_VERDICT_GRACE_SEC 1.0
 
 /* A header of the rendezvous as the joiner must send it (the session is not known to
  * it yet and is not checked). */
@@ -753,6 +759,8 @@ symcoll_status_t bs_tcp_join_on(bootstrap_t *bs, const char *addr, int fd, int l
     bs_hello_t hello;
     bs_welcome_t welcome;
     bs_lead_t *l = NULL;
+    deadline_t grace;
+    const deadline_t *wdl = dl; /* for rank 0's welcome */
     char who[128];
     symcoll_status_t status;
     bs_xfer_t xi;
@@ -814,6 +822,14 @@ symcoll_status_t bs_tcp_join_on(bootstrap_t *bs, const char *addr, int fd, int l
     if (status == SYMCOLL_OK && lead >= 0) {
         status = bs_lead_gather(bs, lead, &l, dl);
         lead = -1;
+        /* rank 0's deadline is as near as ours, and at it rank 0 says why it gave up
+         * (which ranks never came): worth a moment's wait, for the members too, rather
+         * than a hangup rank 0 would take for this leader's death */
+        if (status == SYMCOLL_ERR_TIMED_OUT) {
+            grace = deadline_make(BS_VERDICT_GRACE_SEC, bs->aborted);
+            wdl = &grace;
+            status = SYMCOLL_OK;
+        }
     }
     if (status != SYMCOLL_OK)
         goto out;
@@ -826,7 +842,7 @@ symcoll_status_t bs_tcp_join_on(bootstrap_t *bs, const char *addr, int fd, int l
     xi.rbuf = &welcome;
     xi.any_session = true;
     xi.unix_sock = member;
-    status = bs_xfer_run(bs, &xi, 1, dl);
+    status = bs_xfer_run(bs, &xi, 1, wdl);
     if (status != SYMCOLL_OK && xi.rhdr.magic == BS_MAGIC && xi.rhdr.type == BS_MSG_REJECT) {
         log_error("bootstrap: %s dropped rank %d: its SYMCOLL_COOKIE differs from this "
                   "rank's (or one of them has none), or another process joined as rank %d "
