@@ -186,11 +186,14 @@ def main():
         fig, ax = plt.subplots(figsize=(7, 4.5))
         ax.loglog(ns, [star(n, p) for n in ns], label="star (before), model")
         ax.loglog(ns, [logr(n, p) + rendezvous(n, p) for n in ns],
-                  label="mesh, TCP rendezvous, model")
+                  label="mesh, TCP rendezvous with host leaders, model")
+        if p["c_j"] is not None:
+            ax.loglog(ns, [logr(n, p) + (n - 1) * p["c_j"] for n in ns], ":",
+                      label="mesh, every rank dials rank 0, model")
         ax.loglog(ns, [logr(n, p) for n in ns], label="mesh, PMIx, model")
         ax.loglog(ns, [logr(n, p_calls) for n in ns], "--",
                   label="mesh, PMIx, until the first calls, model")
-        for lab, mark in (("symcoll_run", "x"), ("mpirun", "+")):
+        for lab, mark in (("symcoll_run", "x"), ("symcoll_run-direct", "1"), ("mpirun", "+")):
             pts = [(num(r, "n"), num(r, "create_max_s")) for r in runs if r["label"] == lab]
             if pts:
                 ax.loglog(*zip(*pts), mark, label="measured, %s, on 2 shared cores" % lab)
