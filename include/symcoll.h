@@ -93,7 +93,7 @@ extern "C" {
  */
 /**@{*/
 #define SYMCOLL_API_MAJOR 0 /**< API major version this header describes */
-#define SYMCOLL_API_MINOR 1 /**< API minor version this header describes */
+#define SYMCOLL_API_MINOR 2 /**< API minor version this header describes */
 /**@}*/
 
 /**
@@ -359,6 +359,68 @@ static inline symcoll_status_t symcoll_comm_create(const symcoll_comm_params_t *
  *         communicator.
  */
 SYMCOLL_EXPORT symcoll_status_t symcoll_comm_destroy(symcoll_comm_h comm);
+
+/** Color of symcoll_comm_split() for a rank that joins no new communicator. */
+#define SYMCOLL_SPLIT_NOCOLOR (-1)
+
+/**
+ * @brief Split a communicator by color and key (collective over @a comm), as
+ *        MPI_Comm_split: the ranks that pass the same @a color form a new communicator,
+ *        ranked by @a key, then by their rank in @a comm.
+ *
+ * No new rendezvous: the ranks exchange their color, key and where they listen over
+ * @a comm's bootstrap, and each new communicator connects its own bootstrap mesh among
+ * its ranks; it shares the process's UCP context, and has its own pools, failure state
+ * and algorithm choices (its own layout: a part inside one node takes the node's paths).
+ * @a comm and the new communicators may be used from different threads at the same time
+ * and destroyed in any order.
+ *
+ * @param[in]  comm       the communicator to split; no other call on it may run at the
+ *                        same time
+ * @param[in]  color      >= 0, or ::SYMCOLL_SPLIT_NOCOLOR to join none
+ * @param[in]  key        the order among the ranks of one color
+ * @param[in]  params     NULL (inherit @a comm's settings), or with
+ *                        ::SYMCOLL_COMM_PARAM_FIELD_TIMEOUT and
+ *                        ::SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE at most (no rank, size or
+ *                        allgather: the ranks come from @a comm)
+ * @param[out] newcomm_p  the new communicator, or NULL for ::SYMCOLL_SPLIT_NOCOLOR
+ * @return SYMCOLL_OK; SYMCOLL_ERR_INVALID_PARAM (nothing done) for a bad argument; the
+ *         status of @a comm's failure (it is then good only for symcoll_comm_destroy());
+ *         SYMCOLL_ERR_PEER_FAILED, SYMCOLL_ERR_TIMED_OUT or SYMCOLL_ERR_ABORTED when a
+ *         rank of the new communicator failed while it was made.
+ */
+SYMCOLL_EXPORT symcoll_status_t symcoll_comm_split(symcoll_comm_h comm, int color, int key,
+                                                   const symcoll_comm_params_t *params,
+                                                   symcoll_comm_h *newcomm_p);
+
+/**
+ * @brief Make a communicator of the live ranks of a failed one (collective over the
+ *        ranks of @a comm that are still alive).
+ *
+ * Called by the survivors after @a comm reported ::SYMCOLL_ERR_PEER_FAILED,
+ * ::SYMCOLL_ERR_TIMED_OUT or ::SYMCOLL_ERR_ABORTED (or at any time: with every rank
+ * alive the new communicator holds them all). The callers agree, within the timeout, on
+ * the ranks that are alive and get a communicator of those ranks in @a comm's order,
+ * made without a rendezvous (each rank listens for this since @a comm was created).
+ * The lowest rank that answers coordinates; a rank that dies while they agree is left
+ * out; a rank that is alive but comes too late (or is stopped) is left out and, when
+ * it calls, gets ::SYMCOLL_ERR_TIMED_OUT. A failure of a chosen rank after the
+ * agreement makes the call fail with that failure's status on the others: call again.
+ * @a comm is then good only for symcoll_comm_destroy() (and further shrinks).
+ *
+ * @param[in]  comm       the failed communicator; no other call on it may run at the
+ *                        same time on this rank
+ * @param[in]  params     NULL (inherit @a comm's settings), or with
+ *                        ::SYMCOLL_COMM_PARAM_FIELD_TIMEOUT (which also bounds the
+ *                        agreement) and ::SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE at most
+ * @param[out] newcomm_p  the new communicator
+ * @return SYMCOLL_OK; SYMCOLL_ERR_INVALID_PARAM (nothing done) for a bad argument;
+ *         SYMCOLL_ERR_TIMED_OUT when this rank came too late or nobody answered in time;
+ *         SYMCOLL_ERR_PEER_FAILED when a chosen rank failed after the agreement.
+ */
+SYMCOLL_EXPORT symcoll_status_t symcoll_comm_shrink(symcoll_comm_h comm,
+                                                    const symcoll_comm_params_t *params,
+                                                    symcoll_comm_h *newcomm_p);
 
 /**
  * @brief Abort a communicator; callable from any thread, not collective.

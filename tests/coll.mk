@@ -16,3 +16,13 @@ tests_test_coll_bcast_SOURCES = tests/test_coll_bcast.c $(COLL_TESTLIB_SOURCES)
 tests_test_coll_bcast_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/tools
 tests_test_coll_bcast_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) -lm -lpthread
 endif
+
+# test_split: communicators split from communicators (grid, TP/DP, nested, faults)
+if HAVE_CHECK
+SPLIT_TESTS = tests/test_split
+check_PROGRAMS += $(SPLIT_TESTS)
+TESTS += $(SPLIT_TESTS)
+tests_test_split_SOURCES = tests/test_split.c $(COLL_TESTLIB_SOURCES)
+tests_test_split_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/tools
+tests_test_split_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) -lm -lpthread
+endif

@@ -168,6 +168,55 @@ static symcoll_status_t comm_pmix_identity(comm_t *comm, const symcoll_comm_para
 
 /* ---- create / destroy ---------------------------------------------------- */
 
+/* What a communicator needs once its bootstrap connects its ranks (comm->bootstrap,
+ * rank, size, config, timeout and lock set): the topology, the node-local channel, the
+ * layers, the registry. Collective. On failure everything, comm included, is freed. */
+static symcoll_status_t comm_setup(comm_t *comm, symcoll_comm_h *comm_p)
+{
+    symcoll_status_t status;
+
+    status = topo_probe(comm, &comm->topo);
+    if (status != SYMCOLL_OK)
+        goto err_bootstrap;
+
+    if (comm->topo->local_size > 1) {
+        status = bootstrap_local_init(comm->bootstrap, comm->topo->local_rank,
+                                      comm->topo->local_size, comm->topo->local_ranks);
+        if (status != SYMCOLL_OK)
+            goto err_topo;
+    }
+    status = topo_probe_node(comm, comm->topo);
+    if (status != SYMCOLL_OK)
+        goto err_topo;
+
+    status = api_init_layers(comm);
+    if (status != SYMCOLL_OK)
+        goto err_topo;
+
+    comm->magic = COMM_MAGIC;
+    if (registry_add(comm)) {
+        status = SYMCOLL_ERR_NO_MEMORY;
+        goto err_layers;
+    }
+    log_info("communicator created: rank %d of %d, %d node(s), local rank %d of %d; "
+             "bootstrap: %s",
+             comm->rank, comm->nranks, comm->topo->nnodes, comm->topo->local_rank,
+             comm->topo->local_size, bootstrap_describe(comm->bootstrap));
+    *comm_p = comm;
+    return SYMCOLL_OK;
+
+err_layers:
+    comm->magic = 0;
+    api_release_layers(comm);
+err_topo:
+    topo_destroy(comm->topo);
+err_bootstrap:
+    bootstrap_destroy(comm->bootstrap);
+    pthread_mutex_destroy(&comm->lock);
+    free(comm);
+    return status;
+}
+
 #define COMM_PARAM_ALL_FIELDS                                                                  \
     (SYMCOLL_COMM_PARAM_FIELD_RANK | SYMCOLL_COMM_PARAM_FIELD_NRANKS |                         \
      SYMCOLL_COMM_PARAM_FIELD_ALLGATHER | SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE |               \
@@ -299,44 +348,9 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create_version(unsigned api_major,
     status = bootstrap_create(&bp, &comm->bootstrap);
     if (status != SYMCOLL_OK)
         goto err_mutex;
+    /* comm_setup frees comm when it fails */
+    return comm_setup(comm, comm_p);
 
-    status = topo_probe(comm, &comm->topo);
-    if (status != SYMCOLL_OK)
-        goto err_bootstrap;
-
-    if (comm->topo->local_size > 1) {
-        status = bootstrap_local_init(comm->bootstrap, comm->topo->local_rank,
-                                      comm->topo->local_size, comm->topo->local_ranks);
-        if (status != SYMCOLL_OK)
-            goto err_topo;
-    }
-    status = topo_probe_node(comm, comm->topo);
-    if (status != SYMCOLL_OK)
-        goto err_topo;
-
-    status = api_init_layers(comm);
-    if (status != SYMCOLL_OK)
-        goto err_topo;
-
-    comm->magic = COMM_MAGIC;
-    if (registry_add(comm)) {
-        status = SYMCOLL_ERR_NO_MEMORY;
-        goto err_layers;
-    }
-    log_info("communicator created: rank %d of %d, %d node(s), local rank %d of %d; "
-             "bootstrap: %s",
-             comm->rank, comm->nranks, comm->topo->nnodes, comm->topo->local_rank,
-             comm->topo->local_size, bootstrap_describe(comm->bootstrap));
-    *comm_p = comm;
-    return SYMCOLL_OK;
-
-err_layers:
-    comm->magic = 0;
-    api_release_layers(comm);
-err_topo:
-    topo_destroy(comm->topo);
-err_bootstrap:
-    bootstrap_destroy(comm->bootstrap);
 err_mutex:
     pthread_mutex_destroy(&comm->lock);
 err_free:
@@ -355,6 +369,74 @@ symcoll_status_t comm_create_unversioned(const symcoll_comm_params_t *params,
                                          symcoll_comm_h *comm_p)
 {
     return symcoll_comm_create_version(SYMCOLL_API_MAJOR, SYMCOLL_API_MINOR, params, comm_p);
+}
+
+#define COMM_SPLIT_FIELDS (SYMCOLL_COMM_PARAM_FIELD_TIMEOUT | SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE)
+
+SYMCOLL_EXPORT symcoll_status_t symcoll_comm_split(symcoll_comm_h parent, int color, int key,
+                                                   const symcoll_comm_params_t *params,
+                                                   symcoll_comm_h *newcomm_p)
+{
+    uint64_t mask = params ? params->field_mask : 0;
+    int *members = NULL, nmembers = 0;
+    symcoll_status_t status;
+    comm_t *comm;
+
+    if (!newcomm_p || !api_comm_valid(parent))
+        return SYMCOLL_ERR_INVALID_PARAM;
+    *newcomm_p = NULL;
+    if (color < 0 && color != SYMCOLL_SPLIT_NOCOLOR) {
+        log_error("symcoll_comm_split: color %d: a color is >= 0 or SYMCOLL_SPLIT_NOCOLOR",
+                  color);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    if (mask & ~(uint64_t)COMM_SPLIT_FIELDS) {
+        log_error("symcoll_comm_split: field_mask 0x%llx: a split takes a timeout and a CUDA "
+                  "device at most (its ranks come from the parent)",
+                  (unsigned long long)mask);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    if ((mask & SYMCOLL_COMM_PARAM_FIELD_TIMEOUT) && !config_timeout_ok(params->timeout_sec)) {
+        log_error("symcoll_comm_split: timeout %.9g s is not finite, not positive or above "
+                  "%.0f s (30 days)",
+                  params->timeout_sec, CONFIG_TIMEOUT_MAX_SEC);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    if ((mask & SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE) && params->cuda_device < 0) {
+        log_error("symcoll_comm_split: invalid CUDA device %d", params->cuda_device);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    comm = calloc(1, sizeof(*comm));
+    if (!comm)
+        return SYMCOLL_ERR_NO_MEMORY;
+    comm->config = parent->config;
+    comm->timeout_sec = mask & SYMCOLL_COMM_PARAM_FIELD_TIMEOUT ? params->timeout_sec
+                                                                 : parent->timeout_sec;
+    comm->cuda_device =
+        mask & SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE ? params->cuda_device : parent->cuda_device;
+    if (pthread_mutex_init(&comm->lock, NULL)) {
+        free(comm);
+        return SYMCOLL_ERR_SYSTEM;
+    }
+    /* the parent's bootstrap is one of its collectives: under its lock */
+    pthread_mutex_lock(&parent->lock);
+    status = parent->magic != COMM_MAGIC ? SYMCOLL_ERR_INVALID_PARAM
+             : atomic_load(&parent->aborted) ? SYMCOLL_ERR_ABORTED
+                                             : bootstrap_failed(parent->bootstrap);
+    if (status == SYMCOLL_OK)
+        status = bootstrap_split(parent->bootstrap, color, color < 0 ? 0 : key,
+                                 comm->timeout_sec, &comm->aborted, &comm->bootstrap, &members,
+                                 &nmembers);
+    pthread_mutex_unlock(&parent->lock);
+    free(members);
+    if (status != SYMCOLL_OK || !comm->bootstrap) {
+        pthread_mutex_destroy(&comm->lock);
+        free(comm);
+        return status;
+    }
+    comm->rank = bootstrap_rank(comm->bootstrap);
+    comm->nranks = bootstrap_size(comm->bootstrap);
+    return comm_setup(comm, newcomm_p);
 }
 
 SYMCOLL_EXPORT symcoll_status_t symcoll_comm_destroy(symcoll_comm_h comm)

@@ -139,6 +139,30 @@ out:
     return status;
 }
 
+bootstrap_t *bs_alloc(int rank, int nranks, double timeout_sec, const _Atomic int *aborted)
+{
+    bootstrap_t *bs = calloc(1, sizeof(*bs));
+
+    if (!bs)
+        return NULL;
+    bs->rank = rank;
+    bs->nranks = nranks;
+    bs->timeout_sec = timeout_sec;
+    bs->aborted = aborted;
+    bs->root_fd = -1;
+    bs->local_rank = 0;
+    bs->local_size = 1;
+    bs->local_ranks = malloc(sizeof(int));
+    bs->local_fds = malloc(sizeof(int));
+    if (!bs->local_ranks || !bs->local_fds) {
+        bootstrap_destroy(bs);
+        return NULL;
+    }
+    bs->local_ranks[0] = rank;
+    bs->local_fds[0] = -1;
+    return bs;
+}
+
 symcoll_status_t bootstrap_create(const bootstrap_params_t *params, bootstrap_t **bs_p)
 {
     bootstrap_t *bs;
@@ -150,33 +174,16 @@ symcoll_status_t bootstrap_create(const bootstrap_params_t *params, bootstrap_t 
         log_error("bootstrap_create: invalid parameters");
         return SYMCOLL_ERR_INVALID_PARAM;
     }
-    bs = calloc(1, sizeof(*bs));
+    bs = bs_alloc(params->rank, params->nranks, params->timeout_sec, params->aborted);
     if (!bs)
         return SYMCOLL_ERR_NO_MEMORY;
     if (!params->allgather && !params->pmix) {
         status = bs_parse_cookie(bs, params->cookie);
-        if (status != SYMCOLL_OK) {
-            free(bs);
-            return status;
-        }
+        if (status != SYMCOLL_OK)
+            goto err_free;
     }
-    bs->rank = params->rank;
-    bs->nranks = params->nranks;
     bs->allgather = params->allgather;
     bs->allgather_ctx = params->allgather_ctx;
-    bs->timeout_sec = params->timeout_sec;
-    bs->aborted = params->aborted;
-    bs->root_fd = -1;
-    bs->local_rank = 0;
-    bs->local_size = 1;
-    bs->local_ranks = malloc(sizeof(int));
-    bs->local_fds = malloc(sizeof(int));
-    if (!bs->local_ranks || !bs->local_fds) {
-        status = SYMCOLL_ERR_NO_MEMORY;
-        goto err_free;
-    }
-    bs->local_ranks[0] = bs->rank;
-    bs->local_fds[0] = -1;
 
     /* every rank draws; the values of rank 0 win */
     status = bs_random64(&bs->job_id);
@@ -423,4 +430,14 @@ uint64_t bootstrap_job_id(const bootstrap_t *bs)
 const char *bootstrap_describe(const bootstrap_t *bs)
 {
     return bs && bs->how[0] ? bs->how : "none";
+}
+
+int bootstrap_rank(const bootstrap_t *bs)
+{
+    return bs->rank;
+}
+
+int bootstrap_size(const bootstrap_t *bs)
+{
+    return bs->nranks;
 }

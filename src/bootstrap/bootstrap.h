@@ -198,6 +198,20 @@ symcoll_status_t bootstrap_failed(const bootstrap_t *bs);
  * owns the channel. */
 void bootstrap_abort(bootstrap_t *bs);
 
+/* Collective over every rank of parent: the ranks that pass the same color >= 0 get a
+ * bootstrap of their own (*child_p), ranked by key then by rank in parent, with its own
+ * mesh connected through addresses exchanged over parent (no rendezvous); *members_p
+ * (malloc'd, *nmembers_p long) lists their ranks in parent, in the child's order. A
+ * color < 0 takes part and gets NULL. Uses parent like any of its collectives (the
+ * caller holds whatever serialises them). */
+symcoll_status_t bootstrap_split(bootstrap_t *parent, int color, int key, double timeout_sec,
+                                 const _Atomic int *aborted, bootstrap_t **child_p,
+                                 int **members_p, int *nmembers_p);
+
+/* This rank and the number of ranks of a bootstrap. */
+int bootstrap_rank(const bootstrap_t *bs);
+int bootstrap_size(const bootstrap_t *bs);
+
 /* Which bootstrap connected the ranks, in words: "pmix (...)", "tcp (...)", "callback
  * (...)" or "single rank". */
 const char *bootstrap_describe(const bootstrap_t *bs);

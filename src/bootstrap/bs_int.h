@@ -221,6 +221,10 @@ typedef struct bs_xfer {
     int rnfds_got;
 } bs_xfer_t;
 
+/* A bootstrap object of rank `rank` of nranks with no connection yet (the node-local
+ * channel holds this rank alone); NULL when out of memory. */
+bootstrap_t *bs_alloc(int rank, int nranks, double timeout_sec, const _Atomic int *aborted);
+
 /* Fill a header for a message from this rank. */
 void bs_hdr_fill(const bootstrap_t *bs, bs_hdr_t *h, uint16_t type, uint64_t seq, uint64_t len,
                  uint32_t nfds);
