@@ -24,7 +24,7 @@ module symcoll
 
     ! ---- API version (symcoll.h) --------------------------------------------------------
     integer(c_int), parameter, public :: SYMCOLL_API_MAJOR = 0
-    integer(c_int), parameter, public :: SYMCOLL_API_MINOR = 1
+    integer(c_int), parameter, public :: SYMCOLL_API_MINOR = 2
 
     ! ---- status codes (symcoll_status_t) ---------------------------------------------
     integer(c_int), parameter, public :: SYMCOLL_OK = 0
@@ -75,6 +75,9 @@ module symcoll
     integer(c_int64_t), parameter, public :: SYMCOLL_COMM_PARAM_FIELD_ALLGATHER = 4
     integer(c_int64_t), parameter, public :: SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE = 8
     integer(c_int64_t), parameter, public :: SYMCOLL_COMM_PARAM_FIELD_TIMEOUT = 16
+
+    ! ---- color of symcoll_comm_split() that joins no new communicator -----------------
+    integer(c_int), parameter, public :: SYMCOLL_SPLIT_NOCOLOR = -1
 
     ! ---- bits of symcoll_pool_attr_t%field_mask ---------------------------------------
     integer(c_int64_t), parameter, public :: SYMCOLL_POOL_ATTR_FIELD_RESERVED = 1
@@ -138,6 +141,7 @@ module symcoll
     public :: symcoll_build_info, symcoll_config_print
     public :: symcoll_dtype_size, symcoll_dtype_name, symcoll_op_name
     public :: symcoll_comm_create, symcoll_comm_create_version, symcoll_comm_destroy
+    public :: symcoll_comm_split, symcoll_comm_shrink
     public :: symcoll_comm_abort, symcoll_comm_rank, symcoll_comm_size
     public :: symcoll_allreduce, symcoll_allreduce_inplace, symcoll_allreduce_ptr
     public :: symcoll_mem_alloc, symcoll_mem_free, symcoll_pool_query, symcoll_pool_trim
@@ -204,6 +208,20 @@ module symcoll
         integer(c_int) function c_comm_destroy(comm) bind(c, name="symcoll_comm_destroy")
             import :: c_int, c_ptr
             type(c_ptr), value :: comm
+        end function
+        ! params as a pointer: NULL when the caller sets nothing (comm's settings)
+        integer(c_int) function c_comm_split(comm, color, key, params, newcomm) &
+            bind(c, name="symcoll_comm_split")
+            import :: c_int, c_ptr
+            type(c_ptr), value :: comm, params
+            integer(c_int), value :: color, key
+            type(c_ptr), intent(out) :: newcomm
+        end function
+        integer(c_int) function c_comm_shrink(comm, params, newcomm) &
+            bind(c, name="symcoll_comm_shrink")
+            import :: c_int, c_ptr
+            type(c_ptr), value :: comm, params
+            type(c_ptr), intent(out) :: newcomm
         end function
         integer(c_int) function c_comm_abort(comm) bind(c, name="symcoll_comm_abort")
             import :: c_int, c_ptr
@@ -490,6 +508,64 @@ contains
         end if
         call finish(s, ierr, 'symcoll_comm_destroy')
     end subroutine symcoll_comm_destroy
+
+    !> The params of a split or a shrink in p, and whether the caller set any field (if
+    !> not, NULL is passed: the new communicator takes the parent's settings).
+    logical function child_params(p, cuda_device, timeout_sec)
+        type(symcoll_comm_params_t), intent(out) :: p
+        integer, intent(in), optional :: cuda_device
+        real(c_double), intent(in), optional :: timeout_sec
+
+        if (present(cuda_device)) then
+            p%cuda_device = int(cuda_device, c_int)
+            p%field_mask = ior(p%field_mask, SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE)
+        end if
+        if (present(timeout_sec)) then
+            p%timeout_sec = timeout_sec
+            p%field_mask = ior(p%field_mask, SYMCOLL_COMM_PARAM_FIELD_TIMEOUT)
+        end if
+        child_params = p%field_mask /= 0
+    end function child_params
+
+    !> Splits comm by color and key as MPI_Comm_split (collective over comm): the ranks
+    !> of one color form newcomm, ranked by key, then by their rank in comm. With
+    !> SYMCOLL_SPLIT_NOCOLOR newcomm is a null handle (c_associated(newcomm%handle) is
+    !> false), not to be destroyed. cuda_device and timeout_sec are the fields of
+    !> symcoll_comm_params_t (default: comm's).
+    subroutine symcoll_comm_split(comm, color, key, newcomm, ierr, cuda_device, timeout_sec)
+        type(symcoll_comm), intent(in) :: comm
+        integer, intent(in) :: color, key
+        type(symcoll_comm), intent(out) :: newcomm
+        integer, intent(out), optional :: ierr
+        integer, intent(in), optional :: cuda_device
+        real(c_double), intent(in), optional :: timeout_sec
+        type(symcoll_comm_params_t), target :: p
+        type(c_ptr) :: params
+
+        params = c_null_ptr
+        if (child_params(p, cuda_device, timeout_sec)) params = c_loc(p)
+        call finish(c_comm_split(comm%handle, int(color, c_int), int(key, c_int), params, &
+                                 newcomm%handle), ierr, 'symcoll_comm_split')
+    end subroutine symcoll_comm_split
+
+    !> Makes newcomm of the ranks of comm still alive (collective over them), after comm
+    !> failed: see symcoll_comm_shrink(3). comm is then good only for
+    !> symcoll_comm_destroy() and further shrinks; on SYMCOLL_ERR_PEER_FAILED call again.
+    !> cuda_device and timeout_sec (which also bounds the agreement) as for the split.
+    subroutine symcoll_comm_shrink(comm, newcomm, ierr, cuda_device, timeout_sec)
+        type(symcoll_comm), intent(in) :: comm
+        type(symcoll_comm), intent(out) :: newcomm
+        integer, intent(out), optional :: ierr
+        integer, intent(in), optional :: cuda_device
+        real(c_double), intent(in), optional :: timeout_sec
+        type(symcoll_comm_params_t), target :: p
+        type(c_ptr) :: params
+
+        params = c_null_ptr
+        if (child_params(p, cuda_device, timeout_sec)) params = c_loc(p)
+        call finish(c_comm_shrink(comm%handle, params, newcomm%handle), ierr, &
+                    'symcoll_comm_shrink')
+    end subroutine symcoll_comm_shrink
 
     !> Aborts a communicator: every pending and future call on it fails promptly.
     subroutine symcoll_comm_abort(comm, ierr)

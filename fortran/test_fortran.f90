@@ -1,7 +1,8 @@
 ! Test of the Fortran module under symcoll_run: every datatype (the ones Fortran lacks
 ! through integer storage of their size), sum/min/max exactly, prod and avg on two types,
 ! arrays of rank 0 to 2, in place, symmetric memory, the argument checks of the wrappers
-! (short or non-contiguous buffers), the information calls and the reports.
+! (short or non-contiguous buffers), the information calls and the reports, a split
+! (an all-reduce on each part; a rank of no color) and a shrink with every rank alive.
 program test_fortran
     use, intrinsic :: iso_c_binding
     use, intrinsic :: iso_fortran_env, only: int8, int16, int32, int64, real32, real64
@@ -39,6 +40,8 @@ program test_fortran
     call test_real64(SYMCOLL_AVG)
     call test_shapes_and_checks()
     call test_symmetric_memory()
+    call test_split()
+    call test_shrink() ! last: comm is then good only for its destroy
 
     call symcoll_comm_destroy(comm, ierr)
     call expect_status('symcoll_comm_destroy', ierr, SYMCOLL_OK)
@@ -365,6 +368,64 @@ contains
         call symcoll_pool_trim(comm, SYMCOLL_MEM_HOST, ierr)
         call expect_status('symcoll_pool_trim', ierr, SYMCOLL_OK)
     end subroutine test_symmetric_memory
+
+    ! even and odd ranks, each part ordered by descending rank, and an all-reduce of
+    ! the ranks on it; then a split in which rank 0 joins none
+    subroutine test_split()
+        type(symcoll_comm) :: part
+        integer :: prank, psize, want_rank, want_size, r
+        integer(int32) :: x, y, want_sum
+
+        call symcoll_comm_split(comm, mod(rank, 2), -rank, part, ierr)
+        call expect_status('symcoll_comm_split', ierr, SYMCOLL_OK)
+        if (ierr /= SYMCOLL_OK) return
+        want_rank = 0
+        want_size = 0
+        want_sum = 0
+        do r = mod(rank, 2), nranks - 1, 2
+            want_size = want_size + 1
+            want_sum = want_sum + r
+            if (r > rank) want_rank = want_rank + 1
+        end do
+        call symcoll_comm_rank(part, prank)
+        call symcoll_comm_size(part, psize)
+        if (prank /= want_rank .or. psize /= want_size) call fail('split: rank or size')
+        x = rank
+        y = -1
+        call symcoll_allreduce(x, y, 1, SYMCOLL_INT32, SYMCOLL_SUM, part, ierr)
+        call expect_status('allreduce on a split', ierr, SYMCOLL_OK)
+        if (y /= want_sum) call fail('allreduce on a split: sum')
+        call symcoll_comm_destroy(part, ierr)
+        call expect_status('symcoll_comm_destroy of a split', ierr, SYMCOLL_OK)
+
+        call symcoll_comm_split(comm, merge(SYMCOLL_SPLIT_NOCOLOR, 0, rank == 0), rank, &
+                                part, ierr, timeout_sec=60.0_c_double)
+        call expect_status('symcoll_comm_split with no color', ierr, SYMCOLL_OK)
+        if (ierr /= SYMCOLL_OK) return
+        if (rank == 0) then
+            if (c_associated(part%handle)) call fail('SYMCOLL_SPLIT_NOCOLOR: not a null handle')
+        else
+            call symcoll_comm_size(part, psize)
+            if (psize /= nranks - 1) call fail('split without rank 0: size')
+            call symcoll_comm_destroy(part, ierr)
+            call expect_status('symcoll_comm_destroy of a split', ierr, SYMCOLL_OK)
+        end if
+    end subroutine test_split
+
+    ! with every rank alive, the shrunk communicator holds them all in comm's order
+    subroutine test_shrink()
+        type(symcoll_comm) :: live
+        integer :: lrank, lsize
+
+        call symcoll_comm_shrink(comm, live, ierr)
+        call expect_status('symcoll_comm_shrink', ierr, SYMCOLL_OK)
+        if (ierr /= SYMCOLL_OK) return
+        call symcoll_comm_rank(live, lrank)
+        call symcoll_comm_size(live, lsize)
+        if (lrank /= rank .or. lsize /= nranks) call fail('shrink: rank or size')
+        call symcoll_comm_destroy(live, ierr)
+        call expect_status('symcoll_comm_destroy of a shrink', ierr, SYMCOLL_OK)
+    end subroutine test_shrink
 
     subroutine test_info()
         integer :: major, minor, patch, u

@@ -7,6 +7,7 @@ SYMCOLL_MAN3 = \
 	man/symcoll_broadcast.3 man/symcoll_barrier.3 \
 	man/symcoll_comm_create.3 man/symcoll_comm_create_version.3 \
 	man/symcoll_comm_destroy.3 man/symcoll_comm_abort.3 \
+	man/symcoll_comm_split.3 man/symcoll_comm_shrink.3 \
 	man/symcoll_comm_rank.3 man/symcoll_comm_size.3 \
 	man/symcoll_comm_print_topology.3 man/symcoll_comm_print_decisions.3 \
 	man/symcoll_mem_alloc.3 man/symcoll_mem_free.3 \

@@ -17,12 +17,16 @@ tests_test_coll_bcast_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/tools
 tests_test_coll_bcast_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) -lm -lpthread
 endif
 
-# test_split: communicators split from communicators (grid, TP/DP, nested, faults)
+# test_split, test_shrink: communicators from communicators (split: grid, TP/DP, nested,
+# faults; shrink: after a kill, a stop, an abort, a second failure)
 if HAVE_CHECK
-SPLIT_TESTS = tests/test_split
+SPLIT_TESTS = tests/test_split tests/test_shrink
 check_PROGRAMS += $(SPLIT_TESTS)
 TESTS += $(SPLIT_TESTS)
 tests_test_split_SOURCES = tests/test_split.c $(COLL_TESTLIB_SOURCES)
 tests_test_split_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/tools
 tests_test_split_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) -lm -lpthread
+tests_test_shrink_SOURCES = tests/test_shrink.c tools/refcheck.c tools/refcheck.h
+tests_test_shrink_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/tools
+tests_test_shrink_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) -lm -lpthread
 endif

@@ -175,6 +175,10 @@ static symcoll_status_t comm_setup(comm_t *comm, symcoll_comm_h *comm_p)
 {
     symcoll_status_t status;
 
+    /* the listener a later shrink's agreement dials */
+    status = bootstrap_shrink_prepare(comm->bootstrap);
+    if (status != SYMCOLL_OK)
+        goto err_bootstrap;
     status = topo_probe(comm, &comm->topo);
     if (status != SYMCOLL_OK)
         goto err_bootstrap;
@@ -371,13 +375,72 @@ symcoll_status_t comm_create_unversioned(const symcoll_comm_params_t *params,
     return symcoll_comm_create_version(SYMCOLL_API_MAJOR, SYMCOLL_API_MINOR, params, comm_p);
 }
 
-#define COMM_SPLIT_FIELDS (SYMCOLL_COMM_PARAM_FIELD_TIMEOUT | SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE)
+#define COMM_CHILD_FIELDS (SYMCOLL_COMM_PARAM_FIELD_TIMEOUT | SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE)
+
+/* A communicator made from parent (split, shrink): params checked (function fn's
+ * rules: a timeout and a CUDA device at most), the rest inherited. NULL with *status_p
+ * set when the arguments are wrong or memory is short; nothing else is done. */
+static comm_t *comm_child_alloc(const char *fn, const comm_t *parent,
+                                const symcoll_comm_params_t *params,
+                                symcoll_status_t *status_p)
+{
+    uint64_t mask = params ? params->field_mask : 0;
+    comm_t *comm;
+
+    *status_p = SYMCOLL_ERR_INVALID_PARAM;
+    if (mask & ~(uint64_t)COMM_CHILD_FIELDS) {
+        log_error("%s: field_mask 0x%llx: it takes a timeout and a CUDA device at most (its "
+                  "ranks come from the parent)",
+                  fn, (unsigned long long)mask);
+        return NULL;
+    }
+    if ((mask & SYMCOLL_COMM_PARAM_FIELD_TIMEOUT) && !config_timeout_ok(params->timeout_sec)) {
+        log_error("%s: timeout %.9g s is not finite, not positive or above %.0f s (30 days)",
+                  fn, params->timeout_sec, CONFIG_TIMEOUT_MAX_SEC);
+        return NULL;
+    }
+    if ((mask & SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE) && params->cuda_device < 0) {
+        log_error("%s: invalid CUDA device %d", fn, params->cuda_device);
+        return NULL;
+    }
+    *status_p = SYMCOLL_ERR_NO_MEMORY;
+    comm = calloc(1, sizeof(*comm));
+    if (!comm)
+        return NULL;
+    comm->config = parent->config;
+    comm->timeout_sec = mask & SYMCOLL_COMM_PARAM_FIELD_TIMEOUT ? params->timeout_sec
+                                                                 : parent->timeout_sec;
+    comm->cuda_device =
+        mask & SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE ? params->cuda_device : parent->cuda_device;
+    if (pthread_mutex_init(&comm->lock, NULL)) {
+        free(comm);
+        *status_p = SYMCOLL_ERR_SYSTEM;
+        return NULL;
+    }
+    *status_p = SYMCOLL_OK;
+    return comm;
+}
+
+/* The rest of a child's creation once its bootstrap call returned status (a NULL
+ * bootstrap with SYMCOLL_OK: this rank is in no child). */
+static symcoll_status_t comm_child_finish(comm_t *comm, symcoll_status_t status,
+                                          symcoll_comm_h *newcomm_p)
+{
+    if (status != SYMCOLL_OK || !comm->bootstrap) {
+        bootstrap_destroy(comm->bootstrap);
+        pthread_mutex_destroy(&comm->lock);
+        free(comm);
+        return status;
+    }
+    comm->rank = bootstrap_rank(comm->bootstrap);
+    comm->nranks = bootstrap_size(comm->bootstrap);
+    return comm_setup(comm, newcomm_p);
+}
 
 SYMCOLL_EXPORT symcoll_status_t symcoll_comm_split(symcoll_comm_h parent, int color, int key,
                                                    const symcoll_comm_params_t *params,
                                                    symcoll_comm_h *newcomm_p)
 {
-    uint64_t mask = params ? params->field_mask : 0;
     int *members = NULL, nmembers = 0;
     symcoll_status_t status;
     comm_t *comm;
@@ -390,34 +453,9 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_split(symcoll_comm_h parent, int co
                   color);
         return SYMCOLL_ERR_INVALID_PARAM;
     }
-    if (mask & ~(uint64_t)COMM_SPLIT_FIELDS) {
-        log_error("symcoll_comm_split: field_mask 0x%llx: a split takes a timeout and a CUDA "
-                  "device at most (its ranks come from the parent)",
-                  (unsigned long long)mask);
-        return SYMCOLL_ERR_INVALID_PARAM;
-    }
-    if ((mask & SYMCOLL_COMM_PARAM_FIELD_TIMEOUT) && !config_timeout_ok(params->timeout_sec)) {
-        log_error("symcoll_comm_split: timeout %.9g s is not finite, not positive or above "
-                  "%.0f s (30 days)",
-                  params->timeout_sec, CONFIG_TIMEOUT_MAX_SEC);
-        return SYMCOLL_ERR_INVALID_PARAM;
-    }
-    if ((mask & SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE) && params->cuda_device < 0) {
-        log_error("symcoll_comm_split: invalid CUDA device %d", params->cuda_device);
-        return SYMCOLL_ERR_INVALID_PARAM;
-    }
-    comm = calloc(1, sizeof(*comm));
+    comm = comm_child_alloc("symcoll_comm_split", parent, params, &status);
     if (!comm)
-        return SYMCOLL_ERR_NO_MEMORY;
-    comm->config = parent->config;
-    comm->timeout_sec = mask & SYMCOLL_COMM_PARAM_FIELD_TIMEOUT ? params->timeout_sec
-                                                                 : parent->timeout_sec;
-    comm->cuda_device =
-        mask & SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE ? params->cuda_device : parent->cuda_device;
-    if (pthread_mutex_init(&comm->lock, NULL)) {
-        free(comm);
-        return SYMCOLL_ERR_SYSTEM;
-    }
+        return status;
     /* the parent's bootstrap is one of its collectives: under its lock */
     pthread_mutex_lock(&parent->lock);
     status = parent->magic != COMM_MAGIC ? SYMCOLL_ERR_INVALID_PARAM
@@ -429,14 +467,37 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_split(symcoll_comm_h parent, int co
                                  &nmembers);
     pthread_mutex_unlock(&parent->lock);
     free(members);
-    if (status != SYMCOLL_OK || !comm->bootstrap) {
-        pthread_mutex_destroy(&comm->lock);
-        free(comm);
+    return comm_child_finish(comm, status, newcomm_p);
+}
+
+SYMCOLL_EXPORT symcoll_status_t symcoll_comm_shrink(symcoll_comm_h parent,
+                                                    const symcoll_comm_params_t *params,
+                                                    symcoll_comm_h *newcomm_p)
+{
+    int *members = NULL, nmembers = 0;
+    symcoll_status_t status;
+    comm_t *comm;
+    double t0 = time_now();
+
+    if (!newcomm_p || !api_comm_valid(parent))
+        return SYMCOLL_ERR_INVALID_PARAM;
+    *newcomm_p = NULL;
+    comm = comm_child_alloc("symcoll_comm_shrink", parent, params, &status);
+    if (!comm)
         return status;
-    }
-    comm->rank = bootstrap_rank(comm->bootstrap);
-    comm->nranks = bootstrap_size(comm->bootstrap);
-    return comm_setup(comm, newcomm_p);
+    /* the failed parent is left as it is (good for destroy and further shrinks): the
+     * agreement uses only its listener, under its lock */
+    pthread_mutex_lock(&parent->lock);
+    status = parent->magic != COMM_MAGIC
+                 ? SYMCOLL_ERR_INVALID_PARAM
+                 : bootstrap_shrink(parent->bootstrap, comm->timeout_sec, &comm->aborted,
+                                    &comm->bootstrap, &members, &nmembers);
+    pthread_mutex_unlock(&parent->lock);
+    if (status == SYMCOLL_OK)
+        log_info("shrink: %d of %d ranks agreed in %.3f s", nmembers, parent->nranks,
+                 time_now() - t0);
+    free(members);
+    return comm_child_finish(comm, status, newcomm_p);
 }
 
 SYMCOLL_EXPORT symcoll_status_t symcoll_comm_destroy(symcoll_comm_h comm)

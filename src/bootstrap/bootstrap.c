@@ -150,6 +150,7 @@ bootstrap_t *bs_alloc(int rank, int nranks, double timeout_sec, const _Atomic in
     bs->timeout_sec = timeout_sec;
     bs->aborted = aborted;
     bs->root_fd = -1;
+    bs->repair_lfd = -1;
     bs->local_rank = 0;
     bs->local_size = 1;
     bs->local_ranks = malloc(sizeof(int));
@@ -250,6 +251,8 @@ void bootstrap_destroy(bootstrap_t *bs)
         for (int r = 0; r < bs->nranks; r++)
             bs_close(&bs->peer_fds[r]);
     bs_close(&bs->root_fd);
+    bs_close(&bs->repair_lfd);
+    free(bs->repair_addrs);
     for (int k = 0; k < bs->nrounds; k++) {
         if (bs->send_fds && bs_mesh_owns(bs, k, true))
             bs_close(&bs->send_fds[k]);

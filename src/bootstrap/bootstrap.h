@@ -208,6 +208,23 @@ symcoll_status_t bootstrap_split(bootstrap_t *parent, int color, int key, double
                                  const _Atomic int *aborted, bootstrap_t **child_p,
                                  int **members_p, int *nmembers_p);
 
+/* Collective over every rank of bs, after it connected: each rank opens the listener
+ * that bootstrap_shrink's agreement dials, and the ranks all-gather where (one address
+ * a rank: 24 bytes x nranks, and one descriptor). A rank that cannot listen says so and
+ * counts as dead to a later shrink; only the exchange's failure is returned. */
+symcoll_status_t bootstrap_shrink_prepare(bootstrap_t *bs);
+
+/* Called by the ranks of parent that are alive (parent may be failed or aborted): they
+ * agree, within timeout_sec, on who they are, over the listeners of
+ * bootstrap_shrink_prepare (the lowest rank that answers coordinates), and connect a
+ * bootstrap of their own (*child_p) ranked in parent's order; *members_p (malloc'd,
+ * *nmembers_p long) lists their ranks in parent. SYMCOLL_ERR_TIMED_OUT for a rank left
+ * out as too late, or when nobody answered; a chosen rank that fails before the new
+ * mesh is connected fails the call (call again). */
+symcoll_status_t bootstrap_shrink(bootstrap_t *parent, double timeout_sec,
+                                  const _Atomic int *aborted, bootstrap_t **child_p,
+                                  int **members_p, int *nmembers_p);
+
 /* This rank and the number of ranks of a bootstrap. */
 int bootstrap_rank(const bootstrap_t *bs);
 int bootstrap_size(const bootstrap_t *bs);

@@ -192,6 +192,11 @@ struct bootstrap {
     uint64_t local_seq;
     bool local_ready;
 
+    /* shrink (shrink.c): where every rank listens for the survivors' agreement, from
+     * bootstrap_shrink_prepare; NULL and -1 before it or on one rank */
+    int repair_lfd;
+    bs_addr_t *repair_addrs;
+
     void (*progress)(void *arg); /* bootstrap_set_progress */
     void *progress_arg;
 };
@@ -224,6 +229,23 @@ typedef struct bs_xfer {
 /* A bootstrap object of rank `rank` of nranks with no connection yet (the node-local
  * channel holds this rank alone); NULL when out of memory. */
 bootstrap_t *bs_alloc(int rank, int nranks, double timeout_sec, const _Atomic int *aborted);
+
+/* The socket address of a bs_addr_t; false for a family that is neither IPv4 nor IPv6. */
+bool bs_addr_sockaddr(const bs_addr_t *a, struct sockaddr_storage *ss, socklen_t *sl);
+
+/* Parts of a bootstrap made over another (split.c, shrink.c). A listener for a part's
+ * mesh and its address, on the interface of one of parent's mesh connections (any
+ * address, naming the first IPv4 one up and not loopback, without a mesh). */
+symcoll_status_t bs_part_listen(const bootstrap_t *parent, int *lfd_p, bs_addr_t *addr);
+/* The part's job id, name seed and secret, the same on each of its ranks: HMACs keyed
+ * with parent's name key over label, parent's job id and in. */
+void bs_part_identity(const bootstrap_t *parent, const char *label, const void *in,
+                      size_t in_len, bootstrap_t *child);
+/* Connect child's mesh (child->rank, nranks and identity set), listening on lfd (taken)
+ * for partners that dial addrs[r] = where child rank r listens; then the part's name
+ * key, and the secret wiped. */
+symcoll_status_t bs_part_connect(bootstrap_t *child, int lfd, const bs_addr_t *addrs,
+                                 const deadline_t *dl);
 
 /* Fill a header for a message from this rank. */
 void bs_hdr_fill(const bootstrap_t *bs, bs_hdr_t *h, uint16_t type, uint64_t seq, uint64_t len,

@@ -8,6 +8,7 @@ libsymcoll_core_la_SOURCES += \
 	src/bootstrap/mesh.c \
 	src/bootstrap/pmix.c \
 	src/bootstrap/sha256.c \
+	src/bootstrap/shrink.c \
 	src/bootstrap/split.c \
 	src/bootstrap/tcp.c \
 	src/bootstrap/wire.c

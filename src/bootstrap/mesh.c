@@ -132,7 +132,7 @@ symcoll_status_t bs_sock_addr(int fd, bs_addr_t *addr)
 }
 
 /* A socket address from a bs_addr; false when the family is neither IPv4 nor IPv6. */
-static bool bs_addr_sockaddr(const bs_addr_t *a, struct sockaddr_storage *ss, socklen_t *sl)
+bool bs_addr_sockaddr(const bs_addr_t *a, struct sockaddr_storage *ss, socklen_t *sl)
 {
     memset(ss, 0, sizeof(*ss));
     if (a->family == AF_INET) {

@@ -28,7 +28,7 @@ typedef struct bs_split_card {
  * interface one of the parent's mesh connections uses; a parent without a mesh (the
  * caller's allgather) listens on every address and names this host's first IPv4
  * address that is up and not loopback (else 127.0.0.1). */
-static symcoll_status_t bs_split_listen(const bootstrap_t *parent, int *lfd_p, bs_addr_t *addr)
+symcoll_status_t bs_part_listen(const bootstrap_t *parent, int *lfd_p, bs_addr_t *addr)
 {
     struct ifaddrs *ifa = NULL;
     unsigned port = 0;
@@ -60,31 +60,23 @@ static symcoll_status_t bs_split_listen(const bootstrap_t *parent, int *lfd_p, b
     return SYMCOLL_OK;
 }
 
-/* The part's identity, the same on each of its ranks: its job id, name seed and secret
- * from an HMAC keyed with the parent's name key over the parent's job id, the split's
- * sequence number in the parent and the color. */
-static void bs_split_identity(const bootstrap_t *parent, uint64_t seq, int color,
-                              bootstrap_t *child)
+void bs_part_identity(const bootstrap_t *parent, const char *label, const void *in,
+                      size_t in_len, bootstrap_t *child)
 {
-    static const char label[] = "symcoll split";
     static const char hexd[] = "0123456789abcdef";
-    uint8_t in[20], ids[BS_SHA256_LEN], sec[BS_SHA256_LEN];
+    uint8_t ids[BS_SHA256_LEN], sec[BS_SHA256_LEN];
     bs_hmac_t m;
 
-    for (int i = 0; i < 8; i++) {
-        in[i] = (uint8_t)(parent->job_id >> (8 * i));
-        in[8 + i] = (uint8_t)(seq >> (8 * i));
-    }
-    for (int i = 0; i < 4; i++)
-        in[16 + i] = (uint8_t)((uint32_t)color >> (8 * i));
     bs_hmac_init(&m, parent->name_key, sizeof(parent->name_key));
-    bs_hmac_update(&m, label, sizeof(label));
-    bs_hmac_update(&m, in, sizeof(in));
+    bs_hmac_update(&m, label, strlen(label) + 1);
+    bs_hmac_update(&m, &parent->job_id, sizeof(parent->job_id));
+    bs_hmac_update(&m, in, in_len);
     bs_hmac_update(&m, "ids", 3);
     bs_hmac_final(&m, ids);
     bs_hmac_init(&m, parent->name_key, sizeof(parent->name_key));
-    bs_hmac_update(&m, label, sizeof(label));
-    bs_hmac_update(&m, in, sizeof(in));
+    bs_hmac_update(&m, label, strlen(label) + 1);
+    bs_hmac_update(&m, &parent->job_id, sizeof(parent->job_id));
+    bs_hmac_update(&m, in, in_len);
     bs_hmac_update(&m, "secret", 6);
     bs_hmac_final(&m, sec);
     memcpy(&child->job_id, ids, sizeof(child->job_id));
@@ -101,6 +93,35 @@ static void bs_split_identity(const bootstrap_t *parent, uint64_t seq, int color
                                                                  : sizeof(child->secret);
     bs_wipe(sec, sizeof(sec));
     bs_wipe(ids, sizeof(ids));
+}
+
+symcoll_status_t bs_part_connect(bootstrap_t *child, int lfd, const bs_addr_t *addrs,
+                                 const deadline_t *dl)
+{
+    symcoll_status_t status = SYMCOLL_OK;
+    int m = child->nranks, me = child->rank;
+
+    if (m > 1) {
+        int K = bs_mesh_rounds(m);
+        bs_addr_t *to = calloc((size_t)K, sizeof(*to));
+        if (!to) {
+            bs_close(&lfd);
+            return SYMCOLL_ERR_NO_MEMORY;
+        }
+        for (int k = 0; k < K; k++)
+            to[k] = addrs[(int)(((long)me - (1L << k) % m + m) % m)];
+        status = bs_mesh_connect(child, lfd, to, dl);
+        free(to);
+    } else {
+        bs_close(&lfd);
+    }
+    if (status != SYMCOLL_OK)
+        return status;
+    bs_local_name_key(child);
+    bs_wipe(child->secret, sizeof(child->secret));
+    child->secret_len = 0;
+    child->seq = 1;
+    return SYMCOLL_OK;
 }
 
 /* The members of color `color`, ordered by key then parent rank: a plain insertion into
@@ -129,7 +150,7 @@ symcoll_status_t bootstrap_split(bootstrap_t *parent, int color, int key, double
 {
     bs_split_card_t mine, *cards = NULL;
     bootstrap_t *child = NULL;
-    bs_addr_t to[32];
+    bs_addr_t *addrs = NULL;
     int *members = NULL, lfd = -1, m, me = -1;
     uint64_t seq;
     deadline_t dl;
@@ -151,7 +172,7 @@ symcoll_status_t bootstrap_split(bootstrap_t *parent, int color, int key, double
      * of a part of one rank goes unused (closed below) */
     status = SYMCOLL_OK;
     if (color >= 0 && parent->nranks > 1)
-        status = bs_split_listen(parent, &lfd, &mine.listen);
+        status = bs_part_listen(parent, &lfd, &mine.listen);
     /* the parent's ranks all take part: one that failed above says so with a color of
      * its own (-2), and every part fails below rather than wait for it */
     if (status != SYMCOLL_OK)
@@ -179,35 +200,34 @@ symcoll_status_t bootstrap_split(bootstrap_t *parent, int color, int key, double
         goto out;
     }
     child = bs_alloc(me, m, timeout_sec, aborted);
-    if (!child) {
+    addrs = calloc((size_t)m, sizeof(*addrs));
+    if (!child || !addrs) {
         status = SYMCOLL_ERR_NO_MEMORY;
         goto out;
     }
-    bs_split_identity(parent, seq, color, child);
+    for (int i = 0; i < m; i++) {
+        addrs[i] = cards[members[i]].listen;
+        if (m > 1 && addrs[i].family != AF_INET && addrs[i].family != AF_INET6) {
+            log_error("bootstrap: rank %d of the parent gave no address for the split",
+                      members[i]);
+            status = SYMCOLL_ERR_BOOTSTRAP;
+            goto out;
+        }
+    }
+    {
+        uint8_t in[12];
+        int32_t c = color;
+        memcpy(in, &seq, 8);
+        memcpy(in + 8, &c, 4);
+        bs_part_identity(parent, "symcoll split", in, sizeof(in), child);
+    }
     snprintf(child->how, sizeof(child->how), "split (color %d, %d of the parent's %d ranks)",
              color, m, parent->nranks);
-    if (m > 1) {
-        int K = bs_mesh_rounds(m);
-        for (int k = 0; k < K; k++) {
-            int p = (int)(((long)me - (1L << k) % m + m) % m);
-            to[k] = cards[members[p]].listen;
-            if (to[k].family != AF_INET && to[k].family != AF_INET6) {
-                log_error("bootstrap: rank %d of the parent gave no address for the split",
-                          members[p]);
-                status = SYMCOLL_ERR_BOOTSTRAP;
-                goto out;
-            }
-        }
-        dl = deadline_make(timeout_sec, aborted);
-        status = bs_mesh_connect(child, lfd, to, &dl);
-        lfd = -1;
-        if (status != SYMCOLL_OK)
-            goto out;
-    }
-    bs_local_name_key(child);
-    bs_wipe(child->secret, sizeof(child->secret));
-    child->secret_len = 0;
-    child->seq = 1;
+    dl = deadline_make(timeout_sec, aborted);
+    status = bs_part_connect(child, lfd, addrs, &dl);
+    lfd = -1;
+    if (status != SYMCOLL_OK)
+        goto out;
     *child_p = child;
     child = NULL;
     *members_p = members;
@@ -216,6 +236,7 @@ symcoll_status_t bootstrap_split(bootstrap_t *parent, int color, int key, double
 out:
     bs_close(&lfd);
     bootstrap_destroy(child);
+    free(addrs);
     free(cards);
     free(members);
     return status;
