@@ -413,7 +413,7 @@ fail:
 static void usage(FILE *out)
 {
     fprintf(out,
-            "Usage: scale_setup [-c C] [-l LABEL] [-v] [-u]\n"
+            "Usage: scale_setup [-c C] [-l LABEL] [-v] [-u] [-s]\n"
             "Run under symcoll_run -n N [--sim-nodes K] or mpirun. Each rank creates a\n"
             "communicator, checks an 8-byte and a 4 MiB all-reduce, then creates C more\n"
             "communicators (default 7, at most %d) and makes no call on them; rank 0 prints\n"
@@ -423,6 +423,8 @@ static void usage(FILE *out)
             "(columns in the '# csv:' line above it).\n"
             "  -l LABEL  first field of the csv line (default 'run')\n"
             "  -v        every rank also prints its own numbers\n"
+            "  -s        the extra communicators are splits of the first (one color, every\n"
+            "            rank), not new creations\n"
             "  -u        unit costs instead of the extra communicators: the time of a\n"
             "            bootstrap round and per byte, and of the creation ('unit:' line)\n"
             "Exit status: 0; 1 if an all-reduce was wrong; 3 if an extra communicator\n"
@@ -437,11 +439,11 @@ int main(int argc, char **argv)
     double m[M_LAST], *all = NULL, t, cpu;
     const char *label = "run";
     symcoll_comm_params_t xparams = {0};
-    int nextra = 7, xdone = 0, verbose = 0, unit = 0, rank, n, opt, rc = 2;
+    int nextra = 7, xdone = 0, verbose = 0, unit = 0, split = 0, rank, n, opt, rc = 2;
     symcoll_status_t s;
     long wrong;
 
-    while ((opt = getopt(argc, argv, "c:l:vuh")) != -1) {
+    while ((opt = getopt(argc, argv, "c:l:vush")) != -1) {
         switch (opt) {
         case 'c':
             nextra = atoi(optarg);
@@ -458,6 +460,9 @@ int main(int argc, char **argv)
             break;
         case 'u':
             unit = 1;
+            break;
+        case 's':
+            split = 1;
             break;
         case 'h':
             usage(stdout);
@@ -524,7 +529,8 @@ int main(int argc, char **argv)
         int32_t all_ok;
         double dt;
         t = now_mono();
-        s = symcoll_comm_create(&xparams, &extra[xdone]);
+        s = split ? symcoll_comm_split(comm, 0, rank, &xparams, &extra[xdone])
+                  : symcoll_comm_create(&xparams, &extra[xdone]);
         dt = now_mono() - t;
         all_ok = s == SYMCOLL_OK;
         if (s != SYMCOLL_OK) {

@@ -13,7 +13,8 @@ CUDA_TESTLIB_SOURCES = tests/cuda_testlib.c tests/cuda_testlib.h tools/refcheck.
 CUDA_TEST_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/tools $(CUDA_CPPFLAGS)
 CUDA_TEST_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) $(CUDA_LIBS) -lm
 tests_test_cuda_SOURCES = tests/test_cuda.c tests/cuda_cases.h tests/cuda_case_allreduce.c \
-	tests/cuda_case_faults.c tests/cuda_case_coll.c $(CUDA_TESTLIB_SOURCES)
+	tests/cuda_case_faults.c tests/cuda_case_coll.c tests/cuda_case_split.c \
+	$(CUDA_TESTLIB_SOURCES)
 tests_test_cuda_CPPFLAGS = $(CUDA_TEST_CPPFLAGS)
 tests_test_cuda_LDADD = $(CUDA_TEST_LDADD)
 tests_test_cuda_net_SOURCES = tests/test_cuda_net.c tests/cuda_net_cases.h \

@@ -21,5 +21,6 @@ static inline double mono_sec(void)
 void cuda_allreduce_cases(Suite *su, int ngpus); /* datatypes, pool, graphs, bits */
 void cuda_faults_cases(Suite *su, int ngpus);    /* mismatched arguments, killed ranks */
 void cuda_coll_cases(Suite *su, int ngpus);      /* the collectives besides all-reduce */
+void cuda_split_cases(Suite *su, int ngpus);     /* split and shrink on device memory */
 
 #endif

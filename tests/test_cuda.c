@@ -5,7 +5,9 @@
  * while the others wait in a kernel; reduce-scatter, all-gather, broadcast and the stream
  * barrier on 2 and 3 ranks, captured in a graph, and the barrier's ordering; the
  * collectives' own kernels (each forced, few blocks) against their composition from the
- * all-reduce, every datatype x operator, captured, and ranks that disagree. Exit 77
+ * all-reduce, every datatype x operator, captured, and ranks that disagree; the parts of
+ * a split running every collective and a graph at once, and the survivors of a killed
+ * rank shrinking to a communicator whose all-reduces are exact. Exit 77
  * without GPUs (after the checks of the signature the kernels compare, which need none).
  * This file holds those checks, the suite and main; tests/cuda_case_*.c the cases, one
  * topic each. The cases across simulated nodes are tests/test_cuda_net.c. */
@@ -119,6 +121,7 @@ static Suite *cuda_suite(int ngpus)
     cuda_allreduce_cases(su, ngpus);
     cuda_faults_cases(su, ngpus);
     cuda_coll_cases(su, ngpus);
+    cuda_split_cases(su, ngpus);
     return su;
 }
 

@@ -173,29 +173,39 @@ static symcoll_status_t comm_pmix_identity(comm_t *comm, const symcoll_comm_para
  * layers, the registry. Collective. On failure everything, comm included, is freed. */
 static symcoll_status_t comm_setup(comm_t *comm, symcoll_comm_h *comm_p)
 {
+    double t[6];
     symcoll_status_t status;
 
+    t[0] = time_now();
     /* the listener a later shrink's agreement dials */
     status = bootstrap_shrink_prepare(comm->bootstrap);
     if (status != SYMCOLL_OK)
-        goto err_bootstrap;
-    status = topo_probe(comm, &comm->topo);
-    if (status != SYMCOLL_OK)
-        goto err_bootstrap;
+        goto err_topo;
+    t[5] = time_now();
+    /* a split's or a shrink's part may have its topology from the parent's already */
+    if (!comm->topo) {
+        status = topo_probe(comm, &comm->topo);
+        if (status != SYMCOLL_OK)
+            goto err_bootstrap;
+    }
 
+    t[1] = time_now();
     if (comm->topo->local_size > 1) {
         status = bootstrap_local_init(comm->bootstrap, comm->topo->local_rank,
                                       comm->topo->local_size, comm->topo->local_ranks);
         if (status != SYMCOLL_OK)
             goto err_topo;
     }
+    t[2] = time_now();
     status = topo_probe_node(comm, comm->topo);
     if (status != SYMCOLL_OK)
         goto err_topo;
 
+    t[3] = time_now();
     status = api_init_layers(comm);
     if (status != SYMCOLL_OK)
         goto err_topo;
+    t[4] = time_now();
 
     comm->magic = COMM_MAGIC;
     if (registry_add(comm)) {
@@ -203,9 +213,11 @@ static symcoll_status_t comm_setup(comm_t *comm, symcoll_comm_h *comm_p)
         goto err_layers;
     }
     log_info("communicator created: rank %d of %d, %d node(s), local rank %d of %d; "
-             "bootstrap: %s",
+             "bootstrap: %s; after it, %.4f s: shrink listener %.4f, topology %.4f, node "
+             "channel %.4f, node facts %.4f, layers %.4f",
              comm->rank, comm->nranks, comm->topo->nnodes, comm->topo->local_rank,
-             comm->topo->local_size, bootstrap_describe(comm->bootstrap));
+             comm->topo->local_size, bootstrap_describe(comm->bootstrap), t[4] - t[0],
+             t[5] - t[0], t[1] - t[5], t[2] - t[1], t[3] - t[2], t[4] - t[3]);
     *comm_p = comm;
     return SYMCOLL_OK;
 
@@ -421,8 +433,22 @@ static comm_t *comm_child_alloc(const char *fn, const comm_t *parent,
     return comm;
 }
 
-/* The rest of a child's creation once its bootstrap call returned status (a NULL
- * bootstrap with SYMCOLL_OK: this rank is in no child). */
+/* Once a child's bootstrap call returned status, under the parent's lock: the child's
+ * place, and its topology from the parent's facts where the child is on the parent's
+ * CUDA device (members[r]: the parent rank of child rank r). */
+static void comm_child_place(comm_t *comm, const comm_t *parent, symcoll_status_t status,
+                             const int *members)
+{
+    if (status != SYMCOLL_OK || !comm->bootstrap)
+        return;
+    comm->rank = bootstrap_rank(comm->bootstrap);
+    comm->nranks = bootstrap_size(comm->bootstrap);
+    if (comm->cuda_device == parent->cuda_device && parent->topo)
+        (void)topo_probe_part(comm, parent->topo, members, &comm->topo);
+}
+
+/* The rest of a child's creation (a NULL bootstrap with SYMCOLL_OK: this rank is in no
+ * child). */
 static symcoll_status_t comm_child_finish(comm_t *comm, symcoll_status_t status,
                                           symcoll_comm_h *newcomm_p)
 {
@@ -432,8 +458,6 @@ static symcoll_status_t comm_child_finish(comm_t *comm, symcoll_status_t status,
         free(comm);
         return status;
     }
-    comm->rank = bootstrap_rank(comm->bootstrap);
-    comm->nranks = bootstrap_size(comm->bootstrap);
     return comm_setup(comm, newcomm_p);
 }
 
@@ -465,6 +489,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_split(symcoll_comm_h parent, int co
         status = bootstrap_split(parent->bootstrap, color, color < 0 ? 0 : key,
                                  comm->timeout_sec, &comm->aborted, &comm->bootstrap, &members,
                                  &nmembers);
+    comm_child_place(comm, parent, status, members);
     pthread_mutex_unlock(&parent->lock);
     free(members);
     return comm_child_finish(comm, status, newcomm_p);
@@ -485,13 +510,19 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_shrink(symcoll_comm_h parent,
     comm = comm_child_alloc("symcoll_comm_shrink", parent, params, &status);
     if (!comm)
         return status;
-    /* the failed parent is left as it is (good for destroy and further shrinks): the
-     * agreement uses only its listener, under its lock */
+    /* the parent is done with: aborted, so that ranks still waiting in one of its calls
+     * hear of it at once (the abort reaches them as a failure does, and its bootstrap's
+     * connections close) and come to the agreement soon; it is then good for destroy
+     * and further shrinks. The agreement uses only its listener, under its lock. */
+    (void)symcoll_comm_abort(parent);
     pthread_mutex_lock(&parent->lock);
+    if (parent->magic == COMM_MAGIC)
+        bootstrap_abort(parent->bootstrap);
     status = parent->magic != COMM_MAGIC
                  ? SYMCOLL_ERR_INVALID_PARAM
                  : bootstrap_shrink(parent->bootstrap, comm->timeout_sec, &comm->aborted,
                                     &comm->bootstrap, &members, &nmembers);
+    comm_child_place(comm, parent, status, members);
     pthread_mutex_unlock(&parent->lock);
     if (status == SYMCOLL_OK)
         log_info("shrink: %d of %d ranks agreed in %.3f s", nmembers, parent->nranks,

@@ -242,9 +242,10 @@ symcoll_status_t bs_part_listen(const bootstrap_t *parent, int *lfd_p, bs_addr_t
 void bs_part_identity(const bootstrap_t *parent, const char *label, const void *in,
                       size_t in_len, bootstrap_t *child);
 /* Connect child's mesh (child->rank, nranks and identity set), listening on lfd (taken)
- * for partners that dial addrs[r] = where child rank r listens; then the part's name
- * key, and the secret wiped. */
-symcoll_status_t bs_part_connect(bootstrap_t *child, int lfd, const bs_addr_t *addrs,
+ * for partners that dial (*addrs_p)[r] = where child rank r listens; then the part's
+ * name key, and the secret wiped. On success the listener and *addrs_p (taken, set to
+ * NULL; malloc'd, nranks long) stay as the child's shrink listener and its book. */
+symcoll_status_t bs_part_connect(bootstrap_t *child, int lfd, bs_addr_t **addrs_p,
                                  const deadline_t *dl);
 
 /* Fill a header for a message from this rank. */

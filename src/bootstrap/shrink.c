@@ -8,9 +8,14 @@
  * listener refuses is dead; one that accepts but says nothing within the probe window
  * (stopped, or not in its shrink yet) is passed over; one in its shrink answers at once
  * (SEEKING while it looks itself, then COORD or MEMBER_OF). A survivor that passed over
- * every lower rank coordinates: it takes the JOINs of the higher ranks and probes the
- * others' listeners until each higher rank joined or refused (dead), or its window ends
- * (the rest are left out as too late), then sends every member the RESULT: the members
+ * every lower rank coordinates: it takes the JOINs of the higher ranks and PROBEs the
+ * others until each higher rank joined or refused (dead), or its window ends (the rest
+ * are left out as too late). A rank that comes late (after the others passed it over)
+ * may coordinate too; a PROBE from a lower coordinator makes whoever gets it go there: a
+ * seeker, a member of a higher coordinator, and a higher coordinator, which sends its
+ * members there as well; a coordinator told of a lower one goes to it. So the lowest
+ * coordinator that is alive wins while the others agree. It then sends every member the
+ * RESULT: the members
  * in parent order, where each listens for the new mesh, and a fresh nonce from which
  * every member derives the new bootstrap's identity. A member whose coordinator goes
  * away looks again above it; a member that goes away is probed again (dead or not).
@@ -33,9 +38,9 @@
 #define SH_LABEL "symcoll shrink"
 /* how often a coordinator dials the listeners of the ranks that have not joined */
 #define SH_PROBE_EVERY_SEC 0.1
-#define SH_MAX_REDIRECTS 4
+#define SH_MAX_REDIRECTS 16
 
-enum sh_type { SH_JOIN = 1, SH_SEEKING, SH_COORD, SH_MEMBER_OF, SH_LATE, SH_RESULT };
+enum sh_type { SH_JOIN = 1, SH_SEEKING, SH_COORD, SH_MEMBER_OF, SH_LATE, SH_RESULT, SH_PROBE };
 
 typedef struct sh_msg {
     uint32_t magic;
@@ -87,7 +92,10 @@ typedef struct sh {
     bs_addr_t *addr_of;
     bool *dead;
     int *probe;
+    sh_conn_t *probe_in; /* the probe's answer being read (fd unused) */
+    bool *probe_sent;
     double lead_since, next_probe;
+    bool changed; /* the role or a connection changed in this turn: poll again first */
 } sh_t;
 
 static void sh_mac(const bootstrap_t *bs, const sh_msg_t *m, const void *body, size_t len,
@@ -208,7 +216,9 @@ static void sh_in_drop(sh_t *s, int i)
 /* Become the coordinator: the ranks that asked while this rank looked are answered. */
 static void sh_lead(sh_t *s)
 {
+    s->changed = true;
     s->role = SH_LEAD;
+    log_debug("shrink: rank %d coordinates", s->bs->rank);
     s->lead_since = time_now();
     s->next_probe = 0;
     bs_close(&s->c.fd);
@@ -235,6 +245,7 @@ static void sh_lead(sh_t *s)
 /* Dial the next candidate above the one that failed (or the coordinator named). */
 static void sh_next(sh_t *s, int cand)
 {
+    s->changed = true;
     bs_close(&s->c.fd);
     s->role = SH_SEEK;
     for (s->cand = cand; s->cand < s->bs->rank; s->cand++) {
@@ -252,6 +263,37 @@ static void sh_next(sh_t *s, int cand)
     s->cand_until = time_now() + s->probe_sec;
 }
 
+/* Go to the coordinator `to`, below this rank's current one (or this rank, leading): a
+ * coordinator sends its members there first. */
+static void sh_go_to(sh_t *s, int to)
+{
+    s->changed = true;
+    log_debug("shrink: rank %d (%s) goes to rank %d", s->bs->rank,
+              s->role == SH_LEAD ? "coordinating" : s->role == SH_MEMBER ? "member" : "looking",
+              to);
+    if (s->role == SH_LEAD)
+        for (int r = 0; r < s->bs->nranks; r++) {
+            if (s->joined[r] >= 0)
+                (void)sh_send(s, s->joined[r], SH_MEMBER_OF, to, 0, NULL, 0);
+            bs_close(&s->joined[r]);
+            bs_close(&s->probe[r]);
+            s->dead[r] = false;
+        }
+    bs_close(&s->c.fd);
+    s->role = SH_SEEK;
+    s->redirects++;
+    s->c.fd = sh_dial(s, to);
+    if (s->c.fd < 0) {
+        sh_next(s, to + 1);
+        return;
+    }
+    s->cand = to;
+    s->c.got = 0;
+    s->cand_connected = false;
+    s->cand_answered = false;
+    s->cand_until = time_now() + s->probe_sec;
+}
+
 /* An answer from the candidate (or, as a member, from the coordinator). SYMCOLL_OK to go
  * on; SYMCOLL_ERR_TIMED_OUT when told this rank is too late. */
 static symcoll_status_t sh_answer(sh_t *s, const sh_msg_t *m)
@@ -263,6 +305,7 @@ static symcoll_status_t sh_answer(sh_t *s, const sh_msg_t *m)
         s->cand_until = s->dl->end;
         return SYMCOLL_OK;
     case SH_COORD:
+        log_debug("shrink: rank %d joined rank %d", s->bs->rank, s->cand);
         s->role = SH_MEMBER;
         s->cand_until = s->dl->end;
         /* the ranks that asked this one are told whom to join */
@@ -274,18 +317,9 @@ static symcoll_status_t sh_answer(sh_t *s, const sh_msg_t *m)
         return SYMCOLL_OK;
     case SH_MEMBER_OF:
         if (m->arg >= 0 && m->arg < s->bs->rank && m->arg != s->cand &&
-            s->redirects++ < SH_MAX_REDIRECTS) {
-            int to = m->arg;
-            bs_close(&s->c.fd);
-            s->c.fd = sh_dial(s, to);
-            if (s->c.fd >= 0) {
-                s->cand = to;
-                s->c.got = 0;
-                s->cand_connected = false;
-                s->cand_answered = false;
-                s->cand_until = time_now() + s->probe_sec;
-                return SYMCOLL_OK;
-            }
+            s->redirects < SH_MAX_REDIRECTS) {
+            sh_go_to(s, m->arg);
+            return SYMCOLL_OK;
         }
         sh_next(s, s->cand + 1);
         return SYMCOLL_OK;
@@ -305,6 +339,24 @@ static void sh_join(sh_t *s, int i)
 {
     int r = s->in[i].in.from;
 
+    if (s->in[i].in.type == SH_PROBE) {
+        /* from a coordinator below: say where this rank stands, and go there if it is
+         * lower than where this rank was going */
+        int mine = s->role == SH_LEAD ? s->bs->rank : s->cand;
+        uint16_t say = s->role == SH_LEAD     ? SH_COORD
+                       : s->role == SH_MEMBER ? SH_MEMBER_OF
+                                              : SH_SEEKING;
+        if (r < mine && r < s->bs->rank && s->redirects < SH_MAX_REDIRECTS) {
+            say = SH_SEEKING;
+            (void)sh_send(s, s->in[i].fd, say, 0, 0, NULL, 0);
+            sh_in_drop(s, i);
+            sh_go_to(s, r);
+            return;
+        }
+        (void)sh_send(s, s->in[i].fd, say, s->cand, 0, NULL, 0);
+        sh_in_drop(s, i);
+        return;
+    }
     if (s->in[i].in.type != SH_JOIN) {
         sh_in_drop(s, i);
         return;
@@ -348,6 +400,8 @@ static void sh_probe(sh_t *s)
     for (int r = s->bs->rank + 1; r < s->bs->nranks; r++)
         if (s->joined[r] < 0 && !s->dead[r] && s->probe[r] < 0) {
             s->probe[r] = sh_dial(s, r);
+            s->probe_sent[r] = false;
+            s->probe_in[r].got = 0;
             if (s->probe[r] < 0)
                 s->dead[r] = true;
         }
@@ -497,13 +551,14 @@ static symcoll_status_t sh_turn(sh_t *s, bool *have_result)
             }
             if (s->probe[r] >= 0) {
                 p[np].fd = s->probe[r];
-                p[np].events = POLLOUT;
+                p[np].events = s->probe_sent[r] ? POLLIN : POLLOUT;
                 who[np++] = -1 - n - r;
             }
         }
     st = bs_poll_slice(p, (nfds_t)np, s->dl);
     if (st != SYMCOLL_OK)
         goto out;
+    s->changed = false;
     /* accepted connections first, from the end so that drops keep the indices valid */
     for (int e = np - 1; e >= 0; e--) {
         if (!p[e].revents || who[e] < 2)
@@ -515,6 +570,9 @@ static symcoll_status_t sh_turn(sh_t *s, bool *have_result)
             sh_join(s, i);
     }
     for (int e = 0; e < np; e++) {
+        /* descriptors closed in this turn may be numbers of new ones already */
+        if (s->changed)
+            break;
         if (!p[e].revents)
             continue;
         if (who[e] == 0) {
@@ -526,7 +584,7 @@ static symcoll_status_t sh_turn(sh_t *s, bool *have_result)
             } else if (fd >= 0) {
                 close(fd);
             }
-        } else if (who[e] == 1 && s->c.fd >= 0 && s->role != SH_LEAD) {
+        } else if (who[e] == 1 && p[e].fd == s->c.fd && s->role != SH_LEAD) {
             if (!s->cand_connected) {
                 if (!sh_connected(s->c.fd) ||
                     sh_send(s, s->c.fd, SH_JOIN, 0, 0, NULL, 0) != SYMCOLL_OK) {
@@ -549,15 +607,38 @@ static symcoll_status_t sh_turn(sh_t *s, bool *have_result)
                 if (st != SYMCOLL_OK)
                     goto out;
             }
-        } else if (who[e] < 0 && who[e] >= -n && s->role == SH_LEAD) {
+        } else if (who[e] < 0 && who[e] >= -n && s->role == SH_LEAD &&
+                   p[e].fd == s->joined[-1 - who[e]]) {
             /* a member says nothing until the result: data or an end means it went */
             int r = -1 - who[e];
             bs_close(&s->joined[r]);
-        } else if (who[e] < -n && s->role == SH_LEAD) {
-            int r = -1 - n - who[e];
-            if (!sh_connected(s->probe[r]))
-                s->dead[r] = true;
-            bs_close(&s->probe[r]);
+        } else if (who[e] < -n && s->role == SH_LEAD && p[e].fd == s->probe[-1 - n - who[e]]) {
+            int r = -1 - n - who[e], rc;
+            if (!s->probe_sent[r]) {
+                /* refused: dead; else the PROBE, whose answer comes when r is in its
+                 * shrink (or never: r stays pending) */
+                /* (SO_ERROR reads once: it is cleared as it is read) */
+                bool up = sh_connected(s->probe[r]);
+                if (!up || sh_send(s, s->probe[r], SH_PROBE, 0, 0, NULL, 0) != SYMCOLL_OK) {
+                    s->dead[r] = !up;
+                    bs_close(&s->probe[r]);
+                } else {
+                    s->probe_sent[r] = true;
+                }
+                continue;
+            }
+            s->probe_in[r].fd = s->probe[r];
+            rc = sh_read(s, &s->probe_in[r]);
+            if (rc == 0)
+                continue;
+            bs_close(&s->probe[r]); /* answered, or gone: probed again later */
+            if (rc > 0 && s->probe_in[r].in.type == SH_MEMBER_OF &&
+                s->probe_in[r].in.arg >= 0 && s->probe_in[r].in.arg < s->bs->rank &&
+                s->redirects < SH_MAX_REDIRECTS) {
+                /* a coordinator below this one: go there, with the members */
+                sh_go_to(s, s->probe_in[r].in.arg);
+                goto out;
+            }
         }
     }
     if (s->role != SH_LEAD && s->c.fd >= 0 && !s->cand_answered && s->role == SH_SEEK &&
@@ -617,9 +698,11 @@ symcoll_status_t bootstrap_shrink(bootstrap_t *parent, double timeout_sec,
     s.c.fd = -1;
     s.c.rank = -1;
     /* the probe window: long enough for a survivor that saw the failure later than the
-     * others, short enough to pass over a stopped rank several times within the timeout;
-     * the coordinator's window covers the others' passes over stopped lower ranks */
-    s.probe_sec = timeout_sec / 8 < 2.0 ? timeout_sec / 8 : 2.0;
+     * others (the caller aborted the parent, which the others hear of at once where
+     * they wait in one of its calls), short enough to pass over a stopped rank and still
+     * agree within the timeout; the coordinator's window covers the others' pass over
+     * a stopped lower rank */
+    s.probe_sec = timeout_sec / 4;
     s.lead_sec = timeout_sec / 2;
     if (n == 1) {
         m = 1;
@@ -640,9 +723,12 @@ symcoll_status_t bootstrap_shrink(bootstrap_t *parent, double timeout_sec,
     s.in = calloc((size_t)s.maxin, sizeof(*s.in));
     s.joined = malloc((size_t)n * sizeof(int));
     s.probe = malloc((size_t)n * sizeof(int));
+    s.probe_in = calloc((size_t)n, sizeof(*s.probe_in));
+    s.probe_sent = calloc((size_t)n, sizeof(bool));
     s.dead = calloc((size_t)n, sizeof(bool));
     s.addr_of = calloc((size_t)n, sizeof(bs_addr_t));
-    if (!s.in || !s.joined || !s.probe || !s.dead || !s.addr_of) {
+    if (!s.in || !s.joined || !s.probe || !s.dead || !s.addr_of || !s.probe_in ||
+        !s.probe_sent) {
         st = SYMCOLL_ERR_NO_MEMORY;
         goto out;
     }
@@ -702,7 +788,7 @@ symcoll_status_t bootstrap_shrink(bootstrap_t *parent, double timeout_sec,
     for (int i = 0; i < s.nin; i++)
         bs_close(&s.in[i].fd);
     s.nin = 0;
-    st = bs_part_connect(child, lfd, addrs, &dl);
+    st = bs_part_connect(child, lfd, &addrs, &dl);
     lfd = -1;
     if (st != SYMCOLL_OK)
         log_error("shrink: a rank of the new communicator failed before it was connected "
@@ -728,6 +814,8 @@ out:
     free(s.in);
     free(s.joined);
     free(s.probe);
+    free(s.probe_in);
+    free(s.probe_sent);
     free(s.dead);
     free(s.addr_of);
     free(list);

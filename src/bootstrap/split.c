@@ -9,6 +9,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -95,16 +96,22 @@ void bs_part_identity(const bootstrap_t *parent, const char *label, const void *
     bs_wipe(ids, sizeof(ids));
 }
 
-symcoll_status_t bs_part_connect(bootstrap_t *child, int lfd, const bs_addr_t *addrs,
+symcoll_status_t bs_part_connect(bootstrap_t *child, int lfd, bs_addr_t **addrs_p,
                                  const deadline_t *dl)
 {
     symcoll_status_t status = SYMCOLL_OK;
-    int m = child->nranks, me = child->rank;
+    const bs_addr_t *addrs = *addrs_p;
+    int m = child->nranks, me = child->rank, keep = -1;
 
     if (m > 1) {
         int K = bs_mesh_rounds(m);
         bs_addr_t *to = calloc((size_t)K, sizeof(*to));
-        if (!to) {
+        /* the mesh's connection closes its listener; a copy stays as the listener a
+         * later shrink dials, at the address every member already has */
+        keep = fcntl(lfd, F_DUPFD_CLOEXEC, 0);
+        if (!to || keep < 0) {
+            free(to);
+            bs_close(&keep);
             bs_close(&lfd);
             return SYMCOLL_ERR_NO_MEMORY;
         }
@@ -115,8 +122,15 @@ symcoll_status_t bs_part_connect(bootstrap_t *child, int lfd, const bs_addr_t *a
     } else {
         bs_close(&lfd);
     }
-    if (status != SYMCOLL_OK)
+    if (status != SYMCOLL_OK) {
+        bs_close(&keep);
         return status;
+    }
+    if (m > 1) {
+        child->repair_lfd = keep;
+        child->repair_addrs = *addrs_p;
+        *addrs_p = NULL;
+    }
     bs_local_name_key(child);
     bs_wipe(child->secret, sizeof(child->secret));
     child->secret_len = 0;
@@ -224,7 +238,7 @@ symcoll_status_t bootstrap_split(bootstrap_t *parent, int color, int key, double
     snprintf(child->how, sizeof(child->how), "split (color %d, %d of the parent's %d ranks)",
              color, m, parent->nranks);
     dl = deadline_make(timeout_sec, aborted);
-    status = bs_part_connect(child, lfd, addrs, &dl);
+    status = bs_part_connect(child, lfd, &addrs, &dl);
     lfd = -1;
     if (status != SYMCOLL_OK)
         goto out;

@@ -407,6 +407,27 @@ err:
     return status;
 }
 
+bool topo_probe_part(comm_t *comm, const topo_t *parent, const int *members, topo_t **topo_p)
+{
+    topo_t *t;
+
+    if (!parent || !members)
+        return false;
+    if (topo_create(comm->nranks, &comm->config, &t) != SYMCOLL_OK)
+        return false;
+    for (int r = 0; r < comm->nranks; r++) {
+        topo_rank_info_t *i = &t->info[r];
+        *i = parent->info[members[r]];
+        /* the part's UCX layer tells its own */
+        i->net_mem_types = 0;
+        i->net_tls[0] = 0;
+    }
+    topo_derive_nodes(t, comm->rank);
+    t->facts_known = true;
+    *topo_p = t;
+    return true;
+}
+
 symcoll_status_t topo_probe_node(comm_t *comm, topo_t *t)
 {
     size_t ls = (size_t)t->local_size;
@@ -417,9 +438,11 @@ symcoll_status_t topo_probe_node(comm_t *comm, topo_t *t)
     /* the other facts of this node's ranks */
     if (!facts)
         return SYMCOLL_ERR_NO_MEMORY;
-    status = bootstrap_local_fd_allgather(comm->bootstrap, NULL, 0, &t->info[comm->rank],
-                                          sizeof(*facts), NULL, facts);
-    for (size_t j = 0; status == SYMCOLL_OK && j < ls; j++) {
+    status = t->facts_known ? SYMCOLL_OK
+                            : bootstrap_local_fd_allgather(comm->bootstrap, NULL, 0,
+                                                           &t->info[comm->rank], sizeof(*facts),
+                                                           NULL, facts);
+    for (size_t j = 0; !t->facts_known && status == SYMCOLL_OK && j < ls; j++) {
         topo_rank_info_t *i = &t->info[t->local_ranks[j]];
         if (facts[j].host_hash != i->host_hash || facts[j].cuda_device != i->cuda_device) {
             log_error("topology: rank %d told its node other facts than the job",

@@ -79,6 +79,7 @@ typedef struct topo {
      * agreed false for a topology built from injected facts, whose shapes come from
      * every rank's facts instead */
     bool agreed;
+    bool facts_known; /* topo_probe_part: the node's facts are in info[] already */
     int gpu_link_job;     /* the worst GPU link inside any node (topo_link_t) */
     bool oversub_job;     /* some node has more ranks than CPUs they may run on */
     bool gpus_shared_job; /* some GPU serves two ranks, or some rank's GPU is not known */
@@ -106,6 +107,13 @@ typedef struct topo {
  * of SYMCOLL_ALGO against them. No rank holds another node's facts. */
 symcoll_status_t topo_probe(comm_t *comm, topo_t **topo_p);
 symcoll_status_t topo_probe_node(comm_t *comm, topo_t *t);
+/* topo_probe for a communicator made of some of parent's ranks (members[r] is the
+ * parent rank of comm's rank r), with no exchange: every rank's facts come from
+ * parent's (which holds those of its node, the part's node among them), so the
+ * topo_probe_node that follows skips the node's exchange of facts (GPU links and the
+ * vote still run). Only for a part set to the parent's CUDA device. False when out of
+ * memory (then probe). */
+bool topo_probe_part(comm_t *comm, const topo_t *parent, const int *members, topo_t **topo_p);
 void topo_destroy(topo_t *topo);
 
 /* The probe in three steps, so that tests can inject facts instead of gathering them:
