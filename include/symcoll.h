@@ -406,7 +406,9 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_split(symcoll_comm_h comm, int colo
  * out; a rank that is alive but comes too late (or is stopped) is left out and, when
  * it calls, gets ::SYMCOLL_ERR_TIMED_OUT. A failure of a chosen rank after the
  * agreement makes the call fail with that failure's status on the others: call again.
- * @a comm is then good only for symcoll_comm_destroy() (and further shrinks).
+ * The call first aborts @a comm (as symcoll_comm_abort(): ranks still waiting in one
+ * of its calls hear of it at once and come to the agreement sooner); @a comm is then
+ * good only for symcoll_comm_destroy() (and further shrinks).
  *
  * @param[in]  comm       the failed communicator; no other call on it may run at the
  *                        same time on this rank

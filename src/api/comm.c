@@ -516,8 +516,15 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_shrink(symcoll_comm_h parent,
      * and further shrinks. The agreement uses only its listener, under its lock. */
     (void)symcoll_comm_abort(parent);
     pthread_mutex_lock(&parent->lock);
-    if (parent->magic == COMM_MAGIC)
+    if (parent->magic == COMM_MAGIC) {
+        /* as an aborted call does: node peers waiting on this rank's signals, and peers
+         * in a bootstrap exchange, stop now */
+        (void)algo_quiesce(parent);
+        for (int m = 0; m < SYMCOLL_MEM_LAST; m++)
+            if (parent->pools[m])
+                algo_pool_abort(parent, parent->pools[m]);
         bootstrap_abort(parent->bootstrap);
+    }
     status = parent->magic != COMM_MAGIC
                  ? SYMCOLL_ERR_INVALID_PARAM
                  : bootstrap_shrink(parent->bootstrap, comm->timeout_sec, &comm->aborted,
