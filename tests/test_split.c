@@ -246,6 +246,44 @@ START_TEST(test_tp_dp)
 }
 END_TEST
 
+/* ---- a hierarchical child -------------------------------------------------------------
+ * 8 ranks on 2 simulated nodes split by parity: each part has 2 ranks on each node, so
+ * with SYMCOLL_ALGO=hier (inherited from the parent's settings) its all-reduces go
+ * through the node leaders; the other collectives take their own paths. */
+static void body_hier(int rank, int nranks, void *arg)
+{
+    symcoll_comm_h world, part;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f;
+
+    (void)arg;
+    (void)nranks;
+    split_env();
+    setenv("SYMCOLL_ALGO", "hier", 1);
+    world = harness_comm_create();
+    part = split_ok(world, rank % 2, rank);
+    expect_place(part, rank / 2, 4, "part");
+    all_colls(part, 21);
+    f = open_memstream(&buf, &len);
+    ck_assert(f);
+    ck_assert_int_eq(symcoll_comm_print_decisions(part, f), SYMCOLL_OK);
+    fclose(f);
+    if (rank == 0 && getenv("SPLIT_SHOW"))
+        fputs(buf, stderr);
+    if (!strstr(buf, "hier"))
+        harness_fail("the part's decisions name no hierarchical path:\n%s", buf);
+    free(buf);
+    ck_assert_int_eq(symcoll_comm_destroy(world), SYMCOLL_OK);
+    ck_assert_int_eq(symcoll_comm_destroy(part), SYMCOLL_OK);
+}
+
+START_TEST(test_hier_child)
+{
+    ck_assert_int_eq(harness_run(8, 2, SPLIT_TIMEOUT, body_hier, NULL), 0);
+}
+END_TEST
+
 /* ---- arguments ----------------------------------------------------------------------------
  * Refused with no side effect: the same communicator then splits and works. */
 static void body_args(int rank, int nranks, void *arg)
@@ -389,6 +427,7 @@ static Suite *split_suite(void)
     tcase_add_test(tc, test_grid_2nodes);
     tcase_add_test(tc, test_nested_nocolor);
     tcase_add_test(tc, test_tp_dp);
+    tcase_add_test(tc, test_hier_child);
     tcase_add_test(tc, test_kill_during_split);
     tcase_add_test(tc, test_cycles);
     suite_add_tcase(s, tc);
