@@ -132,15 +132,15 @@ static int split_graph(symcoll_comm_h comm, cudaStream_t s, int salt)
         CK_CUDA(cudaMalloc(&out[k], counts[k] * 4));
         salt++;
         gpu_fill(in[k], out[k], counts[k], SYMCOLL_FLOAT32, SYMCOLL_SUM, r, n, salt, host, s);
-        CK_SC(symcoll_allreduce(in[k], out[k], counts[k], SYMCOLL_FLOAT32, SYMCOLL_SUM, comm,
-                                s));
+        CK_SC(
+            symcoll_allreduce(in[k], out[k], counts[k], SYMCOLL_FLOAT32, SYMCOLL_SUM, comm, s));
         gpu_verify(out[k], counts[k], SYMCOLL_FLOAT32, SYMCOLL_SUM, n, salt, host, s,
                    "split part: graph warm-up");
     }
     CK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
     for (int k = 0; k < 2; k++)
-        CK_SC(symcoll_allreduce(in[k], out[k], counts[k], SYMCOLL_FLOAT32, SYMCOLL_SUM, comm,
-                                s));
+        CK_SC(
+            symcoll_allreduce(in[k], out[k], counts[k], SYMCOLL_FLOAT32, SYMCOLL_SUM, comm, s));
     CK_CUDA(cudaStreamEndCapture(s, &g));
     CK_CUDA(cudaGraphInstantiate(&ge, g, 0));
     for (int it = 0; it <= SPLIT_REPLAYS; it++) {
@@ -156,7 +156,8 @@ static int split_graph(symcoll_comm_h comm, cudaStream_t s, int salt)
         if (it == SPLIT_REPLAYS - 1) {
             salt++;
             gpu_fill(in[0], out[0], 4099, SYMCOLL_FLOAT32, SYMCOLL_SUM, r, n, salt, host, s);
-            CK_SC(symcoll_allreduce(in[0], out[0], 4099, SYMCOLL_FLOAT32, SYMCOLL_SUM, comm, s));
+            CK_SC(
+                symcoll_allreduce(in[0], out[0], 4099, SYMCOLL_FLOAT32, SYMCOLL_SUM, comm, s));
             gpu_verify(out[0], 4099, SYMCOLL_FLOAT32, SYMCOLL_SUM, n, salt, host, s,
                        "split part: eager between replays");
         }
@@ -206,8 +207,8 @@ static void body_split(int rank, int nranks, void *arg)
     t = mono_sec();
     salt = split_graph(part, s, salt);
     if (rank == 0)
-        fprintf(stderr, "CUDA split: part's graph, %d replays exact, %.3f s\n", SPLIT_REPLAYS + 1,
-                mono_sec() - t);
+        fprintf(stderr, "CUDA split: part's graph, %d replays exact, %.3f s\n",
+                SPLIT_REPLAYS + 1, mono_sec() - t);
 
     /* the parent, between and after its parts' calls */
     salt = ar_exact(world, s, 0, salt, "parent after the split");

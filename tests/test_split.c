@@ -271,8 +271,10 @@ static void body_hier(int rank, int nranks, void *arg)
     fclose(f);
     if (rank == 0 && getenv("SPLIT_SHOW"))
         fputs(buf, stderr);
-    if (!strstr(buf, "hier"))
-        harness_fail("the part's decisions name no hierarchical path:\n%s", buf);
+    /* an all-reduce row whose algorithm is hier, on the part's own layout */
+    if (!strstr(buf, "B  hier ") || !strstr(buf, "4 rank(s), 2 node(s), up to 2 per node"))
+        harness_fail("the part's decisions show no hierarchical all-reduce on 2 x 2:\n%s",
+                     buf);
     free(buf);
     ck_assert_int_eq(symcoll_comm_destroy(world), SYMCOLL_OK);
     ck_assert_int_eq(symcoll_comm_destroy(part), SYMCOLL_OK);
@@ -309,6 +311,13 @@ static void body_args(int rank, int nranks, void *arg)
     ck_assert_int_eq(symcoll_comm_split(world, rank % 2, 0, &p, &child), SYMCOLL_OK);
     expect_place(child, rank / 2, (nranks + 1 - rank % 2) / 2, "child");
     ar_round(child, rank / 2, (nranks + 1 - rank % 2) / 2, 100, 0, 3);
+    ck_assert_int_eq(symcoll_comm_destroy(child), SYMCOLL_OK);
+    /* ranks that set another CUDA device than the parent's (rank 0 only): the part
+     * probes its topology on every rank, not only on rank 0 */
+    p.field_mask = rank == 0 ? SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE : 0;
+    p.cuda_device = 0;
+    ck_assert_int_eq(symcoll_comm_split(world, 0, rank, &p, &child), SYMCOLL_OK);
+    ar_round(child, rank, nranks, 100, 1, 4);
     ck_assert_int_eq(symcoll_comm_destroy(child), SYMCOLL_OK);
     ck_assert_int_eq(symcoll_comm_destroy(world), SYMCOLL_OK);
 }

@@ -185,16 +185,22 @@ static bool pools_missing(const comm_t *comm, unsigned mask)
     return false;
 }
 
+void algo_tell_aborted(comm_t *comm, int mem)
+{
+    /* the staging thread tells the peers itself; it must be done with UCX first */
+    (void)algo_quiesce(comm);
+    for (int m = 0; m < SYMCOLL_MEM_LAST; m++)
+        if ((mem < 0 || m == mem) && comm->pools[m])
+            algo_pool_abort(comm, comm->pools[m]);
+    /* and peers waiting for us in a bootstrap exchange (a pool's growth) */
+    bootstrap_abort(comm->bootstrap);
+}
+
 /* An aborted communicator: tells the peers, refuses the call. */
 static symcoll_status_t run_aborted(comm_t *comm, const char *fn, symcoll_mem_type_t mem)
 {
     log_error("%s: communicator aborted", fn);
-    /* the staging thread tells the peers itself; it must be done with UCX first */
-    (void)algo_quiesce(comm);
-    if (comm->pools[mem])
-        algo_pool_abort(comm, comm->pools[mem]);
-    /* and peers waiting for us in a bootstrap exchange (a pool's growth) */
-    bootstrap_abort(comm->bootstrap);
+    algo_tell_aborted(comm, (int)mem);
     return SYMCOLL_ERR_ABORTED;
 }
 

@@ -60,5 +60,10 @@ void algo_comm_abort(comm_t *comm);
  * (UCX) that this rank gave up, so that their waits end now rather than at their
  * deadline, and refuses further calls. */
 void algo_pool_abort(comm_t *comm, pool_t *pool);
+/* Tell the peers that comm is aborted, as a call on an aborted communicator does: the
+ * background work quiesced, the pools of memory type mem (every type for mem < 0) given
+ * up (node peers waiting on this rank's signals stop), the bootstrap shut. Under the
+ * communicator's lock. */
+void algo_tell_aborted(comm_t *comm, int mem);
 
 #endif

@@ -433,18 +433,29 @@ static comm_t *comm_child_alloc(const char *fn, const comm_t *parent,
     return comm;
 }
 
+/* Whether this rank's part may take its topology from the parent's facts: its CUDA
+ * device is the parent's. The bootstrap call agrees on it (the AND over the part), so
+ * that every rank of the part probes or none does. */
+static bool comm_child_reuse(const comm_t *comm, const comm_t *parent)
+{
+    return comm->cuda_device == parent->cuda_device && parent->topo;
+}
+
 /* Once a child's bootstrap call returned status, under the parent's lock: the child's
- * place, and its topology from the parent's facts where the child is on the parent's
- * CUDA device (members[r]: the parent rank of child rank r). */
-static void comm_child_place(comm_t *comm, const comm_t *parent, symcoll_status_t status,
-                             const int *members)
+ * place, and its topology from the parent's facts where the part agreed to (reuse;
+ * members[r]: the parent rank of child rank r). */
+static symcoll_status_t comm_child_place(comm_t *comm, const comm_t *parent,
+                                         symcoll_status_t status, const int *members,
+                                         bool reuse)
 {
     if (status != SYMCOLL_OK || !comm->bootstrap)
-        return;
+        return status;
     comm->rank = bootstrap_rank(comm->bootstrap);
     comm->nranks = bootstrap_size(comm->bootstrap);
-    if (comm->cuda_device == parent->cuda_device && parent->topo)
-        (void)topo_probe_part(comm, parent->topo, members, &comm->topo);
+    /* the others skip the exchanges of facts: no probe instead */
+    if (reuse && !topo_probe_part(comm, parent->topo, members, &comm->topo))
+        return SYMCOLL_ERR_NO_MEMORY;
+    return SYMCOLL_OK;
 }
 
 /* The rest of a child's creation (a NULL bootstrap with SYMCOLL_OK: this rank is in no
@@ -466,6 +477,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_split(symcoll_comm_h parent, int co
                                                    symcoll_comm_h *newcomm_p)
 {
     int *members = NULL, nmembers = 0;
+    bool reuse = false;
     symcoll_status_t status;
     comm_t *comm;
 
@@ -487,9 +499,9 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_split(symcoll_comm_h parent, int co
                                              : bootstrap_failed(parent->bootstrap);
     if (status == SYMCOLL_OK)
         status = bootstrap_split(parent->bootstrap, color, color < 0 ? 0 : key,
-                                 comm->timeout_sec, &comm->aborted, &comm->bootstrap, &members,
-                                 &nmembers);
-    comm_child_place(comm, parent, status, members);
+                                 comm_child_reuse(comm, parent), comm->timeout_sec,
+                                 &comm->aborted, &comm->bootstrap, &members, &nmembers, &reuse);
+    status = comm_child_place(comm, parent, status, members, reuse);
     pthread_mutex_unlock(&parent->lock);
     free(members);
     return comm_child_finish(comm, status, newcomm_p);
@@ -500,6 +512,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_shrink(symcoll_comm_h parent,
                                                     symcoll_comm_h *newcomm_p)
 {
     int *members = NULL, nmembers = 0;
+    bool reuse = false;
     symcoll_status_t status;
     comm_t *comm;
     double t0 = time_now();
@@ -516,20 +529,14 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_shrink(symcoll_comm_h parent,
      * and further shrinks. The agreement uses only its listener, under its lock. */
     (void)symcoll_comm_abort(parent);
     pthread_mutex_lock(&parent->lock);
-    if (parent->magic == COMM_MAGIC) {
-        /* as an aborted call does: node peers waiting on this rank's signals, and peers
-         * in a bootstrap exchange, stop now */
-        (void)algo_quiesce(parent);
-        for (int m = 0; m < SYMCOLL_MEM_LAST; m++)
-            if (parent->pools[m])
-                algo_pool_abort(parent, parent->pools[m]);
-        bootstrap_abort(parent->bootstrap);
-    }
+    if (parent->magic == COMM_MAGIC)
+        algo_tell_aborted(parent, -1);
     status = parent->magic != COMM_MAGIC
                  ? SYMCOLL_ERR_INVALID_PARAM
-                 : bootstrap_shrink(parent->bootstrap, comm->timeout_sec, &comm->aborted,
-                                    &comm->bootstrap, &members, &nmembers);
-    comm_child_place(comm, parent, status, members);
+                 : bootstrap_shrink(parent->bootstrap, comm_child_reuse(comm, parent),
+                                    comm->timeout_sec, &comm->aborted, &comm->bootstrap,
+                                    &members, &nmembers, &reuse);
+    status = comm_child_place(comm, parent, status, members, reuse);
     pthread_mutex_unlock(&parent->lock);
     if (status == SYMCOLL_OK)
         log_info("shrink: %d of %d ranks agreed in %.3f s", nmembers, parent->nranks,

@@ -201,12 +201,14 @@ void bootstrap_abort(bootstrap_t *bs);
 /* Collective over every rank of parent: the ranks that pass the same color >= 0 get a
  * bootstrap of their own (*child_p), ranked by key then by rank in parent, with its own
  * mesh connected through addresses exchanged over parent (no rendezvous); *members_p
- * (malloc'd, *nmembers_p long) lists their ranks in parent, in the child's order. A
- * color < 0 takes part and gets NULL. Uses parent like any of its collectives (the
- * caller holds whatever serialises them). */
-symcoll_status_t bootstrap_split(bootstrap_t *parent, int color, int key, double timeout_sec,
-                                 const _Atomic int *aborted, bootstrap_t **child_p,
-                                 int **members_p, int *nmembers_p);
+ * (malloc'd, *nmembers_p long) lists their ranks in parent, in the child's order, and
+ * *flag_all_p is the AND of the members' `flag` (one bit the caller agrees on for
+ * free). A color < 0 takes part and gets NULL. Uses parent like any of its collectives
+ * (the caller holds whatever serialises them). */
+symcoll_status_t bootstrap_split(bootstrap_t *parent, int color, int key, bool flag,
+                                 double timeout_sec, const _Atomic int *aborted,
+                                 bootstrap_t **child_p, int **members_p, int *nmembers_p,
+                                 bool *flag_all_p);
 
 /* Collective over every rank of bs, after it connected: each rank opens the listener
  * that bootstrap_shrink's agreement dials, and the ranks all-gather where (one address
@@ -214,16 +216,17 @@ symcoll_status_t bootstrap_split(bootstrap_t *parent, int color, int key, double
  * counts as dead to a later shrink; only the exchange's failure is returned. */
 symcoll_status_t bootstrap_shrink_prepare(bootstrap_t *bs);
 
-/* Called by the ranks of parent that are alive (parent may be failed or aborted): they
+/* (bootstrap_shrink's flag and *flag_all_p as bootstrap_split's.) Called by the ranks of
+ * parent that are alive (parent may be failed or aborted): they
  * agree, within timeout_sec, on who they are, over the listeners of
  * bootstrap_shrink_prepare (the lowest rank that answers coordinates), and connect a
  * bootstrap of their own (*child_p) ranked in parent's order; *members_p (malloc'd,
  * *nmembers_p long) lists their ranks in parent. SYMCOLL_ERR_TIMED_OUT for a rank left
  * out as too late, or when nobody answered; a chosen rank that fails before the new
  * mesh is connected fails the call (call again). */
-symcoll_status_t bootstrap_shrink(bootstrap_t *parent, double timeout_sec,
+symcoll_status_t bootstrap_shrink(bootstrap_t *parent, bool flag, double timeout_sec,
                                   const _Atomic int *aborted, bootstrap_t **child_p,
-                                  int **members_p, int *nmembers_p);
+                                  int **members_p, int *nmembers_p, bool *flag_all_p);
 
 /* This rank and the number of ranks of a bootstrap. */
 int bootstrap_rank(const bootstrap_t *bs);

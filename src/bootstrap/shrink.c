@@ -45,7 +45,7 @@ enum sh_type { SH_JOIN = 1, SH_SEEKING, SH_COORD, SH_MEMBER_OF, SH_LATE, SH_RESU
 typedef struct sh_msg {
     uint32_t magic;
     uint16_t type;
-    uint16_t reserved;
+    uint16_t flag;   /* JOIN: the sender's flag; RESULT: the AND of the members' */
     uint64_t job_id; /* the parent's */
     int32_t from;    /* sender's rank in the parent */
     int32_t arg;     /* MEMBER_OF: the coordinator; RESULT: the number of members */
@@ -96,6 +96,8 @@ typedef struct sh {
     bool *probe_sent;
     double lead_since, next_probe;
     bool changed; /* the role or a connection changed in this turn: poll again first */
+    bool flag;    /* this rank's flag (bootstrap_shrink) */
+    bool *flag_of; /* LEAD: each joined rank's */
 } sh_t;
 
 static void sh_mac(const bootstrap_t *bs, const sh_msg_t *m, const void *body, size_t len,
@@ -140,6 +142,7 @@ static symcoll_status_t sh_send(const sh_t *s, int fd, uint16_t type, int32_t ar
     memset(&m, 0, sizeof(m));
     m.magic = SH_MAGIC;
     m.type = type;
+    m.flag = s->flag;
     m.job_id = s->bs->job_id;
     m.from = s->bs->rank;
     m.arg = arg;
@@ -177,8 +180,9 @@ static int sh_read(const sh_t *s, sh_conn_t *c)
     return bs_ct_equal(c->in.mac, want, sizeof(want)) ? 1 : -1;
 }
 
-/* A non-blocking connection to rank r's repair listener: the descriptor, or -1 where the
- * rank has none or refused at once (dead). */
+/* A non-blocking connection to rank r's repair listener: the descriptor; -1 where the
+ * rank has none or refused at once (dead); -2 for a local failure (descriptors or
+ * buffers short: nothing known of the rank). */
 static int sh_dial(const sh_t *s, int r)
 {
     struct sockaddr_storage ss;
@@ -189,10 +193,11 @@ static int sh_dial(const sh_t *s, int r)
         return -1;
     fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
-        return -1;
+        return -2;
     if (connect(fd, (struct sockaddr *)&ss, sl) && errno != EINPROGRESS) {
+        int e = errno;
         close(fd);
-        return -1;
+        return e == ECONNREFUSED || e == ENETUNREACH || e == EHOSTUNREACH ? -1 : -2;
     }
     return fd;
 }
@@ -236,6 +241,7 @@ static void sh_lead(sh_t *s)
             bs_close(&s->joined[r]);
             s->joined[r] = s->in[i].fd;
             s->addr_of[r] = s->in[i].in.addr;
+            s->flag_of[r] = s->in[i].in.flag != 0;
             s->dead[r] = false;
             s->in[i] = s->in[--s->nin];
             i--;
@@ -252,6 +258,7 @@ static void sh_next(sh_t *s, int cand)
         s->c.fd = sh_dial(s, s->cand);
         if (s->c.fd >= 0)
             break;
+        s->c.fd = -1;
     }
     if (s->cand >= s->bs->rank) {
         sh_lead(s);
@@ -284,6 +291,7 @@ static void sh_go_to(sh_t *s, int to)
     s->redirects++;
     s->c.fd = sh_dial(s, to);
     if (s->c.fd < 0) {
+        s->c.fd = -1;
         sh_next(s, to + 1);
         return;
     }
@@ -380,6 +388,7 @@ static void sh_join(sh_t *s, int i)
             bs_close(&s->joined[r]);
             s->joined[r] = s->in[i].fd;
             s->addr_of[r] = s->in[i].in.addr;
+            s->flag_of[r] = s->in[i].in.flag != 0;
             s->dead[r] = false;
             s->in[i] = s->in[--s->nin];
         } else {
@@ -402,8 +411,9 @@ static void sh_probe(sh_t *s)
             s->probe[r] = sh_dial(s, r);
             s->probe_sent[r] = false;
             s->probe_in[r].got = 0;
+            s->dead[r] = s->probe[r] == -1; /* -2: tried again at the next round */
             if (s->probe[r] < 0)
-                s->dead[r] = true;
+                s->probe[r] = -1;
         }
 }
 
@@ -447,6 +457,10 @@ static symcoll_status_t sh_lead_result(sh_t *s, sh_member_t **list_p, int *m_p,
         free(list);
         return st;
     }
+    /* the members' flags, agreed: the RESULT carries their AND */
+    for (int r = s->bs->rank + 1; r < s->bs->nranks; r++)
+        if (s->joined[r] >= 0)
+            s->flag = s->flag && s->flag_of[r];
     m = 0;
     list[m].rank = s->bs->rank;
     list[m++].addr = s->mine;
@@ -512,6 +526,7 @@ static symcoll_status_t sh_result(sh_t *s, sh_member_t **list_p, int *m_p, uint6
     *list_p = list;
     *m_p = m;
     *nonce_p = h->nonce;
+    s->flag = h->flag != 0;
     return SYMCOLL_OK;
 }
 
@@ -568,6 +583,9 @@ static symcoll_status_t sh_turn(sh_t *s, bool *have_result)
             sh_in_drop(s, i);
         else if (rc > 0)
             sh_join(s, i);
+        /* a PROBE may have moved this rank (and compacted the array): next turn */
+        if (s->changed)
+            goto out;
     }
     for (int e = 0; e < np; e++) {
         /* descriptors closed in this turn may be numbers of new ones already */
@@ -583,6 +601,9 @@ static symcoll_status_t sh_turn(sh_t *s, bool *have_result)
                 s->in[s->nin++].got = 0;
             } else if (fd >= 0) {
                 close(fd);
+            } else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+                       errno == ENOMEM) {
+                usleep(10000); /* out of descriptors: the listener stays readable */
             }
         } else if (who[e] == 1 && p[e].fd == s->c.fd && s->role != SH_LEAD) {
             if (!s->cand_connected) {
@@ -675,9 +696,9 @@ symcoll_status_t bootstrap_shrink_prepare(bootstrap_t *bs)
     return st;
 }
 
-symcoll_status_t bootstrap_shrink(bootstrap_t *parent, double timeout_sec,
+symcoll_status_t bootstrap_shrink(bootstrap_t *parent, bool flag, double timeout_sec,
                                   const _Atomic int *aborted, bootstrap_t **child_p,
-                                  int **members_p, int *nmembers_p)
+                                  int **members_p, int *nmembers_p, bool *flag_all_p)
 {
     deadline_t dl = deadline_make(timeout_sec, aborted);
     int n = parent->nranks, lfd = -1, m = 0, me = -1, *members = NULL;
@@ -692,8 +713,10 @@ symcoll_status_t bootstrap_shrink(bootstrap_t *parent, double timeout_sec,
     *child_p = NULL;
     *members_p = NULL;
     *nmembers_p = 0;
+    *flag_all_p = false;
     memset(&s, 0, sizeof(s));
     s.bs = parent;
+    s.flag = flag;
     s.dl = &dl;
     s.c.fd = -1;
     s.c.rank = -1;
@@ -723,17 +746,22 @@ symcoll_status_t bootstrap_shrink(bootstrap_t *parent, double timeout_sec,
     s.in = calloc((size_t)s.maxin, sizeof(*s.in));
     s.joined = malloc((size_t)n * sizeof(int));
     s.probe = malloc((size_t)n * sizeof(int));
+    for (int r = 0; r < n; r++) {
+        if (s.joined)
+            s.joined[r] = -1;
+        if (s.probe)
+            s.probe[r] = -1;
+    }
     s.probe_in = calloc((size_t)n, sizeof(*s.probe_in));
     s.probe_sent = calloc((size_t)n, sizeof(bool));
     s.dead = calloc((size_t)n, sizeof(bool));
     s.addr_of = calloc((size_t)n, sizeof(bs_addr_t));
+    s.flag_of = calloc((size_t)n, sizeof(bool));
     if (!s.in || !s.joined || !s.probe || !s.dead || !s.addr_of || !s.probe_in ||
-        !s.probe_sent) {
+        !s.probe_sent || !s.flag_of) {
         st = SYMCOLL_ERR_NO_MEMORY;
         goto out;
     }
-    for (int r = 0; r < n; r++)
-        s.joined[r] = s.probe[r] = -1;
     st = bs_part_listen(parent, &lfd, &s.mine);
     if (st != SYMCOLL_OK)
         goto out;
@@ -782,7 +810,7 @@ symcoll_status_t bootstrap_shrink(bootstrap_t *parent, double timeout_sec,
         st = SYMCOLL_ERR_NO_MEMORY;
         goto out;
     }
-    bs_part_identity(parent, SH_LABEL, &nonce, sizeof(nonce), child);
+    bs_part_identity(parent, SH_LABEL " part", &nonce, sizeof(nonce), child);
     snprintf(child->how, sizeof(child->how), "shrink (%d of the parent's %d ranks)", m, n);
     /* the members are told; nobody waits for this rank's listener any more */
     for (int i = 0; i < s.nin; i++)
@@ -795,6 +823,7 @@ symcoll_status_t bootstrap_shrink(bootstrap_t *parent, double timeout_sec,
                   "(call symcoll_comm_shrink again)");
 done:
     if (st == SYMCOLL_OK) {
+        *flag_all_p = s.flag;
         *child_p = child;
         *members_p = members;
         *nmembers_p = m;
@@ -806,11 +835,12 @@ out:
     bs_close(&s.c.fd);
     for (int i = 0; i < s.nin; i++)
         bs_close(&s.in[i].fd);
-    if (s.joined)
-        for (int r = 0; r < n; r++) {
+    for (int r = 0; r < n; r++) {
+        if (s.joined)
             bs_close(&s.joined[r]);
+        if (s.probe)
             bs_close(&s.probe[r]);
-        }
+    }
     free(s.in);
     free(s.joined);
     free(s.probe);
@@ -818,6 +848,7 @@ out:
     free(s.probe_sent);
     free(s.dead);
     free(s.addr_of);
+    free(s.flag_of);
     free(list);
     free(addrs);
     free(members);

@@ -22,6 +22,8 @@
 typedef struct bs_split_card {
     int32_t color; /* < 0: in no part */
     int32_t key;
+    int32_t flag; /* bootstrap_split's flag */
+    int32_t reserved;
     bs_addr_t listen; /* family 0: no listener (a part of one rank) */
 } bs_split_card_t;
 
@@ -158,9 +160,10 @@ static int bs_split_members(const bs_split_card_t *cards, int n, int color, int 
     return m;
 }
 
-symcoll_status_t bootstrap_split(bootstrap_t *parent, int color, int key, double timeout_sec,
-                                 const _Atomic int *aborted, bootstrap_t **child_p,
-                                 int **members_p, int *nmembers_p)
+symcoll_status_t bootstrap_split(bootstrap_t *parent, int color, int key, bool flag,
+                                 double timeout_sec, const _Atomic int *aborted,
+                                 bootstrap_t **child_p, int **members_p, int *nmembers_p,
+                                 bool *flag_all_p)
 {
     bs_split_card_t mine, *cards = NULL;
     bootstrap_t *child = NULL;
@@ -182,6 +185,8 @@ symcoll_status_t bootstrap_split(bootstrap_t *parent, int color, int key, double
     memset(&mine, 0, sizeof(mine));
     mine.color = color < 0 ? -1 : color;
     mine.key = key;
+    mine.flag = flag;
+    *flag_all_p = false;
     /* a listener before the exchange, so that partners may dial at once after it; one
      * of a part of one rank goes unused (closed below) */
     status = SYMCOLL_OK;
@@ -219,7 +224,9 @@ symcoll_status_t bootstrap_split(bootstrap_t *parent, int color, int key, double
         status = SYMCOLL_ERR_NO_MEMORY;
         goto out;
     }
+    *flag_all_p = true;
     for (int i = 0; i < m; i++) {
+        *flag_all_p = *flag_all_p && cards[members[i]].flag;
         addrs[i] = cards[members[i]].listen;
         if (m > 1 && addrs[i].family != AF_INET && addrs[i].family != AF_INET6) {
             log_error("bootstrap: rank %d of the parent gave no address for the split",

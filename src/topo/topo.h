@@ -111,8 +111,8 @@ symcoll_status_t topo_probe_node(comm_t *comm, topo_t *t);
  * parent rank of comm's rank r), with no exchange: every rank's facts come from
  * parent's (which holds those of its node, the part's node among them), so the
  * topo_probe_node that follows skips the node's exchange of facts (GPU links and the
- * vote still run). Only for a part set to the parent's CUDA device. False when out of
- * memory (then probe). */
+ * vote still run). Only where every rank of the part agreed to (each is on the parent's
+ * CUDA device). False when out of memory. */
 bool topo_probe_part(comm_t *comm, const topo_t *parent, const int *members, topo_t **topo_p);
 void topo_destroy(topo_t *topo);
 
