@@ -403,8 +403,11 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_split(symcoll_comm_h comm, int colo
  * the ranks that are alive and get a communicator of those ranks in @a comm's order,
  * made without a rendezvous (each rank listens for this since @a comm was created).
  * The lowest rank that answers coordinates; a rank that dies while they agree is left
- * out; a rank that is alive but comes too late (or is stopped) is left out and, when
- * it calls, gets ::SYMCOLL_ERR_TIMED_OUT. A failure of a chosen rank after the
+ * out; a rank that is alive but comes after they agreed (or is stopped) is left out:
+ * when it calls, it gets ::SYMCOLL_ERR_TIMED_OUT while the others still hold @a comm,
+ * and a communicator of the late ranks only (maybe of itself alone) once they
+ * destroyed it. Each silent rank (stopped, hung) below a caller costs it a quarter of
+ * the timeout: four or more exhaust it. A failure of a chosen rank after the
  * agreement makes the call fail with that failure's status on the others: call again.
  * The call first aborts @a comm (as symcoll_comm_abort(): ranks still waiting in one
  * of its calls hear of it at once and come to the agreement sooner); @a comm is then
@@ -418,7 +421,9 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_split(symcoll_comm_h comm, int colo
  * @param[out] newcomm_p  the new communicator
  * @return SYMCOLL_OK; SYMCOLL_ERR_INVALID_PARAM (nothing done) for a bad argument;
  *         SYMCOLL_ERR_TIMED_OUT when this rank came too late or nobody answered in time;
- *         SYMCOLL_ERR_PEER_FAILED when a chosen rank failed after the agreement.
+ *         SYMCOLL_ERR_PEER_FAILED or SYMCOLL_ERR_BOOTSTRAP when a chosen rank failed
+ *         after the agreement (call again); SYMCOLL_ERR_UNSUPPORTED when this rank had
+ *         no listener for it.
  */
 SYMCOLL_EXPORT symcoll_status_t symcoll_comm_shrink(symcoll_comm_h comm,
                                                     const symcoll_comm_params_t *params,
