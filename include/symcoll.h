@@ -406,8 +406,8 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_split(symcoll_comm_h comm, int colo
  * out; a rank that is alive but comes after they agreed (or is stopped) is left out:
  * when it calls, it gets ::SYMCOLL_ERR_TIMED_OUT while the others still hold @a comm,
  * and a communicator of the late ranks only (maybe of itself alone) once they
- * destroyed it. Each silent rank (stopped, hung) below a caller costs it a quarter of
- * the timeout: four or more exhaust it. A failure of a chosen rank after the
+ * destroyed it. Silent ranks (stopped, hung) below a caller cost it a quarter of the
+ * timeout together (it asks them all at once). A failure of a chosen rank after the
  * agreement makes the call fail with that failure's status on the others: call again.
  * The call first aborts @a comm (as symcoll_comm_abort(): ranks still waiting in one
  * of its calls hear of it at once and come to the agreement sooner); @a comm is then

@@ -32,6 +32,7 @@ typedef struct trial {
     fault_t fault;
     int victim;      /* rank of the fault */
     int second;      /* a rank killed during the shrink, or -1 */
+    unsigned stopped; /* F_STOP: the ranks stopped (bit r: rank r) */
     double delay_s;  /* from the first all-reduce to the fault */
     _Atomic int64_t fault_ns;
     _Atomic int64_t ready_ns[MAX_RANKS];
@@ -136,12 +137,12 @@ static void body_fault(int rank, int nranks, void *arg)
     int attempts = 0, want_n, want_r, nr = -1, nn = -1;
 
     shrink_env(t->fault == F_STOP ? "2" : "20");
-    if (t->fault == F_STOP && rank == t->victim) {
+    if (t->fault == F_STOP && (t->stopped >> rank & 1)) {
         /* the rank goes on in a child that stops itself; this process kills it once the
          * others are done */
         stopped = fork();
         if (stopped > 0) {
-            while (atomic_load(&t->done) < nranks - 1)
+            while (atomic_load(&t->done) < nranks - __builtin_popcount(t->stopped))
                 usleep(2000);
             kill(stopped, SIGKILL);
             waitpid(stopped, NULL, 0);
@@ -153,16 +154,14 @@ static void body_fault(int rank, int nranks, void *arg)
             return;
     comm = harness_comm_create();
     ck_assert_int_eq(ar_checked(comm, 999, 0), SYMCOLL_OK);
-    if (rank == t->victim) {
-        if (t->fault == F_KILL)
-            ck_assert_int_eq(pthread_create(&th, NULL, kill_later, t), 0);
-        if (t->fault == F_STOP) {
-            usleep((useconds_t)(t->delay_s * 1e6));
-            atomic_store(&t->fault_ns, mono_ns());
-            raise(SIGSTOP);
-            for (;;)
-                pause();
-        }
+    if (t->fault == F_KILL && rank == t->victim)
+        ck_assert_int_eq(pthread_create(&th, NULL, kill_later, t), 0);
+    if (t->fault == F_STOP && (t->stopped >> rank & 1)) {
+        usleep((useconds_t)(t->delay_s * 1e6));
+        atomic_store(&t->fault_ns, mono_ns());
+        raise(SIGSTOP);
+        for (;;)
+            pause();
     }
     if (t->fault == F_ABORT) {
         for (int i = 0; i < 5; i++)
@@ -185,10 +184,12 @@ static void body_fault(int rank, int nranks, void *arg)
     atomic_store(&t->ready_ns[rank], mono_ns());
     atomic_store(&t->attempts[rank], attempts);
     /* the live ranks in the old order */
-    want_n = nranks - (t->fault != F_ABORT) - (t->second >= 0);
+    want_n = nranks - (t->fault == F_KILL) - (t->second >= 0) -
+             (t->fault == F_STOP ? __builtin_popcount(t->stopped) : 0);
     want_r = rank;
     for (int r = 0; r < rank; r++)
-        want_r -= (r == t->victim && t->fault != F_ABORT) || r == t->second;
+        want_r -= (r == t->victim && t->fault == F_KILL) || r == t->second ||
+                  (t->fault == F_STOP && (t->stopped >> r & 1));
     ck_assert_int_eq(symcoll_comm_rank(nc, &nr), SYMCOLL_OK);
     ck_assert_int_eq(symcoll_comm_size(nc, &nn), SYMCOLL_OK);
     if (nr != want_r || nn != want_n)
@@ -210,8 +211,9 @@ static int trials(int dflt)
     return v && atoi(v) > 0 ? atoi(v) : dflt;
 }
 
-static void run_trials(const char *what, fault_t fault, int n, int nodes, int victim,
-                       int second, int ntrials)
+/* (bound_s > 0: the fault to the new communicator must take at most this long) */
+static void run_trials_stop(const char *what, fault_t fault, int n, int nodes, int victim,
+                            int second, unsigned stopped_more, int ntrials, double bound_s)
 {
     trial_t *t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                       -1, 0);
@@ -223,6 +225,7 @@ static void run_trials(const char *what, fault_t fault, int n, int nodes, int vi
         t->fault = fault;
         t->victim = victim;
         t->second = second;
+        t->stopped = fault == F_STOP ? (victim >= 0 ? 1u << victim : 0) | stopped_more : 0;
         t->delay_s = 0.05 + 0.01 * k;
         ck_assert_int_eq(harness_run(n, nodes, RUN_TIMEOUT, body_fault, t), 0);
         for (int r = 0; r < n; r++) {
@@ -234,8 +237,16 @@ static void run_trials(const char *what, fault_t fault, int n, int nodes, int vi
         }
         fprintf(stderr, "# shrink %s, trial %d: fault to new communicator %.3f s, %d attempt(s)\n",
                 what, k + 1, worst, most);
+        ck_assert_msg(bound_s <= 0 || worst <= bound_s, "shrink %s took %.3f s, over %.1f s",
+                      what, worst, bound_s);
     }
     munmap(t, sizeof(*t));
+}
+
+static void run_trials(const char *what, fault_t fault, int n, int nodes, int victim,
+                       int second, int ntrials)
+{
+    run_trials_stop(what, fault, n, nodes, victim, second, 0, ntrials, 0);
 }
 
 START_TEST(test_kill_1node)
@@ -261,6 +272,10 @@ START_TEST(test_stop)
 {
     run_trials("after SIGSTOP, 4 ranks on 1 node", F_STOP, 4, 1, 3, -1, 1);
     run_trials("after SIGSTOP of rank 0, 2 x 2 nodes", F_STOP, 4, 2, 0, -1, 1);
+    /* a hung node below every survivor: its 3 ranks cost one probe window together (2 s
+     * to see the stop, T/4 = 1.5 s, and a margin; one window each would be 6.5 s) */
+    run_trials_stop("after SIGSTOP of node 0 (ranks 0-2), 2 x 3 nodes", F_STOP, 6, 2, 0, -1,
+                    0x7, 1, 5.0);
 }
 END_TEST
 

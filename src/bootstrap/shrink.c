@@ -4,10 +4,11 @@
  *
  * Since bootstrap_shrink_prepare every rank listens on a socket of its own ("repair
  * listener") whose address every rank knows. A survivor that calls bootstrap_shrink
- * looks for the coordinator: it dials the ranks below it, lowest first. A rank whose
- * listener refuses is dead; one that accepts but says nothing within the probe window
- * (stopped, or not in its shrink yet) is passed over; one in its shrink answers at once
- * (SEEKING while it looks itself, then COORD or MEMBER_OF). A survivor that passed over
+ * looks for the coordinator: it first PROBEs every rank below it at once; a rank whose
+ * listener refuses is dead, one that accepts but says nothing within the probe window
+ * (stopped, hung, or not in its shrink yet) is passed over, one in its shrink answers
+ * at once. It then JOINs the lowest that answered (SEEKING while that one looks itself,
+ * then COORD or MEMBER_OF), going up when one goes away. A survivor that passed over
  * every lower rank coordinates: it takes the JOINs of the higher ranks and PROBEs the
  * others until each higher rank joined or refused (dead), or its window ends (the rest
  * are left out as too late). A rank that comes late (after the others passed it over)
@@ -70,6 +71,7 @@ typedef struct sh_conn {
 } sh_conn_t;
 
 typedef enum { SH_SEEK, SH_MEMBER, SH_LEAD } sh_role_t;
+enum { SH_ASK_UNKNOWN, SH_ASK_ANSWERED, SH_ASK_DEAD, SH_ASK_SILENT };
 
 typedef struct sh {
     bootstrap_t *bs;
@@ -97,6 +99,11 @@ typedef struct sh {
     double lead_since, next_probe;
     bool changed; /* the role or a connection changed in this turn: poll again first */
     bool flag;    /* this rank's flag (bootstrap_shrink) */
+    /* SEEK, first: every rank below is PROBEd at once (ask[r]: SH_ASK_*), so that the
+     * silent ones cost one probe window together, not one each */
+    bool asking;
+    double ask_until;
+    signed char *ask;
     bool *flag_of; /* LEAD: each joined rank's */
 } sh_t;
 
@@ -218,12 +225,21 @@ static void sh_in_drop(sh_t *s, int i)
     s->in[i] = s->in[--s->nin];
 }
 
+/* The asking is over: its connections close (the states stay, for sh_next). */
+static void sh_ask_end(sh_t *s)
+{
+    s->asking = false;
+    for (int r = 0; r < s->bs->rank; r++)
+        bs_close(&s->probe[r]);
+}
+
 /* Become the coordinator: the ranks that asked while this rank looked are answered. */
 static void sh_lead(sh_t *s)
 {
     s->changed = true;
     s->role = SH_LEAD;
     log_debug("shrink: rank %d coordinates", s->bs->rank);
+    sh_ask_end(s);
     s->lead_since = time_now();
     s->next_probe = 0;
     bs_close(&s->c.fd);
@@ -255,6 +271,8 @@ static void sh_next(sh_t *s, int cand)
     bs_close(&s->c.fd);
     s->role = SH_SEEK;
     for (s->cand = cand; s->cand < s->bs->rank; s->cand++) {
+        if (s->ask[s->cand] == SH_ASK_DEAD || s->ask[s->cand] == SH_ASK_SILENT)
+            continue;
         s->c.fd = sh_dial(s, s->cand);
         if (s->c.fd >= 0)
             break;
@@ -286,6 +304,7 @@ static void sh_go_to(sh_t *s, int to)
             bs_close(&s->probe[r]);
             s->dead[r] = false;
         }
+    sh_ask_end(s);
     bs_close(&s->c.fd);
     s->role = SH_SEEK;
     s->redirects++;
@@ -530,10 +549,37 @@ static symcoll_status_t sh_result(sh_t *s, sh_member_t **list_p, int *m_p, uint6
     return SYMCOLL_OK;
 }
 
+/* One step of PROBE conversation r, its descriptor polled ready: once connected the
+ * PROBE goes out (0); then its answer is read (1: in probe_in[r].in) or is not all
+ * there yet (0). -1: refused (*refused) or gone. The descriptor is closed unless 0. */
+static int sh_probe_step(sh_t *s, int r, bool *refused)
+{
+    int rc;
+
+    *refused = false;
+    if (!s->probe_sent[r]) {
+        bool up = sh_connected(s->probe[r]); /* SO_ERROR reads once: it is cleared */
+        if (up && sh_send(s, s->probe[r], SH_PROBE, 0, 0, NULL, 0) == SYMCOLL_OK) {
+            s->probe_sent[r] = true;
+            return 0;
+        }
+        *refused = !up;
+        bs_close(&s->probe[r]);
+        return -1;
+    }
+    s->probe_in[r].fd = s->probe[r];
+    rc = sh_read(s, &s->probe_in[r]);
+    if (rc == 0)
+        return 0;
+    bs_close(&s->probe[r]);
+    return rc;
+}
+
 /* One turn: poll every connection, act on what came. */
 static symcoll_status_t sh_turn(sh_t *s, bool *have_result)
 {
     int n = s->bs->nranks, np = 0;
+    bool refused;
     struct pollfd *p = calloc((size_t)(2 * n + s->nin + 2), sizeof(*p));
     int *who = calloc((size_t)(2 * n + s->nin + 2), sizeof(*who)); /* what each entry is */
     symcoll_status_t st = SYMCOLL_OK;
@@ -557,19 +603,19 @@ static symcoll_status_t sh_turn(sh_t *s, bool *have_result)
         p[np].events = POLLIN;
         who[np++] = 2 + i;
     }
-    if (s->role == SH_LEAD)
-        for (int r = 0; r < n; r++) {
-            if (s->joined[r] >= 0) {
-                p[np].fd = s->joined[r];
-                p[np].events = POLLIN;
-                who[np++] = -1 - r;
-            }
-            if (s->probe[r] >= 0) {
-                p[np].fd = s->probe[r];
-                p[np].events = s->probe_sent[r] ? POLLIN : POLLOUT;
-                who[np++] = -1 - n - r;
-            }
+    for (int r = 0; r < n; r++) {
+        if (s->role == SH_LEAD && s->joined[r] >= 0) {
+            p[np].fd = s->joined[r];
+            p[np].events = POLLIN;
+            who[np++] = -1 - r;
         }
+        /* the coordinator's probes of the ranks above, a seeker's asks of those below */
+        if (s->probe[r] >= 0) {
+            p[np].fd = s->probe[r];
+            p[np].events = s->probe_sent[r] ? POLLIN : POLLOUT;
+            who[np++] = -1 - n - r;
+        }
+    }
     st = bs_poll_slice(p, (nfds_t)np, s->dl);
     if (st != SYMCOLL_OK)
         goto out;
@@ -633,26 +679,19 @@ static symcoll_status_t sh_turn(sh_t *s, bool *have_result)
             /* a member says nothing until the result: data or an end means it went */
             int r = -1 - who[e];
             bs_close(&s->joined[r]);
-        } else if (who[e] < -n && s->role == SH_LEAD && p[e].fd == s->probe[-1 - n - who[e]]) {
-            int r = -1 - n - who[e], rc;
-            if (!s->probe_sent[r]) {
-                /* refused: dead; else the PROBE, whose answer comes when r is in its
-                 * shrink (or never: r stays pending) */
-                /* (SO_ERROR reads once: it is cleared as it is read) */
-                bool up = sh_connected(s->probe[r]);
-                if (!up || sh_send(s, s->probe[r], SH_PROBE, 0, 0, NULL, 0) != SYMCOLL_OK) {
-                    s->dead[r] = !up;
-                    bs_close(&s->probe[r]);
-                } else {
-                    s->probe_sent[r] = true;
-                }
-                continue;
-            }
-            s->probe_in[r].fd = s->probe[r];
-            rc = sh_read(s, &s->probe_in[r]);
-            if (rc == 0)
-                continue;
-            bs_close(&s->probe[r]); /* answered, or gone: probed again later */
+        } else if (who[e] < -n && s->asking && -1 - n - who[e] < s->bs->rank &&
+                   p[e].fd == s->probe[-1 - n - who[e]]) {
+            /* an ask: any answer says the rank is alive and in its shrink */
+            int r = -1 - n - who[e], rc = sh_probe_step(s, r, &refused);
+            if (rc != 0)
+                s->ask[r] = rc > 0 ? SH_ASK_ANSWERED : SH_ASK_DEAD;
+        } else if (who[e] < -n && s->role == SH_LEAD && -1 - n - who[e] > s->bs->rank &&
+                   p[e].fd == s->probe[-1 - n - who[e]]) {
+            /* refused: dead; answered or gone: probed again later; no answer yet: r is
+             * not in its shrink (or never will be: pending) */
+            int r = -1 - n - who[e], rc = sh_probe_step(s, r, &refused);
+            if (rc < 0)
+                s->dead[r] = refused;
             if (rc > 0 && s->probe_in[r].in.type == SH_MEMBER_OF &&
                 s->probe_in[r].in.arg >= 0 && s->probe_in[r].in.arg < s->bs->rank &&
                 s->redirects < SH_MAX_REDIRECTS) {
@@ -669,6 +708,46 @@ out:
     free(p);
     free(who);
     return st;
+}
+
+/* Start looking: every rank below is dialled and PROBEd at once. */
+static void sh_ask_start(sh_t *s)
+{
+    s->role = SH_SEEK;
+    s->asking = true;
+    s->ask_until = time_now() + s->probe_sec;
+    for (int r = 0; r < s->bs->rank; r++) {
+        int fd = sh_dial(s, r);
+        s->probe[r] = fd >= 0 ? fd : -1;
+        s->probe_sent[r] = false;
+        s->probe_in[r].got = 0;
+        /* -2, a local failure: nothing known, treated as silent */
+        s->ask[r] = fd >= 0 ? SH_ASK_UNKNOWN : fd == -1 ? SH_ASK_DEAD : SH_ASK_SILENT;
+    }
+}
+
+/* What the asks say so far: the lowest rank below that answered is where the JOINs
+ * start, once every rank below it is dead or silent (unanswered when the window
+ * closed); none: this rank coordinates. */
+static void sh_ask_resolve(sh_t *s)
+{
+    bool over = time_now() > s->ask_until;
+
+    for (int r = 0; r < s->bs->rank; r++) {
+        if (s->ask[r] == SH_ASK_DEAD || s->ask[r] == SH_ASK_SILENT)
+            continue;
+        if (s->ask[r] == SH_ASK_UNKNOWN) {
+            if (!over)
+                return; /* wait for it */
+            s->ask[r] = SH_ASK_SILENT;
+            continue;
+        }
+        sh_ask_end(s);
+        sh_next(s, r);
+        return;
+    }
+    sh_ask_end(s); /* (sh_lead does too) */
+    sh_lead(s);
 }
 
 symcoll_status_t bootstrap_shrink_prepare(bootstrap_t *bs)
@@ -757,8 +836,9 @@ symcoll_status_t bootstrap_shrink(bootstrap_t *parent, bool flag, double timeout
     s.dead = calloc((size_t)n, sizeof(bool));
     s.addr_of = calloc((size_t)n, sizeof(bs_addr_t));
     s.flag_of = calloc((size_t)n, sizeof(bool));
+    s.ask = calloc((size_t)n, sizeof(*s.ask));
     if (!s.in || !s.joined || !s.probe || !s.dead || !s.addr_of || !s.probe_in ||
-        !s.probe_sent || !s.flag_of) {
+        !s.probe_sent || !s.flag_of || !s.ask) {
         st = SYMCOLL_ERR_NO_MEMORY;
         goto out;
     }
@@ -766,8 +846,10 @@ symcoll_status_t bootstrap_shrink(bootstrap_t *parent, bool flag, double timeout
     if (st != SYMCOLL_OK)
         goto out;
 
-    sh_next(&s, 0);
+    sh_ask_start(&s);
     while (!have_result) {
+        if (s.role == SH_SEEK && s.asking)
+            sh_ask_resolve(&s);
         if (s.role == SH_LEAD) {
             sh_probe(&s);
             if (sh_lead_done(&s)) {
@@ -849,6 +931,7 @@ out:
     free(s.dead);
     free(s.addr_of);
     free(s.flag_of);
+    free(s.ask);
     free(list);
     free(addrs);
     free(members);
