@@ -24,6 +24,12 @@
 
 #define SPLIT_TIMEOUT 120.0
 
+#if defined(__SANITIZE_ADDRESS__)
+#define SPLIT_ASAN 1 /* its quarantine keeps freed memory resident: no RSS bound */
+#else
+#define SPLIT_ASAN 0
+#endif
+
 static void split_env(void)
 {
     setenv("UCX_TLS", "tcp,self", 1);
@@ -342,11 +348,13 @@ static void body_kill(int rank, int nranks, void *arg)
     (void)arg;
     split_env();
     setenv("SYMCOLL_TIMEOUT", "20", 1);
+    /* the victim forks before it creates anything: the process that stays behind to
+     * reap it holds no communicator (nothing of it to leak at its exit) */
+    if (rank == nranks - 1 && !harness_fork_victim())
+        return;
     world = harness_comm_create();
     ck_assert_int_eq(symcoll_barrier(world, NULL), SYMCOLL_OK);
     if (rank == nranks - 1) {
-        if (!harness_fork_victim())
-            return;
         usleep(300000);
         raise(SIGKILL);
     }
@@ -413,7 +421,7 @@ static void body_cycles(int rank, int nranks, void *arg)
     if (harness_count_fds() != fds0)
         harness_fail("descriptors: %d after the warm-up, %d after %d cycles", fds0,
                      harness_count_fds(), CYCLES);
-    if (rss_kib() - rss0 > RSS_SLACK_KIB)
+    if (!SPLIT_ASAN && rss_kib() - rss0 > RSS_SLACK_KIB)
         harness_fail("resident memory grew by %ld KiB over %d cycles", rss_kib() - rss0,
                      CYCLES - CYCLES_WARM);
     ck_assert_int_eq(symcoll_comm_destroy(world), SYMCOLL_OK);
