@@ -66,6 +66,21 @@ int harness_fork_victim(void)
     return 0;
 }
 
+long harness_rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+            break;
+    fclose(f);
+    return kib;
+}
+
 int harness_count_fds(void)
 {
     DIR *d = opendir("/proc/self/fd");

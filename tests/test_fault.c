@@ -596,21 +596,6 @@ typedef struct cycles_arg {
     _Atomic int fds[MAX_RANKS][2];
 } cycles_arg_t;
 
-static long rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof(line), f))
-        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
-            break;
-    fclose(f);
-    return kib;
-}
-
 static void body_cycles(int rank, int n, void *arg)
 {
     cycles_arg_t *a = arg;
@@ -633,7 +618,7 @@ static void body_cycles(int rank, int n, void *arg)
         ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
         if (i == a->warm - 1 || i == a->cycles - 1) {
             int k = i == a->cycles - 1;
-            atomic_store(&a->rss_kib[rank][k], rss_kib());
+            atomic_store(&a->rss_kib[rank][k], harness_rss_kib());
             atomic_store(&a->fds[rank][k], harness_count_fds());
         }
     }

@@ -55,8 +55,10 @@ static void ar_round(symcoll_comm_h comm, int rank, int n, size_t count, int poo
     float *in, *out;
 
     if (pool) {
-        check_status(symcoll_mem_alloc(comm, bytes, SYMCOLL_MEM_HOST, (void **)&in), "mem_alloc", count, 0, 0);
-        check_status(symcoll_mem_alloc(comm, bytes, SYMCOLL_MEM_HOST, (void **)&out), "mem_alloc", count, 0, 1);
+        check_status(symcoll_mem_alloc(comm, bytes, SYMCOLL_MEM_HOST, (void **)&in),
+                     "mem_alloc", count, 0, 0);
+        check_status(symcoll_mem_alloc(comm, bytes, SYMCOLL_MEM_HOST, (void **)&out),
+                     "mem_alloc", count, 0, 1);
     } else {
         in = malloc(bytes);
         out = malloc(bytes);
@@ -106,8 +108,7 @@ static symcoll_comm_h split_ok(symcoll_comm_h comm, int color, int key)
         harness_fail("symcoll_comm_split(color %d, key %d): %s", color, key,
                      symcoll_status_string(st));
     if ((color == SYMCOLL_SPLIT_NOCOLOR) != (child == NULL))
-        harness_fail("split with color %d gave %s communicator", color,
-                     child ? "a" : "no");
+        harness_fail("split with color %d gave %s communicator", color, child ? "a" : "no");
     return child;
 }
 
@@ -279,8 +280,7 @@ static void body_hier(int rank, int nranks, void *arg)
         fputs(buf, stderr);
     /* an all-reduce row whose algorithm is hier, on the part's own layout */
     if (!strstr(buf, "B  hier ") || !strstr(buf, "4 rank(s), 2 node(s), up to 2 per node"))
-        harness_fail("the part's decisions show no hierarchical all-reduce on 2 x 2:\n%s",
-                     buf);
+        harness_fail("the part's decisions show no hierarchical all-reduce on 2 x 2:\n%s", buf);
     free(buf);
     ck_assert_int_eq(symcoll_comm_destroy(world), SYMCOLL_OK);
     ck_assert_int_eq(symcoll_comm_destroy(part), SYMCOLL_OK);
@@ -304,8 +304,7 @@ static void body_args(int rank, int nranks, void *arg)
     world = harness_comm_create();
     ck_assert_int_eq(symcoll_comm_split(NULL, 0, 0, NULL, &child), SYMCOLL_ERR_INVALID_PARAM);
     ck_assert_int_eq(symcoll_comm_split(world, 0, 0, NULL, NULL), SYMCOLL_ERR_INVALID_PARAM);
-    ck_assert_int_eq(symcoll_comm_split(world, -5, 0, NULL, &child),
-                     SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_int_eq(symcoll_comm_split(world, -5, 0, NULL, &child), SYMCOLL_ERR_INVALID_PARAM);
     ck_assert_ptr_null(child);
     memset(&p, 0, sizeof(p));
     p.field_mask = SYMCOLL_COMM_PARAM_FIELD_RANK;
@@ -385,21 +384,6 @@ END_TEST
 #define CYCLES_WARM 10
 #define RSS_SLACK_KIB 4096
 
-static long rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof(line), f))
-        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
-            break;
-    fclose(f);
-    return kib;
-}
-
 static void body_cycles(int rank, int nranks, void *arg)
 {
     symcoll_comm_h world;
@@ -415,14 +399,14 @@ static void body_cycles(int rank, int nranks, void *arg)
         ck_assert_int_eq(symcoll_comm_destroy(child), SYMCOLL_OK);
         if (i == CYCLES_WARM - 1) {
             fds0 = harness_count_fds();
-            rss0 = rss_kib();
+            rss0 = harness_rss_kib();
         }
     }
     if (harness_count_fds() != fds0)
         harness_fail("descriptors: %d after the warm-up, %d after %d cycles", fds0,
                      harness_count_fds(), CYCLES);
-    if (!SPLIT_ASAN && rss_kib() - rss0 > RSS_SLACK_KIB)
-        harness_fail("resident memory grew by %ld KiB over %d cycles", rss_kib() - rss0,
+    if (!SPLIT_ASAN && harness_rss_kib() - rss0 > RSS_SLACK_KIB)
+        harness_fail("resident memory grew by %ld KiB over %d cycles", harness_rss_kib() - rss0,
                      CYCLES - CYCLES_WARM);
     ck_assert_int_eq(symcoll_comm_destroy(world), SYMCOLL_OK);
 }
