@@ -76,7 +76,8 @@ START_TEST(test_bf16)
 }
 END_TEST
 
-/* Sources combined left to right, as written: (a + b) + c differs from a + (b + c). */
+/* The canonical tree (reduce.h): three sources combine as (a + b) + c, four as
+ * (a + b) + (c + d), five as ((a + b) + c) + (d + e); each differs from another order. */
 START_TEST(test_order_float)
 {
     float a[1] = {1.0f}, b[1] = {0x1p24f}, c[1] = {-0x1p24f}, d[1];
@@ -85,12 +86,68 @@ START_TEST(test_order_float)
     ck_assert(d[0] == 0.0f); /* 1 + 2^24 rounds to 2^24 */
     algo_reduce(d, s2, 3, 1, SYMCOLL_FLOAT32, SYMCOLL_SUM, 0);
     ck_assert(d[0] == 1.0f);
+    /* left to right gives 0 (2^24 + 1 + 1 rounds to 2^24 twice); the tree 2^24 + (1 -
+     * 2^24) = 1 */
+    float e[1] = {0x1p24f}, f[1] = {1.0f}, g[1] = {1.0f}, h[1] = {-0x1p24f};
+    const void *s4[4] = {e, f, g, h};
+    algo_reduce(d, s4, 4, 1, SYMCOLL_FLOAT32, SYMCOLL_SUM, 0);
+    ck_assert(d[0] == 1.0f);
+    /* five: ((2^24 + 1) + 1) + (1 - 2^24) = 2^24 + (1 - 2^24) = 1; left to right: 1 */
+    float i5[1] = {1.0f};
+    const void *s5[5] = {e, f, g, i5, h};
+    algo_reduce(d, s5, 5, 1, SYMCOLL_FLOAT32, SYMCOLL_SUM, 0);
+    ck_assert(d[0] == 1.0f);
     /* half types accumulate in float32: the same sum is exact there */
     uint16_t ha = algo_float_to_half(2048.0f), hb = algo_float_to_half(1.0f), hc = 0, hd;
     hc = algo_float_to_half(-2048.0f);
     const void *s3[3] = {&ha, &hb, &hc};
     algo_reduce(&hd, s3, 3, 1, SYMCOLL_FLOAT16, SYMCOLL_SUM, 0);
     ck_assert(algo_half_to_float(hd) == 1.0f);
+}
+END_TEST
+
+/* The tree of 1 to 12 sources over several blocks, float64 sums whose value depends on
+ * the order (exponents spread over 2^-30 .. 2^30, both signs), against the definition. */
+static double tree_pairs(const double *leaf, int n)
+{
+    return n == 1 ? leaf[0] : tree_pairs(leaf, n / 2) + tree_pairs(leaf + n / 2, n / 2);
+}
+
+START_TEST(test_tree_sources)
+{
+    enum { N = 700, S = 12 };
+    static double src[S][N], dst[N];
+    unsigned seed = 7;
+    for (int r = 0; r < S; r++)
+        for (int i = 0; i < N; i++) {
+            seed = seed * 1103515245u + 12345u;
+            src[r][i] = ldexp((seed >> 16 & 1) ? -1.0 : 1.0, (int)(seed >> 17) % 61 - 30) *
+                        (1.0 + (double)(seed >> 8 & 0xff) / 256.0);
+        }
+    for (int n = 1; n <= S; n++) {
+        const void *s[S];
+        int p2 = 1, rem, sequential_differs = 0;
+        while (2 * p2 <= n)
+            p2 *= 2;
+        rem = n - p2;
+        for (int r = 0; r < n; r++)
+            s[r] = src[r];
+        algo_reduce(dst, s, n, N, SYMCOLL_FLOAT64, SYMCOLL_SUM, 0);
+        for (int i = 0; i < N; i++) {
+            double leaf[S], want, seq = src[0][i];
+            for (int v = 0; v < p2; v++)
+                leaf[v] = v < rem ? src[2 * v][i] + src[2 * v + 1][i] : src[v + rem][i];
+            want = tree_pairs(leaf, p2);
+            for (int r = 1; r < n; r++)
+                seq += src[r][i];
+            sequential_differs += seq != want;
+            if (dst[i] != want)
+                ck_abort_msg("%d sources, element %d: %a, expected %a", n, i, dst[i], want);
+        }
+        /* the inputs do tell the orders apart */
+        if (n >= 4)
+            ck_assert_int_gt(sequential_differs, 0);
+    }
 }
 END_TEST
 
@@ -207,10 +264,32 @@ static float bf_comb(symcoll_op_t op, float a, float x)
     }
 }
 
+/* The canonical tree of n values, written as its definition: with p2 the largest power
+ * of two <= n and rem = n - p2, leaf v is x[2v] op x[2v+1] for v < rem, else x[v + rem];
+ * then halves of the leaves combine recursively, left op right. */
+static float bf_pairs(symcoll_op_t op, const float *leaf, int n)
+{
+    if (n == 1)
+        return leaf[0];
+    return bf_comb(op, bf_pairs(op, leaf, n / 2), bf_pairs(op, leaf + n / 2, n / 2));
+}
+
+static float bf_tree(symcoll_op_t op, const float *x, int n)
+{
+    float leaf[8];
+    int p2 = 1, rem;
+    while (2 * p2 <= n)
+        p2 *= 2;
+    rem = n - p2;
+    for (int v = 0; v < p2; v++)
+        leaf[v] = v < rem ? bf_comb(op, x[2 * v], x[2 * v + 1]) : x[v + rem];
+    return bf_pairs(op, leaf, p2);
+}
+
 static void bf_check_type(const char *isa, symcoll_dtype_t t)
 {
     static uint16_t buf[6][BF_MAX + 8], want[BF_MAX];
-    static const int nsrcs[] = {1, 2, 3, 5};
+    static const int nsrcs[] = {1, 2, 3, 4, 5};
     static const size_t counts[] = {1, 7, 8, 15, 16, 17, 33, BF_MAX};
     unsigned seed = 12345;
 
@@ -235,12 +314,12 @@ static void bf_check_type(const char *isa, symcoll_dtype_t t)
                     for (size_t k = 0; k < count; k++) {
                         uint16_t v;
                         float acc;
-                        memcpy(&v, (const char *)srcs[0] + 2 * k, 2);
-                        acc = h16_to_float(t, v);
-                        for (int r = 1; r < nsrc; r++) {
+                        float x[5];
+                        for (int r = 0; r < nsrc; r++) {
                             memcpy(&v, (const char *)srcs[r] + 2 * k, 2);
-                            acc = bf_comb((symcoll_op_t)op, acc, h16_to_float(t, v));
+                            x[r] = h16_to_float(t, v);
                         }
+                        acc = bf_tree((symcoll_op_t)op, x, nsrc);
                         if (div)
                             acc = acc / (float)div;
                         want[k] = h16_from_float(t, acc);
@@ -296,6 +375,7 @@ int main(void)
     tcase_add_test(tc, test_half_rounding);
     tcase_add_test(tc, test_bf16);
     tcase_add_test(tc, test_order_float);
+    tcase_add_test(tc, test_tree_sources);
     tcase_add_test(tc, test_alias_align_blocks);
     tcase_add_test(tc, test_integers);
     tcase_add_test(tc, test_bf16_loops_best);

@@ -1,10 +1,10 @@
 /* Element-wise reductions: one loop per (datatype, operator) generated from a macro.
  *
- * Each loop works in blocks that fit in L1: the block's accumulator is loaded from the
- * first source, combined with every further source in order (a loop the compiler
- * vectorises: independent elements, fixed source order, so the result does not depend
- * on vector width), then converted and stored. Because a whole block is read before it
- * is written, dst may be one of the sources. Element pointers use types of alignment 1,
+ * One or two sources: one pass. More: the loop works in blocks that fit in L1 and builds
+ * the canonical tree (reduce.h) in level slots, each step a loop the compiler vectorises
+ * (independent elements, a fixed order of operations, so the result does not depend on
+ * vector width); the root is converted and stored. Because a whole block is read before
+ * it is written, dst may be one of the sources. Element pointers use types of alignment 1,
  * so any byte address works without the compiler assuming natural alignment. */
 #include "algo/base/reduce.h"
 
@@ -39,7 +39,7 @@
 #define REDUCE_CLONES
 #endif
 
-#define REDUCE_BLOCK 512
+#define REDUCE_TREE_BLOCK 256
 
 typedef int8_t u_i8 __attribute__((aligned(1)));
 typedef uint8_t u_u8 __attribute__((aligned(1)));
@@ -134,28 +134,72 @@ uint16_t algo_float_to_bf16(float f)
 typedef void (*reduce_fn_t)(void *dst, const void *const *srcs, int nsrc, size_t count,
                             int div);
 
-/* T: element (unaligned), A: accumulator, LD: T->A, COMB: (A,A)->A, FIN: (A,div)->T */
+/* The canonical tree of nsrc sources (reduce.h): p2 leaves, the largest power of two
+ * <= nsrc; with rem = nsrc - p2, leaf v < rem is srcs[2v] op srcs[2v+1], leaf v >= rem is
+ * srcs[v + rem]; the leaves combine pairwise, neighbours first. Evaluated as a binary
+ * counter: leaf v lands in level slot j = (trailing ones of v), after folding in the
+ * slots below it, which hold the left subtrees it completes; slot j is free then (bit j
+ * of v is 0). After leaf p2 - 1, slot log2(p2) holds the root. */
+static inline int reduce_log2(int n)
+{
+    int l = 0;
+    while ((2 << l) <= n)
+        l++;
+    return l;
+}
+
+#define REDUCE_LEVELS 17 /* sources up to 2^16 */
+
+/* T: element (unaligned), A: accumulator, LD: T->A, COMB: (A,A)->A, FIN: (A,div)->T.
+ * One or two sources: one pass. More: the tree, level slots of one block each. */
 #define DEF_REDUCE(name, T, A, LD, COMB, FIN)                                                  \
     REDUCE_CLONES static void name(void *dst, const void *const *srcs, int nsrc, size_t count, \
                                    int div)                                                    \
     {                                                                                          \
-        A acc[REDUCE_BLOCK];                                                                   \
         (void)div;                                                                             \
-        for (size_t b = 0; b < count; b += REDUCE_BLOCK) {                                     \
-            size_t m = count - b < REDUCE_BLOCK ? count - b : REDUCE_BLOCK;                    \
-            const T *s0 = (const T *)srcs[0] + b;                                              \
-            for (size_t k = 0; k < m; k++)                                                     \
-                acc[k] = LD(s0[k]);                                                            \
-            for (int r = 1; r < nsrc; r++) {                                                   \
-                const T *s = (const T *)srcs[r] + b;                                           \
-                for (size_t k = 0; k < m; k++) {                                               \
-                    A x = LD(s[k]);                                                            \
-                    acc[k] = COMB(acc[k], x);                                                  \
+        if (nsrc <= 2) {                                                                       \
+            const T *s0 = (const T *)srcs[0], *s1 = (const T *)srcs[nsrc - 1];                 \
+            T *d = (T *)dst;                                                                   \
+            if (nsrc == 1)                                                                     \
+                for (size_t k = 0; k < count; k++)                                             \
+                    d[k] = FIN(LD(s0[k]), div);                                                \
+            else                                                                               \
+                for (size_t k = 0; k < count; k++) {                                           \
+                    A x = LD(s0[k]), y = LD(s1[k]);                                            \
+                    d[k] = FIN(COMB(x, y), div);                                               \
+                }                                                                              \
+            return;                                                                            \
+        }                                                                                      \
+        A slot[REDUCE_LEVELS][REDUCE_TREE_BLOCK];                                              \
+        int lg = reduce_log2(nsrc), p2 = 1 << lg, rem = nsrc - p2;                             \
+        for (size_t b = 0; b < count; b += REDUCE_TREE_BLOCK) {                                \
+            size_t m = count - b < REDUCE_TREE_BLOCK ? count - b : REDUCE_TREE_BLOCK;          \
+            for (int v = 0; v < p2; v++) {                                                     \
+                int j = 0;                                                                     \
+                while ((v >> j) & 1)                                                           \
+                    j++;                                                                       \
+                A *c = slot[j];                                                                \
+                if (v < rem) {                                                                 \
+                    const T *s0 = (const T *)srcs[2 * v] + b, *s1 = (const T *)srcs[2 * v + 1] + b; \
+                    for (size_t k = 0; k < m; k++) {                                           \
+                        A x = LD(s0[k]), y = LD(s1[k]);                                        \
+                        c[k] = COMB(x, y);                                                     \
+                    }                                                                          \
+                } else {                                                                       \
+                    const T *s0 = (const T *)srcs[v + rem] + b;                                \
+                    for (size_t k = 0; k < m; k++)                                             \
+                        c[k] = LD(s0[k]);                                                      \
+                }                                                                              \
+                for (int i = 0; i < j; i++) {                                                  \
+                    const A *l = slot[i];                                                      \
+                    for (size_t k = 0; k < m; k++)                                             \
+                        c[k] = COMB(l[k], c[k]);                                               \
                 }                                                                              \
             }                                                                                  \
             T *d = (T *)dst + b;                                                               \
+            const A *root = slot[lg];                                                          \
             for (size_t k = 0; k < m; k++)                                                     \
-                d[k] = FIN(acc[k], div);                                                       \
+                d[k] = FIN(root[k], div);                                                      \
         }                                                                                      \
     }
 
@@ -277,7 +321,7 @@ DEF_FLT(f64, u_f64, double, ID, ID)
  * 4-10 GB/s; float16, whose conversions are bit manipulation: 2 GB/s), which made the host
  * reduction a visible part of every staged GPU chunk. These loops do exactly what the
  * generic ones do, 8 (AVX2) or 16 (AVX-512) elements at a time: widen to float (exact:
- * bfloat16 by a shift, float16 with F16C's vcvtph2ps), combine in source order with the
+ * bfloat16 by a shift, float16 with F16C's vcvtph2ps), combine in the same tree with the
  * same IEEE operation, divide for avg, round to nearest even (bfloat16 with the generic
  * loop's integer steps, NaN: quiet with the top bits kept; float16 with vcvtps2ph, which
  * rounds the same way, subnormals and overflow included). min and max take the operands
@@ -359,6 +403,31 @@ H16_AVX512 static inline __m256i f16_w_round(__m512 a)
 #define W_MIN(acc, x) _mm512_min_ps(x, acc)
 #define W_MAX(acc, x) _mm512_max_ps(x, acc)
 
+/* The canonical tree (see DEF_REDUCE) on one vector (or element) of every source: VT the
+ * vector type, CV(LDAT(p)) loads from byte address p (a source plus OFF), COMB combines; the level
+ * slots are registers or L1. srcs, nsrc, lg, p2 and rem come from the enclosing loop. */
+/* one raw 16-bit element at byte address p */
+#define H16_RAW(p) (*(const u_h16 *)(const void *)(p))
+#define H16_TREE(VT, out, LDAT, CV, COMB, OFF)                                                 \
+    do {                                                                                       \
+        VT lv[REDUCE_LEVELS];                                                                  \
+        for (int v = 0; v < p2; v++) {                                                         \
+            int j = 0;                                                                         \
+            VT c;                                                                              \
+            while ((v >> j) & 1)                                                               \
+                j++;                                                                           \
+            if (v < rem)                                                                       \
+                c = COMB(CV(LDAT((const char *)srcs[2 * v] + (OFF))),                          \
+                         CV(LDAT((const char *)srcs[2 * v + 1] + (OFF))));                     \
+            else                                                                               \
+                c = CV(LDAT((const char *)srcs[v + rem] + (OFF)));                             \
+            for (int i = 0; i < j; i++)                                                        \
+                c = COMB(lv[i], c);                                                            \
+            lv[j] = c;                                                                         \
+        }                                                                                      \
+        out = lv[lg];                                                                          \
+    } while (0)
+
 /* 8 at a time, then element by element. tag: bf16 or f16; SLD / SST: the scalar
  * conversions; VCOMB / COMB: the vector and scalar combination; AVG: divide at the end */
 #define DEF_H16_AVX2(name, tag, SLD, SST, VCOMB, COMB, AVG)                                    \
@@ -366,19 +435,18 @@ H16_AVX512 static inline __m256i f16_w_round(__m512 a)
                               int div)                                                         \
     {                                                                                          \
         const __m256 vdiv = _mm256_set1_ps((float)(div > 0 ? div : 1));                        \
+        const int lg = reduce_log2(nsrc), p2 = 1 << lg, rem = nsrc - p2;                       \
         size_t k = 0;                                                                          \
         for (; k + 8 <= count; k += 8) {                                                       \
-            __m256 acc = tag##_v_load((const char *)srcs[0] + 2 * k);                          \
-            for (int r = 1; r < nsrc; r++)                                                     \
-                acc = VCOMB(acc, tag##_v_load((const char *)srcs[r] + 2 * k));                 \
+            __m256 acc;                                                                        \
+            H16_TREE(__m256, acc, tag##_v_load, ID, VCOMB, 2 * k);                             \
             if (AVG && div > 0)                                                                \
                 acc = _mm256_div_ps(acc, vdiv);                                                \
             _mm_storeu_si128((__m128i *)(void *)((char *)dst + 2 * k), tag##_v_round(acc));    \
         }                                                                                      \
         for (; k < count; k++) {                                                               \
-            float acc = SLD(((const u_h16 *)srcs[0])[k]);                                      \
-            for (int r = 1; r < nsrc; r++)                                                     \
-                acc = COMB(acc, SLD(((const u_h16 *)srcs[r])[k]));                             \
+            float acc;                                                                         \
+            H16_TREE(float, acc, H16_RAW, SLD, COMB, 2 * k);                                   \
             if (AVG && div > 0)                                                                \
                 acc = acc / (float)div;                                                        \
             ((u_h16 *)dst)[k] = SST(acc);                                                      \
@@ -391,11 +459,11 @@ H16_AVX512 static inline __m256i f16_w_round(__m512 a)
                                 int div)                                                       \
     {                                                                                          \
         const __m512 wdiv = _mm512_set1_ps((float)(div > 0 ? div : 1));                        \
+        const int lg = reduce_log2(nsrc), p2 = 1 << lg, rem = nsrc - p2;                       \
         size_t k = 0;                                                                          \
         for (; k + 16 <= count; k += 16) {                                                     \
-            __m512 acc = tag##_w_load((const char *)srcs[0] + 2 * k);                          \
-            for (int r = 1; r < nsrc; r++)                                                     \
-                acc = WCOMB(acc, tag##_w_load((const char *)srcs[r] + 2 * k));                 \
+            __m512 acc;                                                                        \
+            H16_TREE(__m512, acc, tag##_w_load, ID, WCOMB, 2 * k);                             \
             if (AVG && div > 0)                                                                \
                 acc = _mm512_div_ps(acc, wdiv);                                                \
             _mm256_storeu_si256((__m256i *)(void *)((char *)dst + 2 * k), tag##_w_round(acc)); \
