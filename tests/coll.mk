@@ -30,3 +30,14 @@ tests_test_shrink_SOURCES = tests/test_shrink.c tools/refcheck.c tools/refcheck.
 tests_test_shrink_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/tools
 tests_test_shrink_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) -lm -lpthread
 endif
+
+# test_order: the canonical reduction order, the same bits on every size, algorithm,
+# layout and buffer kind (inputs whose sum depends on the order)
+if HAVE_CHECK
+ORDER_TESTS = tests/test_order
+check_PROGRAMS += $(ORDER_TESTS)
+TESTS += $(ORDER_TESTS)
+tests_test_order_SOURCES = tests/test_order.c
+tests_test_order_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_order_LDADD = $(HARNESS_LIBS) $(TEST_INTERNAL_LIBS) -lm -lpthread
+endif

@@ -216,6 +216,7 @@ static int parse_enum(const char *s, void *f, const char *const *names, int n)
 PARSE_ENUM_FIELD(parse_net_protocol_field, "auto", "put", "am")
 PARSE_ENUM_FIELD(parse_cuda_net_path_field, "auto", "direct", "staged")
 PARSE_ENUM_FIELD(parse_cuda_coll_field, "allreduce", "auto")
+PARSE_ENUM_FIELD(parse_order_field, "canonical", "fastest")
 
 static int parse_reduce_isa_field(const char *s, void *f)
 {
@@ -286,6 +287,15 @@ static const config_row_t config_table[] = {
         "Force an all-reduce algorithm: auto, oneshot, twoshot, ring, "
         "rd (recursive doubling) or hier.",
         parse_algo_field, algo),
+    ROW("SYMCOLL_REDUCTION_ORDER", "canonical",
+        "Float sums, products and averages (all-reduce, reduce-scatter) on host memory: "
+        "canonical (every element is one fixed pairwise tree of the ranks' values, "
+        "float16/bfloat16 accumulated in float32 and rounded once: the same bits at any "
+        "size, algorithm and node layout; across nodes recursive doubling instead of the "
+        "ring, hier only where its node-by-node order is that tree) or fastest (the "
+        "fastest algorithm, whose order may change with the size and the layout). "
+        "CUDA memory does not yet keep the canonical order.",
+        parse_order_field, reduction_order),
     ROW("SYMCOLL_HOST_ONESHOT_MAX", "32K",
         "Host memory inside a node: largest message, bytes, "
         "reduced one-shot; larger ones go two-shot. For 2 ranks; n ranks use 1/(n-1)^2 of "

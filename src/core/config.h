@@ -26,6 +26,7 @@ static inline bool config_timeout_ok(double sec)
 /* The enumerated settings, parsed once when the configuration is read (the names, in
  * this order, are the variables' values; case does not matter). */
 enum { CONFIG_CUDA_COLL_ALLREDUCE = 0, CONFIG_CUDA_COLL_AUTO };
+enum { CONFIG_ORDER_CANONICAL = 0, CONFIG_ORDER_FASTEST };
 enum { CONFIG_NET_PROTOCOL_AUTO = 0, CONFIG_NET_PROTOCOL_PUT, CONFIG_NET_PROTOCOL_AM };
 enum {
     CONFIG_CUDA_NET_PATH_AUTO = 0,
@@ -64,6 +65,7 @@ typedef struct config {
     size_t cuda_net_kernel_max;      /* SYMCOLL_CUDA_NET_KERNEL_MAX */
     int cuda_net_path;               /* SYMCOLL_CUDA_NET_PATH: CONFIG_CUDA_NET_PATH_* */
     size_t cuda_net_direct_min;      /* SYMCOLL_CUDA_NET_DIRECT_MIN */
+    int reduction_order;             /* SYMCOLL_REDUCTION_ORDER: CONFIG_ORDER_* */
 } config_t;
 
 /* Parse every variable of the table into *cfg. On a bad value logs an error naming

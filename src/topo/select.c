@@ -25,6 +25,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -72,6 +73,7 @@ symcoll_status_t topo_select_cfg_from_config(const config_t *config, topo_select
     cfg.cuda_pcie_oneshot_max = config->cuda_pcie_oneshot_max;
     cfg.net_rd_max = config->net_rd_max;
     cfg.hier_min = config->hier_min;
+    cfg.canonical = config->reduction_order == CONFIG_ORDER_CANONICAL;
     cfg.cuda_net_chunk = config->cuda_net_chunk;
     cfg.cuda_net_channels = (int)config->cuda_net_channels;
     cfg.cuda_net_path = config->cuda_net_path == CONFIG_CUDA_NET_PATH_DIRECT ? TOPO_PATH_DIRECT
@@ -264,6 +266,86 @@ size_t topo_rd_max(const topo_select_cfg_t *cfg, int n)
     return cfg->net_rd_max;
 }
 
+size_t topo_inner_rd_max(const topo_select_cfg_t *cfg, int n)
+{
+    return cfg->canonical ? SIZE_MAX : topo_rd_max(cfg, n);
+}
+
+/* A set of ranks as a sum of a mixing function of each: equal sets, equal sums; two
+ * different sets of one layout collide with probability about 2^-64. */
+static uint64_t tree_mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* The canonical tree over n leaves (leaf[i]: the set under leaf i): appends the set of
+ * each of its n - 1 inner vertices to out (*nout grows); leaf[] is overwritten. */
+static void tree_sets(uint64_t *leaf, int n, uint64_t *out, int *nout)
+{
+    int p2 = 1, rem;
+
+    while (2 * p2 <= n)
+        p2 *= 2;
+    rem = n - p2;
+    for (int v = 0; v < p2; v++) {
+        if (v < rem) {
+            leaf[v] = leaf[2 * v] + leaf[2 * v + 1];
+            out[(*nout)++] = leaf[v];
+        } else {
+            leaf[v] = leaf[v + rem];
+        }
+    }
+    for (int w = 1; w < p2; w *= 2)
+        for (int v = 0; v + w < p2; v += 2 * w) {
+            leaf[v] = leaf[v] + leaf[v + w];
+            out[(*nout)++] = leaf[v];
+        }
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+bool topo_hier_canonical(int n, int nnodes, const int *node_ranks, const int *node_first,
+                         const int *node_size)
+{
+    uint64_t *leaf = malloc((size_t)n * sizeof(*leaf));
+    uint64_t *want = malloc((size_t)n * sizeof(*want)), *got = malloc((size_t)n * sizeof(*got));
+    int nw = 0, ng = 0;
+    bool same = false;
+
+    if (!leaf || !want || !got)
+        goto out;
+    for (int r = 0; r < n; r++)
+        leaf[r] = tree_mix((uint64_t)r);
+    tree_sets(leaf, n, want, &nw);
+    for (int k = 0; k < nnodes; k++) {
+        uint64_t *node = leaf + node_first[k];
+        for (int i = 0; i < node_size[k]; i++)
+            node[i] = tree_mix((uint64_t)node_ranks[node_first[k] + i]);
+        tree_sets(node, node_size[k], got, &ng);
+    }
+    /* each node's root, in node order, as the leaves of the nodes' tree */
+    for (int k = 0; k < nnodes; k++)
+        leaf[k] = leaf[node_first[k]];
+    tree_sets(leaf, nnodes, got, &ng);
+    if (nw != ng)
+        goto out;
+    qsort(want, (size_t)nw, sizeof(*want), cmp_u64);
+    qsort(got, (size_t)ng, sizeof(*got), cmp_u64);
+    same = !memcmp(want, got, (size_t)nw * sizeof(*want));
+out:
+    free(leaf);
+    free(want);
+    free(got);
+    return same;
+}
+
 /* The one-shot threshold of this shape: which variable, its value, and the value used. */
 static const char *oneshot_threshold(const topo_select_cfg_t *cfg, const topo_shape_t *s,
                                      symcoll_mem_type_t mem, size_t *max2_p, size_t *max_p)
@@ -357,8 +439,11 @@ static void select_inter(const topo_select_cfg_t *cfg, const topo_shape_t *s,
     size_t rd_max = topo_rd_max(cfg, s->nranks);
     const char *flat = s->ppn > 1 ? " (not hierarchical)" : "";
 
+    bool canonical = cfg->canonical && mem == SYMCOLL_MEM_HOST;
+
     if (s->ppn > 1 && bytes >= cfg->hier_min &&
-        topo_algo_applicable(TOPO_ALGO_HIER, mem, s, NULL, 0)) {
+        topo_algo_applicable(TOPO_ALGO_HIER, mem, s, NULL, 0) &&
+        (!canonical || s->hier_canonical)) {
         if (d->quiet) {
             d->algo = TOPO_ALGO_HIER;
             return;
@@ -367,9 +452,20 @@ static void select_inter(const topo_select_cfg_t *cfg, const topo_shape_t *s,
         topo_fmt_size(cfg->hier_min, th, sizeof(th));
         decide(d, TOPO_ALGO_HIER,
                "%d nodes x %d ranks%s%s%s%s: each rank sends 1/%d of the "
-               "data across nodes",
+               "data across nodes%s",
                s->nnodes, s->ppn, cfg->hier_min ? ": " : "", cfg->hier_min ? sz : "",
-               cfg->hier_min ? " >= SYMCOLL_HIER_MIN=" : "", cfg->hier_min ? th : "", s->ppn);
+               cfg->hier_min ? " >= SYMCOLL_HIER_MIN=" : "", cfg->hier_min ? th : "", s->ppn,
+               canonical ? "; its order is the canonical one on this layout (slices: rd)" : "");
+        return;
+    }
+    if (canonical) {
+        decide(d, TOPO_ALGO_RD,
+               "%d nodes, %d ranks: recursive doubling at every size, which keeps the "
+               "canonical order (SYMCOLL_REDUCTION_ORDER=canonical: the ring's order changes "
+               "with the size%s)",
+               s->nnodes, s->nranks,
+               s->ppn > 1 && s->uniform ? ", hier's node by node is not the canonical one here"
+                                        : "");
         return;
     }
     if (d->quiet) {
@@ -573,7 +669,16 @@ static void select_impl(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
         return;
     }
     if (cfg->forced != TOPO_ALGO_AUTO) {
-        if (topo_algo_applicable(cfg->forced, mem, shape, w, wlen))
+        if (cfg->canonical && mem == SYMCOLL_MEM_HOST && shape->nnodes > 1 &&
+            (cfg->forced == TOPO_ALGO_RING ||
+             (cfg->forced == TOPO_ALGO_HIER && !shape->hier_canonical)) &&
+            topo_algo_applicable(cfg->forced, mem, shape, NULL, 0))
+            decide(d, TOPO_ALGO_RD,
+                   "SYMCOLL_ALGO=%s, whose order is not the canonical one%s "
+                   "(SYMCOLL_REDUCTION_ORDER=canonical): recursive doubling instead",
+                   topo_algo_name(cfg->forced),
+                   cfg->forced == TOPO_ALGO_HIER ? " on this layout" : "");
+        else if (topo_algo_applicable(cfg->forced, mem, shape, w, wlen))
             decide(d, cfg->forced, "forced by SYMCOLL_ALGO=%s", topo_algo_name(cfg->forced));
         else
             decide(d, TOPO_ALGO_NONE, "SYMCOLL_ALGO=%s: %s", topo_algo_name(cfg->forced), why);

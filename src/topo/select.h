@@ -47,6 +47,8 @@ typedef struct topo_shape {
     int nnodes;
     int ppn;              /* ranks on the largest node */
     bool uniform;         /* every node holds ppn ranks */
+    bool hier_canonical;  /* hier's order (each node's tree, then the nodes' tree) is the
+                             canonical tree of all ranks (topo_hier_canonical) */
     topo_link_t gpu_link; /* worst link between two GPUs of one node (ppn > 1) */
     bool net_cuda;        /* UCX moves CUDA memory itself (else the network path stages) */
     /* what this build implements for CUDA memory (set from the build, injected by tests) */
@@ -93,6 +95,9 @@ typedef struct topo_select_cfg {
      * reduce-scatter inside a node moves (set by the algorithm layer from its chunk size;
      * true unless it says otherwise) */
     bool host_rs_native;
+    /* SYMCOLL_REDUCTION_ORDER=canonical: reductions only where their order is the
+     * canonical tree (algo/base/reduce.h) */
+    bool canonical;
 } topo_select_cfg_t;
 
 /* SYMCOLL_CUDA_NET_PATH */
@@ -155,6 +160,18 @@ typedef struct topo_plan {
                          chunks (each chunk's host all-reduce is chosen for its size) */
     topo_via_t via;   /* TOPO_VIA_NATIVE for all-reduce */
 } topo_plan_t;
+
+/* Whether hier on this layout reduces in the canonical order (algo/base/reduce.h): the
+ * tree of each node's ranks (node_ranks + node_first[k], node_size[k] of them, in rank
+ * order), then the tree of the nodes (in the order of their first ranks), must be the
+ * tree of all n ranks. Compared as the sets of ranks under each inner vertex (+ and * are
+ * commutative). False when out of memory. */
+bool topo_hier_canonical(int n, int nnodes, const int *node_ranks, const int *node_first,
+                         const int *node_size);
+
+/* Largest message recursive doubling takes inside another algorithm (hier's slices):
+ * topo_rd_max, or every size in the canonical order (the ring's order is not). */
+size_t topo_inner_rd_max(const topo_select_cfg_t *cfg, int n);
 
 /* "all-reduce", "reduce-scatter", ...; "?" if out of range. */
 const char *topo_coll_name(topo_coll_t coll);

@@ -36,11 +36,13 @@ static bool via_pair(const topo_select_cfg_t *cfg, const topo_shape_t *s, topo_c
 
 /* Host memory across nodes: native rings and chains where the all-reduce runs the ring,
  * and above recursive doubling's sizes where it runs the hierarchical algorithm (below
- * them one all-reduce is fewer rounds). */
+ * them one all-reduce is fewer rounds). Not in the canonical order: a ring's
+ * reduce-scatter does not keep it, and the collectives without a reduction are planned
+ * without it (topo_select_coll_plan). */
 static bool via_net_native(const topo_select_cfg_t *cfg, const topo_shape_t *s,
                            const topo_plan_t *p, size_t bytes)
 {
-    return p->family == TOPO_FAMILY_NET_HOST &&
+    return p->family == TOPO_FAMILY_NET_HOST && !cfg->canonical &&
            (p->algo == TOPO_ALGO_RING ||
             (p->algo == TOPO_ALGO_HIER && bytes > topo_rd_max(cfg, s->nranks)));
 }
@@ -91,7 +93,14 @@ void topo_select_coll_plan(const topo_select_cfg_t *cfg, const topo_shape_t *sha
                            topo_plan_t *plan, topo_decision_t *d)
 {
     const char *why = NULL;
+    topo_select_cfg_t plain;
 
+    /* the order of a reduction means nothing to the collectives without one */
+    if (cfg->canonical && coll != TOPO_COLL_ALLREDUCE && coll != TOPO_COLL_REDUCE_SCATTER) {
+        plain = *cfg;
+        plain.canonical = false;
+        cfg = &plain;
+    }
     topo_select_plan(cfg, shape, mem, bytes, plan, d);
     plan->coll = coll;
     plan->via = TOPO_VIA_NATIVE;

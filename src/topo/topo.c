@@ -274,6 +274,30 @@ static bool topo_node_oversubscribed(const topo_t *t, int k)
     return cpus > 0 && t->node_size[k] > cpus;
 }
 
+/* topo_hier_canonical on this communicator's node map. */
+static bool topo_hier_layout_canonical(const topo_t *t)
+{
+    int *ranks = malloc((size_t)t->nranks * sizeof(int));
+    int *first = calloc((size_t)t->nnodes + 1, sizeof(int)), *fill = NULL;
+    bool same = false;
+
+    if (ranks && first)
+        fill = calloc((size_t)t->nnodes, sizeof(int));
+    if (fill) {
+        for (int k = 0; k < t->nnodes; k++)
+            first[k + 1] = first[k] + t->node_size[k];
+        for (int r = 0; r < t->nranks; r++) {
+            int k = t->rank_node[r];
+            ranks[first[k] + fill[k]++] = r;
+        }
+        same = topo_hier_canonical(t->nranks, t->nnodes, ranks, first, t->node_size);
+    }
+    free(ranks);
+    free(first);
+    free(fill);
+    return same;
+}
+
 static void topo_update_shapes(topo_t *t)
 {
     topo_shape_t s;
@@ -287,6 +311,7 @@ static void topo_update_shapes(topo_t *t)
     for (int k = 0; k < t->nnodes; k++)
         uniform &= t->node_size[k] == t->max_node_size;
     s.uniform = uniform;
+    s.hier_canonical = uniform && t->nnodes > 1 && topo_hier_layout_canonical(t);
     /* ranks of a node outnumber the CPUs they may run on: barriers then cost context
      * switches, which changes where one-shot stops paying (select.c) */
     for (int k = 0; k < t->nnodes && !t->agreed; k++)

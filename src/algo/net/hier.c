@@ -6,7 +6,8 @@
  * barrier, local rank l reduces slice l from all L copies (read through the pool
  * mappings, in local-rank order) into its accumulator. 2. Inter-node all-reduce of slice
  * l among the ranks of local index l on every node (one per node, so all over UCX),
- * recursive doubling or ring by the slice's size; the L groups of a node run at the same
+ * recursive doubling or ring by the slice's size (recursive doubling at every size in the
+ * canonical order: topo_inner_rd_max); the L groups of a node run at the same
  * time, so each rank sends only 1/L of the data across nodes. AVG divides by the total
  * rank count there, once. 3. Intra-node all-gather: after a second barrier, every rank
  * copies the L final slices out of its peers' accumulators.
@@ -39,7 +40,7 @@ symcoll_status_t algo_net_hier(net_state_t *st, const void *sendbuf, void *recvb
     int L = t->local_size, l = t->local_rank, nn = t->nnodes;
     size_t esize = symcoll_dtype_size(dtype), bytes = count * esize;
     size_t s0, slen, max_slice = (count + (size_t)L - 1) / (size_t)L;
-    bool rd = max_slice * esize <= topo_rd_max(&t->select_cfg, nn);
+    bool rd = max_slice * esize <= topo_inner_rd_max(&t->select_cfg, nn);
     size_t area =
         rd ? algo_net_rd_area(max_slice, esize, nn) : algo_net_ring_area(max_slice, esize, nn);
     size_t in_off, acc_off;

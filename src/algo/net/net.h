@@ -130,6 +130,9 @@ struct net_state {
     uint64_t *bc_recvd; /* messages consumed from each root */
     uint64_t *bc_rpos;  /* where the next message of each root is (before net_bc_place) */
     ucx_req_t *bc_reqs; /* NET_BC_REQS x n: the sends of our last messages */
+    /* float32 copy of a float16 / bfloat16 all-reduce in the canonical order (grows) */
+    float *wide;
+    size_t wide_count;
 };
 typedef struct net_state net_state_t;
 

@@ -4,7 +4,10 @@
  * to a size needs, whichever algorithm the selector picks for it. */
 #include "algo/net/net.h"
 
+#include <stdlib.h>
+
 #include "algo/base/ctx.h"
+#include "algo/base/reduce.h"
 #include "topo/select.h"
 #include "topo/topo.h"
 
@@ -23,7 +26,7 @@ static void net_needs(net_state_t *st, size_t bytes, size_t *in, size_t *acc, si
         *area = algo_net_ring_area(bytes, 1, st->n);
     } else if (algo == TOPO_ALGO_HIER) {
         /* ceil(count / L) elements of up to 8 bytes */
-        size_t slice = bytes / (size_t)L + 8, rd_max = topo_rd_max(&t->select_cfg, nn);
+        size_t slice = bytes / (size_t)L + 8, rd_max = topo_inner_rd_max(&t->select_cfg, nn);
         size_t rd = algo_net_rd_area(slice < rd_max ? slice : rd_max, 1, nn);
         size_t ring = algo_net_ring_area(slice, 1, nn);
         *in = bytes;
@@ -152,6 +155,62 @@ symcoll_status_t algo_net_group_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_
                                             buf, buf, count, dtype, op, &dl, sig, false));
 }
 
+/* In the canonical order a float16 or bfloat16 sum, product or average accumulates in
+ * float32 and is rounded once (algo/base/reduce.h); recursive doubling and hier round
+ * their partial results at every step, so such a call of more than 2 ranks runs on a
+ * float32 copy instead (twice the bytes across nodes) and rounds at the end. Every rank
+ * decides alike from the communicator's configuration and the call. */
+static bool net_widen(const comm_t *comm, symcoll_dtype_t dtype, symcoll_op_t op)
+{
+    return comm->topo->select_cfg.canonical && comm->nranks > 2 &&
+           (dtype == SYMCOLL_FLOAT16 || dtype == SYMCOLL_BFLOAT16) &&
+           (op == SYMCOLL_SUM || op == SYMCOLL_PROD || op == SYMCOLL_AVG);
+}
+
+static symcoll_status_t net_allreduce_run(net_state_t *st, const net_group_t *all,
+                                          topo_algo_t algo, const void *sendbuf, void *recvbuf,
+                                          size_t count, symcoll_dtype_t dtype, symcoll_op_t op,
+                                          deadline_t *dl, const net_sig_t *sig, bool exact);
+
+static symcoll_status_t net_allreduce_wide(net_state_t *st, const net_group_t *all,
+                                           topo_algo_t algo, const void *sendbuf, void *recvbuf,
+                                           size_t count, symcoll_dtype_t dtype, symcoll_op_t op,
+                                           deadline_t *dl, const net_sig_t *sig, bool exact)
+{
+    const uint16_t *in = sendbuf;
+    uint16_t *out = recvbuf;
+    symcoll_status_t status;
+
+    if (count > st->wide_count) {
+        float *w = count > SIZE_MAX / sizeof(float) ? NULL : malloc(count * sizeof(float));
+        if (!w) {
+            log_error("symcoll_allreduce: no memory for the float32 copy of %zu elements",
+                      count);
+            return SYMCOLL_ERR_NO_MEMORY;
+        }
+        free(st->wide);
+        st->wide = w;
+        st->wide_count = count;
+    }
+    if (dtype == SYMCOLL_BFLOAT16)
+        for (size_t k = 0; k < count; k++)
+            st->wide[k] = algo_bf16_to_float(in[k]);
+    else
+        for (size_t k = 0; k < count; k++)
+            st->wide[k] = algo_half_to_float(in[k]);
+    status = net_allreduce_run(st, all, algo, st->wide, st->wide, count, SYMCOLL_FLOAT32, op,
+                               dl, sig, exact);
+    if (status != SYMCOLL_OK)
+        return status;
+    if (dtype == SYMCOLL_BFLOAT16)
+        for (size_t k = 0; k < count; k++)
+            out[k] = algo_float_to_bf16(st->wide[k]);
+    else
+        for (size_t k = 0; k < count; k++)
+            out[k] = algo_float_to_half(st->wide[k]);
+    return SYMCOLL_OK;
+}
+
 /* algo_net_allreduce_on; exact: from the caller's thread (algo_net_mismatch). */
 static symcoll_status_t net_allreduce(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,
                                       topo_algo_t algo, const void *sendbuf, void *recvbuf,
@@ -178,27 +237,41 @@ static symcoll_status_t net_allreduce(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool
     all.ranks = st->all;
     all.n = comm->nranks;
     all.me = comm->rank;
+    if (net_widen(comm, dtype, op))
+        return algo_net_finish(st, net_allreduce_wide(st, &all, algo, sendbuf, recvbuf, count,
+                                                      dtype, op, &dl, sig, exact));
+    return algo_net_finish(st, net_allreduce_run(st, &all, algo, sendbuf, recvbuf, count, dtype,
+                                                 op, &dl, sig, exact));
+}
+
+static symcoll_status_t net_allreduce_run(net_state_t *st, const net_group_t *all,
+                                          topo_algo_t algo, const void *sendbuf, void *recvbuf,
+                                          size_t count, symcoll_dtype_t dtype, symcoll_op_t op,
+                                          deadline_t *dl, const net_sig_t *sig, bool exact)
+{
+    symcoll_status_t status;
+
     if (algo == TOPO_ALGO_HIER && st->hier_all) {
         /* every rank is in the hierarchical algorithm, whatever its count: it agrees in
          * its own steps */
         net_call_t c;
         bool rerun = false;
         status =
-            algo_net_hier(st, sendbuf, recvbuf, count, dtype, op, &dl, sig, true, &rerun, &c);
+            algo_net_hier(st, sendbuf, recvbuf, count, dtype, op, dl, sig, true, &rerun, &c);
         if (status == SYMCOLL_OK && (c.tag & NET_TAG_BAD))
             status = algo_net_mismatch(st, &c, sig, exact);
         else if (status == SYMCOLL_OK && rerun)
-            status = algo_net_hier(st, sendbuf, recvbuf, count, dtype, op, &dl, sig, false,
+            status = algo_net_hier(st, sendbuf, recvbuf, count, dtype, op, dl, sig, false,
                                    NULL, NULL);
     } else {
         /* ranks of other counts may be in rd or ring: all agree the flat way first */
-        status = net_run_flat(st, &all, algo, false, sendbuf, recvbuf, count, dtype, op, &dl,
+        status = net_run_flat(st, all, algo, false, sendbuf, recvbuf, count, dtype, op, dl,
                               sig, exact);
         if (status == SYMCOLL_OK && algo == TOPO_ALGO_HIER)
-            status = algo_net_hier(st, sendbuf, recvbuf, count, dtype, op, &dl, sig, false,
+            status = algo_net_hier(st, sendbuf, recvbuf, count, dtype, op, dl, sig, false,
                                    NULL, NULL);
     }
-    return algo_net_finish(st, status);
+    return status;
 }
 
 symcoll_status_t algo_net_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool,

@@ -34,6 +34,7 @@ static void net_state_free(net_state_t *st)
     free(st->bc_recvd);
     free(st->bc_rpos);
     free(st->bc_reqs);
+    free(st->wide);
     free(st);
 }
 
