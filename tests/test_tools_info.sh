@@ -65,21 +65,22 @@ done
 # -a also lists the other collectives' path: native inside a node; across 2 simulated
 # nodes (2 ranks) one exchange for reduce-scatter and all-gather at recursive doubling's
 # sizes, eager broadcasts up to 32 KiB, native rings above, the barrier as one
-# all-reduce; 3 ranks: one all-reduce at recursive doubling's sizes; CUDA memory as its
-# all-reduce (none here, without a GPU)
+# all-reduce; 3 ranks: one all-reduce at recursive doubling's sizes, every row in the
+# canonical order; CUDA memory as its all-reduce (none here, without a GPU)
 srun="$top_builddir/tools/symcoll_run"
 run "-a, 2 ranks" 0 "$srun" -n 2 --timeout 100 "$info" -a &&
     for coll in reduce-scatter all-gather broadcast barrier; do
-        expect "-a, 2 ranks, $coll" "$tmp/out" "^  $coll +host .* native host\$"
+        expect "-a, 2 ranks, $coll" "$tmp/out" "^  $coll +host .* native host(; order: canonical)?\$"
     done &&
     expect "-a, 2 ranks, cuda" "$tmp/out" '^  all-gather +cuda .* (none \(as the all-reduce\)|via all-reduce: .*)$'
 run "-a, 2 simulated nodes" 0 "$srun" -n 2 --sim-nodes 2 --timeout 100 "$info" -a &&
-    expect "-a, 2 nodes" "$tmp/out" '^  reduce-scatter +host +8 +[0-9]+  one exchange over UCX \(2 ranks\)$' &&
+    expect "-a, 2 nodes" "$tmp/out" '^  reduce-scatter +host +8 +[0-9]+  one exchange over UCX \(2 ranks\); order: canonical$' &&
     expect "-a, 2 nodes, eager" "$tmp/out" '^  broadcast +host +8 +32768  eager over UCX \(the root does not wait\)$' &&
     expect "-a, 2 nodes, ring" "$tmp/out" '^  all-gather +host +[0-9]+ +[0-9]+  native over UCX \(ring, chain\)$' &&
     expect "-a, 2 nodes, barrier" "$tmp/out" '^  barrier +host +- +-  via all-reduce: [a-z]+ \(net-host\)$'
 run "-a, 3 ranks on 2 simulated nodes" 0 "$srun" -n 3 --sim-nodes 2 --timeout 100 "$info" -a &&
-    expect "-a, 3 ranks" "$tmp/out" '^  reduce-scatter +host +8 +[0-9]+  via all-reduce: [a-z]+ \(net-host\)$'
+    expect "-a, 3 ranks" "$tmp/out" '^  reduce-scatter +host +8 +[0-9]+  via all-reduce: [a-z]+ \(net-host\); order: canonical$' &&
+    expect "-a, 3 ranks, order" "$tmp/out" '^  host +[0-9]+ +[0-9A-Z]+ +rd +net-host +canonical '
 
 # --json: one object with a member per report; python3 validates it where present
 unset_launch="-u SYMCOLL_RANK -u SYMCOLL_NRANKS -u OMPI_COMM_WORLD_RANK -u PMI_RANK -u SLURM_PROCID"

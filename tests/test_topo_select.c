@@ -27,51 +27,52 @@ static const topo_select_cfg_t cfg_test = {
 };
 
 /* nranks, nnodes, ppn, uniform, gpu_link, net_cuda, cuda_max_local, cuda_across_nodes,
- * gpus, oversubscribed, gpus_shared, net_direct, net_direct_drv, net_direct_one_queue */
+ * gpus, oversubscribed, gpus_shared, net_direct, net_direct_drv, net_direct_one_queue,
+ * hier_canonical */
 static const topo_shape_t one_node_8_nvlink = {
-    8, 1, 8, true, TOPO_LINK_NVLINK, false, 8, true, true, false, false, 0, false, false};
+    8, 1, 8, true, TOPO_LINK_NVLINK, false, 8, true, true, false, false, 0, false, false, false};
 static const topo_shape_t one_node_4_pcie_nop2p = {
-    4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false, false};
+    4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false, false, false};
 static const topo_shape_t one_node_4_pcie_p2p = {
-    4, 1, 4, true, TOPO_LINK_PCIE, false, 8, true, true, false, false, 0, false, false};
+    4, 1, 4, true, TOPO_LINK_PCIE, false, 8, true, true, false, false, 0, false, false, false};
 static const topo_shape_t two_nodes_4_nvlink = {
-    8, 2, 4, true, TOPO_LINK_NVLINK, true, 8, true, true, false, false, 0, false, false};
+    8, 2, 4, true, TOPO_LINK_NVLINK, true, 8, true, true, false, false, 0, false, false, false};
 /* the same where UCX has no CUDA: every CUDA call across nodes is staged */
 static const topo_shape_t two_nodes_4_nvlink_staged = {
-    8, 2, 4, true, TOPO_LINK_NVLINK, false, 8, true, true, false, false, 0, false, false};
+    8, 2, 4, true, TOPO_LINK_NVLINK, false, 8, true, true, false, false, 0, false, false, false};
 /* 2 simulated nodes x 2 ranks on one machine's 2 GPUs: ranks of the two nodes share */
 static const topo_shape_t two_nodes_2_shared = {
-    4, 2, 2, true, TOPO_LINK_NVLINK, false, 8, true, true, false, true, 0, false, false};
+    4, 2, 2, true, TOPO_LINK_NVLINK, false, 8, true, true, false, true, 0, false, false, false};
 static const topo_shape_t two_nodes_4_nop2p = {
-    8, 2, 4, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false, false};
+    8, 2, 4, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false, false, false};
 static const topo_shape_t sixteen_nodes_1 = {
-    16, 16, 1, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false, false};
+    16, 16, 1, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false, false, false};
 static const topo_shape_t host_1_node_4 = {
-    4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false};
+    4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false, false};
 /* 4 ranks on a node with fewer CPUs than ranks */
 static const topo_shape_t host_1_node_4_oversub = {
-    4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, false, true, false, 0, false, false};
+    4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, false, true, false, 0, false, false, false};
 static const topo_shape_t host_1_rank = {
-    1, 1, 1, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false};
+    1, 1, 1, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false, false};
 static const topo_shape_t host_4_nodes_2 = {
-    8, 4, 2, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false};
+    8, 4, 2, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false, false};
 static const topo_shape_t host_4_nodes_uneven = {
-    7, 4, 2, false, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false};
+    7, 4, 2, false, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false, false};
 static const topo_shape_t one_node_2_nvlink = {
-    2, 1, 2, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0, false, false};
+    2, 1, 2, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0, false, false, false};
 static const topo_shape_t two_nodes_1 = {
-    2, 2, 1, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false, false};
+    2, 2, 1, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false, false, false};
 static const topo_shape_t one_gpu_rank = {
-    1, 1, 1, true, TOPO_LINK_NONE, false, 8, false, true, false, false, 0, false, false};
+    1, 1, 1, true, TOPO_LINK_NONE, false, 8, false, true, false, false, 0, false, false, false};
 static const topo_shape_t one_node_2_same_gpu = {
-    2, 1, 2, true, TOPO_LINK_SAME, false, 8, true, true, false, false, 0, false, false};
+    2, 1, 2, true, TOPO_LINK_SAME, false, 8, true, true, false, false, 0, false, false, false};
 /* what a build lacks: no CUDA at all, no CUDA path across nodes, kernels for <= 8 ranks */
 static const topo_shape_t build_no_cuda = {
-    4, 1, 4, true, TOPO_LINK_NVLINK, false, 0, false, true, false, false, 0, false, false};
+    4, 1, 4, true, TOPO_LINK_NVLINK, false, 0, false, true, false, false, 0, false, false, false};
 static const topo_shape_t build_cuda_intra = {
-    8, 2, 4, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0, false, false};
+    8, 2, 4, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0, false, false, false};
 static const topo_shape_t one_node_16_nvlink = {
-    16, 1, 16, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0, false, false};
+    16, 1, 16, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0, false, false, false};
 
 enum { H = SYMCOLL_MEM_HOST, C = SYMCOLL_MEM_CUDA };
 
@@ -425,6 +426,73 @@ START_TEST(test_select_monotonic)
 }
 END_TEST
 
+/* The canonical order: across nodes on host memory, rd at every size (the ring never,
+ * forced or not), hier only where its order is the tree; inside a node and on CUDA
+ * memory nothing changes. And the layouts whose hier order is the tree. */
+START_TEST(test_select_canonical)
+{
+    topo_select_cfg_t cfg = cfg_test;
+    topo_shape_t aligned = host_4_nodes_2, interleaved = host_4_nodes_2;
+    topo_decision_t d;
+
+    cfg.canonical = true;
+    aligned.hier_canonical = true;
+    for (size_t b = 1; b <= G; b *= 8) {
+        ck_assert_int_eq(topo_select_algo(&cfg, &aligned, SYMCOLL_MEM_HOST, b), TOPO_ALGO_HIER);
+        ck_assert_int_eq(topo_select_algo(&cfg, &interleaved, SYMCOLL_MEM_HOST, b),
+                         TOPO_ALGO_RD);
+        ck_assert_int_eq(topo_select_algo(&cfg, &host_4_nodes_uneven, SYMCOLL_MEM_HOST, b),
+                         TOPO_ALGO_RD);
+        ck_assert_int_eq(topo_select_algo(&cfg, &sixteen_nodes_1, SYMCOLL_MEM_HOST, b),
+                         TOPO_ALGO_RD);
+        ck_assert_int_eq(topo_select_algo(&cfg, &host_1_node_4, SYMCOLL_MEM_HOST, b),
+                         topo_select_algo(&cfg_test, &host_1_node_4, SYMCOLL_MEM_HOST, b));
+    }
+    cfg.forced = TOPO_ALGO_RING;
+    topo_select(&cfg, &sixteen_nodes_1, SYMCOLL_MEM_HOST, G, &d);
+    ck_assert_int_eq(d.algo, TOPO_ALGO_RD);
+    ck_assert_ptr_nonnull(strstr(d.reason, "SYMCOLL_ALGO=ring"));
+    cfg.forced = TOPO_ALGO_HIER;
+    ck_assert_int_eq(topo_select_algo(&cfg, &interleaved, SYMCOLL_MEM_HOST, G), TOPO_ALGO_RD);
+    ck_assert_int_eq(topo_select_algo(&cfg, &aligned, SYMCOLL_MEM_HOST, G), TOPO_ALGO_HIER);
+    /* fastest keeps the ring */
+    ck_assert_int_eq(topo_select_algo(&cfg_test, &sixteen_nodes_1, SYMCOLL_MEM_HOST, G),
+                     TOPO_ALGO_RING);
+}
+END_TEST
+
+/* Layouts (ranks of each node listed node after node) whose hier order is the tree. */
+START_TEST(test_hier_canonical_layouts)
+{
+    /* 2 x 2 in blocks; 3 x 2 (T(6) = ((01)(23))(45)); 2 + 1 + 2 */
+    static const int blocks4[] = {0, 1, 2, 3}, first2x2[] = {0, 2}, size2x2[] = {2, 2};
+    static const int six[] = {0, 1, 2, 3, 4, 5}, first3x2[] = {0, 2, 4}, size3x2[] = {2, 2, 2};
+    static const int first212[] = {0, 2, 3}, size212[] = {2, 1, 2};
+    /* 2 x 2 interleaved: node 0 holds ranks 0 and 2 */
+    static const int inter4[] = {0, 2, 1, 3};
+    /* 4 x 3 in blocks: T(12) has no vertex {0, 1, 2} */
+    static const int twelve[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    static const int first4x3[] = {0, 3, 6, 9}, size4x3[] = {3, 3, 3, 3};
+    /* 4 x 2 and 8 x 4 in blocks */
+    static const int first4x2[] = {0, 2, 4, 6}, size4x2[] = {2, 2, 2, 2};
+    int r32[32], first8x4[8], size8x4[8];
+
+    ck_assert(topo_hier_canonical(4, 2, blocks4, first2x2, size2x2));
+    ck_assert(topo_hier_canonical(6, 3, six, first3x2, size3x2));
+    ck_assert(topo_hier_canonical(5, 3, six, first212, size212));
+    ck_assert(!topo_hier_canonical(4, 2, inter4, first2x2, size2x2));
+    ck_assert(!topo_hier_canonical(12, 4, twelve, first4x3, size4x3));
+    ck_assert(topo_hier_canonical(8, 4, twelve, first4x2, size4x2));
+    for (int i = 0; i < 32; i++)
+        r32[i] = i;
+    for (int k = 0; k < 8; k++) {
+        first8x4[k] = 4 * k;
+        size8x4[k] = 4;
+    }
+    ck_assert(topo_hier_canonical(32, 8, r32, first8x4, size8x4));
+}
+END_TEST
+
 START_TEST(test_thresholds)
 {
     topo_select_cfg_t cfg = cfg_test;
@@ -548,6 +616,8 @@ START_TEST(test_overrides_defaults)
     ck_assert_uint_le(cfg.cuda_pcie_oneshot_max, cfg.cuda_oneshot_max);
     ck_assert_uint_gt(cfg.host_oneshot_max, 0);
     ck_assert_uint_gt(cfg.net_rd_max, 0);
+    /* the canonical reduction order is the default */
+    ck_assert(cfg.canonical);
 }
 END_TEST
 
@@ -562,7 +632,9 @@ START_TEST(test_overrides_values)
     setenv("SYMCOLL_CUDA_PCIE_ONESHOT_MAX", "12345", 1);
     setenv("SYMCOLL_NET_RD_MAX", "0", 1);
     setenv("SYMCOLL_HIER_MIN", "2MiB", 1);
+    setenv("SYMCOLL_REDUCTION_ORDER", "fastest", 1);
     ck_assert_int_eq(cfg_from_env(&cfg), SYMCOLL_OK);
+    ck_assert(!cfg.canonical);
     ck_assert_int_eq(cfg.forced, TOPO_ALGO_HIER);
     ck_assert_uint_eq(cfg.host_oneshot_max, 3 * K);
     ck_assert_uint_eq(cfg.cuda_oneshot_max, 1 * M);
@@ -615,6 +687,8 @@ static Suite *select_suite(void)
     tcase_add_test(tc, test_thresholds);
     tcase_add_loop_test(tc, test_select_check, 0, (int)(sizeof(checks) / sizeof(checks[0])));
     tcase_add_test(tc, test_algo_names);
+    tcase_add_test(tc, test_select_canonical);
+    tcase_add_test(tc, test_hier_canonical_layouts);
     tcase_add_test(tc, test_overrides_defaults);
     tcase_add_test(tc, test_overrides_values);
     tcase_add_loop_test(tc, test_overrides_bad, 0,

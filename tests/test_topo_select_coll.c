@@ -24,17 +24,18 @@ static const topo_select_cfg_t cfg_test = {
 };
 
 /* nranks, nnodes, ppn, uniform, gpu_link, net_cuda, cuda_max_local, cuda_across_nodes,
- * gpus, oversubscribed, gpus_shared, net_direct, net_direct_drv, net_direct_one_queue */
+ * gpus, oversubscribed, gpus_shared, net_direct, net_direct_drv, net_direct_one_queue,
+ * hier_canonical */
 static const topo_shape_t host_1_node_4 = {
-    4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false};
+    4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false, false};
 static const topo_shape_t host_2_nodes_1 = {
-    2, 2, 1, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false};
+    2, 2, 1, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false, false};
 static const topo_shape_t host_3_ranks_2_nodes = {
-    3, 2, 2, false, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false};
+    3, 2, 2, false, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false, false};
 static const topo_shape_t host_1_rank = {
-    1, 1, 1, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false};
+    1, 1, 1, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false, false};
 static const topo_shape_t cuda_1_node_4 = {
-    4, 1, 4, true, TOPO_LINK_NVLINK, false, 8, true, true, false, false, 0, false, false};
+    4, 1, 4, true, TOPO_LINK_NVLINK, false, 8, true, true, false, false, 0, false, false, false};
 
 typedef struct {
     const topo_shape_t *shape;

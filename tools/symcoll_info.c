@@ -485,7 +485,7 @@ typedef struct dec_row {
     char coll[16];
     char mem[16];
     size_t bytes;
-    char words[96];
+    char words[128];
 } dec_row_t;
 
 static int is_coll_name(const char *s)
@@ -550,7 +550,7 @@ static void print_collectives(const dec_row_t *rows, int n)
         printf("\n  ]");
 }
 
-/* The decision table as JSON: rows "MEM BYTES HUMAN ALGO FAMILY REASON..."; the '#'
+/* The decision table as JSON: rows "MEM BYTES HUMAN ALGO FAMILY ORDER REASON..."; the '#'
  * lines (settings, selector views) in "notes". */
 static void json_decisions(const char *text)
 {
@@ -560,17 +560,17 @@ static void json_decisions(const char *text)
     for (const char *line = text; line && *line;) {
         const char *end = strchr(line, '\n');
         size_t len = end ? (size_t)(end - line) : strlen(line);
-        char mem[16], human[16], algo[32], family[32];
+        char mem[16], human[16], algo[32], family[32], order[32];
         size_t bytes;
         int off = 0;
 
         if (line[0] != '#' &&
-            sscanf(line, "%15s %zu %15s %31s %31s %n", mem, &bytes, human, algo, family,
-                   &off) == 5 &&
+            sscanf(line, "%15s %zu %15s %31s %31s %31s %n", mem, &bytes, human, algo, family,
+                   order, &off) == 6 &&
             off > 0 && (size_t)off <= len) {
             printf("%s\n    {\"mem\": \"%s\", \"bytes\": %zu, \"algo\": \"%s\", "
-                   "\"family\": \"%s\", \"reason\": ",
-                   n++ ? "," : "", mem, bytes, algo, family);
+                   "\"family\": \"%s\", \"order\": \"%s\", \"reason\": ",
+                   n++ ? "," : "", mem, bytes, algo, family, order);
             json_string(line + off, len - (size_t)off);
             printf("}");
         }

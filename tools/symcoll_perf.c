@@ -331,7 +331,7 @@ static void sp_load_decisions(sp_ctx_t *c)
             continue;
         if (sscanf(line, "%15s %zu %15s %23s", w1, &bytes, w3, w4) == 4 &&
             !strcmp(w1, c->mem_name)) {
-            coll = PERF_COLL_ALLREDUCE; /* MEM BYTES HUMAN ALGO FAMILY REASON */
+            coll = PERF_COLL_ALLREDUCE; /* MEM BYTES HUMAN ALGO FAMILY ORDER REASON */
         } else if (sscanf(line, "%15s %15s %zu %23s %23s", w1, w2, &bytes, w5, w4) == 5 &&
                    !strcmp(w2, c->mem_name)) {
             for (int k = 0; k < PERF_COLL_LAST; k++) /* COLL MEM BYTES HUMAN PATH ... */

@@ -268,11 +268,16 @@ static void print_coll_decisions(const topo_t *t, FILE *out)
             size_t last = coll == TOPO_COLL_BARRIER ? 1 : (size_t)1 << 30;
             for (size_t bytes = first; bytes <= last; bytes *= 2) {
                 topo_plan_t plan;
-                char sz[16], brief[32], words[96];
+                char sz[16], brief[32], words[128];
                 topo_plan_explain(t, (topo_coll_t)coll, (symcoll_mem_type_t)mem, bytes, &plan,
                                   NULL);
                 topo_plan_path(&plan, true, brief, sizeof(brief));
                 topo_plan_path(&plan, false, words, sizeof(words));
+                if (coll == TOPO_COLL_REDUCE_SCATTER) {
+                    size_t wl = strlen(words);
+                    snprintf(words + wl, sizeof(words) - wl, "; order: %s",
+                             topo_plan_order(&t->select_cfg, &t->shape[mem], &plan, bytes));
+                }
                 topo_fmt_size(bytes, sz, sizeof(sz));
                 fprintf(out, "  %-14s %-4s %12zu %6s  %-14s  %-13s  %s\n",
                         topo_coll_name((topo_coll_t)coll), mem_name((symcoll_mem_type_t)mem),
@@ -293,13 +298,20 @@ void topo_print_decisions(const topo_t *t, FILE *out)
             topo_algo_name(c->forced), c->host_oneshot_max, c->cuda_oneshot_max,
             c->cuda_pcie_oneshot_max, c->net_rd_max, c->hier_min, TOPO_NET_BC_EAGER_MAX,
             TOPO_NET_BC_MAX_RANKS);
+    fprintf(out,
+            "# order of float sums, products and averages (SYMCOLL_REDUCTION_ORDER=%s): "
+            "canonical = one fixed tree of the ranks' values, the same bits at any size, "
+            "algorithm and layout; rd-steps = that tree, float16/bfloat16 rounded at every "
+            "step; node-wise = each node's tree, then the nodes'; ring = changes with the "
+            "size; cuda-own = the CUDA kernels' order, not yet canonical\n",
+            c->canonical ? "canonical" : "fastest");
     for (int mem = 0; mem < SYMCOLL_MEM_LAST; mem++) {
         print_shape(t, (symcoll_mem_type_t)mem, out);
         if (mem == SYMCOLL_MEM_CUDA && !t->have_gpus)
             fprintf(out, "#   (no rank has a CUDA device: the CUDA rows show what the "
                          "selector would pick)\n");
-        fprintf(out, "# %-4s %12s %6s  %-8s  %-13s  %s\n", "mem", "bytes", "", "algo", "family",
-                "reason");
+        fprintf(out, "# %-4s %12s %6s  %-8s  %-13s  %-9s  %s\n", "mem", "bytes", "", "algo",
+                "family", "order", "reason");
         for (size_t bytes = 8; bytes <= ((size_t)1 << 30); bytes *= 2) {
             topo_decision_t d;
             topo_plan_t plan;
@@ -308,9 +320,10 @@ void topo_print_decisions(const topo_t *t, FILE *out)
             topo_plan_explain(t, TOPO_COLL_ALLREDUCE, (symcoll_mem_type_t)mem, bytes, &plan,
                               &d);
             topo_fmt_size(bytes, sz, sizeof(sz));
-            fprintf(out, "  %-4s %12zu %6s  %-8s  %-13s  %s\n",
+            fprintf(out, "  %-4s %12zu %6s  %-8s  %-13s  %-9s  %s\n",
                     mem_name((symcoll_mem_type_t)mem), bytes, sz, topo_algo_name(plan.algo),
-                    topo_family_name(plan.family), d.reason);
+                    topo_family_name(plan.family),
+                    topo_plan_order(&t->select_cfg, &t->shape[mem], &plan, bytes), d.reason);
         }
     }
     print_coll_decisions(t, out);

@@ -47,8 +47,6 @@ typedef struct topo_shape {
     int nnodes;
     int ppn;              /* ranks on the largest node */
     bool uniform;         /* every node holds ppn ranks */
-    bool hier_canonical;  /* hier's order (each node's tree, then the nodes' tree) is the
-                             canonical tree of all ranks (topo_hier_canonical) */
     topo_link_t gpu_link; /* worst link between two GPUs of one node (ppn > 1) */
     bool net_cuda;        /* UCX moves CUDA memory itself (else the network path stages) */
     /* what this build implements for CUDA memory (set from the build, injected by tests) */
@@ -75,6 +73,9 @@ typedef struct topo_shape {
      * with CUDA_DEVICE_MAX_CONNECTIONS=1, where the channel's copies queue behind the
      * stream's wait for them and the direct path deadlocks at its first call */
     bool net_direct_one_queue;
+    /* hier's order (each node's tree, then the nodes' tree) is the canonical tree of all
+     * ranks (topo_hier_canonical) */
+    bool hier_canonical;
 } topo_shape_t;
 
 /* Overrides and thresholds, from the SYMCOLL_* configuration. */
@@ -180,6 +181,14 @@ const char *topo_coll_name(topo_coll_t coll);
  * all-reduce; for the other collectives brief ("native", "ucx:eager", "ucx:exchange",
  * "ucx:ring", "ucx:hier", "native:oneshot", "ar:ring", "none") or long. */
 void topo_plan_path(const topo_plan_t *plan, bool brief, char *out, size_t len);
+
+/* The order of a float sum, product or average on this plan, one word (symcoll_info -a):
+ * "canonical" (the canonical tree: the same bits at any size, algorithm and layout),
+ * "rd-steps" (the tree, but float16/bfloat16 rounded at every step), "node-wise" (each
+ * node's tree, then the nodes'), "ring" (changes with the size), "cuda-own" (the CUDA
+ * kernels' order), "exact" (one rank), "-" (nothing runs). */
+const char *topo_plan_order(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                            const topo_plan_t *plan, size_t bytes);
 
 const char *topo_family_name(topo_family_t family);
 

@@ -144,3 +144,32 @@ void topo_plan_path(const topo_plan_t *p, bool brief, char *out, size_t len)
     else
         snprintf(out, len, "via all-reduce: %s (%s)", algo, topo_family_name(p->family));
 }
+
+const char *topo_plan_order(const topo_select_cfg_t *cfg, const topo_shape_t *s,
+                            const topo_plan_t *p, size_t bytes)
+{
+    bool reduces = p->coll == TOPO_COLL_ALLREDUCE || p->coll == TOPO_COLL_REDUCE_SCATTER;
+
+    if (!reduces || p->family == TOPO_FAMILY_NONE)
+        return "-";
+    if (p->family == TOPO_FAMILY_SELF)
+        return "exact";
+    if (p->family == TOPO_FAMILY_HOST)
+        return "canonical"; /* every host path reduces all copies in the tree */
+    if (p->family != TOPO_FAMILY_NET_HOST)
+        return "cuda-own";
+    if (p->coll != TOPO_COLL_ALLREDUCE && p->via == TOPO_VIA_PAIR)
+        return "canonical"; /* two ranks: one operation */
+    if (cfg->canonical)
+        return "canonical";
+    if ((p->coll != TOPO_COLL_ALLREDUCE && p->via == TOPO_VIA_NATIVE) ||
+        p->algo == TOPO_ALGO_RING)
+        return "ring";
+    if (p->algo == TOPO_ALGO_HIER) {
+        /* its slices: rd up to the limit, the ring above */
+        if (bytes / (size_t)(s->ppn > 0 ? s->ppn : 1) > topo_rd_max(cfg, s->nnodes))
+            return "ring";
+        return s->hier_canonical ? "rd-steps" : "node-wise";
+    }
+    return "rd-steps";
+}
