@@ -416,13 +416,10 @@ symcoll_status_t ucx_create(comm_t *comm, ucx_ctx_t **ucx_p)
         shared->segtab[m].mem_type = (symcoll_mem_type_t)m;
     }
 
-    double T0 = time_now();
     status = ucx_init_context(ucx);
     if (status != SYMCOLL_OK)
         goto err_free;
-    double T1 = time_now();
     status = ucx_connect_all(ucx, comm->topo);
-    log_info("TIMING init %.4f connect %.4f", T1 - T0, time_now() - T1);
     if (status != SYMCOLL_OK)
         goto err_destroy;
     bootstrap_set_progress(comm->bootstrap, ucx_bootstrap_progress, ucx);

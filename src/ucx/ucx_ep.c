@@ -407,11 +407,9 @@ symcoll_status_t ucx_connect_eps(ucx_ctx_t *ucx, const topo_t *topo)
     }
     lens[0] = (int64_t)addr_len;
     lens[1] = -(int64_t)addr_len;
-    double T0 = time_now();
     status = bootstrap_allreduce(ucx->comm->bootstrap, lens, 2, BOOTSTRAP_OP_MIN);
     if (status != SYMCOLL_OK)
         goto out;
-    double T1 = time_now();
     if (lens[0] == 0) {
         log_error("UCX: some rank has no worker to connect to");
         status = SYMCOLL_ERR_UCX;
@@ -437,9 +435,7 @@ symcoll_status_t ucx_connect_eps(ucx_ctx_t *ucx, const topo_t *topo)
     ucx->addrs = addrs;
     ucx->addr_stride = max_len;
     addrs = NULL;
-    double T2 = time_now();
     status = ucx_connect_partners(ucx, topo);
-    double T3 = time_now();
     /* every rank has its endpoints, or all give up together */
     ok = status == SYMCOLL_OK;
     vote = bootstrap_allreduce(ucx->comm->bootstrap, &ok, 1, BOOTSTRAP_OP_MIN);
@@ -451,14 +447,12 @@ symcoll_status_t ucx_connect_eps(ucx_ctx_t *ucx, const topo_t *topo)
     }
     if (status != SYMCOLL_OK)
         goto out;
-    double T4 = time_now();
     {
         deadline_t dl = deadline_make(ucx->comm->timeout_sec, &ucx->comm->aborted);
         status = ucx_exchange_hello(ucx, 1, &dl);
     }
     if (status == SYMCOLL_OK)
         ucx->worker_ready = true;
-    log_info("TIMING lens %.4f addrs %.4f partners %.4f vote %.4f hello %.4f", T1-T0, T2-T1, T3-T2, T4-T3, time_now()-T4);
 out:
     if (addr)
         ucp_worker_release_address(ucx->worker, addr);
