@@ -24,7 +24,7 @@ module symcoll
 
     ! ---- API version (symcoll.h) --------------------------------------------------------
     integer(c_int), parameter, public :: SYMCOLL_API_MAJOR = 0
-    integer(c_int), parameter, public :: SYMCOLL_API_MINOR = 2
+    integer(c_int), parameter, public :: SYMCOLL_API_MINOR = 3
 
     ! ---- status codes (symcoll_status_t) ---------------------------------------------
     integer(c_int), parameter, public :: SYMCOLL_OK = 0
@@ -75,6 +75,11 @@ module symcoll
     integer(c_int64_t), parameter, public :: SYMCOLL_COMM_PARAM_FIELD_ALLGATHER = 4
     integer(c_int64_t), parameter, public :: SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE = 8
     integer(c_int64_t), parameter, public :: SYMCOLL_COMM_PARAM_FIELD_TIMEOUT = 16
+    integer(c_int64_t), parameter, public :: SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER = 32
+
+    ! ---- symcoll_reduction_order_t (symcoll_comm_params_t%reduction_order) -------------
+    integer(c_int), parameter, public :: SYMCOLL_ORDER_CANONICAL = 0
+    integer(c_int), parameter, public :: SYMCOLL_ORDER_FASTEST = 1
 
     ! ---- color of symcoll_comm_split() that joins no new communicator -----------------
     integer(c_int), parameter, public :: SYMCOLL_SPLIT_NOCOLOR = -1
@@ -100,6 +105,7 @@ module symcoll
         type(c_ptr) :: allgather_ctx = c_null_ptr
         integer(c_int) :: cuda_device = 0
         real(c_double) :: timeout_sec = 0
+        integer(c_int) :: reduction_order = 0
     end type symcoll_comm_params_t
 
     !> symcoll_pool_attr_t: set field_mask to the fields wanted
@@ -445,7 +451,7 @@ contains
     !> ranks. The keywords set the fields of params (and their field_mask bits); with an
     !> allgather (c_funloc of a symcoll_allgather_fn), rank and nranks are needed too.
     subroutine symcoll_comm_create(comm, ierr, params, rank, nranks, cuda_device, &
-                                   timeout_sec, allgather, allgather_ctx)
+                                   timeout_sec, allgather, allgather_ctx, reduction_order)
         type(symcoll_comm), intent(out) :: comm
         integer, intent(out), optional :: ierr
         type(symcoll_comm_params_t), intent(in), optional :: params
@@ -453,9 +459,14 @@ contains
         real(c_double), intent(in), optional :: timeout_sec
         type(c_funptr), intent(in), optional :: allgather
         type(c_ptr), intent(in), optional :: allgather_ctx
+        integer, intent(in), optional :: reduction_order
         type(symcoll_comm_params_t) :: p
 
         if (present(params)) p = params
+        if (present(reduction_order)) then
+            p%reduction_order = int(reduction_order, c_int)
+            p%field_mask = ior(p%field_mask, SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER)
+        end if
         if (present(rank)) then
             p%rank = int(rank, c_int)
             p%field_mask = ior(p%field_mask, SYMCOLL_COMM_PARAM_FIELD_RANK)

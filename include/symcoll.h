@@ -93,7 +93,7 @@ extern "C" {
  */
 /**@{*/
 #define SYMCOLL_API_MAJOR 0 /**< API major version this header describes */
-#define SYMCOLL_API_MINOR 2 /**< API minor version this header describes */
+#define SYMCOLL_API_MINOR 3 /**< API minor version this header describes */
 /**@}*/
 
 /**
@@ -173,12 +173,28 @@ typedef int (*symcoll_allgather_fn_t)(const void *src, void *dst, size_t size, v
 
 /** @brief Bits of symcoll_comm_params_t::field_mask. */
 enum symcoll_comm_params_field {
-    SYMCOLL_COMM_PARAM_FIELD_RANK = 1u << 0,        /**< rank */
-    SYMCOLL_COMM_PARAM_FIELD_NRANKS = 1u << 1,      /**< nranks */
-    SYMCOLL_COMM_PARAM_FIELD_ALLGATHER = 1u << 2,   /**< allgather and allgather_ctx */
-    SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE = 1u << 3, /**< cuda_device */
-    SYMCOLL_COMM_PARAM_FIELD_TIMEOUT = 1u << 4      /**< timeout_sec */
+    SYMCOLL_COMM_PARAM_FIELD_RANK = 1u << 0,           /**< rank */
+    SYMCOLL_COMM_PARAM_FIELD_NRANKS = 1u << 1,         /**< nranks */
+    SYMCOLL_COMM_PARAM_FIELD_ALLGATHER = 1u << 2,      /**< allgather and allgather_ctx */
+    SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE = 1u << 3,    /**< cuda_device */
+    SYMCOLL_COMM_PARAM_FIELD_TIMEOUT = 1u << 4,        /**< timeout_sec */
+    SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER = 1u << 5 /**< reduction_order (API 1.3) */
 };
+
+/**
+ * @brief Order of float sums, products and averages (symcoll_comm_params_t::reduction_order;
+ *        default SYMCOLL_REDUCTION_ORDER, itself canonical by default).
+ */
+typedef enum symcoll_reduction_order {
+    /** every element is one fixed pairwise tree of the ranks' values (float16 and bfloat16
+     *  accumulated in float32, rounded once): the same bits at any message size, algorithm
+     *  and node layout, and a reduce-scatter's block is the all-reduce's slice; host
+     *  memory (CUDA memory keeps its kernels' order for now) */
+    SYMCOLL_ORDER_CANONICAL = 0,
+    /** the fastest algorithm for the size, whose order may change with the size and the
+     *  layout */
+    SYMCOLL_ORDER_FASTEST = 1
+} symcoll_reduction_order_t;
 
 /**
  * @brief Communicator creation parameters.
@@ -198,6 +214,9 @@ typedef struct symcoll_comm_params {
     double timeout_sec;               /**< deadline of every wait, seconds (default
                                            SYMCOLL_TIMEOUT): more than 0, at most 30 days
                                            (2592000 s); else SYMCOLL_ERR_INVALID_PARAM */
+    int reduction_order;              /**< a symcoll_reduction_order_t, the same on every
+                                           rank (else creation fails with
+                                           SYMCOLL_ERR_INVALID_PARAM on every rank) */
 } symcoll_comm_params_t;
 
 /** @brief Bits of symcoll_pool_attr_t::field_mask. */

@@ -17,6 +17,7 @@ SYMCOLL_MAN3 = \
 	man/symcoll_dtype_size.3 man/symcoll_dtype_name.3 man/symcoll_op_name.3 \
 	man/symcoll_status_t.3 man/symcoll_comm_h.3 man/symcoll_dtype_t.3 \
 	man/symcoll_op_t.3 man/symcoll_mem_type_t.3 man/symcoll_comm_params_t.3 \
+	man/symcoll_reduction_order_t.3 \
 	man/symcoll_pool_attr_t.3 man/symcoll_allgather_fn_t.3
 SYMCOLL_MAN7 = man/symcoll.7
 SYMCOLL_MAN_RENDERED = $(SYMCOLL_MAN1) $(SYMCOLL_MAN3) $(SYMCOLL_MAN7)

@@ -90,8 +90,8 @@ static void store(symcoll_dtype_t dt, void *buf, size_t k, double v)
         memcpy((char *)buf + 8 * k, &v, 8);
         break;
     default: {
-        uint16_t h =
-            dt == SYMCOLL_BFLOAT16 ? algo_float_to_bf16((float)v) : algo_float_to_half((float)v);
+        uint16_t h = dt == SYMCOLL_BFLOAT16 ? algo_float_to_bf16((float)v)
+                                            : algo_float_to_half((float)v);
         memcpy((char *)buf + 2 * k, &h, 2);
         break;
     }
@@ -263,8 +263,8 @@ static void order_case(int n, const int (*layouts)[MAX_RANKS], int nlayouts)
         for (int k = 1; k < nodes; k++)
             uniform &= cnt[k] == cnt[0];
         for (int ai = 0; ai < (nodes == 1 ? 3 : 4); ai++) {
-            order_run_t run = {.n = n, .algo = nodes == 1 ? intra[ai] : inter[ai],
-                               .hashes = path};
+            order_run_t run = {
+                .n = n, .algo = nodes == 1 ? intra[ai] : inter[ai], .hashes = path};
             FILE *f;
             size_t len;
             if (nodes > 1 && ai == 3 && (!uniform || n == nodes))
@@ -324,6 +324,60 @@ START_TEST(test_order_5)
 }
 END_TEST
 
+/* The communicator parameter: the order of a creation and of a split; ranks that ask
+ * for different orders all fail, without a hang. 3 ranks on 2 nodes, where the fastest
+ * order takes the ring for large messages and the canonical one rd. */
+static bool decides_ring(symcoll_comm_h comm)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    bool ring;
+
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(symcoll_comm_print_decisions(comm, f), SYMCOLL_OK);
+    fclose(f);
+    ring = strstr(buf, "  ring ") != NULL;
+    free(buf);
+    return ring;
+}
+
+static void param_body(int rank, int nranks, void *arg)
+{
+    symcoll_comm_params_t p = {0};
+    symcoll_comm_h comm = NULL, child = NULL;
+    float x = 1.0f, y = 0;
+
+    (void)nranks;
+    (void)arg;
+    setenv("SYMCOLL_HOST_ID", rank < 2 ? "pnode-0" : "pnode-1", 1);
+    unsetenv("SYMCOLL_REDUCTION_ORDER");
+    /* a default creation is canonical; a split asks for the fastest order */
+    comm = harness_comm_create();
+    ck_assert(!decides_ring(comm));
+    p.field_mask = SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER;
+    p.reduction_order = SYMCOLL_ORDER_FASTEST;
+    ck_assert_int_eq(symcoll_comm_split(comm, 0, rank, &p, &child), SYMCOLL_OK);
+    ck_assert(decides_ring(child));
+    ck_assert_int_eq(symcoll_allreduce(&x, &y, 1, SYMCOLL_FLOAT32, SYMCOLL_SUM, child, NULL),
+                     SYMCOLL_OK);
+    ck_assert(y == 3.0f);
+    ck_assert_int_eq(symcoll_comm_destroy(child), SYMCOLL_OK);
+    /* an unknown order: refused before anything happens */
+    p.reduction_order = 7;
+    ck_assert_int_eq(symcoll_comm_split(comm, 0, rank, &p, &child), SYMCOLL_ERR_INVALID_PARAM);
+    /* rank 2 asks for another order than the others: the part fails on every rank */
+    p.reduction_order = rank == 2 ? SYMCOLL_ORDER_FASTEST : SYMCOLL_ORDER_CANONICAL;
+    ck_assert_int_eq(symcoll_comm_split(comm, 0, rank, &p, &child), SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
+}
+
+START_TEST(test_order_param)
+{
+    ck_assert_int_eq(harness_run(3, 1, RUN_TIMEOUT, param_body, NULL), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("order");
@@ -336,6 +390,7 @@ int main(void)
     tcase_add_test(tc, test_order_3);
     tcase_add_test(tc, test_order_4);
     tcase_add_test(tc, test_order_5);
+    tcase_add_test(tc, test_order_param);
     suite_add_tcase(s, tc);
     return harness_main(s);
 }

@@ -29,8 +29,9 @@ static const topo_select_cfg_t cfg_test = {
 /* nranks, nnodes, ppn, uniform, gpu_link, net_cuda, cuda_max_local, cuda_across_nodes,
  * gpus, oversubscribed, gpus_shared, net_direct, net_direct_drv, net_direct_one_queue,
  * hier_canonical */
-static const topo_shape_t one_node_8_nvlink = {
-    8, 1, 8, true, TOPO_LINK_NVLINK, false, 8, true, true, false, false, 0, false, false, false};
+static const topo_shape_t one_node_8_nvlink = {8,     1, 8,     true,  TOPO_LINK_NVLINK,
+                                               false, 8, true,  true,  false,
+                                               false, 0, false, false, false};
 static const topo_shape_t one_node_4_pcie_nop2p = {
     4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false, false, false};
 static const topo_shape_t one_node_4_pcie_p2p = {
@@ -38,15 +39,17 @@ static const topo_shape_t one_node_4_pcie_p2p = {
 static const topo_shape_t two_nodes_4_nvlink = {
     8, 2, 4, true, TOPO_LINK_NVLINK, true, 8, true, true, false, false, 0, false, false, false};
 /* the same where UCX has no CUDA: every CUDA call across nodes is staged */
-static const topo_shape_t two_nodes_4_nvlink_staged = {
-    8, 2, 4, true, TOPO_LINK_NVLINK, false, 8, true, true, false, false, 0, false, false, false};
+static const topo_shape_t two_nodes_4_nvlink_staged = {8,     2, 4,     true,  TOPO_LINK_NVLINK,
+                                                       false, 8, true,  true,  false,
+                                                       false, 0, false, false, false};
 /* 2 simulated nodes x 2 ranks on one machine's 2 GPUs: ranks of the two nodes share */
 static const topo_shape_t two_nodes_2_shared = {
     4, 2, 2, true, TOPO_LINK_NVLINK, false, 8, true, true, false, true, 0, false, false, false};
 static const topo_shape_t two_nodes_4_nop2p = {
     8, 2, 4, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false, false, false};
-static const topo_shape_t sixteen_nodes_1 = {
-    16, 16, 1, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false, false, false};
+static const topo_shape_t sixteen_nodes_1 = {16,    16, 1,     true,  TOPO_LINK_NONE,
+                                             false, 8,  true,  true,  false,
+                                             false, 0,  false, false, false};
 static const topo_shape_t host_1_node_4 = {
     4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false, false};
 /* 4 ranks on a node with fewer CPUs than ranks */
@@ -56,10 +59,12 @@ static const topo_shape_t host_1_rank = {
     1, 1, 1, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false, false};
 static const topo_shape_t host_4_nodes_2 = {
     8, 4, 2, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false, false};
-static const topo_shape_t host_4_nodes_uneven = {
-    7, 4, 2, false, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false, false};
-static const topo_shape_t one_node_2_nvlink = {
-    2, 1, 2, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0, false, false, false};
+static const topo_shape_t host_4_nodes_uneven = {7,     4, 2,     false, TOPO_LINK_NONE,
+                                                 false, 8, true,  false, false,
+                                                 false, 0, false, false, false};
+static const topo_shape_t one_node_2_nvlink = {2,     1, 2,     true,  TOPO_LINK_NVLINK,
+                                               false, 8, false, true,  false,
+                                               false, 0, false, false, false};
 static const topo_shape_t two_nodes_1 = {
     2, 2, 1, true, TOPO_LINK_NONE, false, 8, true, true, false, false, 0, false, false, false};
 static const topo_shape_t one_gpu_rank = {
@@ -67,12 +72,15 @@ static const topo_shape_t one_gpu_rank = {
 static const topo_shape_t one_node_2_same_gpu = {
     2, 1, 2, true, TOPO_LINK_SAME, false, 8, true, true, false, false, 0, false, false, false};
 /* what a build lacks: no CUDA at all, no CUDA path across nodes, kernels for <= 8 ranks */
-static const topo_shape_t build_no_cuda = {
-    4, 1, 4, true, TOPO_LINK_NVLINK, false, 0, false, true, false, false, 0, false, false, false};
-static const topo_shape_t build_cuda_intra = {
-    8, 2, 4, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0, false, false, false};
-static const topo_shape_t one_node_16_nvlink = {
-    16, 1, 16, true, TOPO_LINK_NVLINK, false, 8, false, true, false, false, 0, false, false, false};
+static const topo_shape_t build_no_cuda = {4,     1, 4,     true,  TOPO_LINK_NVLINK,
+                                           false, 0, false, true,  false,
+                                           false, 0, false, false, false};
+static const topo_shape_t build_cuda_intra = {8,     2, 4,     true,  TOPO_LINK_NVLINK,
+                                              false, 8, false, true,  false,
+                                              false, 0, false, false, false};
+static const topo_shape_t one_node_16_nvlink = {16,    1, 16,    true,  TOPO_LINK_NVLINK,
+                                                false, 8, false, true,  false,
+                                                false, 0, false, false, false};
 
 enum { H = SYMCOLL_MEM_HOST, C = SYMCOLL_MEM_CUDA };
 

@@ -30,12 +30,14 @@ static const topo_shape_t host_1_node_4 = {
     4, 1, 4, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false, false};
 static const topo_shape_t host_2_nodes_1 = {
     2, 2, 1, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false, false};
-static const topo_shape_t host_3_ranks_2_nodes = {
-    3, 2, 2, false, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false, false};
+static const topo_shape_t host_3_ranks_2_nodes = {3,     2, 2,     false, TOPO_LINK_NONE,
+                                                  false, 8, true,  false, false,
+                                                  false, 0, false, false, false};
 static const topo_shape_t host_1_rank = {
     1, 1, 1, true, TOPO_LINK_NONE, false, 8, true, false, false, false, 0, false, false, false};
-static const topo_shape_t cuda_1_node_4 = {
-    4, 1, 4, true, TOPO_LINK_NVLINK, false, 8, true, true, false, false, 0, false, false, false};
+static const topo_shape_t cuda_1_node_4 = {4,     1, 4,     true,  TOPO_LINK_NVLINK,
+                                           false, 8, true,  true,  false,
+                                           false, 0, false, false, false};
 
 typedef struct {
     const topo_shape_t *shape;

@@ -490,8 +490,8 @@ typedef struct dec_row {
 
 static int is_coll_name(const char *s)
 {
-    return !strcmp(s, "reduce-scatter") || !strcmp(s, "all-gather") || !strcmp(s, "broadcast") ||
-           !strcmp(s, "barrier");
+    return !strcmp(s, "reduce-scatter") || !strcmp(s, "all-gather") ||
+           !strcmp(s, "broadcast") || !strcmp(s, "barrier");
 }
 
 static int parse_decisions(const char *text, dec_row_t *rows)
@@ -531,7 +531,8 @@ static void print_collectives(const dec_row_t *rows, int n)
         const int barrier = !strcmp(rows[i].coll, "barrier");
         int j = i;
         while (j + 1 < n && !strcmp(rows[j + 1].coll, rows[i].coll) &&
-               !strcmp(rows[j + 1].mem, rows[i].mem) && !strcmp(rows[j + 1].words, rows[i].words))
+               !strcmp(rows[j + 1].mem, rows[i].mem) &&
+               !strcmp(rows[j + 1].words, rows[i].words))
             j++;
         if (json)
             printf("%s\n    {\"coll\": \"%s\", \"mem\": \"%s\", \"from\": %zu, "

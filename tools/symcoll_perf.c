@@ -308,9 +308,11 @@ static void sp_abort(void *ctx)
  * of their own), or "ar:" and the algorithm of the one all-reduce they run as. */
 static void sp_load_decisions(sp_ctx_t *c)
 {
-    static const char *const colls[PERF_COLL_LAST] = {
-        [PERF_COLL_REDUCE_SCATTER] = "reduce-scatter", [PERF_COLL_ALLGATHER] = "all-gather",
-        [PERF_COLL_BROADCAST] = "broadcast", [PERF_COLL_BARRIER] = "barrier"};
+    static const char *const colls[PERF_COLL_LAST] = {[PERF_COLL_REDUCE_SCATTER] =
+                                                          "reduce-scatter",
+                                                      [PERF_COLL_ALLGATHER] = "all-gather",
+                                                      [PERF_COLL_BROADCAST] = "broadcast",
+                                                      [PERF_COLL_BARRIER] = "barrier"};
     char *text = NULL, *save = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
@@ -364,9 +366,9 @@ static const char *sp_algo_name(void *ctx, perf_coll_t coll, size_t bytes)
      * algorithm (all but the native host algorithms and the eager broadcast, which the
      * size itself decides) */
     snprintf(c->algo_buf, sizeof(c->algo_buf), "%s%s",
-             c->dec[best].bytes != bytes && (coll == PERF_COLL_ALLREDUCE ||
-                                             (strcmp(c->dec[best].algo, "native") &&
-                                              strcmp(c->dec[best].algo, "ucx:eager")))
+             c->dec[best].bytes != bytes &&
+                     (coll == PERF_COLL_ALLREDUCE || (strcmp(c->dec[best].algo, "native") &&
+                                                      strcmp(c->dec[best].algo, "ucx:eager")))
                  ? "~"
                  : "",
              c->dec[best].algo);

@@ -233,10 +233,29 @@ err_bootstrap:
     return status;
 }
 
+/* The reduction order of the parameters, where given, over the configuration's. */
+static symcoll_status_t comm_param_order(config_t *cfg, const symcoll_comm_params_t *params,
+                                         uint64_t mask, const char *fn)
+{
+    if (!(mask & SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER))
+        return SYMCOLL_OK;
+    if (params->reduction_order != SYMCOLL_ORDER_CANONICAL &&
+        params->reduction_order != SYMCOLL_ORDER_FASTEST) {
+        log_error("%s: reduction_order %d is neither SYMCOLL_ORDER_CANONICAL (0) nor "
+                  "SYMCOLL_ORDER_FASTEST (1)",
+                  fn, params->reduction_order);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    cfg->reduction_order = params->reduction_order == SYMCOLL_ORDER_CANONICAL
+                               ? CONFIG_ORDER_CANONICAL
+                               : CONFIG_ORDER_FASTEST;
+    return SYMCOLL_OK;
+}
+
 #define COMM_PARAM_ALL_FIELDS                                                                  \
     (SYMCOLL_COMM_PARAM_FIELD_RANK | SYMCOLL_COMM_PARAM_FIELD_NRANKS |                         \
      SYMCOLL_COMM_PARAM_FIELD_ALLGATHER | SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE |               \
-     SYMCOLL_COMM_PARAM_FIELD_TIMEOUT)
+     SYMCOLL_COMM_PARAM_FIELD_TIMEOUT | SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER)
 
 /* The caller's header against this library: the same major, and no newer minor (the
  * caller may set fields or flags this library does not know). Checked before anything
@@ -340,6 +359,9 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create_version(unsigned api_major,
         }
         comm->cuda_device = params->cuda_device;
     }
+    status = comm_param_order(&comm->config, params, mask, "symcoll_comm_create");
+    if (status != SYMCOLL_OK)
+        goto err_free;
     log_set_rank(comm->rank);
 
     if (pthread_mutex_init(&comm->lock, NULL)) {
@@ -387,22 +409,23 @@ symcoll_status_t comm_create_unversioned(const symcoll_comm_params_t *params,
     return symcoll_comm_create_version(SYMCOLL_API_MAJOR, SYMCOLL_API_MINOR, params, comm_p);
 }
 
-#define COMM_CHILD_FIELDS (SYMCOLL_COMM_PARAM_FIELD_TIMEOUT | SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE)
+#define COMM_CHILD_FIELDS                                                                      \
+    (SYMCOLL_COMM_PARAM_FIELD_TIMEOUT | SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE |                 \
+     SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER)
 
 /* A communicator made from parent (split, shrink): params checked (function fn's
  * rules: a timeout and a CUDA device at most), the rest inherited. NULL with *status_p
  * set when the arguments are wrong or memory is short; nothing else is done. */
 static comm_t *comm_child_alloc(const char *fn, const comm_t *parent,
-                                const symcoll_comm_params_t *params,
-                                symcoll_status_t *status_p)
+                                const symcoll_comm_params_t *params, symcoll_status_t *status_p)
 {
     uint64_t mask = params ? params->field_mask : 0;
     comm_t *comm;
 
     *status_p = SYMCOLL_ERR_INVALID_PARAM;
     if (mask & ~(uint64_t)COMM_CHILD_FIELDS) {
-        log_error("%s: field_mask 0x%llx: it takes a timeout and a CUDA device at most (its "
-                  "ranks come from the parent)",
+        log_error("%s: field_mask 0x%llx: it takes a timeout, a CUDA device and a reduction "
+                  "order at most (its ranks come from the parent)",
                   fn, (unsigned long long)mask);
         return NULL;
     }
@@ -415,13 +438,20 @@ static comm_t *comm_child_alloc(const char *fn, const comm_t *parent,
         log_error("%s: invalid CUDA device %d", fn, params->cuda_device);
         return NULL;
     }
+    if ((mask & SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER) &&
+        params->reduction_order != SYMCOLL_ORDER_CANONICAL &&
+        params->reduction_order != SYMCOLL_ORDER_FASTEST) {
+        log_error("%s: invalid reduction_order %d", fn, params->reduction_order);
+        return NULL;
+    }
     *status_p = SYMCOLL_ERR_NO_MEMORY;
     comm = calloc(1, sizeof(*comm));
     if (!comm)
         return NULL;
     comm->config = parent->config;
-    comm->timeout_sec = mask & SYMCOLL_COMM_PARAM_FIELD_TIMEOUT ? params->timeout_sec
-                                                                 : parent->timeout_sec;
+    (void)comm_param_order(&comm->config, params, mask, fn); /* checked above */
+    comm->timeout_sec =
+        mask & SYMCOLL_COMM_PARAM_FIELD_TIMEOUT ? params->timeout_sec : parent->timeout_sec;
     comm->cuda_device =
         mask & SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE ? params->cuda_device : parent->cuda_device;
     if (pthread_mutex_init(&comm->lock, NULL)) {
@@ -494,7 +524,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_split(symcoll_comm_h parent, int co
         return status;
     /* the parent's bootstrap is one of its collectives: under its lock */
     pthread_mutex_lock(&parent->lock);
-    status = parent->magic != COMM_MAGIC ? SYMCOLL_ERR_INVALID_PARAM
+    status = parent->magic != COMM_MAGIC     ? SYMCOLL_ERR_INVALID_PARAM
              : atomic_load(&parent->aborted) ? SYMCOLL_ERR_ABORTED
                                              : bootstrap_failed(parent->bootstrap);
     if (status == SYMCOLL_OK)

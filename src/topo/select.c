@@ -439,7 +439,8 @@ static void select_inter(const topo_select_cfg_t *cfg, const topo_shape_t *s,
     size_t rd_max = topo_rd_max(cfg, s->nranks);
     const char *flat = s->ppn > 1 ? " (not hierarchical)" : "";
 
-    bool canonical = cfg->canonical && mem == SYMCOLL_MEM_HOST;
+    /* two ranks: every algorithm computes x0 + x1 once, the canonical tree */
+    bool canonical = cfg->canonical && mem == SYMCOLL_MEM_HOST && s->nranks > 2;
 
     if (s->ppn > 1 && bytes >= cfg->hier_min &&
         topo_algo_applicable(TOPO_ALGO_HIER, mem, s, NULL, 0) &&
@@ -670,6 +671,7 @@ static void select_impl(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
     }
     if (cfg->forced != TOPO_ALGO_AUTO) {
         if (cfg->canonical && mem == SYMCOLL_MEM_HOST && shape->nnodes > 1 &&
+            shape->nranks > 2 &&
             (cfg->forced == TOPO_ALGO_RING ||
              (cfg->forced == TOPO_ALGO_HIER && !shape->hier_canonical)) &&
             topo_algo_applicable(cfg->forced, mem, shape, NULL, 0))

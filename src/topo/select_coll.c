@@ -36,13 +36,13 @@ static bool via_pair(const topo_select_cfg_t *cfg, const topo_shape_t *s, topo_c
 
 /* Host memory across nodes: native rings and chains where the all-reduce runs the ring,
  * and above recursive doubling's sizes where it runs the hierarchical algorithm (below
- * them one all-reduce is fewer rounds). Not in the canonical order: a ring's
- * reduce-scatter does not keep it, and the collectives without a reduction are planned
- * without it (topo_select_coll_plan). */
+ * them one all-reduce is fewer rounds). Not in the canonical order beyond 2 ranks: a
+ * ring's reduce-scatter does not keep it; the collectives without a reduction are
+ * planned without it (topo_select_coll_plan). */
 static bool via_net_native(const topo_select_cfg_t *cfg, const topo_shape_t *s,
                            const topo_plan_t *p, size_t bytes)
 {
-    return p->family == TOPO_FAMILY_NET_HOST && !cfg->canonical &&
+    return p->family == TOPO_FAMILY_NET_HOST && (!cfg->canonical || s->nranks <= 2) &&
            (p->algo == TOPO_ALGO_RING ||
             (p->algo == TOPO_ALGO_HIER && bytes > topo_rd_max(cfg, s->nranks)));
 }
@@ -54,8 +54,8 @@ static bool via_cuda_native(const topo_select_cfg_t *cfg, const topo_shape_t *s,
 {
     return coll != TOPO_COLL_BARRIER && cfg->cuda_coll == CONFIG_CUDA_COLL_AUTO &&
            p->family == TOPO_FAMILY_CUDA &&
-           (p->algo == TOPO_ALGO_ONESHOT || p->algo == TOPO_ALGO_TWOSHOT) &&
-           s->nnodes == 1 && s->nranks <= s->cuda_max_local;
+           (p->algo == TOPO_ALGO_ONESHOT || p->algo == TOPO_ALGO_TWOSHOT) && s->nnodes == 1 &&
+           s->nranks <= s->cuda_max_local;
 }
 
 static topo_via_t select_via(const topo_select_cfg_t *cfg, const topo_shape_t *s,
@@ -160,8 +160,8 @@ const char *topo_plan_order(const topo_select_cfg_t *cfg, const topo_shape_t *s,
         return "cuda-own";
     if (p->coll != TOPO_COLL_ALLREDUCE && p->via == TOPO_VIA_PAIR)
         return "canonical"; /* two ranks: one operation */
-    if (cfg->canonical)
-        return "canonical";
+    if (cfg->canonical || s->nranks <= 2)
+        return "canonical"; /* two ranks: x0 + x1 on every path */
     if ((p->coll != TOPO_COLL_ALLREDUCE && p->via == TOPO_VIA_NATIVE) ||
         p->algo == TOPO_ALGO_RING)
         return "ring";

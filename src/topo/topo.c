@@ -458,15 +458,15 @@ symcoll_status_t topo_probe_node(comm_t *comm, topo_t *t)
     size_t ls = (size_t)t->local_size;
     topo_rank_info_t *facts = calloc(ls, sizeof(*facts));
     symcoll_status_t status;
-    int64_t v[3];
+    int64_t v[5];
 
     /* the other facts of this node's ranks */
     if (!facts)
         return SYMCOLL_ERR_NO_MEMORY;
-    status = t->facts_known ? SYMCOLL_OK
-                            : bootstrap_local_fd_allgather(comm->bootstrap, NULL, 0,
-                                                           &t->info[comm->rank], sizeof(*facts),
-                                                           NULL, facts);
+    status = t->facts_known
+                 ? SYMCOLL_OK
+                 : bootstrap_local_fd_allgather(comm->bootstrap, NULL, 0, &t->info[comm->rank],
+                                                sizeof(*facts), NULL, facts);
     for (size_t j = 0; !t->facts_known && status == SYMCOLL_OK && j < ls; j++) {
         topo_rank_info_t *i = &t->info[t->local_ranks[j]];
         if (facts[j].host_hash != i->host_hash || facts[j].cuda_device != i->cuda_device) {
@@ -493,9 +493,21 @@ symcoll_status_t topo_probe_node(comm_t *comm, topo_t *t)
     v[0] = t->have_gpus ? topo_node_worst_link(t) : TOPO_LINK_SAME;
     v[1] = -(int64_t)topo_node_oversubscribed(t, t->node);
     v[2] = -(int64_t)(t->have_gpus && topo_gpus_shared(t, t->local_ranks, t->local_size));
-    status = bootstrap_allreduce(comm->bootstrap, v, 3, BOOTSTRAP_OP_MIN);
+    /* and the reduction order, as its minimum and maximum: every rank must run the same
+     * algorithms (one that runs the ring while its peers run recursive doubling would
+     * wait for messages that never come) */
+    v[3] = t->select_cfg.canonical;
+    v[4] = -(int64_t)t->select_cfg.canonical;
+    status = bootstrap_allreduce(comm->bootstrap, v, 5, BOOTSTRAP_OP_MIN);
     if (status != SYMCOLL_OK)
         return status;
+    if (v[3] != -v[4]) {
+        log_error("the ranks disagree on the reduction order (SYMCOLL_REDUCTION_ORDER or the "
+                  "communicator parameter reduction_order): canonical on some, fastest on "
+                  "others; this rank: %s",
+                  t->select_cfg.canonical ? "canonical" : "fastest");
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
     t->agreed = true;
     t->gpu_link_job = (int)v[0];
     t->oversub_job = v[1] != 0;

@@ -180,7 +180,8 @@ static inline int reduce_log2(int n)
                     j++;                                                                       \
                 A *c = slot[j];                                                                \
                 if (v < rem) {                                                                 \
-                    const T *s0 = (const T *)srcs[2 * v] + b, *s1 = (const T *)srcs[2 * v + 1] + b; \
+                    const T *s0 = (const T *)srcs[2 * v] + b,                                  \
+                            *s1 = (const T *)srcs[2 * v + 1] + b;                              \
                     for (size_t k = 0; k < m; k++) {                                           \
                         A x = LD(s0[k]), y = LD(s1[k]);                                        \
                         c[k] = COMB(x, y);                                                     \
@@ -404,8 +405,8 @@ H16_AVX512 static inline __m256i f16_w_round(__m512 a)
 #define W_MAX(acc, x) _mm512_max_ps(x, acc)
 
 /* The canonical tree (see DEF_REDUCE) on one vector (or element) of every source: VT the
- * vector type, CV(LDAT(p)) loads from byte address p (a source plus OFF), COMB combines; the level
- * slots are registers or L1. srcs, nsrc, lg, p2 and rem come from the enclosing loop. */
+ * vector type, CV(LDAT(p)) loads from byte address p (a source plus OFF), COMB combines; the
+ * level slots are registers or L1. srcs, nsrc, lg, p2 and rem come from the enclosing loop. */
 /* one raw 16-bit element at byte address p */
 #define H16_RAW(p) (*(const u_h16 *)(const void *)(p))
 #define H16_TREE(VT, out, LDAT, CV, COMB, OFF)                                                 \

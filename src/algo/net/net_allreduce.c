@@ -261,15 +261,15 @@ static symcoll_status_t net_allreduce_run(net_state_t *st, const net_group_t *al
         if (status == SYMCOLL_OK && (c.tag & NET_TAG_BAD))
             status = algo_net_mismatch(st, &c, sig, exact);
         else if (status == SYMCOLL_OK && rerun)
-            status = algo_net_hier(st, sendbuf, recvbuf, count, dtype, op, dl, sig, false,
-                                   NULL, NULL);
+            status = algo_net_hier(st, sendbuf, recvbuf, count, dtype, op, dl, sig, false, NULL,
+                                   NULL);
     } else {
         /* ranks of other counts may be in rd or ring: all agree the flat way first */
-        status = net_run_flat(st, all, algo, false, sendbuf, recvbuf, count, dtype, op, dl,
-                              sig, exact);
+        status = net_run_flat(st, all, algo, false, sendbuf, recvbuf, count, dtype, op, dl, sig,
+                              exact);
         if (status == SYMCOLL_OK && algo == TOPO_ALGO_HIER)
-            status = algo_net_hier(st, sendbuf, recvbuf, count, dtype, op, dl, sig, false,
-                                   NULL, NULL);
+            status = algo_net_hier(st, sendbuf, recvbuf, count, dtype, op, dl, sig, false, NULL,
+                                   NULL);
     }
     return status;
 }
