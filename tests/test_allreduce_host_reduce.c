@@ -288,8 +288,8 @@ static float bf_tree(symcoll_op_t op, const float *x, int n)
 
 static void bf_check_type(const char *isa, symcoll_dtype_t t)
 {
-    static uint16_t buf[6][BF_MAX + 8], want[BF_MAX];
-    static const int nsrcs[] = {1, 2, 3, 4, 5};
+    static uint16_t buf[10][BF_MAX + 8], want[BF_MAX];
+    static const int nsrcs[] = {1, 2, 3, 4, 5, 7, 8, 9};
     static const size_t counts[] = {1, 7, 8, 15, 16, 17, 33, BF_MAX};
     unsigned seed = 12345;
 
@@ -301,7 +301,7 @@ static void bf_check_type(const char *isa, symcoll_dtype_t t)
                 for (int off = 0; off < 3; off++) {
                     int nsrc = nsrcs[ni], div = op == SYMCOLL_AVG ? 3 : 0;
                     size_t count = counts[ci];
-                    const void *srcs[5];
+                    const void *srcs[9];
                     char *dst;
                     for (int r = 0; r < nsrc; r++) {
                         char *p = (char *)buf[r] + off;
@@ -314,7 +314,7 @@ static void bf_check_type(const char *isa, symcoll_dtype_t t)
                     for (size_t k = 0; k < count; k++) {
                         uint16_t v;
                         float acc;
-                        float x[5];
+                        float x[9];
                         for (int r = 0; r < nsrc; r++) {
                             memcpy(&v, (const char *)srcs[r] + 2 * k, 2);
                             x[r] = h16_to_float(t, v);
@@ -325,7 +325,7 @@ static void bf_check_type(const char *isa, symcoll_dtype_t t)
                         want[k] = h16_from_float(t, acc);
                     }
                     /* odd cases write in place over the first source */
-                    dst = ci % 2 ? (char *)srcs[0] : (char *)buf[5] + off;
+                    dst = ci % 2 ? (char *)srcs[0] : (char *)buf[9] + off;
                     algo_reduce(dst, srcs, nsrc, count, t, (symcoll_op_t)op, div);
                     for (size_t k = 0; k < count; k++) {
                         uint16_t got;

@@ -249,7 +249,7 @@ static void order_body(int rank, int nranks, void *arg)
 static void order_case(int n, const int (*layouts)[MAX_RANKS], int nlayouts)
 {
     static const char *const intra[] = {"auto", "oneshot", "twoshot"};
-    static const char *const inter[] = {"auto", "rd", "ring", "hier"};
+    static const char *const inter[] = {"auto", "rd", "ring", "hier", "rhd"};
     char first[4096] = "", path[64], buf[4096];
     int runs = 0;
 
@@ -262,7 +262,7 @@ static void order_case(int n, const int (*layouts)[MAX_RANKS], int nlayouts)
         }
         for (int k = 1; k < nodes; k++)
             uniform &= cnt[k] == cnt[0];
-        for (int ai = 0; ai < (nodes == 1 ? 3 : 4); ai++) {
+        for (int ai = 0; ai < (nodes == 1 ? 3 : 5); ai++) {
             order_run_t run = {
                 .n = n, .algo = nodes == 1 ? intra[ai] : inter[ai], .hashes = path};
             FILE *f;

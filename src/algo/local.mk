@@ -21,6 +21,7 @@ libsymcoll_core_la_SOURCES += \
 	src/algo/net/net_bc.c \
 	src/algo/net/net_coll.c \
 	src/algo/net/net_rd.c \
+	src/algo/net/net_rhd.c \
 	src/algo/net/net_ring.c \
 	src/algo/net/net_state.c \
 	src/algo/net/net_xfer.c

@@ -227,7 +227,8 @@ static int parse_reduce_isa_field(const char *s, void *f)
 
 static int parse_algo_field(const char *s, void *f)
 {
-    static const char *const names[] = {"auto", "oneshot", "twoshot", "ring", "rd", "hier"};
+    static const char *const names[] = {"auto", "oneshot", "twoshot", "ring",
+                                        "rd",   "hier",    "rhd"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (!strcasecmp(s, names[i]))
             return parse_string_field(names[i], f);
@@ -285,7 +286,7 @@ static const config_row_t config_table[] = {
         parse_growth_field, pool_growth),
     ROW("SYMCOLL_ALGO", "auto",
         "Force an all-reduce algorithm: auto, oneshot, twoshot, ring, "
-        "rd (recursive doubling) or hier.",
+        "rd (recursive doubling), hier or rhd (recursive halving and doubling).",
         parse_algo_field, algo),
     ROW("SYMCOLL_REDUCTION_ORDER", "canonical",
         "Float sums, products and averages (all-reduce, reduce-scatter) on host memory: "

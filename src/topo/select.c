@@ -32,7 +32,7 @@
 #include "core/log.h"
 
 static const char *const algo_names[TOPO_ALGO_LAST] = {"auto", "oneshot", "twoshot", "ring",
-                                                       "rd",   "hier",    "none"};
+                                                       "rd",   "hier",    "rhd",     "none"};
 static const char *const link_names[TOPO_LINK_LAST] = {"none", "PCIe", "NVLink", "same GPU"};
 
 const char *topo_algo_name(topo_algo_t algo)
@@ -64,7 +64,7 @@ symcoll_status_t topo_select_cfg_from_config(const config_t *config, topo_select
     memset(&cfg, 0, sizeof(cfg));
     if (topo_algo_parse(config->algo, &cfg.forced)) {
         log_error("invalid value '%s' for SYMCOLL_ALGO (expected auto, oneshot, twoshot, "
-                  "ring, rd or hier)",
+                  "ring, rd, hier or rhd)",
                   config->algo);
         return SYMCOLL_ERR_INVALID_PARAM;
     }
@@ -179,6 +179,7 @@ bool topo_algo_applicable(topo_algo_t algo, symcoll_mem_type_t mem, const topo_s
         return true;
     case TOPO_ALGO_RING:
     case TOPO_ALGO_RD:
+    case TOPO_ALGO_RHD:
         if (s->nnodes < 2) {
             set_why(why, why_len,
                     "%s runs across nodes and all %d rank(s) are on one node "
@@ -266,9 +267,11 @@ size_t topo_rd_max(const topo_select_cfg_t *cfg, int n)
     return cfg->net_rd_max;
 }
 
-size_t topo_inner_rd_max(const topo_select_cfg_t *cfg, int n)
+topo_algo_t topo_net_flat_algo(const topo_select_cfg_t *cfg, int n, size_t bytes)
 {
-    return cfg->canonical ? SIZE_MAX : topo_rd_max(cfg, n);
+    if (bytes <= topo_rd_max(cfg, n))
+        return TOPO_ALGO_RD;
+    return cfg->canonical && n > 2 ? TOPO_ALGO_RHD : TOPO_ALGO_RING;
 }
 
 /* A set of ranks as a sum of a mixing function of each: equal sets, equal sums; two
@@ -460,11 +463,14 @@ static void select_inter(const topo_select_cfg_t *cfg, const topo_shape_t *s,
         return;
     }
     if (canonical) {
-        decide(d, TOPO_ALGO_RD,
-               "%d nodes, %d ranks: recursive doubling at every size, which keeps the "
-               "canonical order (SYMCOLL_REDUCTION_ORDER=canonical: the ring's order changes "
-               "with the size%s)",
-               s->nnodes, s->nranks,
+        topo_fmt_size(bytes, sz, sizeof(sz));
+        topo_fmt_size(rd_max, th, sizeof(th));
+        decide(d, bytes <= rd_max ? TOPO_ALGO_RD : TOPO_ALGO_RHD,
+               "%d nodes, %d ranks: %s %s %s (SYMCOLL_NET_RD_MAX): %s, in the canonical order "
+               "(SYMCOLL_REDUCTION_ORDER=canonical: the ring's order changes with the "
+               "size%s)",
+               s->nnodes, s->nranks, sz, bytes <= rd_max ? "<=" : ">", th,
+               bytes <= rd_max ? "recursive doubling" : "recursive halving and doubling",
                s->ppn > 1 && s->uniform ? ", hier's node by node is not the canonical one here"
                                         : "");
         return;
@@ -675,11 +681,13 @@ static void select_impl(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
             (cfg->forced == TOPO_ALGO_RING ||
              (cfg->forced == TOPO_ALGO_HIER && !shape->hier_canonical)) &&
             topo_algo_applicable(cfg->forced, mem, shape, NULL, 0))
-            decide(d, TOPO_ALGO_RD,
+            decide(d, bytes <= topo_rd_max(cfg, shape->nranks) ? TOPO_ALGO_RD : TOPO_ALGO_RHD,
                    "SYMCOLL_ALGO=%s, whose order is not the canonical one%s "
-                   "(SYMCOLL_REDUCTION_ORDER=canonical): recursive doubling instead",
+                   "(SYMCOLL_REDUCTION_ORDER=canonical): %s instead",
                    topo_algo_name(cfg->forced),
-                   cfg->forced == TOPO_ALGO_HIER ? " on this layout" : "");
+                   cfg->forced == TOPO_ALGO_HIER ? " on this layout" : "",
+                   bytes <= topo_rd_max(cfg, shape->nranks) ? "recursive doubling"
+                                                            : "recursive halving and doubling");
         else if (topo_algo_applicable(cfg->forced, mem, shape, w, wlen))
             decide(d, cfg->forced, "forced by SYMCOLL_ALGO=%s", topo_algo_name(cfg->forced));
         else

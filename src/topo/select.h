@@ -27,6 +27,8 @@ typedef enum {
     TOPO_ALGO_RING,     /* across nodes over UCX: pipelined ring */
     TOPO_ALGO_RD,       /* across nodes over UCX: recursive doubling */
     TOPO_ALGO_HIER,     /* intra-node reduce-scatter, inter-node per slice, all-gather */
+    TOPO_ALGO_RHD,      /* across nodes over UCX: recursive halving and doubling (the
+                           canonical order's large messages) */
     TOPO_ALGO_NONE,     /* no algorithm serves this case (see the reason) */
     TOPO_ALGO_LAST
 } topo_algo_t;
@@ -170,9 +172,10 @@ typedef struct topo_plan {
 bool topo_hier_canonical(int n, int nnodes, const int *node_ranks, const int *node_first,
                          const int *node_size);
 
-/* Largest message recursive doubling takes inside another algorithm (hier's slices):
- * topo_rd_max, or every size in the canonical order (the ring's order is not). */
-size_t topo_inner_rd_max(const topo_select_cfg_t *cfg, int n);
+/* The flat algorithm of bytes over n ranks inside another algorithm (hier's slices):
+ * rd up to topo_rd_max, above it the ring, or in the canonical order (beyond 2 ranks)
+ * recursive halving and doubling. */
+topo_algo_t topo_net_flat_algo(const topo_select_cfg_t *cfg, int n, size_t bytes);
 
 /* "all-reduce", "reduce-scatter", ...; "?" if out of range. */
 const char *topo_coll_name(topo_coll_t coll);

@@ -162,6 +162,8 @@ const char *topo_plan_order(const topo_select_cfg_t *cfg, const topo_shape_t *s,
         return "canonical"; /* two ranks: one operation */
     if (cfg->canonical || s->nranks <= 2)
         return "canonical"; /* two ranks: x0 + x1 on every path */
+    if (p->algo == TOPO_ALGO_RHD)
+        return "canonical";
     if ((p->coll != TOPO_COLL_ALLREDUCE && p->via == TOPO_VIA_NATIVE) ||
         p->algo == TOPO_ALGO_RING)
         return "ring";

@@ -151,24 +151,66 @@ static inline int reduce_log2(int n)
 #define REDUCE_LEVELS 17 /* sources up to 2^16 */
 
 /* T: element (unaligned), A: accumulator, LD: T->A, COMB: (A,A)->A, FIN: (A,div)->T.
- * One or two sources: one pass. More: the tree, level slots of one block each. */
+ * Up to 8 sources: the tree written out, one pass. More: level slots of one block each. */
 #define DEF_REDUCE(name, T, A, LD, COMB, FIN)                                                  \
     REDUCE_CLONES static void name(void *dst, const void *const *srcs, int nsrc, size_t count, \
                                    int div)                                                    \
     {                                                                                          \
         (void)div;                                                                             \
-        if (nsrc <= 2) {                                                                       \
-            const T *s0 = (const T *)srcs[0], *s1 = (const T *)srcs[nsrc - 1];                 \
+        if (nsrc <= 8) {                                                                       \
+            /* the tree of up to 8 sources as one expression: one pass */                      \
+            const T *s[8];                                                                     \
             T *d = (T *)dst;                                                                   \
-            if (nsrc == 1)                                                                     \
+            for (int r = 0; r < 8; r++)                                                        \
+                s[r] = (const T *)srcs[r < nsrc ? r : 0];                                      \
+            switch (nsrc) {                                                                    \
+            case 1:                                                                            \
                 for (size_t k = 0; k < count; k++)                                             \
-                    d[k] = FIN(LD(s0[k]), div);                                                \
-            else                                                                               \
-                for (size_t k = 0; k < count; k++) {                                           \
-                    A x = LD(s0[k]), y = LD(s1[k]);                                            \
-                    d[k] = FIN(COMB(x, y), div);                                               \
-                }                                                                              \
-            return;                                                                            \
+                    d[k] = FIN(LD(s[0][k]), div);                                              \
+                return;                                                                        \
+            case 2:                                                                            \
+                for (size_t k = 0; k < count; k++)                                             \
+                    d[k] = FIN(COMB(LD(s[0][k]), LD(s[1][k])), div);                           \
+                return;                                                                        \
+            case 3:                                                                            \
+                for (size_t k = 0; k < count; k++)                                             \
+                    d[k] = FIN(COMB(COMB(LD(s[0][k]), LD(s[1][k])), LD(s[2][k])), div);        \
+                return;                                                                        \
+            case 4:                                                                            \
+                for (size_t k = 0; k < count; k++)                                             \
+                    d[k] = FIN(                                                                \
+                        COMB(COMB(LD(s[0][k]), LD(s[1][k])), COMB(LD(s[2][k]), LD(s[3][k]))),  \
+                        div);                                                                  \
+                return;                                                                        \
+            case 5:                                                                            \
+                for (size_t k = 0; k < count; k++)                                             \
+                    d[k] = FIN(COMB(COMB(COMB(LD(s[0][k]), LD(s[1][k])), LD(s[2][k])),         \
+                                    COMB(LD(s[3][k]), LD(s[4][k]))),                           \
+                               div);                                                           \
+                return;                                                                        \
+            case 6:                                                                            \
+                for (size_t k = 0; k < count; k++)                                             \
+                    d[k] = FIN(COMB(COMB(COMB(LD(s[0][k]), LD(s[1][k])),                       \
+                                         COMB(LD(s[2][k]), LD(s[3][k]))),                      \
+                                    COMB(LD(s[4][k]), LD(s[5][k]))),                           \
+                               div);                                                           \
+                return;                                                                        \
+            case 7:                                                                            \
+                for (size_t k = 0; k < count; k++)                                             \
+                    d[k] = FIN(COMB(COMB(COMB(LD(s[0][k]), LD(s[1][k])),                       \
+                                         COMB(LD(s[2][k]), LD(s[3][k]))),                      \
+                                    COMB(COMB(LD(s[4][k]), LD(s[5][k])), LD(s[6][k]))),        \
+                               div);                                                           \
+                return;                                                                        \
+            default:                                                                           \
+                for (size_t k = 0; k < count; k++)                                             \
+                    d[k] = FIN(COMB(COMB(COMB(LD(s[0][k]), LD(s[1][k])),                       \
+                                         COMB(LD(s[2][k]), LD(s[3][k]))),                      \
+                                    COMB(COMB(LD(s[4][k]), LD(s[5][k])),                       \
+                                         COMB(LD(s[6][k]), LD(s[7][k])))),                     \
+                               div);                                                           \
+                return;                                                                        \
+            }                                                                                  \
         }                                                                                      \
         A slot[REDUCE_LEVELS][REDUCE_TREE_BLOCK];                                              \
         int lg = reduce_log2(nsrc), p2 = 1 << lg, rem = nsrc - p2;                             \
@@ -412,6 +454,40 @@ H16_AVX512 static inline __m256i f16_w_round(__m512 a)
 #define H16_TREE(VT, out, LDAT, CV, COMB, OFF)                                                 \
     do {                                                                                       \
         VT lv[REDUCE_LEVELS];                                                                  \
+        if (nsrc <= 8) {                                                                       \
+            VT x[8];                                                                           \
+            for (int r = 0; r < nsrc; r++)                                                     \
+                x[r] = CV(LDAT((const char *)srcs[r] + (OFF)));                                \
+            switch (nsrc) {                                                                    \
+            case 1:                                                                            \
+                out = x[0];                                                                    \
+                break;                                                                         \
+            case 2:                                                                            \
+                out = COMB(x[0], x[1]);                                                        \
+                break;                                                                         \
+            case 3:                                                                            \
+                out = COMB(COMB(x[0], x[1]), x[2]);                                            \
+                break;                                                                         \
+            case 4:                                                                            \
+                out = COMB(COMB(x[0], x[1]), COMB(x[2], x[3]));                                \
+                break;                                                                         \
+            case 5:                                                                            \
+                out = COMB(COMB(COMB(x[0], x[1]), x[2]), COMB(x[3], x[4]));                    \
+                break;                                                                         \
+            case 6:                                                                            \
+                out = COMB(COMB(COMB(x[0], x[1]), COMB(x[2], x[3])), COMB(x[4], x[5]));        \
+                break;                                                                         \
+            case 7:                                                                            \
+                out = COMB(COMB(COMB(x[0], x[1]), COMB(x[2], x[3])),                           \
+                           COMB(COMB(x[4], x[5]), x[6]));                                      \
+                break;                                                                         \
+            default:                                                                           \
+                out = COMB(COMB(COMB(x[0], x[1]), COMB(x[2], x[3])),                           \
+                           COMB(COMB(x[4], x[5]), COMB(x[6], x[7])));                          \
+                break;                                                                         \
+            }                                                                                  \
+            break;                                                                             \
+        }                                                                                      \
         for (int v = 0; v < p2; v++) {                                                         \
             int j = 0;                                                                         \
             VT c;                                                                              \
@@ -557,4 +633,44 @@ void algo_reduce_avg_finish(void *dst, const void *src, size_t count, symcoll_dt
 {
     /* one source: the loop only loads, then divides on the way out */
     algo_reduce(dst, &src, 1, count, dtype, SYMCOLL_AVG, div);
+}
+
+REDUCE_CLONES static void widen_f16(float *dst, const u_h16 *src, size_t count)
+{
+    for (size_t k = 0; k < count; k++)
+        dst[k] = half_to_float(src[k]);
+}
+
+REDUCE_CLONES static void widen_bf16(float *dst, const u_h16 *src, size_t count)
+{
+    for (size_t k = 0; k < count; k++)
+        dst[k] = algo_bf16_to_float(src[k]);
+}
+
+REDUCE_CLONES static void narrow_f16(u_h16 *dst, const float *src, size_t count)
+{
+    for (size_t k = 0; k < count; k++)
+        dst[k] = float_to_half(src[k]);
+}
+
+REDUCE_CLONES static void narrow_bf16(u_h16 *dst, const float *src, size_t count)
+{
+    for (size_t k = 0; k < count; k++)
+        dst[k] = algo_float_to_bf16(src[k]);
+}
+
+void algo_widen(float *dst, const void *src, size_t count, symcoll_dtype_t dtype)
+{
+    if (dtype == SYMCOLL_BFLOAT16)
+        widen_bf16(dst, src, count);
+    else
+        widen_f16(dst, src, count);
+}
+
+void algo_narrow(void *dst, const float *src, size_t count, symcoll_dtype_t dtype)
+{
+    if (dtype == SYMCOLL_BFLOAT16)
+        narrow_bf16(dst, src, count);
+    else
+        narrow_f16(dst, src, count);
 }

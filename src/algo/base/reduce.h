@@ -32,6 +32,11 @@ void algo_reduce(void *dst, const void *const *srcs, int nsrc, size_t count,
 void algo_reduce_avg_finish(void *dst, const void *src, size_t count, symcoll_dtype_t dtype,
                             int div);
 
+/* float16 or bfloat16 (dtype) to float32 (exact) and back (rounded to nearest even),
+ * count elements. */
+void algo_widen(float *dst, const void *src, size_t count, symcoll_dtype_t dtype);
+void algo_narrow(void *dst, const float *src, size_t count, symcoll_dtype_t dtype);
+
 /* float16 / bfloat16 <-> float32, round to nearest even; NaN stays NaN. */
 float algo_half_to_float(uint16_t h);
 uint16_t algo_float_to_half(float f);

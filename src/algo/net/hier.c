@@ -6,8 +6,8 @@
  * barrier, local rank l reduces slice l from all L copies (read through the pool
  * mappings, in local-rank order) into its accumulator. 2. Inter-node all-reduce of slice
  * l among the ranks of local index l on every node (one per node, so all over UCX),
- * recursive doubling or ring by the slice's size (recursive doubling at every size in the
- * canonical order: topo_inner_rd_max); the L groups of a node run at the same
+ * recursive doubling or ring by the slice's size (in the canonical order recursive halving
+ * and doubling instead of the ring: topo_net_flat_algo); the L groups of a node run at the same
  * time, so each rank sends only 1/L of the data across nodes. AVG divides by the total
  * rank count there, once. 3. Intra-node all-gather: after a second barrier, every rank
  * copies the L final slices out of its peers' accumulators.
@@ -40,9 +40,11 @@ symcoll_status_t algo_net_hier(net_state_t *st, const void *sendbuf, void *recvb
     int L = t->local_size, l = t->local_rank, nn = t->nnodes;
     size_t esize = symcoll_dtype_size(dtype), bytes = count * esize;
     size_t s0, slen, max_slice = (count + (size_t)L - 1) / (size_t)L;
-    bool rd = max_slice * esize <= topo_inner_rd_max(&t->select_cfg, nn);
-    size_t area =
-        rd ? algo_net_rd_area(max_slice, esize, nn) : algo_net_ring_area(max_slice, esize, nn);
+    topo_algo_t inner = topo_net_flat_algo(&t->select_cfg, nn, max_slice * esize);
+    bool rd = inner == TOPO_ALGO_RD;
+    size_t area = rd                       ? algo_net_rd_area(max_slice, esize, nn)
+                  : inner == TOPO_ALGO_RHD ? algo_net_rhd_area(max_slice, esize, nn)
+                                           : algo_net_ring_area(max_slice, esize, nn);
     size_t in_off, acc_off;
     char *acc;
     net_group_t g;
@@ -106,12 +108,14 @@ symcoll_status_t algo_net_hier(net_state_t *st, const void *sendbuf, void *recvb
         c.header_only = false;
         bad = (c.tag & NET_TAG_BAD) != 0;
         if (status == SYMCOLL_OK && !bad && fits && !rd && slen > 0) {
-            status = algo_net_ring(&c);
+            status = inner == TOPO_ALGO_RHD ? algo_net_rhd(&c) : algo_net_ring(&c);
             if (status == SYMCOLL_OK)
                 status = ucx_wait_all(st->ucx, dl);
         }
     } else if (slen > 0) {
-        status = rd ? algo_net_rd(&c) : algo_net_ring(&c);
+        status = rd                       ? algo_net_rd(&c)
+                 : inner == TOPO_ALGO_RHD ? algo_net_rhd(&c)
+                                          : algo_net_ring(&c);
         if (status == SYMCOLL_OK)
             status = ucx_wait_all(st->ucx, dl);
     }

@@ -224,6 +224,7 @@ symcoll_status_t algo_net_reserve(net_state_t *st, size_t in, size_t acc, size_t
 /* Receive area bytes that algo_net_rd / algo_net_ring need for count elements. */
 size_t algo_net_rd_area(size_t count, size_t esize, int n);
 size_t algo_net_ring_area(size_t count, size_t esize, int n);
+size_t algo_net_rhd_area(size_t count, size_t esize, int n);
 
 /* This rank's view of pool offset off, and local rank r's (r in local-rank order). */
 char *algo_net_addr(const net_state_t *st, size_t off);
@@ -269,6 +270,9 @@ static inline void algo_net_block(size_t count, int n, int b, size_t *start, siz
  * each other's area. */
 symcoll_status_t algo_net_rd(net_call_t *c);
 symcoll_status_t algo_net_ring(net_call_t *c);
+/* Recursive halving and doubling (net_rhd.c): the canonical tree, as rd, with the ring's
+ * bytes per rank (after rd's agreement, like the ring). */
+symcoll_status_t algo_net_rhd(net_call_t *c);
 
 /* The hierarchical algorithm. With check, it also agrees, in the steps it has anyway:
  * every rank publishes its tag before the first node barrier and compares its local

@@ -11,8 +11,15 @@
 #include "topo/select.h"
 #include "topo/topo.h"
 
+/* Receive area of rhd for bytes of elements up to 8 bytes wide: its slots hold whole
+ * blocks, up to 7 bytes more per block than bytes / p2 (p2 <= n), 2 phases. */
+static size_t net_rhd_area_bytes(size_t bytes, int n)
+{
+    return algo_net_rhd_area(bytes, 1, n) + 16 * (size_t)n + POOL_ALIGN;
+}
+
 /* Scratch of the algorithm the selector picks for bytes, as the algorithms reserve it
- * (hier: its inner rd or ring on the largest slice). */
+ * (hier: its inner rd, ring or rhd on the largest slice). */
 static void net_needs(net_state_t *st, size_t bytes, size_t *in, size_t *acc, size_t *area)
 {
     const topo_t *t = st->comm->topo;
@@ -24,15 +31,19 @@ static void net_needs(net_state_t *st, size_t bytes, size_t *in, size_t *acc, si
         *area = algo_net_rd_area(bytes, 1, st->n);
     } else if (algo == TOPO_ALGO_RING) {
         *area = algo_net_ring_area(bytes, 1, st->n);
+    } else if (algo == TOPO_ALGO_RHD) {
+        *area = net_rhd_area_bytes(bytes, st->n);
     } else if (algo == TOPO_ALGO_HIER) {
         /* ceil(count / L) elements of up to 8 bytes */
-        size_t slice = bytes / (size_t)L + 8, rd_max = topo_inner_rd_max(&t->select_cfg, nn);
+        size_t slice = bytes / (size_t)L + 8, rd_max = topo_rd_max(&t->select_cfg, nn);
         size_t rd = algo_net_rd_area(slice < rd_max ? slice : rd_max, 1, nn);
-        size_t ring = algo_net_ring_area(slice, 1, nn);
+        size_t big = topo_net_flat_algo(&t->select_cfg, nn, slice) == TOPO_ALGO_RHD
+                         ? net_rhd_area_bytes(slice, nn)
+                         : algo_net_ring_area(slice, 1, nn);
         *in = bytes;
         *acc = slice;
-        /* rd on slices up to its limit, ring above: the larger of both covers all */
-        *area = rd > ring ? rd : ring;
+        /* rd on slices up to its limit, ring or rhd above: the larger covers all */
+        *area = rd > big ? rd : big;
     }
 }
 
@@ -100,8 +111,9 @@ static symcoll_status_t net_run_flat(net_state_t *st, const net_group_t *g, topo
 {
     size_t esize = symcoll_dtype_size(dtype);
     bool rd = algo == TOPO_ALGO_RD;
-    size_t need =
-        rd ? algo_net_rd_area(count, esize, g->n) : algo_net_ring_area(count, esize, g->n);
+    size_t need = rd                      ? algo_net_rd_area(count, esize, g->n)
+                  : algo == TOPO_ALGO_RHD ? algo_net_rhd_area(count, esize, g->n)
+                                          : algo_net_ring_area(count, esize, g->n);
     bool fits = rd && st->has_scratch && need <= st->area_bytes;
     symcoll_status_t status;
     net_call_t c;
@@ -130,7 +142,9 @@ static symcoll_status_t net_run_flat(net_state_t *st, const net_group_t *g, topo
     if (status != SYMCOLL_OK)
         return status;
     algo_net_call_area(&c);
-    status = rd ? algo_net_rd(&c) : algo_net_ring(&c);
+    status = rd                      ? algo_net_rd(&c)
+             : algo == TOPO_ALGO_RHD ? algo_net_rhd(&c)
+                                     : algo_net_ring(&c);
     if (status == SYMCOLL_OK)
         status = ucx_wait_all(st->ucx, dl);
     return status;
@@ -177,8 +191,6 @@ static symcoll_status_t net_allreduce_wide(net_state_t *st, const net_group_t *a
                                            size_t count, symcoll_dtype_t dtype, symcoll_op_t op,
                                            deadline_t *dl, const net_sig_t *sig, bool exact)
 {
-    const uint16_t *in = sendbuf;
-    uint16_t *out = recvbuf;
     symcoll_status_t status;
 
     if (count > st->wide_count) {
@@ -192,22 +204,12 @@ static symcoll_status_t net_allreduce_wide(net_state_t *st, const net_group_t *a
         st->wide = w;
         st->wide_count = count;
     }
-    if (dtype == SYMCOLL_BFLOAT16)
-        for (size_t k = 0; k < count; k++)
-            st->wide[k] = algo_bf16_to_float(in[k]);
-    else
-        for (size_t k = 0; k < count; k++)
-            st->wide[k] = algo_half_to_float(in[k]);
+    algo_widen(st->wide, sendbuf, count, dtype);
     status = net_allreduce_run(st, all, algo, st->wide, st->wide, count, SYMCOLL_FLOAT32, op,
                                dl, sig, exact);
     if (status != SYMCOLL_OK)
         return status;
-    if (dtype == SYMCOLL_BFLOAT16)
-        for (size_t k = 0; k < count; k++)
-            out[k] = algo_float_to_bf16(st->wide[k]);
-    else
-        for (size_t k = 0; k < count; k++)
-            out[k] = algo_float_to_half(st->wide[k]);
+    algo_narrow(recvbuf, st->wide, count, dtype);
     return SYMCOLL_OK;
 }
 
@@ -229,7 +231,8 @@ static symcoll_status_t net_allreduce(comm_t *comm, ucx_ctx_t *ucx, pool_t *pool
     status = algo_net_state_usable_on(comm, ucx, pool, &st);
     if (status != SYMCOLL_OK)
         return status;
-    if (algo != TOPO_ALGO_RD && algo != TOPO_ALGO_RING && algo != TOPO_ALGO_HIER) {
+    if (algo != TOPO_ALGO_RD && algo != TOPO_ALGO_RING && algo != TOPO_ALGO_HIER &&
+        algo != TOPO_ALGO_RHD) {
         log_error("symcoll_allreduce: %s is not an algorithm across nodes",
                   topo_algo_name(algo));
         return SYMCOLL_ERR_UNSUPPORTED;
