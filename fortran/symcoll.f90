@@ -80,6 +80,7 @@ module symcoll
     ! ---- symcoll_reduction_order_t (symcoll_comm_params_t%reduction_order) -------------
     integer(c_int), parameter, public :: SYMCOLL_ORDER_CANONICAL = 0
     integer(c_int), parameter, public :: SYMCOLL_ORDER_FASTEST = 1
+    integer(c_int), parameter, public :: SYMCOLL_ORDER_AUTO = 2
 
     ! ---- color of symcoll_comm_split() that joins no new communicator -----------------
     integer(c_int), parameter, public :: SYMCOLL_SPLIT_NOCOLOR = -1

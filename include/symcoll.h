@@ -183,7 +183,7 @@ enum symcoll_comm_params_field {
 
 /**
  * @brief Order of float sums, products and averages (symcoll_comm_params_t::reduction_order;
- *        default SYMCOLL_REDUCTION_ORDER, itself canonical by default).
+ *        default SYMCOLL_REDUCTION_ORDER, itself auto by default).
  */
 typedef enum symcoll_reduction_order {
     /** every element is one fixed pairwise tree of the ranks' values (float16 and bfloat16
@@ -193,7 +193,12 @@ typedef enum symcoll_reduction_order {
     SYMCOLL_ORDER_CANONICAL = 0,
     /** the fastest algorithm for the size, whose order may change with the size and the
      *  layout */
-    SYMCOLL_ORDER_FASTEST = 1
+    SYMCOLL_ORDER_FASTEST = 1,
+    /** canonical where it costs nothing (the default): as SYMCOLL_ORDER_CANONICAL, but
+     *  float16 and bfloat16 of 3 ranks or more across nodes move their partial sums in
+     *  their own type (rounded at each step, the same bits at any size, not across
+     *  layouts) instead of float32 (twice the bytes) */
+    SYMCOLL_ORDER_AUTO = 2
 } symcoll_reduction_order_t;
 
 /**

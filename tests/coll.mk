@@ -37,7 +37,8 @@ if HAVE_CHECK
 ORDER_TESTS = tests/test_order
 check_PROGRAMS += $(ORDER_TESTS)
 TESTS += $(ORDER_TESTS)
-tests_test_order_SOURCES = tests/test_order.c
-tests_test_order_CPPFLAGS = $(TEST_CPPFLAGS)
-tests_test_order_LDADD = $(HARNESS_LIBS) $(TEST_INTERNAL_LIBS) -lm -lpthread
+tests_test_order_SOURCES = tests/test_order.c tests/order_ref.h tools/refcheck.c \
+	tools/refcheck.h
+tests_test_order_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/tools
+tests_test_order_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) -lm -lpthread
 endif

@@ -22,5 +22,6 @@ void cuda_allreduce_cases(Suite *su, int ngpus); /* datatypes, pool, graphs, bit
 void cuda_faults_cases(Suite *su, int ngpus);    /* mismatched arguments, killed ranks */
 void cuda_coll_cases(Suite *su, int ngpus);      /* the collectives besides all-reduce */
 void cuda_split_cases(Suite *su, int ngpus);     /* split and shrink on device memory */
+void cuda_order_cases(Suite *su, int ngpus);     /* the canonical reduction order */
 
 #endif

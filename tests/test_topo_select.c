@@ -434,9 +434,9 @@ START_TEST(test_select_monotonic)
 }
 END_TEST
 
-/* The canonical order: across nodes on host memory, rd at every size (the ring never,
- * forced or not), hier only where its order is the tree; inside a node and on CUDA
- * memory nothing changes. And the layouts whose hier order is the tree. */
+/* The canonical order: across nodes on host memory, rd up to NET_RD_MAX and rhd above
+ * it (the ring never, forced or not), hier only where its order is the tree; inside a
+ * node and on CUDA memory nothing changes. And the layouts whose hier order is the tree. */
 START_TEST(test_select_canonical)
 {
     topo_select_cfg_t cfg = cfg_test;
@@ -447,22 +447,26 @@ START_TEST(test_select_canonical)
     aligned.hier_canonical = true;
     for (size_t b = 1; b <= G; b *= 8) {
         ck_assert_int_eq(topo_select_algo(&cfg, &aligned, SYMCOLL_MEM_HOST, b), TOPO_ALGO_HIER);
-        ck_assert_int_eq(topo_select_algo(&cfg, &interleaved, SYMCOLL_MEM_HOST, b),
-                         TOPO_ALGO_RD);
+        topo_algo_t flat = b <= cfg.net_rd_max ? TOPO_ALGO_RD : TOPO_ALGO_RHD;
+        ck_assert_int_eq(topo_select_algo(&cfg, &interleaved, SYMCOLL_MEM_HOST, b), flat);
         ck_assert_int_eq(topo_select_algo(&cfg, &host_4_nodes_uneven, SYMCOLL_MEM_HOST, b),
-                         TOPO_ALGO_RD);
-        ck_assert_int_eq(topo_select_algo(&cfg, &sixteen_nodes_1, SYMCOLL_MEM_HOST, b),
-                         TOPO_ALGO_RD);
+                         flat);
+        ck_assert_int_eq(topo_select_algo(&cfg, &sixteen_nodes_1, SYMCOLL_MEM_HOST, b), flat);
         ck_assert_int_eq(topo_select_algo(&cfg, &host_1_node_4, SYMCOLL_MEM_HOST, b),
                          topo_select_algo(&cfg_test, &host_1_node_4, SYMCOLL_MEM_HOST, b));
     }
     cfg.forced = TOPO_ALGO_RING;
     topo_select(&cfg, &sixteen_nodes_1, SYMCOLL_MEM_HOST, G, &d);
-    ck_assert_int_eq(d.algo, TOPO_ALGO_RD);
+    ck_assert_int_eq(d.algo, TOPO_ALGO_RHD);
     ck_assert_ptr_nonnull(strstr(d.reason, "SYMCOLL_ALGO=ring"));
     cfg.forced = TOPO_ALGO_HIER;
-    ck_assert_int_eq(topo_select_algo(&cfg, &interleaved, SYMCOLL_MEM_HOST, G), TOPO_ALGO_RD);
+    ck_assert_int_eq(topo_select_algo(&cfg, &interleaved, SYMCOLL_MEM_HOST, 8), TOPO_ALGO_RD);
+    ck_assert_int_eq(topo_select_algo(&cfg, &interleaved, SYMCOLL_MEM_HOST, G), TOPO_ALGO_RHD);
     ck_assert_int_eq(topo_select_algo(&cfg, &aligned, SYMCOLL_MEM_HOST, G), TOPO_ALGO_HIER);
+    /* and hier's slices: rhd beyond NET_RD_MAX over more than 2 nodes, the ring on 2 */
+    ck_assert_int_eq(topo_net_flat_algo(&cfg, 4, G), TOPO_ALGO_RHD);
+    ck_assert_int_eq(topo_net_flat_algo(&cfg, 2, G), TOPO_ALGO_RING);
+    ck_assert_int_eq(topo_net_flat_algo(&cfg_test, 4, G), TOPO_ALGO_RING);
     /* fastest keeps the ring */
     ck_assert_int_eq(topo_select_algo(&cfg_test, &sixteen_nodes_1, SYMCOLL_MEM_HOST, G),
                      TOPO_ALGO_RING);
@@ -624,8 +628,9 @@ START_TEST(test_overrides_defaults)
     ck_assert_uint_le(cfg.cuda_pcie_oneshot_max, cfg.cuda_oneshot_max);
     ck_assert_uint_gt(cfg.host_oneshot_max, 0);
     ck_assert_uint_gt(cfg.net_rd_max, 0);
-    /* the canonical reduction order is the default */
+    /* the canonical reduction order where it is free (auto) is the default */
     ck_assert(cfg.canonical);
+    ck_assert(!cfg.canonical_wide);
 }
 END_TEST
 

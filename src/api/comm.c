@@ -240,15 +240,17 @@ static symcoll_status_t comm_param_order(config_t *cfg, const symcoll_comm_param
     if (!(mask & SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER))
         return SYMCOLL_OK;
     if (params->reduction_order != SYMCOLL_ORDER_CANONICAL &&
-        params->reduction_order != SYMCOLL_ORDER_FASTEST) {
-        log_error("%s: reduction_order %d is neither SYMCOLL_ORDER_CANONICAL (0) nor "
-                  "SYMCOLL_ORDER_FASTEST (1)",
+        params->reduction_order != SYMCOLL_ORDER_FASTEST &&
+        params->reduction_order != SYMCOLL_ORDER_AUTO) {
+        log_error("%s: reduction_order %d is not SYMCOLL_ORDER_CANONICAL (0), "
+                  "SYMCOLL_ORDER_FASTEST (1) or SYMCOLL_ORDER_AUTO (2)",
                   fn, params->reduction_order);
         return SYMCOLL_ERR_INVALID_PARAM;
     }
-    cfg->reduction_order = params->reduction_order == SYMCOLL_ORDER_CANONICAL
-                               ? CONFIG_ORDER_CANONICAL
-                               : CONFIG_ORDER_FASTEST;
+    cfg->reduction_order =
+        params->reduction_order == SYMCOLL_ORDER_CANONICAL ? CONFIG_ORDER_CANONICAL
+        : params->reduction_order == SYMCOLL_ORDER_FASTEST ? CONFIG_ORDER_FASTEST
+                                                           : CONFIG_ORDER_AUTO;
     return SYMCOLL_OK;
 }
 
@@ -440,7 +442,8 @@ static comm_t *comm_child_alloc(const char *fn, const comm_t *parent,
     }
     if ((mask & SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER) &&
         params->reduction_order != SYMCOLL_ORDER_CANONICAL &&
-        params->reduction_order != SYMCOLL_ORDER_FASTEST) {
+        params->reduction_order != SYMCOLL_ORDER_FASTEST &&
+        params->reduction_order != SYMCOLL_ORDER_AUTO) {
         log_error("%s: invalid reduction_order %d", fn, params->reduction_order);
         return NULL;
     }

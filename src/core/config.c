@@ -216,7 +216,7 @@ static int parse_enum(const char *s, void *f, const char *const *names, int n)
 PARSE_ENUM_FIELD(parse_net_protocol_field, "auto", "put", "am")
 PARSE_ENUM_FIELD(parse_cuda_net_path_field, "auto", "direct", "staged")
 PARSE_ENUM_FIELD(parse_cuda_coll_field, "allreduce", "auto")
-PARSE_ENUM_FIELD(parse_order_field, "canonical", "fastest")
+PARSE_ENUM_FIELD(parse_order_field, "canonical", "fastest", "auto")
 
 static int parse_reduce_isa_field(const char *s, void *f)
 {
@@ -288,14 +288,18 @@ static const config_row_t config_table[] = {
         "Force an all-reduce algorithm: auto, oneshot, twoshot, ring, "
         "rd (recursive doubling), hier or rhd (recursive halving and doubling).",
         parse_algo_field, algo),
-    ROW("SYMCOLL_REDUCTION_ORDER", "canonical",
+    ROW("SYMCOLL_REDUCTION_ORDER", "auto",
         "Float sums, products and averages (all-reduce, reduce-scatter) on host memory: "
         "canonical (every element is one fixed pairwise tree of the ranks' values, "
         "float16/bfloat16 accumulated in float32 and rounded once: the same bits at any "
-        "size, algorithm and node layout; across nodes recursive doubling instead of the "
-        "ring, hier only where its node-by-node order is that tree) or fastest (the "
-        "fastest algorithm, whose order may change with the size and the layout). "
-        "CUDA memory does not yet keep the canonical order.",
+        "size, algorithm and node layout; across nodes recursive doubling, and recursive "
+        "halving and doubling instead of the ring, hier only where its node-by-node order "
+        "is that tree; float16/bfloat16 of 3 ranks or more across nodes move float32 "
+        "partial sums, twice the bytes), auto (canonical where it costs nothing: the same, "
+        "but float16/bfloat16 across nodes move their partial sums in their own type, "
+        "rounded at each step: the same bits at any size and for rd and rhd, not across "
+        "layouts) or fastest (the fastest algorithm, whose order may change with the size "
+        "and the layout). CUDA memory does not yet keep the canonical order.",
         parse_order_field, reduction_order),
     ROW("SYMCOLL_HOST_ONESHOT_MAX", "32K",
         "Host memory inside a node: largest message, bytes, "
@@ -329,7 +333,8 @@ static const config_row_t config_table[] = {
         parse_cuda_coll_field, cuda_coll),
     ROW("SYMCOLL_NET_RD_MAX", "32K",
         "Across nodes: largest message, bytes, reduced by "
-        "recursive doubling; larger ones use the ring (2 ranks: 16 times this).",
+        "recursive doubling; larger ones use the ring, or recursive halving and doubling "
+        "in the canonical order (2 ranks: 16 times this).",
         parse_size_field, net_rd_max),
     ROW("SYMCOLL_HIER_MIN", "0",
         "Several ranks on each of several nodes: smallest message, "

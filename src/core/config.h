@@ -26,7 +26,7 @@ static inline bool config_timeout_ok(double sec)
 /* The enumerated settings, parsed once when the configuration is read (the names, in
  * this order, are the variables' values; case does not matter). */
 enum { CONFIG_CUDA_COLL_ALLREDUCE = 0, CONFIG_CUDA_COLL_AUTO };
-enum { CONFIG_ORDER_CANONICAL = 0, CONFIG_ORDER_FASTEST };
+enum { CONFIG_ORDER_CANONICAL = 0, CONFIG_ORDER_FASTEST, CONFIG_ORDER_AUTO };
 enum { CONFIG_NET_PROTOCOL_AUTO = 0, CONFIG_NET_PROTOCOL_PUT, CONFIG_NET_PROTOCOL_AM };
 enum {
     CONFIG_CUDA_NET_PATH_AUTO = 0,

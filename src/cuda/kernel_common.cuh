@@ -21,6 +21,7 @@ namespace symcoll_k
 {
 
 constexpr int MAXR = CUDA_AR_MAX_RANKS;
+static_assert(MAXR == 8, "reduce_elem writes out the canonical tree of up to 8 ranks");
 
 /* ---- element traits: accumulator type and the operators ------------------------- */
 
@@ -81,15 +82,48 @@ __device__ __forceinline__ typename Tr<T>::A apply(typename Tr<T>::A a, typename
     return Tr<T>::mx(a, b);
 }
 
-/* reduce element k of n source vectors, rank order */
+/* reduce element k of n source vectors (src[q]: rank q's) in the canonical tree of the
+ * host reductions (src/algo/base/reduce.h): the first 2 rem ranks paired, the leaves
+ * combined pairwise, neighbours first; accumulated in Tr<T>::A, rounded once */
 template <typename T, int OP>
 __device__ __forceinline__ T reduce_elem(const T *const *src, int n)
 {
-    typename Tr<T>::A acc = Tr<T>::in(*src[0]);
+    typedef typename Tr<T>::A A;
+    A x[MAXR], acc;
 #pragma unroll
-    for (int q = 1; q < MAXR; q++)
+    for (int q = 0; q < MAXR; q++)
         if (q < n)
-            acc = apply<T, OP>(acc, Tr<T>::in(*src[q]));
+            x[q] = Tr<T>::in(*src[q]);
+    switch (n) {
+    case 1:
+        acc = x[0];
+        break;
+    case 2:
+        acc = apply<T, OP>(x[0], x[1]);
+        break;
+    case 3:
+        acc = apply<T, OP>(apply<T, OP>(x[0], x[1]), x[2]);
+        break;
+    case 4:
+        acc = apply<T, OP>(apply<T, OP>(x[0], x[1]), apply<T, OP>(x[2], x[3]));
+        break;
+    case 5:
+        acc = apply<T, OP>(apply<T, OP>(apply<T, OP>(x[0], x[1]), x[2]),
+                           apply<T, OP>(x[3], x[4]));
+        break;
+    case 6:
+        acc = apply<T, OP>(apply<T, OP>(apply<T, OP>(x[0], x[1]), apply<T, OP>(x[2], x[3])),
+                           apply<T, OP>(x[4], x[5]));
+        break;
+    case 7:
+        acc = apply<T, OP>(apply<T, OP>(apply<T, OP>(x[0], x[1]), apply<T, OP>(x[2], x[3])),
+                           apply<T, OP>(apply<T, OP>(x[4], x[5]), x[6]));
+        break;
+    default: /* 8 = MAXR */
+        acc = apply<T, OP>(apply<T, OP>(apply<T, OP>(x[0], x[1]), apply<T, OP>(x[2], x[3])),
+                           apply<T, OP>(apply<T, OP>(x[4], x[5]), apply<T, OP>(x[6], x[7])));
+        break;
+    }
     if (OP == SYMCOLL_AVG)
         acc = Tr<T>::div(acc, n);
     return Tr<T>::out(acc);

@@ -301,10 +301,16 @@ void topo_print_decisions(const topo_t *t, FILE *out)
     fprintf(out,
             "# order of float sums, products and averages (SYMCOLL_REDUCTION_ORDER=%s): "
             "canonical = one fixed tree of the ranks' values, the same bits at any size, "
-            "algorithm and layout; rd-steps = that tree, float16/bfloat16 rounded at every "
+            "algorithm and layout%s; rd-steps = that tree, float16/bfloat16 rounded at every "
             "step; node-wise = each node's tree, then the nodes'; ring = changes with the "
             "size; cuda-own = the CUDA kernels' order, not yet canonical\n",
-            c->canonical ? "canonical" : "fastest");
+            c->canonical_wide ? "canonical"
+            : c->canonical    ? "auto"
+                              : "fastest",
+            c->canonical && !c->canonical_wide
+                ? " (auto: float16/bfloat16 of 3 ranks or more across nodes rounded at every "
+                  "step)"
+                : "");
     for (int mem = 0; mem < SYMCOLL_MEM_LAST; mem++) {
         print_shape(t, (symcoll_mem_type_t)mem, out);
         if (mem == SYMCOLL_MEM_CUDA && !t->have_gpus)

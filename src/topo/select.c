@@ -73,7 +73,8 @@ symcoll_status_t topo_select_cfg_from_config(const config_t *config, topo_select
     cfg.cuda_pcie_oneshot_max = config->cuda_pcie_oneshot_max;
     cfg.net_rd_max = config->net_rd_max;
     cfg.hier_min = config->hier_min;
-    cfg.canonical = config->reduction_order == CONFIG_ORDER_CANONICAL;
+    cfg.canonical = config->reduction_order != CONFIG_ORDER_FASTEST;
+    cfg.canonical_wide = config->reduction_order == CONFIG_ORDER_CANONICAL;
     cfg.cuda_net_chunk = config->cuda_net_chunk;
     cfg.cuda_net_channels = (int)config->cuda_net_channels;
     cfg.cuda_net_path = config->cuda_net_path == CONFIG_CUDA_NET_PATH_DIRECT ? TOPO_PATH_DIRECT
@@ -467,8 +468,7 @@ static void select_inter(const topo_select_cfg_t *cfg, const topo_shape_t *s,
         topo_fmt_size(rd_max, th, sizeof(th));
         decide(d, bytes <= rd_max ? TOPO_ALGO_RD : TOPO_ALGO_RHD,
                "%d nodes, %d ranks: %s %s %s (SYMCOLL_NET_RD_MAX): %s, in the canonical order "
-               "(SYMCOLL_REDUCTION_ORDER=canonical: the ring's order changes with the "
-               "size%s)",
+               "(SYMCOLL_REDUCTION_ORDER: the ring's order changes with the size%s)",
                s->nnodes, s->nranks, sz, bytes <= rd_max ? "<=" : ">", th,
                bytes <= rd_max ? "recursive doubling" : "recursive halving and doubling",
                s->ppn > 1 && s->uniform ? ", hier's node by node is not the canonical one here"
@@ -683,7 +683,7 @@ static void select_impl(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
             topo_algo_applicable(cfg->forced, mem, shape, NULL, 0))
             decide(d, bytes <= topo_rd_max(cfg, shape->nranks) ? TOPO_ALGO_RD : TOPO_ALGO_RHD,
                    "SYMCOLL_ALGO=%s, whose order is not the canonical one%s "
-                   "(SYMCOLL_REDUCTION_ORDER=canonical): %s instead",
+                   "(SYMCOLL_REDUCTION_ORDER): %s instead",
                    topo_algo_name(cfg->forced),
                    cfg->forced == TOPO_ALGO_HIER ? " on this layout" : "",
                    bytes <= topo_rd_max(cfg, shape->nranks) ? "recursive doubling"

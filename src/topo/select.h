@@ -98,9 +98,11 @@ typedef struct topo_select_cfg {
      * reduce-scatter inside a node moves (set by the algorithm layer from its chunk size;
      * true unless it says otherwise) */
     bool host_rs_native;
-    /* SYMCOLL_REDUCTION_ORDER=canonical: reductions only where their order is the
+    /* SYMCOLL_REDUCTION_ORDER canonical or auto: reductions only where their order is the
      * canonical tree (algo/base/reduce.h) */
     bool canonical;
+    /* canonical (not auto): float16/bfloat16 across nodes accumulate in float32 too */
+    bool canonical_wide;
 } topo_select_cfg_t;
 
 /* SYMCOLL_CUDA_NET_PATH */

@@ -496,16 +496,17 @@ symcoll_status_t topo_probe_node(comm_t *comm, topo_t *t)
     /* and the reduction order, as its minimum and maximum: every rank must run the same
      * algorithms (one that runs the ring while its peers run recursive doubling would
      * wait for messages that never come) */
-    v[3] = t->select_cfg.canonical;
-    v[4] = -(int64_t)t->select_cfg.canonical;
+    v[3] = t->select_cfg.canonical + t->select_cfg.canonical_wide;
+    v[4] = -v[3];
     status = bootstrap_allreduce(comm->bootstrap, v, 5, BOOTSTRAP_OP_MIN);
     if (status != SYMCOLL_OK)
         return status;
     if (v[3] != -v[4]) {
         log_error("the ranks disagree on the reduction order (SYMCOLL_REDUCTION_ORDER or the "
-                  "communicator parameter reduction_order): canonical on some, fastest on "
-                  "others; this rank: %s",
-                  t->select_cfg.canonical ? "canonical" : "fastest");
+                  "communicator parameter reduction_order); this rank: %s",
+                  t->select_cfg.canonical_wide ? "canonical"
+                  : t->select_cfg.canonical    ? "auto"
+                                               : "fastest");
         return SYMCOLL_ERR_INVALID_PARAM;
     }
     t->agreed = true;

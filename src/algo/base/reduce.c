@@ -454,40 +454,6 @@ H16_AVX512 static inline __m256i f16_w_round(__m512 a)
 #define H16_TREE(VT, out, LDAT, CV, COMB, OFF)                                                 \
     do {                                                                                       \
         VT lv[REDUCE_LEVELS];                                                                  \
-        if (nsrc <= 8) {                                                                       \
-            VT x[8];                                                                           \
-            for (int r = 0; r < nsrc; r++)                                                     \
-                x[r] = CV(LDAT((const char *)srcs[r] + (OFF)));                                \
-            switch (nsrc) {                                                                    \
-            case 1:                                                                            \
-                out = x[0];                                                                    \
-                break;                                                                         \
-            case 2:                                                                            \
-                out = COMB(x[0], x[1]);                                                        \
-                break;                                                                         \
-            case 3:                                                                            \
-                out = COMB(COMB(x[0], x[1]), x[2]);                                            \
-                break;                                                                         \
-            case 4:                                                                            \
-                out = COMB(COMB(x[0], x[1]), COMB(x[2], x[3]));                                \
-                break;                                                                         \
-            case 5:                                                                            \
-                out = COMB(COMB(COMB(x[0], x[1]), x[2]), COMB(x[3], x[4]));                    \
-                break;                                                                         \
-            case 6:                                                                            \
-                out = COMB(COMB(COMB(x[0], x[1]), COMB(x[2], x[3])), COMB(x[4], x[5]));        \
-                break;                                                                         \
-            case 7:                                                                            \
-                out = COMB(COMB(COMB(x[0], x[1]), COMB(x[2], x[3])),                           \
-                           COMB(COMB(x[4], x[5]), x[6]));                                      \
-                break;                                                                         \
-            default:                                                                           \
-                out = COMB(COMB(COMB(x[0], x[1]), COMB(x[2], x[3])),                           \
-                           COMB(COMB(x[4], x[5]), COMB(x[6], x[7])));                          \
-                break;                                                                         \
-            }                                                                                  \
-            break;                                                                             \
-        }                                                                                      \
         for (int v = 0; v < p2; v++) {                                                         \
             int j = 0;                                                                         \
             VT c;                                                                              \
@@ -505,6 +471,77 @@ H16_AVX512 static inline __m256i f16_w_round(__m512 a)
         out = lv[lg];                                                                          \
     } while (0)
 
+/* The canonical tree of 1 to 8 sources written out: C combines, L(a, r) loads source r. */
+#define TREE1(C, L, a) L(a, 0)
+#define TREE2(C, L, a) C(L(a, 0), L(a, 1))
+#define TREE3(C, L, a) C(C(L(a, 0), L(a, 1)), L(a, 2))
+#define TREE4(C, L, a) C(C(L(a, 0), L(a, 1)), C(L(a, 2), L(a, 3)))
+#define TREE5(C, L, a) C(C(C(L(a, 0), L(a, 1)), L(a, 2)), C(L(a, 3), L(a, 4)))
+#define TREE6(C, L, a) C(C(C(L(a, 0), L(a, 1)), C(L(a, 2), L(a, 3))), C(L(a, 4), L(a, 5)))
+#define TREE7(C, L, a)                                                                         \
+    C(C(C(L(a, 0), L(a, 1)), C(L(a, 2), L(a, 3))), C(C(L(a, 4), L(a, 5)), L(a, 6)))
+#define TREE8(C, L, a)                                                                         \
+    C(C(C(L(a, 0), L(a, 1)), C(L(a, 2), L(a, 3))), C(C(L(a, 4), L(a, 5)), C(L(a, 6), L(a, 7))))
+
+/* source r's vector at element k (s and k of the loop below) */
+#define H16_AT(LOADF, r) LOADF(s[r] + 2 * k)
+/* one vector of results: divide for avg, round, store at element k */
+#define H16_PUT(VT, e, AV, DIVF, vd, ROUNDF, STOREF, ST)                                       \
+    do {                                                                                       \
+        VT acc_ = (e);                                                                         \
+        if (AV && div > 0)                                                                     \
+            acc_ = DIVF(acc_, vd);                                                             \
+        STOREF((ST *)(void *)((char *)dst + 2 * k), ROUNDF(acc_));                             \
+    } while (0)
+/* the loop over whole vectors of W elements, the tree written out for 1 to 8 sources */
+#define H16_VECTORS(W, VT, LOADF, VCOMB, AV, DIVF, vd, ROUNDF, STOREF, ST)                     \
+    do {                                                                                       \
+        const char *s[8];                                                                      \
+        for (int r = 0; r < 8; r++)                                                            \
+            s[r] = (const char *)srcs[r < nsrc ? r : 0];                                       \
+        switch (nsrc > 8 ? 0 : nsrc) {                                                         \
+        case 1:                                                                                \
+            for (; k + W <= count; k += W)                                                     \
+                H16_PUT(VT, TREE1(VCOMB, H16_AT, LOADF), AV, DIVF, vd, ROUNDF, STOREF, ST);    \
+            break;                                                                             \
+        case 2:                                                                                \
+            for (; k + W <= count; k += W)                                                     \
+                H16_PUT(VT, TREE2(VCOMB, H16_AT, LOADF), AV, DIVF, vd, ROUNDF, STOREF, ST);    \
+            break;                                                                             \
+        case 3:                                                                                \
+            for (; k + W <= count; k += W)                                                     \
+                H16_PUT(VT, TREE3(VCOMB, H16_AT, LOADF), AV, DIVF, vd, ROUNDF, STOREF, ST);    \
+            break;                                                                             \
+        case 4:                                                                                \
+            for (; k + W <= count; k += W)                                                     \
+                H16_PUT(VT, TREE4(VCOMB, H16_AT, LOADF), AV, DIVF, vd, ROUNDF, STOREF, ST);    \
+            break;                                                                             \
+        case 5:                                                                                \
+            for (; k + W <= count; k += W)                                                     \
+                H16_PUT(VT, TREE5(VCOMB, H16_AT, LOADF), AV, DIVF, vd, ROUNDF, STOREF, ST);    \
+            break;                                                                             \
+        case 6:                                                                                \
+            for (; k + W <= count; k += W)                                                     \
+                H16_PUT(VT, TREE6(VCOMB, H16_AT, LOADF), AV, DIVF, vd, ROUNDF, STOREF, ST);    \
+            break;                                                                             \
+        case 7:                                                                                \
+            for (; k + W <= count; k += W)                                                     \
+                H16_PUT(VT, TREE7(VCOMB, H16_AT, LOADF), AV, DIVF, vd, ROUNDF, STOREF, ST);    \
+            break;                                                                             \
+        case 8:                                                                                \
+            for (; k + W <= count; k += W)                                                     \
+                H16_PUT(VT, TREE8(VCOMB, H16_AT, LOADF), AV, DIVF, vd, ROUNDF, STOREF, ST);    \
+            break;                                                                             \
+        default:                                                                               \
+            for (; k + W <= count; k += W) {                                                   \
+                VT t_;                                                                         \
+                H16_TREE(VT, t_, LOADF, ID, VCOMB, 2 * k);                                     \
+                H16_PUT(VT, t_, AV, DIVF, vd, ROUNDF, STOREF, ST);                             \
+            }                                                                                  \
+            break;                                                                             \
+        }                                                                                      \
+    } while (0)
+
 /* 8 at a time, then element by element. tag: bf16 or f16; SLD / SST: the scalar
  * conversions; VCOMB / COMB: the vector and scalar combination; AVG: divide at the end */
 #define DEF_H16_AVX2(name, tag, SLD, SST, VCOMB, COMB, AVG)                                    \
@@ -514,13 +551,8 @@ H16_AVX512 static inline __m256i f16_w_round(__m512 a)
         const __m256 vdiv = _mm256_set1_ps((float)(div > 0 ? div : 1));                        \
         const int lg = reduce_log2(nsrc), p2 = 1 << lg, rem = nsrc - p2;                       \
         size_t k = 0;                                                                          \
-        for (; k + 8 <= count; k += 8) {                                                       \
-            __m256 acc;                                                                        \
-            H16_TREE(__m256, acc, tag##_v_load, ID, VCOMB, 2 * k);                             \
-            if (AVG && div > 0)                                                                \
-                acc = _mm256_div_ps(acc, vdiv);                                                \
-            _mm_storeu_si128((__m128i *)(void *)((char *)dst + 2 * k), tag##_v_round(acc));    \
-        }                                                                                      \
+        H16_VECTORS(8, __m256, tag##_v_load, VCOMB, AVG, _mm256_div_ps, vdiv, tag##_v_round,   \
+                    _mm_storeu_si128, __m128i);                                                \
         for (; k < count; k++) {                                                               \
             float acc;                                                                         \
             H16_TREE(float, acc, H16_RAW, SLD, COMB, 2 * k);                                   \
@@ -538,13 +570,8 @@ H16_AVX512 static inline __m256i f16_w_round(__m512 a)
         const __m512 wdiv = _mm512_set1_ps((float)(div > 0 ? div : 1));                        \
         const int lg = reduce_log2(nsrc), p2 = 1 << lg, rem = nsrc - p2;                       \
         size_t k = 0;                                                                          \
-        for (; k + 16 <= count; k += 16) {                                                     \
-            __m512 acc;                                                                        \
-            H16_TREE(__m512, acc, tag##_w_load, ID, WCOMB, 2 * k);                             \
-            if (AVG && div > 0)                                                                \
-                acc = _mm512_div_ps(acc, wdiv);                                                \
-            _mm256_storeu_si256((__m256i *)(void *)((char *)dst + 2 * k), tag##_w_round(acc)); \
-        }                                                                                      \
+        H16_VECTORS(16, __m512, tag##_w_load, WCOMB, AVG, _mm512_div_ps, wdiv, tag##_w_round,  \
+                    _mm256_storeu_si256, __m256i);                                             \
         if (k < count) {                                                                       \
             const void *rest[REDUCE_H16_NSRC_MAX];                                             \
             for (int r = 0; r < nsrc; r++)                                                     \

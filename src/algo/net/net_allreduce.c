@@ -176,7 +176,7 @@ symcoll_status_t algo_net_group_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_
  * decides alike from the communicator's configuration and the call. */
 static bool net_widen(const comm_t *comm, symcoll_dtype_t dtype, symcoll_op_t op)
 {
-    return comm->topo->select_cfg.canonical && comm->nranks > 2 &&
+    return comm->topo->select_cfg.canonical_wide && comm->nranks > 2 &&
            (dtype == SYMCOLL_FLOAT16 || dtype == SYMCOLL_BFLOAT16) &&
            (op == SYMCOLL_SUM || op == SYMCOLL_PROD || op == SYMCOLL_AVG);
 }
