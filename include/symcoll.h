@@ -178,7 +178,7 @@ enum symcoll_comm_params_field {
     SYMCOLL_COMM_PARAM_FIELD_ALLGATHER = 1u << 2,      /**< allgather and allgather_ctx */
     SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE = 1u << 3,    /**< cuda_device */
     SYMCOLL_COMM_PARAM_FIELD_TIMEOUT = 1u << 4,        /**< timeout_sec */
-    SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER = 1u << 5 /**< reduction_order (API 1.3) */
+    SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER = 1u << 5 /**< reduction_order (API 0.3) */
 };
 
 /**
@@ -189,7 +189,7 @@ typedef enum symcoll_reduction_order {
     /** every element is one fixed pairwise tree of the ranks' values (float16 and bfloat16
      *  accumulated in float32, rounded once): the same bits at any message size, algorithm
      *  and node layout, and a reduce-scatter's block is the all-reduce's slice; host
-     *  memory (CUDA memory keeps its kernels' order for now) */
+     *  memory, and CUDA memory inside a node (not yet across nodes) */
     SYMCOLL_ORDER_CANONICAL = 0,
     /** the fastest algorithm for the size, whose order may change with the size and the
      *  layout */

@@ -20,7 +20,8 @@ tests_test_cuda_CPPFLAGS = $(CUDA_TEST_CPPFLAGS)
 tests_test_cuda_LDADD = $(CUDA_TEST_LDADD)
 tests_test_cuda_net_SOURCES = tests/test_cuda_net.c tests/cuda_net_cases.h \
 	tests/cuda_net_case_staged.c tests/cuda_net_case_faults.c tests/cuda_net_case_direct.c \
-	tests/cuda_net_testlib.c tests/cuda_net_testlib.h $(CUDA_TESTLIB_SOURCES)
+	tests/cuda_net_testlib.c tests/cuda_net_testlib.h tests/cuda_case_order.c \
+	tests/order_ref.h $(CUDA_TESTLIB_SOURCES)
 tests_test_cuda_net_CPPFLAGS = $(CUDA_TEST_CPPFLAGS)
 tests_test_cuda_net_LDADD = $(CUDA_TEST_LDADD)
 endif

@@ -15,6 +15,7 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda_cases.h"
+#include "cuda_net_cases.h"
 #include "cuda_testlib.h"
 #include "harness.h"
 #include "order_ref.h"
@@ -66,7 +67,9 @@ static void o_body(int rank, int nranks, void *arg)
     CK_SC(symcoll_mem_alloc(comm, max_bytes, SYMCOLL_MEM_CUDA, &pool_in));
     CK_SC(symcoll_mem_alloc(comm, max_bytes, SYMCOLL_MEM_CUDA, &pool_out));
     ck_assert(host_in && host_out);
-    for (size_t di = 0; di < sizeof(o_dtypes) / sizeof(o_dtypes[0]); di++)
+    /* ORDER_CUDA_TYPES=2: float32 and float64 only (the auto order across nodes) */
+    size_t ntypes = getenv("ORDER_CUDA_TYPES") ? 2 : sizeof(o_dtypes) / sizeof(o_dtypes[0]);
+    for (size_t di = 0; di < ntypes; di++)
         for (size_t oi = 0; oi < sizeof(o_ops) / sizeof(o_ops[0]); oi++) {
             symcoll_dtype_t dt = o_dtypes[di];
             symcoll_op_t op = o_ops[oi];
@@ -128,10 +131,39 @@ START_TEST(t_order)
 }
 END_TEST
 
+/* Across 2 simulated nodes (test_cuda_net): the staged path, its chunks' host algorithms
+ * chosen and forced, and the hierarchical one over the GPUs (2 x 2); 32 and 64-bit floats
+ * keep the canonical bits in the default order (auto), 16-bit ones in canonical
+ * (SYMCOLL_REDUCTION_ORDER=canonical, set by the case). */
+START_TEST(t_net_order)
+{
+    static const char *const algos[] = {"auto", "rd", "rhd"};
+    setenv("SYMCOLL_REDUCTION_ORDER", "canonical", 1);
+    for (int n = 2; n <= 5; n++)
+        for (size_t a = 0; a < sizeof(algos) / sizeof(algos[0]); a++)
+            ck_assert_msg(harness_run(n, 2, 300, o_body, (void *)algos[a]) == 0,
+                          "%d ranks on 2 nodes, CUDA %s", n, algos[a]);
+    /* auto with the hierarchical algorithm over the GPUs of each node (2 x 2) */
+    setenv("SYMCOLL_REDUCTION_ORDER", "auto", 1);
+    setenv("ORDER_CUDA_TYPES", "2", 1);
+    ck_assert_msg(harness_run(4, 2, 300, o_body, (void *)"hier") == 0, "2 x 2, CUDA hier");
+    unsetenv("ORDER_CUDA_TYPES");
+    unsetenv("SYMCOLL_REDUCTION_ORDER");
+}
+END_TEST
+
 void cuda_order_cases(Suite *su, int ngpus)
 {
     const gpu_case_t cases[] = {
         {"order", t_order, 1},
+    };
+    gpu_add_cases(su, cases, sizeof(cases) / sizeof(cases[0]), ngpus, NULL);
+}
+
+void cuda_net_order_cases(Suite *su, int ngpus)
+{
+    const gpu_case_t cases[] = {
+        {"net_order", t_net_order, 1},
     };
     gpu_add_cases(su, cases, sizeof(cases) / sizeof(cases[0]), ngpus, NULL);
 }

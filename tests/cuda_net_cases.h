@@ -35,5 +35,6 @@ extern int net_mismatch_dtype, net_mismatch_count;
 void cuda_net_faults_cases(Suite *su, int ngpus); /* a killed, aborted or absent peer */
 void cuda_net_staged_cases(Suite *su, int ngpus); /* types, pool, hierarchical */
 void cuda_net_direct_cases(Suite *su, int ngpus); /* the direct path */
+void cuda_net_order_cases(Suite *su, int ngpus);  /* the canonical order (cuda_case_order.c) */
 
 #endif

@@ -28,7 +28,9 @@ static inline double order_input(symcoll_dtype_t dt, symcoll_op_t op, int r, siz
 {
     uint64_t h = order_mix((uint64_t)r << 40 ^ (uint64_t)k << 4 ^ (uint64_t)op);
     double sign = (h & 1) ? -1.0 : 1.0, v;
-    int span = dt == SYMCOLL_FLOAT16 ? 6 : 24;
+    /* float16: 2^-12 .. 2^13, so that 5 ranks' sums stay finite and float32 sums of them
+     * still round (their mantissas span more than float32's) */
+    int span = dt == SYMCOLL_FLOAT16 ? 12 : 24;
 
     if (op == SYMCOLL_PROD)
         v = sign * (1.0 + (double)(h >> 8 & 0xfffff) / 1048576.0) * ((h >> 2 & 1) ? 0.5 : 1.0);

@@ -223,6 +223,7 @@ static Suite *cuda_net_suite(int ngpus)
     gpu_add_cases(su, first, sizeof(first) / sizeof(first[0]), ngpus, "net");
     cuda_net_faults_cases(su, ngpus);
     cuda_net_staged_cases(su, ngpus);
+    cuda_net_order_cases(su, ngpus);
     gpu_add_cases(su, coll, sizeof(coll) / sizeof(coll[0]), ngpus, "net");
     cuda_net_direct_cases(su, ngpus);
     return su;

@@ -27,7 +27,7 @@
 #include "symcoll.h"
 
 #define RUN_TIMEOUT 120.0
-#define MAX_RANKS 5
+#define MAX_RANKS 7
 
 static const symcoll_dtype_t dtypes[] = {SYMCOLL_FLOAT32, SYMCOLL_FLOAT64, SYMCOLL_BFLOAT16,
                                          SYMCOLL_FLOAT16};
@@ -289,6 +289,14 @@ static void param_body(int rank, int nranks, void *arg)
     ck_assert_int_eq(symcoll_comm_destroy(comm), SYMCOLL_OK);
 }
 
+START_TEST(test_order_7)
+{
+    /* rhd with the fold and two halving steps: one node; 3 + 2 + 2 */
+    static const int l[][MAX_RANKS] = {{0, 0, 0, 0, 0, 0, 0}, {0, 0, 0, 1, 1, 2, 2}};
+    order_case_in("canonical", 7, l, 2);
+}
+END_TEST
+
 START_TEST(test_order_param)
 {
     ck_assert_int_eq(harness_run(3, 1, RUN_TIMEOUT, param_body, NULL), 0);
@@ -307,6 +315,7 @@ int main(void)
     tcase_add_test(tc, test_order_3);
     tcase_add_test(tc, test_order_4);
     tcase_add_test(tc, test_order_5);
+    tcase_add_test(tc, test_order_7);
     tcase_add_test(tc, test_order_param);
     suite_add_tcase(s, tc);
     return harness_main(s);

@@ -153,8 +153,8 @@ static const shape_case_t shape_cases[] = {
     {&sixteen_nodes, 16, 1, true, true, TOPO_LINK_SAME, 8, TOPO_ALGO_RD},
     {&host_1_node, 1, 4, true, false, TOPO_LINK_SAME, 8, TOPO_ALGO_ONESHOT},
     {&host_4_nodes, 4, 2, true, false, TOPO_LINK_SAME, 1 << 30, TOPO_ALGO_HIER},
-    /* the canonical order (default) takes rd at every size across nodes */
-    {&interleaved, 2, 2, false, false, TOPO_LINK_SAME, 1 << 30, TOPO_ALGO_RD},
+    /* the canonical order (auto, the default): rhd for large messages across nodes */
+    {&interleaved, 2, 2, false, false, TOPO_LINK_SAME, 1 << 30, TOPO_ALGO_RHD},
     {&shared_gpu, 1, 4, true, true, TOPO_LINK_NVLINK, 8, TOPO_ALGO_ONESHOT},
     {&one_without_gpu, 1, 4, true, false, TOPO_LINK_NONE, 8, TOPO_ALGO_ONESHOT},
 };

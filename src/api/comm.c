@@ -293,6 +293,14 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create_version(unsigned api_major,
     if (!params)
         params = &none;
     mask = params->field_mask;
+    /* the field exists from API 0.3 on: an older caller's structure ends before it */
+    if (api_minor < 3 && (mask & SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER)) {
+        log_error(
+            "symcoll_comm_create: field_mask has SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER, "
+            "which API %u.%u does not have",
+            api_major, api_minor);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
     if (mask & ~(uint64_t)COMM_PARAM_ALL_FIELDS) {
         log_error("symcoll_comm_create: unknown field_mask bits 0x%llx",
                   (unsigned long long)(mask & ~(uint64_t)COMM_PARAM_ALL_FIELDS));

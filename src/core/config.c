@@ -299,7 +299,8 @@ static const config_row_t config_table[] = {
         "but float16/bfloat16 across nodes move their partial sums in their own type, "
         "rounded at each step: the same bits at any size and for rd and rhd, not across "
         "layouts) or fastest (the fastest algorithm, whose order may change with the size "
-        "and the layout). CUDA memory does not yet keep the canonical order.",
+        "and the layout). CUDA memory: inside a node the kernels reduce in the same tree; "
+        "across nodes not yet.",
         parse_order_field, reduction_order),
     ROW("SYMCOLL_HOST_ONESHOT_MAX", "32K",
         "Host memory inside a node: largest message, bytes, "

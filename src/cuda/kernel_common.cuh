@@ -82,6 +82,29 @@ __device__ __forceinline__ typename Tr<T>::A apply(typename Tr<T>::A a, typename
     return Tr<T>::mx(a, b);
 }
 
+/* The canonical tree (below) of n values x[0 .. n), n <= 16, unrounded, undivided: leaf
+ * v lands in level slot (trailing ones of v) after folding in the left subtrees below. */
+template <typename T, int OP>
+__device__ __forceinline__ typename Tr<T>::A tree_acc(const typename Tr<T>::A *x, int n)
+{
+    typedef typename Tr<T>::A A;
+    A lv[5];
+    int p2 = 1, lg = 0;
+    while (2 * p2 <= n) {
+        p2 *= 2;
+        lg++;
+    }
+    const int rem = n - p2;
+    for (int v = 0; v < p2; v++) {
+        A c = v < rem ? apply<T, OP>(x[2 * v], x[2 * v + 1]) : x[v + rem];
+        int j = 0;
+        for (; (v >> j) & 1; j++)
+            c = apply<T, OP>(lv[j], c);
+        lv[j] = c;
+    }
+    return lv[lg];
+}
+
 /* reduce element k of n source vectors (src[q]: rank q's) in the canonical tree of the
  * host reductions (src/algo/base/reduce.h): the first 2 rem ranks paired, the leaves
  * combined pairwise, neighbours first; accumulated in Tr<T>::A, rounded once */

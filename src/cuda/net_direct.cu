@@ -38,28 +38,26 @@ __global__ void __launch_bounds__(THREADS) k_reduce(const cuda_net_reduce_args_t
     if ((align & 15) == 0) {
         nvec = a.count / V;
         for (size_t v = tid; v < nvec; v += stride) {
-            A s[V];
-            Vec<T> in;
-            in.u = ((const uint4 *)a.src[0])[v];
+            Vec<T> in[CUDA_NET_REDUCE_MAX], out;
+            for (int q = 0; q < a.nsrc; q++)
+                in[q].u = ((const uint4 *)a.src[q])[v];
 #pragma unroll
-            for (int k = 0; k < V; k++)
-                s[k] = Tr<T>::in(in.e[k]);
-            for (int q = 1; q < a.nsrc; q++) {
-                in.u = ((const uint4 *)a.src[q])[v];
-#pragma unroll
-                for (int k = 0; k < V; k++)
-                    s[k] = apply<T, OP>(s[k], Tr<T>::in(in.e[k]));
+            for (int k = 0; k < V; k++) {
+                A x[CUDA_NET_REDUCE_MAX], s;
+                for (int q = 0; q < a.nsrc; q++)
+                    x[q] = Tr<T>::in(in[q].e[k]);
+                /* the canonical tree of the sources (rank order), as the host's */
+                s = symcoll_k::tree_acc<T, OP>(x, a.nsrc);
+                out.e[k] = Tr<T>::out(OP == SYMCOLL_AVG ? s / div : s);
             }
-#pragma unroll
-            for (int k = 0; k < V; k++)
-                in.e[k] = Tr<T>::out(OP == SYMCOLL_AVG ? s[k] / div : s[k]);
-            ((uint4 *)a.dst)[v] = in.u;
+            ((uint4 *)a.dst)[v] = out.u;
         }
     }
     for (size_t i = nvec * V + tid; i < a.count; i += stride) {
-        A s = Tr<T>::in(((const T *)a.src[0])[i]);
-        for (int q = 1; q < a.nsrc; q++)
-            s = apply<T, OP>(s, Tr<T>::in(((const T *)a.src[q])[i]));
+        A x[CUDA_NET_REDUCE_MAX], s;
+        for (int q = 0; q < a.nsrc; q++)
+            x[q] = Tr<T>::in(((const T *)a.src[q])[i]);
+        s = symcoll_k::tree_acc<T, OP>(x, a.nsrc);
         ((T *)a.dst)[i] = Tr<T>::out(OP == SYMCOLL_AVG ? s / div : s);
     }
 }

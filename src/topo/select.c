@@ -504,6 +504,11 @@ static void select_impl(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
  * chunk's size. */
 bool topo_cuda_net_hier(const topo_select_cfg_t *cfg, const topo_shape_t *shape, size_t bytes)
 {
+    /* in the canonical order: where the node-by-node sums are subtrees of the tree, and
+     * not where float16/bfloat16 must reach the nodes' step unrounded (canonical, not auto:
+     * the GPUs' node sums are in the element type) */
+    if (cfg->canonical && (cfg->canonical_wide || !shape->hier_canonical))
+        return false;
     return shape->nnodes > 1 && shape->ppn > 1 && shape->uniform &&
            shape->ppn <= shape->cuda_max_local && shape->gpu_link != TOPO_LINK_NONE &&
            (cfg->forced == TOPO_ALGO_HIER ||

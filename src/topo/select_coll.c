@@ -154,10 +154,14 @@ const char *topo_plan_order(const topo_select_cfg_t *cfg, const topo_shape_t *s,
         return "-";
     if (p->family == TOPO_FAMILY_SELF)
         return "exact";
-    if (p->family == TOPO_FAMILY_HOST)
-        return "canonical"; /* every host path reduces all copies in the tree */
+    /* every host path and every CUDA kernel inside a node (up to 8 ranks, all they serve)
+     * reduces all copies in the tree */
+    if (p->family == TOPO_FAMILY_HOST || p->family == TOPO_FAMILY_CUDA)
+        return "canonical";
+    /* CUDA across nodes in the canonical order: the staged chunks' host algorithms,
+     * hier over the GPUs only where it keeps the tree, the direct path's kernel */
     if (p->family != TOPO_FAMILY_NET_HOST)
-        return "cuda-own";
+        return cfg->canonical ? "canonical" : "cuda-own";
     if (p->coll != TOPO_COLL_ALLREDUCE && p->via == TOPO_VIA_PAIR)
         return "canonical"; /* two ranks: one operation */
     if (cfg->canonical || s->nranks <= 2)

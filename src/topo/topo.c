@@ -311,7 +311,9 @@ static void topo_update_shapes(topo_t *t)
     for (int k = 0; k < t->nnodes; k++)
         uniform &= t->node_size[k] == t->max_node_size;
     s.uniform = uniform;
-    s.hier_canonical = uniform && t->nnodes > 1 && topo_hier_layout_canonical(t);
+    /* as the ranks agreed it (a rank short of memory says no, and all follow) */
+    s.hier_canonical = uniform && t->nnodes > 1 &&
+                       (t->agreed ? t->hier_canonical_job : topo_hier_layout_canonical(t));
     /* ranks of a node outnumber the CPUs they may run on: barriers then cost context
      * switches, which changes where one-shot stops paying (select.c) */
     for (int k = 0; k < t->nnodes && !t->agreed; k++)
@@ -458,7 +460,7 @@ symcoll_status_t topo_probe_node(comm_t *comm, topo_t *t)
     size_t ls = (size_t)t->local_size;
     topo_rank_info_t *facts = calloc(ls, sizeof(*facts));
     symcoll_status_t status;
-    int64_t v[5];
+    int64_t v[6];
 
     /* the other facts of this node's ranks */
     if (!facts)
@@ -498,7 +500,9 @@ symcoll_status_t topo_probe_node(comm_t *comm, topo_t *t)
      * wait for messages that never come) */
     v[3] = t->select_cfg.canonical + t->select_cfg.canonical_wide;
     v[4] = -v[3];
-    status = bootstrap_allreduce(comm->bootstrap, v, 5, BOOTSTRAP_OP_MIN);
+    /* whether hier's order is the canonical tree here: every rank must choose alike */
+    v[5] = t->nnodes > 1 && topo_hier_layout_canonical(t);
+    status = bootstrap_allreduce(comm->bootstrap, v, 6, BOOTSTRAP_OP_MIN);
     if (status != SYMCOLL_OK)
         return status;
     if (v[3] != -v[4]) {
@@ -513,6 +517,7 @@ symcoll_status_t topo_probe_node(comm_t *comm, topo_t *t)
     t->gpu_link_job = (int)v[0];
     t->oversub_job = v[1] != 0;
     t->gpus_shared_job = v[2] != 0;
+    t->hier_canonical_job = v[5] != 0;
     status = topo_finish(t);
     if (status != SYMCOLL_OK)
         return status;

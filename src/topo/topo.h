@@ -79,11 +79,12 @@ typedef struct topo {
      * agreed false for a topology built from injected facts, whose shapes come from
      * every rank's facts instead */
     bool agreed;
-    bool facts_known; /* topo_probe_part: the node's facts are in info[] already */
-    int gpu_link_job;     /* the worst GPU link inside any node (topo_link_t) */
-    bool oversub_job;     /* some node has more ranks than CPUs they may run on */
-    bool gpus_shared_job; /* some GPU serves two ranks, or some rank's GPU is not known */
-    int net_cuda_ranks;   /* ranks whose UCX reaches CUDA memory */
+    bool facts_known;        /* topo_probe_part: the node's facts are in info[] already */
+    int gpu_link_job;        /* the worst GPU link inside any node (topo_link_t) */
+    bool oversub_job;        /* some node has more ranks than CPUs they may run on */
+    bool gpus_shared_job;    /* some GPU serves two ranks, or some rank's GPU is not known */
+    bool hier_canonical_job; /* every rank found hier's order to be the canonical tree */
+    int net_cuda_ranks;      /* ranks whose UCX reaches CUDA memory */
     /* per rank: 1 this rank's probe put into that rank's CUDA pool landed, -1 it did
      * not, 0 not probed (this rank, a rank of this node, or no probe ran) */
     signed char *net_direct_peer;

@@ -54,10 +54,16 @@ symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes, bool f
      * and each one's needs grow with the size: each one's largest size up to max_bytes
      * covers every size below (hier's inner rd and ring: net_needs) */
     const topo_select_cfg_t *cfg = &st->comm->topo->select_cfg;
-    /* below SYMCOLL_HIER_MIN: the flat algorithms, up to the size before it */
-    size_t sizes[3] = {max_bytes, topo_rd_max(cfg, st->n),
-                       cfg->hier_min ? cfg->hier_min - 1 : max_bytes};
+    size_t sizes[3];
     symcoll_status_t status;
+
+    /* float16/bfloat16 widened to float32 (net_widen) move twice their bytes */
+    if (cfg->canonical_wide)
+        max_bytes = max_bytes > SIZE_MAX / 2 ? SIZE_MAX : 2 * max_bytes;
+    /* below SYMCOLL_HIER_MIN: the flat algorithms, up to the size before it */
+    sizes[0] = max_bytes;
+    sizes[1] = topo_rd_max(cfg, st->n);
+    sizes[2] = cfg->hier_min ? cfg->hier_min - 1 : max_bytes;
 
     for (int i = 0; i < 3; i++) {
         size_t b = sizes[i] < max_bytes ? sizes[i] : max_bytes, bi, ba, br;
@@ -67,13 +73,15 @@ symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes, bool f
         area = br > area ? br : area;
     }
     {
-        /* algo_net_group_allreduce_on: rd or ring among one rank a node */
+        /* algo_net_group_allreduce_on: rd, ring or rhd among one rank a node */
         int nn = st->comm->topo->nnodes;
         size_t rd_max = topo_rd_max(cfg, nn);
         size_t rd = algo_net_rd_area(max_bytes < rd_max ? max_bytes : rd_max, 1, nn);
-        size_t ring = algo_net_ring_area(max_bytes, 1, nn);
+        size_t big = topo_net_flat_algo(cfg, nn, max_bytes) == TOPO_ALGO_RHD
+                         ? net_rhd_area_bytes(max_bytes, nn)
+                         : algo_net_ring_area(max_bytes, 1, nn);
         area = rd > area ? rd : area;
-        area = ring > area ? ring : area;
+        area = big > area ? big : area;
     }
     st->fixed = false;
     status = algo_net_reserve(st, in, acc, area);
@@ -158,15 +166,15 @@ symcoll_status_t algo_net_group_allreduce_on(comm_t *comm, ucx_ctx_t *ucx, pool_
     deadline_t dl = deadline_make(comm->timeout_sec, &comm->aborted);
     symcoll_status_t status;
     net_group_t g;
-    bool rd;
+    topo_algo_t algo;
 
     status = algo_net_state_usable_on(comm, ucx, pool, &st);
     if (status != SYMCOLL_OK)
         return status;
     algo_net_local_index_group(st, &g);
-    rd = count * symcoll_dtype_size(dtype) <= topo_rd_max(&comm->topo->select_cfg, g.n);
-    return algo_net_finish(st, net_run_flat(st, &g, rd ? TOPO_ALGO_RD : TOPO_ALGO_RING, true,
-                                            buf, buf, count, dtype, op, &dl, sig, false));
+    algo = topo_net_flat_algo(&comm->topo->select_cfg, g.n, count * symcoll_dtype_size(dtype));
+    return algo_net_finish(
+        st, net_run_flat(st, &g, algo, true, buf, buf, count, dtype, op, &dl, sig, false));
 }
 
 /* In the canonical order a float16 or bfloat16 sum, product or average accumulates in
@@ -196,9 +204,11 @@ static symcoll_status_t net_allreduce_wide(net_state_t *st, const net_group_t *a
     if (count > st->wide_count) {
         float *w = count > SIZE_MAX / sizeof(float) ? NULL : malloc(count * sizeof(float));
         if (!w) {
+            /* the peers are on their way into the call: break the communicator and tell
+             * them, rather than leave them waiting for this rank */
             log_error("symcoll_allreduce: no memory for the float32 copy of %zu elements",
                       count);
-            return SYMCOLL_ERR_NO_MEMORY;
+            return algo_net_give_up(st, SYMCOLL_ERR_NO_MEMORY);
         }
         free(st->wide);
         st->wide = w;
