@@ -303,7 +303,7 @@ void topo_print_decisions(const topo_t *t, FILE *out)
             "canonical = one fixed tree of the ranks' values, the same bits at any size, "
             "algorithm and layout%s; rd-steps = that tree, float16/bfloat16 rounded at every "
             "step; node-wise = each node's tree, then the nodes'; ring = changes with the "
-            "size; cuda-own = CUDA memory across nodes, not yet canonical\n",
+            "size; cuda-own = CUDA memory across nodes in the fastest order\n",
             c->canonical_wide ? "canonical"
             : c->canonical    ? "auto"
                               : "fastest",

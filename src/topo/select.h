@@ -191,7 +191,7 @@ void topo_plan_path(const topo_plan_t *plan, bool brief, char *out, size_t len);
  * "canonical" (the canonical tree: the same bits at any size, algorithm and layout),
  * "rd-steps" (the tree, but float16/bfloat16 rounded at every step), "node-wise" (each
  * node's tree, then the nodes'), "ring" (changes with the size), "cuda-own" (CUDA memory
- * across nodes: not yet canonical), "exact" (one rank), "-" (nothing runs). */
+ * across nodes in the fastest order), "exact" (one rank), "-" (nothing runs). */
 const char *topo_plan_order(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
                             const topo_plan_t *plan, size_t bytes);
 
