@@ -1,6 +1,7 @@
 # topo: topology probe (node map, GPUs, links, NUMA) and algorithm selection
 libsymcoll_core_la_SOURCES += \
 	src/topo/gpu.c \
+	src/topo/order.c \
 	src/topo/print.c \
 	src/topo/select.c \
 	src/topo/select_coll.c \
