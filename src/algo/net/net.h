@@ -269,6 +269,8 @@ static inline void algo_net_block(size_t count, int n, int b, size_t *start, siz
  * on the reserved area, not on the count, so ranks that disagree on it never write past
  * each other's area. */
 symcoll_status_t algo_net_rd(net_call_t *c);
+/* A group of one: the result is the input (avg divided by c->avg_div); rd's and rhd's. */
+symcoll_status_t algo_net_alone(net_call_t *c);
 symcoll_status_t algo_net_ring(net_call_t *c);
 /* Recursive halving and doubling (net_rhd.c): the canonical tree, as rd, with the ring's
  * bytes per rank (after rd's agreement, like the ring). */

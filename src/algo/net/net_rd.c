@@ -56,6 +56,15 @@ static int net_rd_real(int v, int rem)
     return v < rem ? 2 * v + 1 : v + rem;
 }
 
+symcoll_status_t algo_net_alone(net_call_t *c)
+{
+    if (c->avg_div > 0)
+        algo_reduce_avg_finish(c->recvbuf, c->sendbuf, c->count, c->dtype, c->avg_div);
+    else if (c->recvbuf != c->sendbuf)
+        memcpy(c->recvbuf, c->sendbuf, c->count * c->esize);
+    return SYMCOLL_OK;
+}
+
 symcoll_status_t algo_net_rd(net_call_t *c)
 {
     const net_group_t *g = c->g;
@@ -71,15 +80,8 @@ symcoll_status_t algo_net_rd(net_call_t *c)
     ucx_req_t req;
     symcoll_status_t status;
 
-    if (n == 1) {
-        if (!data)
-            return SYMCOLL_OK;
-        if (c->avg_div > 0)
-            algo_reduce_avg_finish(c->recvbuf, c->sendbuf, c->count, c->dtype, c->avg_div);
-        else if (c->recvbuf != c->sendbuf)
-            memcpy(c->recvbuf, c->sendbuf, bytes);
-        return SYMCOLL_OK;
-    }
+    if (n == 1)
+        return data ? algo_net_alone(c) : SYMCOLL_OK;
 
     if (i < 2 * rem && i % 2 == 0) {
         int up = g->ranks[i + 1];

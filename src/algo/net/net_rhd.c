@@ -123,13 +123,8 @@ symcoll_status_t algo_net_rhd(net_call_t *c)
     int b0 = 0, nb = p2;
     symcoll_status_t status;
 
-    if (n == 1) {
-        if (c->avg_div > 0)
-            algo_reduce_avg_finish(c->recvbuf, c->sendbuf, c->count, c->dtype, c->avg_div);
-        else if (c->recvbuf != c->sendbuf)
-            memcpy(c->recvbuf, c->sendbuf, bytes);
-        return SYMCOLL_OK;
-    }
+    if (n == 1)
+        return algo_net_alone(c);
     rhd_layout(c->count, es, n, &l);
 
     if (i < 2 * rem && i % 2 == 0) {
