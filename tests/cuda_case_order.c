@@ -34,16 +34,28 @@ static const size_t o_sizes[] = {1, 7, 1000, 30000, 200000};
 static void o_check(int rank, int n, const char *algo, const char *what, symcoll_dtype_t dt,
                     symcoll_op_t op, size_t first, size_t count, const void *got)
 {
-    size_t es = symcoll_dtype_size(dt);
-    char want[8];
+    size_t es = symcoll_dtype_size(dt), bad = 0, first_bad = 0, last_bad = 0;
+    char want[8], first_want[8];
 
     for (size_t k = 0; k < count; k++) {
         order_expect(dt, op, n, first + k, want);
-        if (memcmp(want, (const char *)got + k * es, es))
-            harness_fail("rank %d, %d ranks, CUDA %s, %s %s %s: element %zu differs from the "
-                         "canonical tree",
-                         rank, n, algo, what, symcoll_dtype_name(dt), symcoll_op_name(op),
-                         first + k);
+        if (memcmp(want, (const char *)got + k * es, es)) {
+            if (!bad++) {
+                first_bad = k;
+                memcpy(first_want, want, es);
+            }
+            last_bad = k;
+        }
+    }
+    if (bad) {
+        /* how many and where: a whole range says a missing step, scattered ones an order */
+        unsigned long long g = 0, w = 0;
+        memcpy(&g, (const char *)got + first_bad * es, es);
+        memcpy(&w, first_want, es);
+        harness_fail("rank %d, %d ranks, CUDA %s, %s %s %s, %zu elements: %zu elements differ "
+                     "from the canonical tree, %zu to %zu (element %zu: got %#llx, want %#llx)",
+                     rank, n, algo, what, symcoll_dtype_name(dt), symcoll_op_name(op), count,
+                     bad, first + first_bad, first + last_bad, first + first_bad, g, w);
     }
 }
 

@@ -26,9 +26,14 @@ symcoll_status_t ucx_put_rma(ucx_ctx_t *ucx, int peer, const void *src, size_t l
             return status;
         piece = w.piece;
         /* the source's registration, when it has one: UCX need not find out what memory
-         * it is (VMM memory is not in UCX's memory type cache) */
-        local = ucx_region_find(ucx, s, piece);
+         * it is (VMM memory is not in UCX's memory type cache). A pool buffer may span
+         * two segments, each registered on its own: a piece ends where either side's
+         * segment ends. */
+        local = ucx_region_find(ucx, s, 1);
         if (local) {
+            size_t left = local->size - (size_t)(s - local->addr);
+            if (piece > left)
+                piece = left;
             param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMH | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
             param.memh = local->memh;
             param.memory_type = local->cuda ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
