@@ -2,9 +2,10 @@
  * CUDA kernels (LL, one-shot, two-shot, chosen and forced) give every element the bits of
  * the canonical tree (tests/order_ref.h), the same as host memory (tests/test_order.c),
  * for 2 to 5 ranks, float32/float64/bfloat16/float16, sum/prod/avg, sizes across the
- * kernels' thresholds, plain and pool buffers, in and out of place; a reduce-scatter's
- * block is the all-reduce's slice. Rank 0 prints one hash per rank count, datatype and
- * operator of the first 25000 elements: equal to test_order's (host memory, any layout). */
+ * kernels' thresholds, plain and pool buffers, in and out of place, eager and (inside a
+ * node) replayed from a CUDA graph; a reduce-scatter's block is the all-reduce's slice.
+ * Rank 0 prints one hash per rank count, datatype and operator of the first 25000
+ * elements: equal to test_order's (host memory, any layout). */
 #define _GNU_SOURCE
 #include <check.h>
 #include <stdint.h>
@@ -59,6 +60,37 @@ static void o_check(int rank, int n, const char *algo, const char *what, symcoll
     }
 }
 
+/* Inside a node (t_order): the same call captured into a CUDA graph and replayed (its
+ * eager twin just ran, so nothing needs setting up) gives the same bits; the result is
+ * cleared first, so a replay that did nothing shows. */
+static int o_graph;
+
+static void o_graph_check(symcoll_comm_h comm, cudaStream_t s, int rank, int nranks,
+                          const char *algo, const char *what, symcoll_dtype_t dt,
+                          symcoll_op_t op, const void *in, void *res, size_t count,
+                          void *host_out)
+{
+    size_t es = symcoll_dtype_size(dt);
+    char name[64];
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+
+    CK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CK_SC(symcoll_allreduce(in, res, count, dt, op, comm, s));
+    CK_CUDA(cudaStreamEndCapture(s, &g));
+    CK_CUDA(cudaGraphInstantiate(&ge, g, 0));
+    for (int replay = 0; replay < 2; replay++) {
+        CK_CUDA(cudaMemsetAsync(res, 0x5a, count * es, s));
+        CK_CUDA(cudaGraphLaunch(ge, s));
+        CK_CUDA(cudaMemcpyAsync(host_out, res, count * es, cudaMemcpyDeviceToHost, s));
+        CK_CUDA(cudaStreamSynchronize(s));
+        snprintf(name, sizeof(name), "%s, graph replay %d", what, replay);
+        o_check(rank, nranks, algo, name, dt, op, 0, count, host_out);
+    }
+    CK_CUDA(cudaGraphExecDestroy(ge));
+    CK_CUDA(cudaGraphDestroy(g));
+}
+
 static void o_body(int rank, int nranks, void *arg)
 {
     const char *algo = arg;
@@ -104,6 +136,9 @@ static void o_body(int rank, int nranks, void *arg)
                         cudaMemcpyAsync(host_out, res, count * es, cudaMemcpyDeviceToHost, s));
                     CK_CUDA(cudaStreamSynchronize(s));
                     o_check(rank, nranks, algo, names[place], dt, op, 0, count, host_out);
+                    if (o_graph && place % 2 == 0)
+                        o_graph_check(comm, s, rank, nranks, algo, names[place], dt, op, in,
+                                      res, count, host_out);
                     /* the hash of the first O_HASHED elements: test_order's largest call,
                      * whose hash it prints (element k does not depend on the size) */
                     if (rank == 0 && si == O_NSIZES - 1 && place == 0)
@@ -136,6 +171,7 @@ static void o_body(int rank, int nranks, void *arg)
 START_TEST(t_order)
 {
     static const char *const algos[] = {"auto", "oneshot", "twoshot"};
+    o_graph = 1;
     for (int n = 2; n <= 5; n++)
         for (size_t a = 0; a < sizeof(algos) / sizeof(algos[0]); a++)
             ck_assert_msg(harness_run(n, 1, 300, o_body, (void *)algos[a]) == 0,
