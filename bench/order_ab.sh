@@ -5,7 +5,8 @@
 # Inside a node both settings run the same tree; there the comparison is against a
 # build of the parent commit (BASE, left-to-right order): --base DIR.
 # Usage: bench/order_ab.sh [-b BUILD] [--base BASEBUILD] [-r ROUNDS] [-o OUTDIR]
-# (MAXBYTES: the largest size, default 16M; WIDE=1 adds 6 ranks on 3 nodes)
+# (MINBYTES, MAXBYTES: the smallest and largest size, default 8 and 16M; WIDE=1 adds
+# 6 ranks on 3 nodes)
 set -eu
 build=build base= rounds=3 out=order-ab
 while [ $# -gt 0 ]; do
@@ -19,7 +20,7 @@ while [ $# -gt 0 ]; do
 done
 mkdir -p "$out"
 export UCX_TLS="${UCX_TLS:-tcp,self}" UCX_WARN_UNUSED_ENV_VARS=n
-sizes="-b 8 -e ${MAXBYTES:-16M} -f 8 -r 3"
+sizes="-b ${MINBYTES:-8} -e ${MAXBYTES:-16M} -f 8 -r 3"
 
 # one timing: case label, variant label, build dir, order, symcoll_run args, perf args
 one() {

@@ -188,8 +188,8 @@ enum symcoll_comm_params_field {
 typedef enum symcoll_reduction_order {
     /** every element is one fixed pairwise tree of the ranks' values (float16 and bfloat16
      *  accumulated in float32, rounded once): the same bits at any message size, algorithm
-     *  and node layout, and a reduce-scatter's block is the all-reduce's slice; host
-     *  memory, and CUDA memory inside a node (not yet across nodes) */
+     *  and node layout, and a reduce-scatter's block is the all-reduce's slice; host and
+     *  CUDA memory, eager and in CUDA graphs */
     SYMCOLL_ORDER_CANONICAL = 0,
     /** the fastest algorithm for the size, whose order may change with the size and the
      *  layout */
