@@ -93,7 +93,7 @@ extern "C" {
  */
 /**@{*/
 #define SYMCOLL_API_MAJOR 0 /**< API major version this header describes */
-#define SYMCOLL_API_MINOR 3 /**< API minor version this header describes */
+#define SYMCOLL_API_MINOR 4 /**< API minor version this header describes */
 /**@}*/
 
 /**
@@ -780,6 +780,42 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_print_topology(symcoll_comm_h comm,
  *         a NULL stream.
  */
 SYMCOLL_EXPORT symcoll_status_t symcoll_comm_print_decisions(symcoll_comm_h comm, FILE *stream);
+
+/**
+ * @brief Force the algorithm of @a comm's next calls (every collective), or clear it
+ *        (API 0.4).
+ *
+ * The algorithm runs every following call of @a comm as SYMCOLL_ALGO would (and before
+ * it and any tuning file), until the next symcoll_comm_set_algo(); NULL or "auto" gives
+ * the choice back. Not collective, but every rank must force the same algorithm for the
+ * same calls: ranks that run different algorithms return SYMCOLL_ERR_MISMATCH from that
+ * call (or SYMCOLL_ERR_TIMED_OUT where the algorithms cannot tell), never a wrong
+ * result. A call of a memory type the algorithm cannot serve (for example a CUDA
+ * one-shot across nodes) returns SYMCOLL_ERR_INVALID_PARAM and does nothing.
+ * @param[in] comm  the communicator
+ * @param[in] algo  oneshot, twoshot, ring, rd, hier, rhd, or auto / NULL
+ * @return SYMCOLL_OK; SYMCOLL_ERR_INVALID_PARAM (nothing changes) for a NULL or
+ *         destroyed communicator, an unknown name, or an algorithm that cannot run on
+ *         this communicator's layout for host memory (nor, where every rank has a GPU,
+ *         for CUDA memory).
+ */
+SYMCOLL_EXPORT symcoll_status_t symcoll_comm_set_algo(symcoll_comm_h comm, const char *algo);
+
+/**
+ * @brief The layout of @a comm as tuning files name it (API 0.4): node count, ranks per
+ *        node, the GPUs' worst link, the transports across nodes, the reduction order
+ *        and the library's version, for example
+ *        "nodes=2 ppn=2 gpu=none net=tcp order=auto lib=0.4.0". A tuning file's
+ *        entries serve the communicators whose layout is one of its layouts
+ *        (SYMCOLL_TUNE_FILE, symcoll_tune(1)). Not collective.
+ * @param[in]  comm  the communicator
+ * @param[out] buf   receives the text, NUL-terminated (cut to @a len - 1 bytes; 256 hold
+ *                   any)
+ * @param[in]  len   size of @a buf
+ * @return SYMCOLL_OK; SYMCOLL_ERR_INVALID_PARAM for a NULL or destroyed communicator, a
+ *         NULL @a buf or a @a len of 0.
+ */
+SYMCOLL_EXPORT symcoll_status_t symcoll_comm_layout(symcoll_comm_h comm, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 # man: the manual, written in Markdown (man/NAME.SECTION.md) and rendered by pandoc
 # (man/render.sh) into man pages and HTML. The tarball ships the rendered pages, so a
 # build from it needs no pandoc; symcoll(7) lists the variables of src/core/config.c.
-SYMCOLL_MAN1 = man/symcoll_run.1 man/symcoll_perf.1 man/symcoll_info.1
+SYMCOLL_MAN1 = man/symcoll_run.1 man/symcoll_perf.1 man/symcoll_info.1 man/symcoll_tune.1
 SYMCOLL_MAN3 = \
 	man/symcoll_allreduce.3 man/symcoll_reduce_scatter.3 man/symcoll_allgather.3 \
 	man/symcoll_broadcast.3 man/symcoll_barrier.3 \
@@ -10,6 +10,7 @@ SYMCOLL_MAN3 = \
 	man/symcoll_comm_split.3 man/symcoll_comm_shrink.3 \
 	man/symcoll_comm_rank.3 man/symcoll_comm_size.3 \
 	man/symcoll_comm_print_topology.3 man/symcoll_comm_print_decisions.3 \
+	man/symcoll_comm_set_algo.3 man/symcoll_comm_layout.3 \
 	man/symcoll_mem_alloc.3 man/symcoll_mem_free.3 \
 	man/symcoll_pool_query.3 man/symcoll_pool_trim.3 \
 	man/symcoll_status_string.3 man/symcoll_version_string.3 \

@@ -74,13 +74,13 @@ run "-a, 2 ranks" 0 "$srun" -n 2 --timeout 100 "$info" -a &&
     done &&
     expect "-a, 2 ranks, cuda" "$tmp/out" '^  all-gather +cuda .* (none \(as the all-reduce\)|via all-reduce: .*)$'
 run "-a, 2 simulated nodes" 0 "$srun" -n 2 --sim-nodes 2 --timeout 100 "$info" -a &&
-    expect "-a, 2 nodes" "$tmp/out" '^  reduce-scatter +host +8 +[0-9]+  one exchange over UCX \(2 ranks\); order: canonical$' &&
-    expect "-a, 2 nodes, eager" "$tmp/out" '^  broadcast +host +8 +32768  eager over UCX \(the root does not wait\)$' &&
-    expect "-a, 2 nodes, ring" "$tmp/out" '^  all-gather +host +[0-9]+ +[0-9]+  native over UCX \(ring, chain\)$' &&
-    expect "-a, 2 nodes, barrier" "$tmp/out" '^  barrier +host +- +-  via all-reduce: [a-z]+ \(net-host\)$'
+    expect "-a, 2 nodes" "$tmp/out" '^  reduce-scatter +host +8 +[0-9]+  built-in  one exchange over UCX \(2 ranks\); order: canonical$' &&
+    expect "-a, 2 nodes, eager" "$tmp/out" '^  broadcast +host +8 +32768  built-in  eager over UCX \(the root does not wait\)$' &&
+    expect "-a, 2 nodes, ring" "$tmp/out" '^  all-gather +host +[0-9]+ +[0-9]+  built-in  native over UCX \(ring, chain\)$' &&
+    expect "-a, 2 nodes, barrier" "$tmp/out" '^  barrier +host +- +-  built-in  via all-reduce: [a-z]+ \(net-host\)$'
 run "-a, 3 ranks on 2 simulated nodes" 0 "$srun" -n 3 --sim-nodes 2 --timeout 100 "$info" -a &&
-    expect "-a, 3 ranks" "$tmp/out" '^  reduce-scatter +host +8 +[0-9]+  via all-reduce: [a-z]+ \(net-host\); order: canonical$' &&
-    expect "-a, 3 ranks, order" "$tmp/out" '^  host +[0-9]+ +[0-9A-Z]+ +rd +net-host +canonical '
+    expect "-a, 3 ranks" "$tmp/out" '^  reduce-scatter +host +8 +[0-9]+  built-in  via all-reduce: [a-z]+ \(net-host\); order: canonical$' &&
+    expect "-a, 3 ranks, order" "$tmp/out" '^  host +[0-9]+ +[0-9A-Z]+ +rd +net-host +canonical +built-in '
 
 # --json: one object with a member per report; python3 validates it where present
 unset_launch="-u SYMCOLL_RANK -u SYMCOLL_NRANKS -u OMPI_COMM_WORLD_RANK -u PMI_RANK -u SLURM_PROCID"
@@ -92,7 +92,7 @@ run "json" 0 env -u SYMCOLL_TIMEOUT $unset_launch "$info" --json -v -c -a -t &&
     expect "json cuda" "$tmp/out" '^  "cuda": \{"built": (true|false), "usable": (true|false), ' &&
     expect "json config row" "$tmp/out" '^    \{"name": "SYMCOLL_TIMEOUT", "value": "[^"]+", "default": ' &&
     expect "json decision row" "$tmp/out" '^    \{"mem": "host", "bytes": 8, "algo": "[a-z]+", ' &&
-    expect "json collective row" "$tmp/out" '^    \{"coll": "broadcast", "mem": "host", "from": 8, "to": [0-9]+, "path": "[^"]+"\}'
+    expect "json collective row" "$tmp/out" '^    \{"coll": "broadcast", "mem": "host", "from": 8, "to": [0-9]+, "source": "built-in", "path": "[^"]+"\}'
 if command -v python3 >/dev/null 2>&1; then
     python3 -c 'import json, sys; d = json.load(sys.stdin); assert d["config"] and d["algorithms"]["rows"] and d["algorithms"]["collectives"]' \
         <"$tmp/out" 2>"$tmp/err" || { echo "FAIL: json: not valid JSON:"; cat "$tmp/err"; status=1; }

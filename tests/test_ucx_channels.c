@@ -61,7 +61,7 @@ static float channel_value(int rank, int channel, int round, size_t i)
 static void *channel_main(void *arg)
 {
     channel_run_t *r = arg;
-    net_sig_t sig = {0, SYMCOLL_FLOAT32, SYMCOLL_SUM, SYMCOLL_MEM_HOST, 0};
+    net_sig_t sig = {0, SYMCOLL_FLOAT32, SYMCOLL_SUM, SYMCOLL_MEM_HOST, 0, 0};
     static const size_t counts[] = {1, 7, 4099, 60000, CHANNEL_MAX_BYTES / 4, 100003, 230000};
 
     for (int round = 0; round < CHANNEL_ROUNDS && r->status == SYMCOLL_OK; round++) {
@@ -216,7 +216,7 @@ END_TEST
 static void *channel_dead_main(void *arg)
 {
     channel_run_t *r = arg;
-    net_sig_t sig = {CHANNEL_MAX_BYTES / 4, SYMCOLL_FLOAT32, SYMCOLL_SUM, SYMCOLL_MEM_HOST, 0};
+    net_sig_t sig = {CHANNEL_MAX_BYTES / 4, SYMCOLL_FLOAT32, SYMCOLL_SUM, SYMCOLL_MEM_HOST, 0, 0};
     double t0 = time_now();
 
     for (int round = 0; round < 100000 && r->status == SYMCOLL_OK; round++)

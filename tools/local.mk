@@ -15,3 +15,9 @@ tools_symcoll_info_LDADD = libsymcoll.la $(UCX_LIBS)
 # matplotlib for the plots)
 bin_SCRIPTS += tools/symcoll_compare
 EXTRA_DIST += tools/symcoll_compare
+
+# symcoll_tune: measures the algorithms on this machine and layout, writes a tuning file
+# (SYMCOLL_TUNE_FILE)
+bin_PROGRAMS += tools/symcoll_tune
+tools_symcoll_tune_SOURCES = tools/symcoll_tune.c
+tools_symcoll_tune_LDADD = libsymcoll.la -lm

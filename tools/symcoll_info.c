@@ -478,13 +478,15 @@ static symcoll_status_t print_decisions(void *comm, FILE *f)
 /* ---- the other collectives' paths ---------------------------------------------------
  * The library's decision report has a row per collective, memory type and plan size
  * (topo_select_coll_plan, the selector every call asks): "COLL MEM BYTES HUMAN PATH
- * FAMILY WORDS...". -a groups the sizes that share one path into ranges. */
+ * FAMILY FROM WORDS...". -a groups the sizes that share one path and source (built-in,
+ * tuned, forced, call) into ranges. */
 #define COLL_ROWS_MAX 512
 
 typedef struct dec_row {
     char coll[16];
     char mem[16];
     size_t bytes;
+    char from[16];
     char words[128];
 } dec_row_t;
 
@@ -505,8 +507,8 @@ static int parse_decisions(const char *text, dec_row_t *rows)
         dec_row_t *r = &rows[n];
         int off = 0;
         if (line[0] != '#' &&
-            sscanf(line, "%15s %15s %zu %15s %31s %31s %n", r->coll, r->mem, &r->bytes, human,
-                   brief, family, &off) == 6 &&
+            sscanf(line, "%15s %15s %zu %15s %31s %31s %15s %n", r->coll, r->mem, &r->bytes,
+                   human, brief, family, r->from, &off) == 7 &&
             is_coll_name(r->coll) && off > 0 && (size_t)off < len) {
             snprintf(r->words, sizeof(r->words), "%.*s", (int)(len - (size_t)off), line + off);
             n++;
@@ -525,26 +527,28 @@ static void print_collectives(const dec_row_t *rows, int n)
         printf(", \"collectives\": [");
     else
         printf("#\n# the other collectives, by ranges of plan sizes (the larger buffer; "
-               "1 byte for barrier):\n# %-14s %-4s %12s %12s  %s\n",
-               "collective", "mem", "from bytes", "to bytes", "path");
+               "1 byte for barrier); from: built-in rules, tuned (SYMCOLL_TUNE_FILE), forced "
+               "(SYMCOLL_ALGO), call (symcoll_comm_set_algo):\n# %-14s %-4s %12s %12s  %-8s  %s\n",
+               "collective", "mem", "from bytes", "to bytes", "from", "path");
     for (int i = 0; i < n;) {
         const int barrier = !strcmp(rows[i].coll, "barrier");
         int j = i;
         while (j + 1 < n && !strcmp(rows[j + 1].coll, rows[i].coll) &&
                !strcmp(rows[j + 1].mem, rows[i].mem) &&
+               !strcmp(rows[j + 1].from, rows[i].from) &&
                !strcmp(rows[j + 1].words, rows[i].words))
             j++;
         if (json)
             printf("%s\n    {\"coll\": \"%s\", \"mem\": \"%s\", \"from\": %zu, "
-                   "\"to\": %zu, \"path\": \"%s\"}",
+                   "\"to\": %zu, \"source\": \"%s\", \"path\": \"%s\"}",
                    k++ ? "," : "", rows[i].coll, rows[i].mem, barrier ? 0 : rows[i].bytes,
-                   barrier ? 0 : rows[j].bytes, rows[i].words);
+                   barrier ? 0 : rows[j].bytes, rows[i].from, rows[i].words);
         else if (barrier)
-            printf("  %-14s %-4s %12s %12s  %s\n", rows[i].coll, rows[i].mem, "-", "-",
-                   rows[i].words);
+            printf("  %-14s %-4s %12s %12s  %-8s  %s\n", rows[i].coll, rows[i].mem, "-", "-",
+                   rows[i].from, rows[i].words);
         else
-            printf("  %-14s %-4s %12zu %12zu  %s\n", rows[i].coll, rows[i].mem, rows[i].bytes,
-                   rows[j].bytes, rows[i].words);
+            printf("  %-14s %-4s %12zu %12zu  %-8s  %s\n", rows[i].coll, rows[i].mem,
+                   rows[i].bytes, rows[j].bytes, rows[i].from, rows[i].words);
         i = j + 1;
     }
     if (json)
@@ -561,17 +565,18 @@ static void json_decisions(const char *text)
     for (const char *line = text; line && *line;) {
         const char *end = strchr(line, '\n');
         size_t len = end ? (size_t)(end - line) : strlen(line);
-        char mem[16], human[16], algo[32], family[32], order[32];
+        char mem[16], human[16], algo[32], family[32], order[32], from[16];
         size_t bytes;
         int off = 0;
 
         if (line[0] != '#' &&
-            sscanf(line, "%15s %zu %15s %31s %31s %31s %n", mem, &bytes, human, algo, family,
-                   order, &off) == 6 &&
+            sscanf(line, "%15s %zu %15s %31s %31s %31s %15s %n", mem, &bytes, human, algo,
+                   family, order, from, &off) == 7 &&
             off > 0 && (size_t)off <= len) {
             printf("%s\n    {\"mem\": \"%s\", \"bytes\": %zu, \"algo\": \"%s\", "
-                   "\"family\": \"%s\", \"order\": \"%s\", \"reason\": ",
-                   n++ ? "," : "", mem, bytes, algo, family, order);
+                   "\"family\": \"%s\", \"order\": \"%s\", \"source\": \"%s\", "
+                   "\"reason\": ",
+                   n++ ? "," : "", mem, bytes, algo, family, order, from);
             json_string(line + off, len - (size_t)off);
             printf("}");
         }

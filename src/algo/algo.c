@@ -272,7 +272,9 @@ symcoll_status_t algo_run(comm_t *comm, const char *fn, const topo_plan_t *plan,
         if (!has) {
             log_error("%s: no algorithm for %zu bytes of %s memory: %s", fn, bytes,
                       plan->mem == SYMCOLL_MEM_HOST ? "host" : "CUDA", d.reason);
-            return SYMCOLL_ERR_UNSUPPORTED;
+            /* the caller's own choice (symcoll_comm_set_algo): an argument it can change */
+            return d.source == TOPO_SOURCE_CALL ? SYMCOLL_ERR_INVALID_PARAM
+                                                : SYMCOLL_ERR_UNSUPPORTED;
         }
         log_debug("%s of %zu bytes: %s/%s, via %d (%s)", topo_coll_name(plan->coll), bytes,
                   topo_family_name(plan->family), topo_algo_name(plan->algo), (int)plan->via,

@@ -356,3 +356,29 @@ void api_release_layers(comm_t *comm)
     ucx_destroy(comm->ucx);
     comm->ucx = NULL;
 }
+
+SYMCOLL_EXPORT symcoll_status_t symcoll_comm_set_algo(symcoll_comm_h comm, const char *algo)
+{
+    symcoll_status_t status;
+
+    if (!api_comm_valid(comm)) {
+        log_error("symcoll_comm_set_algo: NULL or destroyed communicator");
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    pthread_mutex_lock(&comm->lock);
+    status = topo_set_call_algo(comm->topo, algo);
+    pthread_mutex_unlock(&comm->lock);
+    return status;
+}
+
+SYMCOLL_EXPORT symcoll_status_t symcoll_comm_layout(symcoll_comm_h comm, char *buf, size_t len)
+{
+    if (!api_comm_valid(comm) || !buf || len == 0) {
+        log_error("symcoll_comm_layout: NULL or destroyed communicator, or no buffer");
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    pthread_mutex_lock(&comm->lock);
+    topo_fingerprint(comm->topo, buf, len);
+    pthread_mutex_unlock(&comm->lock);
+    return SYMCOLL_OK;
+}

@@ -217,6 +217,7 @@ PARSE_ENUM_FIELD(parse_net_protocol_field, "auto", "put", "am")
 PARSE_ENUM_FIELD(parse_cuda_net_path_field, "auto", "direct", "staged")
 PARSE_ENUM_FIELD(parse_cuda_coll_field, "allreduce", "auto")
 PARSE_ENUM_FIELD(parse_order_field, "canonical", "fastest", "auto")
+PARSE_ENUM_FIELD(parse_tune_mismatch_field, "fail", "ignore")
 
 static int parse_reduce_isa_field(const char *s, void *f)
 {
@@ -299,9 +300,19 @@ static const config_row_t config_table[] = {
         "but float16/bfloat16 across nodes move their partial sums in their own type, "
         "rounded at each step: the same bits at any size and for rd and rhd, not across "
         "layouts) or fastest (the fastest algorithm, whose order may change with the size "
-        "and the layout). CUDA memory: inside a node the kernels reduce in the same tree; "
-        "across nodes not yet.",
+        "and the layout). CUDA memory keeps the same order (canonical and auto).",
         parse_order_field, reduction_order),
+    ROW("SYMCOLL_TUNE_FILE", "",
+        "Tuning file written by symcoll_tune (at most 255 bytes of path): where its "
+        "fingerprint matches the communicator's layout, its measured algorithms choose "
+        "below SYMCOLL_ALGO; elsewhere the built-in rules. Every rank must name the same "
+        "contents (see SYMCOLL_TUNE_MISMATCH); a damaged file fails creation.",
+        parse_string_field, tune_file),
+    ROW("SYMCOLL_TUNE_MISMATCH", "fail",
+        "Ranks whose tuning files differ (or some with none): fail (creation fails on "
+        "every rank, naming the ranks) or ignore (every rank ignores its file, with a "
+        "warning).",
+        parse_tune_mismatch_field, tune_mismatch),
     ROW("SYMCOLL_HOST_ONESHOT_MAX", "32K",
         "Host memory inside a node: largest message, bytes, "
         "reduced one-shot; larger ones go two-shot. For 2 ranks; n ranks use 1/(n-1)^2 of "

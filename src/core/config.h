@@ -27,6 +27,7 @@ static inline bool config_timeout_ok(double sec)
  * this order, are the variables' values; case does not matter). */
 enum { CONFIG_CUDA_COLL_ALLREDUCE = 0, CONFIG_CUDA_COLL_AUTO };
 enum { CONFIG_ORDER_CANONICAL = 0, CONFIG_ORDER_FASTEST, CONFIG_ORDER_AUTO };
+enum { CONFIG_TUNE_MISMATCH_FAIL = 0, CONFIG_TUNE_MISMATCH_IGNORE };
 enum { CONFIG_NET_PROTOCOL_AUTO = 0, CONFIG_NET_PROTOCOL_PUT, CONFIG_NET_PROTOCOL_AM };
 enum {
     CONFIG_CUDA_NET_PATH_AUTO = 0,
@@ -66,6 +67,8 @@ typedef struct config {
     int cuda_net_path;               /* SYMCOLL_CUDA_NET_PATH: CONFIG_CUDA_NET_PATH_* */
     size_t cuda_net_direct_min;      /* SYMCOLL_CUDA_NET_DIRECT_MIN */
     int reduction_order;             /* SYMCOLL_REDUCTION_ORDER: CONFIG_ORDER_* */
+    char tune_file[CONFIG_STR_MAX];  /* SYMCOLL_TUNE_FILE ("": none) */
+    int tune_mismatch;               /* SYMCOLL_TUNE_MISMATCH: CONFIG_TUNE_MISMATCH_* */
 } config_t;
 
 /* Parse every variable of the table into *cfg. On a bad value logs an error naming

@@ -5,8 +5,11 @@ libsymcoll_core_la_SOURCES += \
 	src/topo/print.c \
 	src/topo/select.c \
 	src/topo/select_coll.c \
-	src/topo/topo.c
+	src/topo/topo.c \
+	src/topo/topo_tune.c \
+	src/topo/tune.c
 noinst_HEADERS += \
 	src/topo/gpu.h \
 	src/topo/select.h \
-	src/topo/topo.h
+	src/topo/topo.h \
+	src/topo/tune.h

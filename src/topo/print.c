@@ -6,6 +6,7 @@
 
 #include "topo/gpu.h"
 #include "topo/topo.h"
+#include "topo/tune.h"
 
 static const char *mem_name(symcoll_mem_type_t mem)
 {
@@ -260,17 +261,18 @@ static void print_coll_decisions(const topo_t *t, FILE *out)
     fprintf(out,
             "#\n# the other collectives: the plan of the all-reduce of the call's plan size "
             "(the larger buffer; 1 byte for barrier) and how the collective runs on it\n");
-    fprintf(out, "# %-14s %-4s %12s %6s  %-14s  %-13s  %s\n", "collective", "mem", "bytes", "",
-            "path", "family", "in words");
+    fprintf(out, "# %-14s %-4s %12s %6s  %-14s  %-13s  %-8s  %s\n", "collective", "mem", "bytes",
+            "", "path", "family", "from", "in words");
     for (int coll = TOPO_COLL_REDUCE_SCATTER; coll < TOPO_COLL_LAST; coll++) {
         for (int mem = 0; mem < SYMCOLL_MEM_LAST; mem++) {
             size_t first = coll == TOPO_COLL_BARRIER ? 1 : 8;
             size_t last = coll == TOPO_COLL_BARRIER ? 1 : (size_t)1 << 30;
             for (size_t bytes = first; bytes <= last; bytes *= 2) {
                 topo_plan_t plan;
+                topo_decision_t d;
                 char sz[16], brief[32], words[128];
                 topo_plan_explain(t, (topo_coll_t)coll, (symcoll_mem_type_t)mem, bytes, &plan,
-                                  NULL);
+                                  &d);
                 topo_plan_path(&plan, true, brief, sizeof(brief));
                 topo_plan_path(&plan, false, words, sizeof(words));
                 if (coll == TOPO_COLL_REDUCE_SCATTER) {
@@ -279,9 +281,10 @@ static void print_coll_decisions(const topo_t *t, FILE *out)
                              topo_plan_order(&t->select_cfg, &t->shape[mem], &plan, bytes));
                 }
                 topo_fmt_size(bytes, sz, sizeof(sz));
-                fprintf(out, "  %-14s %-4s %12zu %6s  %-14s  %-13s  %s\n",
+                fprintf(out, "  %-14s %-4s %12zu %6s  %-14s  %-13s  %-8s  %s\n",
                         topo_coll_name((topo_coll_t)coll), mem_name((symcoll_mem_type_t)mem),
-                        bytes, sz, brief, topo_family_name(plan.family), words);
+                        bytes, sz, brief, topo_family_name(plan.family),
+                        topo_source_name(d.source), words);
             }
         }
     }
@@ -298,6 +301,17 @@ void topo_print_decisions(const topo_t *t, FILE *out)
             topo_algo_name(c->forced), c->host_oneshot_max, c->cuda_oneshot_max,
             c->cuda_pcie_oneshot_max, c->net_rd_max, c->hier_min, TOPO_NET_BC_EAGER_MAX,
             TOPO_NET_BC_MAX_RANKS);
+    {
+        char fp[TOPO_TUNE_FP_MAX];
+        topo_fingerprint(t, fp, sizeof(fp));
+        fprintf(out,
+                "# from: built-in (the rules below), tuned (the tuning file's measurement), "
+                "forced (SYMCOLL_ALGO), call (symcoll_comm_set_algo); tuning file: %s%s%s; "
+                "layout: %s\n",
+                t->tune ? t->tune->path : "none",
+                t->tune && c->tuned ? " (its layout of this communicator serves)" : "",
+                t->tune && !c->tuned ? " (no layout of this communicator: unused)" : "", fp);
+    }
     fprintf(out,
             "# order of float sums, products and averages (SYMCOLL_REDUCTION_ORDER=%s): "
             "canonical = one fixed tree of the ranks' values, the same bits at any size, "
@@ -316,8 +330,8 @@ void topo_print_decisions(const topo_t *t, FILE *out)
         if (mem == SYMCOLL_MEM_CUDA && !t->have_gpus)
             fprintf(out, "#   (no rank has a CUDA device: the CUDA rows show what the "
                          "selector would pick)\n");
-        fprintf(out, "# %-4s %12s %6s  %-8s  %-13s  %-9s  %s\n", "mem", "bytes", "", "algo",
-                "family", "order", "reason");
+        fprintf(out, "# %-4s %12s %6s  %-8s  %-13s  %-9s  %-8s  %s\n", "mem", "bytes", "",
+                "algo", "family", "order", "from", "reason");
         for (size_t bytes = 8; bytes <= ((size_t)1 << 30); bytes *= 2) {
             topo_decision_t d;
             topo_plan_t plan;
@@ -326,10 +340,11 @@ void topo_print_decisions(const topo_t *t, FILE *out)
             topo_plan_explain(t, TOPO_COLL_ALLREDUCE, (symcoll_mem_type_t)mem, bytes, &plan,
                               &d);
             topo_fmt_size(bytes, sz, sizeof(sz));
-            fprintf(out, "  %-4s %12zu %6s  %-8s  %-13s  %-9s  %s\n",
+            fprintf(out, "  %-4s %12zu %6s  %-8s  %-13s  %-9s  %-8s  %s\n",
                     mem_name((symcoll_mem_type_t)mem), bytes, sz, topo_algo_name(plan.algo),
                     topo_family_name(plan.family),
-                    topo_plan_order(&t->select_cfg, &t->shape[mem], &plan, bytes), d.reason);
+                    topo_plan_order(&t->select_cfg, &t->shape[mem], &plan, bytes),
+                    topo_source_name(d.source), d.reason);
         }
     }
     print_coll_decisions(t, out);

@@ -29,6 +29,7 @@
 #include <strings.h>
 
 #include "core/log.h"
+#include "topo/tune.h"
 
 static const char *const algo_names[TOPO_ALGO_LAST] = {"auto", "oneshot", "twoshot", "ring",
                                                        "rd",   "hier",    "rhd",     "none"};
@@ -72,6 +73,7 @@ symcoll_status_t topo_select_cfg_from_config(const config_t *config, topo_select
     cfg.cuda_pcie_oneshot_max = config->cuda_pcie_oneshot_max;
     cfg.net_rd_max = config->net_rd_max;
     cfg.hier_min = config->hier_min;
+    cfg.forced_by = cfg.forced != TOPO_ALGO_AUTO ? TOPO_SOURCE_ENV : TOPO_SOURCE_BUILTIN;
     cfg.canonical = config->reduction_order != CONFIG_ORDER_FASTEST;
     cfg.canonical_wide = config->reduction_order == CONFIG_ORDER_CANONICAL;
     cfg.cuda_net_chunk = config->cuda_net_chunk;
@@ -213,27 +215,60 @@ bool topo_algo_applicable(topo_algo_t algo, symcoll_mem_type_t mem, const topo_s
     }
 }
 
-symcoll_status_t topo_select_check(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
-                                   bool gpus)
+symcoll_status_t topo_algo_check(topo_algo_t algo, const topo_shape_t *shape, bool gpus,
+                                 const char *what)
 {
     char why[TOPO_REASON_MAX];
 
     topo_shape_t cuda_shape = *shape;
 
-    if (cfg->forced == TOPO_ALGO_AUTO)
+    if (algo == TOPO_ALGO_AUTO)
         return SYMCOLL_OK;
     /* what the build lacks for CUDA shows at the call; here only the topology counts */
     cuda_shape.cuda_max_local = shape->ppn;
     cuda_shape.cuda_across_nodes = true;
-    if (!topo_algo_applicable(cfg->forced, SYMCOLL_MEM_HOST, shape, why, sizeof(why)) ||
-        (gpus &&
-         !topo_algo_applicable(cfg->forced, SYMCOLL_MEM_CUDA, &cuda_shape, why, sizeof(why)))) {
-        log_error("SYMCOLL_ALGO=%s cannot run on this communicator (%d ranks on %d node(s)): "
-                  "%s",
-                  topo_algo_name(cfg->forced), shape->nranks, shape->nnodes, why);
+    if (!topo_algo_applicable(algo, SYMCOLL_MEM_HOST, shape, why, sizeof(why)) ||
+        (gpus && !topo_algo_applicable(algo, SYMCOLL_MEM_CUDA, &cuda_shape, why, sizeof(why)))) {
+        log_error("%s%s cannot run on this communicator (%d ranks on %d node(s)): %s", what,
+                  topo_algo_name(algo), shape->nranks, shape->nnodes, why);
         return SYMCOLL_ERR_INVALID_PARAM;
     }
     return SYMCOLL_OK;
+}
+
+symcoll_status_t topo_select_check(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
+                                   bool gpus)
+{
+    return topo_algo_check(cfg->forced, shape, gpus, "SYMCOLL_ALGO=");
+}
+
+const char *topo_source_name(topo_source_t source)
+{
+    static const char *const names[TOPO_SOURCE_LAST] = {
+        [TOPO_SOURCE_BUILTIN] = "built-in",
+        [TOPO_SOURCE_TUNED] = "tuned",
+        [TOPO_SOURCE_ENV] = "forced",
+        [TOPO_SOURCE_CALL] = "call",
+    };
+    return (unsigned)source < TOPO_SOURCE_LAST ? names[source] : "?";
+}
+
+/* Who forced cfg->forced, in words: "SYMCOLL_ALGO=rd", "symcoll_comm_set_algo(rd)", or
+ * the tuning file's measurement. */
+static void forced_by(const topo_select_cfg_t *cfg, char *buf, size_t len)
+{
+    const topo_tune_entry_t *e = cfg->tune_entry;
+
+    if (cfg->forced_by == TOPO_SOURCE_CALL)
+        snprintf(buf, len, "symcoll_comm_set_algo(%s)", topo_algo_name(cfg->forced));
+    else if (cfg->forced_by == TOPO_SOURCE_TUNED && e && e->next_algo != TOPO_ALGO_NONE)
+        snprintf(buf, len, "the tuning file (%s %.1f us, %s %.1f us)",
+                 topo_algo_name(cfg->forced), e->us, topo_algo_name(e->next_algo), e->next_us);
+    else if (cfg->forced_by == TOPO_SOURCE_TUNED)
+        snprintf(buf, len, "the tuning file (%s %.1f us)", topo_algo_name(cfg->forced),
+                 e ? e->us : 0.0);
+    else
+        snprintf(buf, len, "SYMCOLL_ALGO=%s", topo_algo_name(cfg->forced));
 }
 
 static void decide(topo_decision_t *d, topo_algo_t algo, const char *fmt, ...)
@@ -605,22 +640,24 @@ static void select_impl(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
         return;
     }
     if (cfg->forced != TOPO_ALGO_AUTO) {
+        char by[160];
+        forced_by(cfg, by, sizeof(by));
         if (cfg->canonical && mem == SYMCOLL_MEM_HOST && shape->nnodes > 1 &&
             shape->nranks > 2 &&
             (cfg->forced == TOPO_ALGO_RING ||
              (cfg->forced == TOPO_ALGO_HIER && !shape->hier_canonical)) &&
             topo_algo_applicable(cfg->forced, mem, shape, NULL, 0))
             decide(d, bytes <= topo_rd_max(cfg, shape->nranks) ? TOPO_ALGO_RD : TOPO_ALGO_RHD,
-                   "SYMCOLL_ALGO=%s, whose order is not the canonical one%s "
+                   "%s, whose order is not the canonical one%s "
                    "(SYMCOLL_REDUCTION_ORDER): %s instead",
-                   topo_algo_name(cfg->forced),
+                   by,
                    cfg->forced == TOPO_ALGO_HIER ? " on this layout" : "",
                    bytes <= topo_rd_max(cfg, shape->nranks) ? "recursive doubling"
                                                             : "recursive halving and doubling");
         else if (topo_algo_applicable(cfg->forced, mem, shape, w, wlen))
-            decide(d, cfg->forced, "forced by SYMCOLL_ALGO=%s", topo_algo_name(cfg->forced));
+            decide(d, cfg->forced, "forced by %s", by);
         else
-            decide(d, TOPO_ALGO_NONE, "SYMCOLL_ALGO=%s: %s", topo_algo_name(cfg->forced), why);
+            decide(d, TOPO_ALGO_NONE, "%s: %s", by, why);
         return;
     }
     if (mem == SYMCOLL_MEM_CUDA && (shape->cuda_max_local <= 0 || !shape->gpus)) {

@@ -103,7 +103,29 @@ typedef struct topo_select_cfg {
     bool canonical;
     /* canonical (not auto): float16/bfloat16 across nodes accumulate in float32 too */
     bool canonical_wide;
+    /* the layout of the tuning file (SYMCOLL_TUNE_FILE) whose fingerprint is this
+     * communicator's, or NULL: its entries choose where nothing is forced */
+    const struct topo_tune_layout *tuned;
+    /* forced for the communicator's next calls (symcoll_comm_set_algo), before
+     * SYMCOLL_ALGO; TOPO_ALGO_AUTO: nothing */
+    topo_algo_t call_forced;
+    /* who set forced (TOPO_SOURCE_*; topo_select_coll_plan sets it on its copy for a
+     * call's or the tuning file's algorithm), and the tuning file's entry */
+    int forced_by;
+    const struct topo_tune_entry *tune_entry;
 } topo_select_cfg_t;
+
+/* Where a decision came from: the built-in rules, a tuning file, SYMCOLL_ALGO or the
+ * communicator's algorithm for its calls (symcoll_comm_set_algo). */
+typedef enum {
+    TOPO_SOURCE_BUILTIN = 0,
+    TOPO_SOURCE_TUNED,
+    TOPO_SOURCE_ENV,
+    TOPO_SOURCE_CALL,
+    TOPO_SOURCE_LAST
+} topo_source_t;
+
+const char *topo_source_name(topo_source_t source);
 
 /* SYMCOLL_CUDA_NET_PATH */
 enum { TOPO_PATH_AUTO = 0, TOPO_PATH_DIRECT, TOPO_PATH_STAGED };
@@ -118,6 +140,7 @@ typedef struct topo_decision {
     topo_algo_t algo;
     char reason[TOPO_REASON_MAX];
     bool quiet; /* set by topo_select_algo: no reason is written */
+    topo_source_t source; /* set by topo_select_coll_plan */
     /* CUDA across nodes: hierarchical over each node's GPUs (topo_cuda_net_hier; the
      * algorithm of staged chunks may be the host's hier without it), and its inter-node
      * step puts into the peers' CUDA pool */
@@ -219,6 +242,10 @@ bool topo_algo_applicable(topo_algo_t algo, symcoll_mem_type_t mem, const topo_s
  * matter for CUDA; host memory ignores them). */
 symcoll_status_t topo_select_check(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
                                    bool gpus);
+/* The same check of algorithm algo (TOPO_ALGO_AUTO passes), the message starting with
+ * what (for example "SYMCOLL_ALGO="). */
+symcoll_status_t topo_algo_check(topo_algo_t algo, const topo_shape_t *shape, bool gpus,
+                                 const char *what);
 
 /* One-shot threshold for n ranks from the 2-rank threshold max2 (see select.c). */
 size_t topo_oneshot_scaled(size_t max2, int n, symcoll_mem_type_t mem);

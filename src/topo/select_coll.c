@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "topo/select.h"
+#include "topo/tune.h"
 
 const char *topo_coll_name(topo_coll_t coll)
 {
@@ -93,8 +94,29 @@ void topo_select_coll_plan(const topo_select_cfg_t *cfg, const topo_shape_t *sha
                            topo_plan_t *plan, topo_decision_t *d)
 {
     const char *why = NULL;
-    topo_select_cfg_t plain;
+    topo_select_cfg_t plain, over;
 
+    /* the call's algorithm, else SYMCOLL_ALGO, else the tuning file's entry (where its
+     * algorithm can run on this memory; elsewhere the built-in rules) */
+    if (cfg->call_forced != TOPO_ALGO_AUTO) {
+        over = *cfg;
+        over.forced = cfg->call_forced;
+        over.forced_by = TOPO_SOURCE_CALL;
+        cfg = &over;
+    } else if (cfg->forced == TOPO_ALGO_AUTO && cfg->tuned) {
+        const topo_tune_entry_t *e = topo_tune_lookup(cfg->tuned, coll, mem, bytes);
+        if (e && topo_algo_applicable(e->algo, mem, shape, NULL, 0)) {
+            over = *cfg;
+            over.forced = e->algo;
+            over.forced_by = TOPO_SOURCE_TUNED;
+            over.tune_entry = e;
+            cfg = &over;
+        }
+    }
+    if (d)
+        d->source = cfg->forced == TOPO_ALGO_AUTO       ? TOPO_SOURCE_BUILTIN
+                    : cfg->forced_by == TOPO_SOURCE_BUILTIN ? TOPO_SOURCE_ENV
+                                                            : (topo_source_t)cfg->forced_by;
     /* the order of a reduction means nothing to the collectives without one */
     if (cfg->canonical && coll != TOPO_COLL_ALLREDUCE && coll != TOPO_COLL_REDUCE_SCATTER) {
         plain = *cfg;

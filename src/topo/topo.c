@@ -14,6 +14,7 @@
 
 #include "bootstrap/bootstrap.h"
 #include "topo/gpu.h"
+#include "topo/tune.h"
 #ifdef HAVE_CUDA
 #include "cuda/kernels.h"
 #endif
@@ -366,6 +367,7 @@ symcoll_status_t topo_create(int nranks, const config_t *config, topo_t **topo_p
     status = topo_select_cfg_from_config(config, &t->select_cfg);
     if (status != SYMCOLL_OK)
         goto err;
+    topo_tune_open(t, config);
     *topo_p = t;
     return SYMCOLL_OK;
 
@@ -377,6 +379,7 @@ err:
 symcoll_status_t topo_finish(topo_t *t)
 {
     topo_update_shapes(t);
+    topo_tune_match(t);
     /* the CUDA shape carries the GPU links; host checks ignore them */
     return topo_select_check(&t->select_cfg, &t->shape[SYMCOLL_MEM_CUDA],
                              t->shape[SYMCOLL_MEM_CUDA].gpus);
@@ -460,7 +463,7 @@ symcoll_status_t topo_probe_node(comm_t *comm, topo_t *t)
     size_t ls = (size_t)t->local_size;
     topo_rank_info_t *facts = calloc(ls, sizeof(*facts));
     symcoll_status_t status;
-    int64_t v[6];
+    int64_t v[11];
 
     /* the other facts of this node's ranks */
     if (!facts)
@@ -502,7 +505,12 @@ symcoll_status_t topo_probe_node(comm_t *comm, topo_t *t)
     v[4] = -v[3];
     /* whether hier's order is the canonical tree here: every rank must choose alike */
     v[5] = t->nnodes > 1 && topo_hier_layout_canonical(t);
-    status = bootstrap_allreduce(comm->bootstrap, v, 6, BOOTSTRAP_OP_MIN);
+    /* and the tuning files: every rank's must be the same, or none */
+    topo_tune_vote_fill(t, comm->rank, v + 6);
+    status = bootstrap_allreduce(comm->bootstrap, v, 11, BOOTSTRAP_OP_MIN);
+    if (status != SYMCOLL_OK)
+        return status;
+    status = topo_tune_vote_check(comm, t, v + 6);
     if (status != SYMCOLL_OK)
         return status;
     if (v[3] != -v[4]) {
@@ -531,7 +539,7 @@ symcoll_status_t topo_probe_node(comm_t *comm, topo_t *t)
 }
 
 /* The shapes changed: every remembered plan is stale. */
-static void topo_memo_clear(topo_t *t)
+void topo_memo_clear(topo_t *t)
 {
     for (int c = 0; c < TOPO_COLL_LAST; c++)
         for (int mem = 0; mem < SYMCOLL_MEM_LAST; mem++)
@@ -555,6 +563,9 @@ void topo_set_net_caps(topo_t *t, int rank, uint32_t mem_types, const char *tls)
     for (int mem = 0; mem < SYMCOLL_MEM_LAST; mem++)
         t->shape[mem].net_cuda = net_cuda;
     topo_memo_clear(t);
+    /* the transports are part of the fingerprint */
+    if (rank == 0)
+        topo_tune_match(t);
 }
 
 void topo_set_net_direct(topo_t *t, const signed char *per_rank, bool all_ok, bool drv,
@@ -577,6 +588,8 @@ const topo_plan_t *topo_plan(topo_t *t, topo_coll_t coll, symcoll_mem_type_t mem
     __typeof__(t->memo[0][0]) *m = &t->memo[coll][mem];
 
     if (!m->valid || m->bytes != bytes) {
+        if (t->tune && !t->tune_told)
+            topo_tune_tell(t);
         topo_select_coll_plan(&t->select_cfg, &t->shape[mem], coll, mem, bytes, &m->plan, NULL);
         m->bytes = bytes;
         m->valid = true;
@@ -623,5 +636,6 @@ void topo_destroy(topo_t *t)
     free(t->node_size);
     free(t->links);
     free(t->net_direct_peer);
+    topo_tune_free(t->tune);
     free(t);
 }

@@ -90,6 +90,12 @@ typedef struct topo {
     signed char *net_direct_peer;
     topo_select_cfg_t select_cfg;         /* SYMCOLL_ALGO and thresholds */
     topo_shape_t shape[SYMCOLL_MEM_LAST]; /* what the selector sees, per memory type */
+    /* SYMCOLL_TUNE_FILE (topo_tune.c): the file read at creation (NULL: none, or it
+     * could not be: tune_bad), agreed in topo_probe_node's vote; select_cfg.tuned is its
+     * layout of this communicator's fingerprint. tune_told: the first plan said which. */
+    struct topo_tune *tune;
+    bool tune_bad, tune_told;
+    int tune_mismatch; /* SYMCOLL_TUNE_MISMATCH */
     /* the last plan per collective and memory type (topo_plan): a loop of equal calls
      * asks the selector once; used under the communicator's lock only */
     struct {
@@ -126,6 +132,32 @@ void topo_destroy(topo_t *topo);
 symcoll_status_t topo_create(int nranks, const config_t *config, topo_t **topo_p);
 void topo_derive_nodes(topo_t *t, int my_rank);
 symcoll_status_t topo_finish(topo_t *t);
+
+/* ---- the tuning file (topo_tune.c) ---- */
+/* Reads config's SYMCOLL_TUNE_FILE into t (a file that cannot be read or parsed is
+ * logged and marks t: the vote makes every rank fail). */
+void topo_tune_open(topo_t *t, const config_t *config);
+/* Five values of the creation's MIN vote (v[0..4]), and what every rank concludes from
+ * the result: a damaged file anywhere, or files that differ under
+ * SYMCOLL_TUNE_MISMATCH=fail, fail creation (naming the ranks: a bootstrap exchange,
+ * every rank takes it); under ignore every rank drops its file. */
+void topo_tune_vote_fill(const topo_t *t, int rank, int64_t *v);
+symcoll_status_t topo_tune_vote_check(comm_t *comm, topo_t *t, const int64_t *v);
+/* The communicator's layout as tuning files name it ("nodes=2 ppn=2 gpu=none net=tcp
+ * order=auto lib=0.4.0"): nodes, ranks per node (or each node's), the GPUs' worst link,
+ * the transports across nodes, the reduction order and the library's version. */
+void topo_fingerprint(const topo_t *t, char *buf, size_t len);
+/* Points the selector at the file's layout of this fingerprint (none: NULL); called
+ * whenever the shapes change. topo_tune_tell logs once which layout serves. */
+void topo_tune_match(topo_t *t);
+void topo_tune_tell(topo_t *t);
+/* The algorithm of the communicator's next calls (symcoll_comm_set_algo): name as
+ * SYMCOLL_ALGO, NULL or "auto" clears it; one that cannot run on this layout (for host
+ * memory, and CUDA memory where every rank has a GPU) is SYMCOLL_ERR_INVALID_PARAM and
+ * changes nothing. */
+symcoll_status_t topo_set_call_algo(topo_t *t, const char *name);
+/* Forgets every remembered plan (the selector's inputs changed). */
+void topo_memo_clear(topo_t *t);
 
 /* Link from rank a's GPU to rank b's GPU, both of this rank's node; NULL if unknown or
  * another node. */

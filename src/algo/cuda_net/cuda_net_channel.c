@@ -75,7 +75,7 @@ static symcoll_status_t cnet_run(cnet_channel_t *ch, const cnet_op_t *op, uint64
     bool first = true;
     /* every chunk agrees on the whole call: chunks of calls of different counts may be
      * of the same size */
-    net_sig_t sig = {op->count, op->dtype, op->op, SYMCOLL_MEM_CUDA, op->salt};
+    net_sig_t sig = {op->count, op->dtype, op->op, SYMCOLL_MEM_CUDA, op->salt, op->call_algo};
 
     for (*k_p = cnet_channel_chunk(ch, 0); *k_p < op->nchunks;
          *k_p += (uint64_t)cn->nchannels) {

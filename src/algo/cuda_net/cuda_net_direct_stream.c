@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cuda/net_direct.h"
+#include "topo/topo.h"
 
 _Static_assert(TOPO_CUDA_DIRECT_MAX_RANKS <= CUDA_NET_REDUCE_MAX,
                "the direct path reduces every rank's data in one kernel");
@@ -13,9 +14,10 @@ _Static_assert(TOPO_CUDA_DIRECT_MAX_RANKS <= CUDA_NET_REDUCE_MAX,
 static uint32_t cnet_direct_tag(const cnet_op_t *o)
 {
     uint64_t h = 1469598103934665603ull;
-    uint64_t v[4] = {o->count, (uint64_t)o->dtype, (uint64_t)o->op, o->salt};
+    uint64_t v[5] = {o->count, (uint64_t)o->dtype, (uint64_t)o->op, o->salt,
+                     (uint64_t)o->call_algo};
 
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         h ^= v[i];
         h *= 1099511628211ull;
     }
@@ -116,6 +118,7 @@ symcoll_status_t cnet_direct_enqueue(cuda_net_t *cn, cudaStream_t s, const void 
     o.dtype = dtype;
     o.op = op;
     o.salt = cn->comm->algo->salt;
+    o.call_algo = (int)cn->comm->topo->select_cfg.call_forced;
     o.direct = true;
     /* an input in the pool is put from where it is (registered with UCX) */
     o.src = pool_lookup(d->cuda_pool, sendbuf, count * esize, &off) ? sendbuf : NULL;

@@ -184,6 +184,7 @@ typedef struct cnet_op {
     uint64_t nchunks;
     bool group;    /* hierarchical: a slice, among the ranks of this local index */
     uint64_t salt; /* the collective it serves (algo_ctx_t), which the ranks agree on too */
+    int call_algo; /* the algorithm the caller forced (net_sig_t), agreed too */
     /* the direct path (above): channel 0 runs every chunk; src: the input when
      * it is in the CUDA pool (put from there), else NULL (put from the in slots); tag:
      * what the flags carry for argument agreement */

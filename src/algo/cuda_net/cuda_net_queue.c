@@ -175,6 +175,7 @@ symcoll_status_t cnet_enqueue(cuda_net_t *cn, cudaStream_t s, const void *sendbu
     o.op = op;
     o.group = group;
     o.salt = cn->comm->algo->salt;
+    o.call_algo = (int)cn->comm->topo->select_cfg.call_forced;
     o.first = cn->next_chunk;
     o.nchunks = (count + chunk - 1) / chunk;
     cn->next_chunk += o.nchunks;

@@ -84,6 +84,7 @@ typedef struct net_sig {
     symcoll_op_t op;
     symcoll_mem_type_t mem;
     uint64_t salt; /* the user's call when it runs as this all-reduce (algo_ctx_t) */
+    int call_algo; /* the algorithm the caller forced (symcoll_comm_set_algo; 0: none) */
 } net_sig_t;
 struct net_state {
     comm_t *comm;

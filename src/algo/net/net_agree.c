@@ -11,8 +11,10 @@
 
 uint64_t algo_net_tag(const net_sig_t *sig, uint64_t seq)
 {
-    /* another collective run as this all-reduce differs from it by its salt */
-    uint64_t n = (uint64_t)sig->count ^ sig->salt * UINT64_C(0x9e3779b97f4a7c15);
+    /* another collective run as this all-reduce differs from it by its salt, and a call
+     * whose algorithm its caller forced by that algorithm */
+    uint64_t n = (uint64_t)sig->count ^ sig->salt * UINT64_C(0x9e3779b97f4a7c15) ^
+                 (uint64_t)sig->call_algo * UINT64_C(0xc2b2ae3d27d4eb4f);
     /* exact below 2^24 elements, a fold above */
     uint64_t fold = (n ^ (n >> 24) ^ (n >> 48)) & 0xffffff;
 
@@ -40,22 +42,23 @@ static const char *net_mem_name(int mem)
 /* What the bootstrap exchange of a failed agreement carries. */
 typedef struct net_xsig {
     uint64_t count, seq, salt;
-    int32_t dtype, op, mem, pad;
+    int32_t dtype, op, mem, call_algo;
     uint64_t bc_seq; /* eager broadcasts taken part in (net_coll.c) */
 } net_xsig_t;
 
 static bool net_xsig_differ(const net_xsig_t *a, const net_xsig_t *b)
 {
     return a->count != b->count || a->dtype != b->dtype || a->op != b->op || a->mem != b->mem ||
-           (a->seq & 7) != (b->seq & 7) || a->salt != b->salt;
+           (a->seq & 7) != (b->seq & 7) || a->salt != b->salt || a->call_algo != b->call_algo;
 }
 
 symcoll_status_t algo_net_mismatch(net_state_t *st, const net_call_t *c, const net_sig_t *sig,
                                    bool exact)
 {
     comm_t *comm = st->comm;
-    net_xsig_t me = {(uint64_t)sig->count, (c->tag >> 24) & 7, sig->salt, (int32_t)sig->dtype,
-                     (int32_t)sig->op,     (int32_t)sig->mem,  0,         st->bc_seq};
+    net_xsig_t me = {(uint64_t)sig->count, (c->tag >> 24) & 7, sig->salt,
+                     (int32_t)sig->dtype,  (int32_t)sig->op,   (int32_t)sig->mem,
+                     sig->call_algo,       st->bc_seq};
     /* the collective run: its own, or the one run as this all-reduce (the same salt) */
     const char *what = topo_coll_name((topo_coll_t)(sig->salt >> 32));
 
@@ -91,6 +94,14 @@ symcoll_status_t algo_net_mismatch(net_state_t *st, const net_call_t *c, const n
                       r, topo_coll_name((topo_coll_t)(all[r].salt >> 32)),
                       (int)(uint32_t)all[r].salt, comm->rank,
                       topo_coll_name((topo_coll_t)(me.salt >> 32)), (int)(uint32_t)me.salt);
+            free(all);
+            return SYMCOLL_ERR_MISMATCH;
+        }
+        if (status == SYMCOLL_OK && r < comm->nranks && all[r].call_algo != me.call_algo) {
+            log_error("%s across nodes: ranks forced different algorithms "
+                      "(symcoll_comm_set_algo): rank %d %s, this rank (%d) %s",
+                      what, r, topo_algo_name((topo_algo_t)all[r].call_algo), comm->rank,
+                      topo_algo_name((topo_algo_t)me.call_algo));
             free(all);
             return SYMCOLL_ERR_MISMATCH;
         }

@@ -101,7 +101,8 @@ symcoll_status_t algo_net_allreduce(comm_t *comm, pool_t *pool, topo_algo_t algo
                                     const void *sendbuf, void *recvbuf, size_t count,
                                     symcoll_dtype_t dtype, symcoll_op_t op)
 {
-    net_sig_t sig = {count, dtype, op, SYMCOLL_MEM_HOST, comm->algo->salt};
+    net_sig_t sig = {count, dtype, op, SYMCOLL_MEM_HOST, comm->algo->salt,
+                     (int)comm->topo->select_cfg.call_forced};
     return net_allreduce(comm, comm->ucx, pool, algo, sendbuf, recvbuf, count, dtype, op, &sig,
                          true);
 }

@@ -464,7 +464,9 @@ symcoll_status_t algo_net_collective(comm_t *comm, pool_t *pool, const algo_args
                                      bool exchange)
 {
     deadline_t dl = deadline_make(comm->timeout_sec, &comm->aborted);
-    net_sig_t sig = {a->count, a->dtype, a->op, SYMCOLL_MEM_HOST, ALGO_SALT(a->coll, a->root)};
+    net_sig_t sig = {a->count,        a->dtype,
+                     a->op,           SYMCOLL_MEM_HOST,
+                     ALGO_SALT(a->coll, a->root), (int)comm->topo->select_cfg.call_forced};
     net_state_t *st;
     net_group_t g;
     net_call_t c;
