@@ -24,7 +24,7 @@ module symcoll
 
     ! ---- API version (symcoll.h) --------------------------------------------------------
     integer(c_int), parameter, public :: SYMCOLL_API_MAJOR = 0
-    integer(c_int), parameter, public :: SYMCOLL_API_MINOR = 3
+    integer(c_int), parameter, public :: SYMCOLL_API_MINOR = 4
 
     ! ---- status codes (symcoll_status_t) ---------------------------------------------
     integer(c_int), parameter, public :: SYMCOLL_OK = 0
@@ -153,6 +153,7 @@ module symcoll
     public :: symcoll_allreduce, symcoll_allreduce_inplace, symcoll_allreduce_ptr
     public :: symcoll_mem_alloc, symcoll_mem_free, symcoll_pool_query, symcoll_pool_trim
     public :: symcoll_comm_print_topology, symcoll_comm_print_decisions
+    public :: symcoll_comm_set_algo, symcoll_comm_layout
 
     !> symcoll_allreduce(sendbuf, recvbuf, count, dtype, op, comm [, ierr] [, stream])
     interface symcoll_allreduce
@@ -233,6 +234,17 @@ module symcoll
         integer(c_int) function c_comm_abort(comm) bind(c, name="symcoll_comm_abort")
             import :: c_int, c_ptr
             type(c_ptr), value :: comm
+        end function
+        integer(c_int) function c_comm_set_algo(comm, algo) bind(c, name="symcoll_comm_set_algo")
+            import :: c_int, c_ptr, c_char
+            type(c_ptr), value :: comm
+            character(kind=c_char), intent(in) :: algo(*)
+        end function
+        integer(c_int) function c_comm_layout(comm, buf, len) bind(c, name="symcoll_comm_layout")
+            import :: c_int, c_ptr, c_char, c_size_t
+            type(c_ptr), value :: comm
+            character(kind=c_char), intent(out) :: buf(*)
+            integer(c_size_t), value :: len
         end function
         integer(c_int) function c_comm_rank(comm, rank) bind(c, name="symcoll_comm_rank")
             import :: c_int, c_ptr
@@ -585,6 +597,39 @@ contains
         integer, intent(out), optional :: ierr
         call finish(c_comm_abort(comm%handle), ierr, 'symcoll_comm_abort')
     end subroutine symcoll_comm_abort
+
+    !> Forces the algorithm of the communicator's next calls (as SYMCOLL_ALGO names them);
+    !> 'auto' gives the choice back (symcoll_comm_set_algo(3)).
+    subroutine symcoll_comm_set_algo(comm, algo, ierr)
+        type(symcoll_comm), intent(in) :: comm
+        character(len=*), intent(in) :: algo
+        integer, intent(out), optional :: ierr
+        call finish(c_comm_set_algo(comm%handle, trim(algo)//c_null_char), ierr, &
+                    'symcoll_comm_set_algo')
+    end subroutine symcoll_comm_set_algo
+
+    !> The communicator's layout as tuning files name it (symcoll_comm_layout(3)).
+    subroutine symcoll_comm_layout(comm, layout, ierr)
+        type(symcoll_comm), intent(in) :: comm
+        character(len=:), allocatable, intent(out) :: layout
+        integer, intent(out), optional :: ierr
+        character(kind=c_char) :: buf(256)
+        integer(c_int) :: s
+        integer :: i, n
+
+        buf = c_null_char
+        s = c_comm_layout(comm%handle, buf, 256_c_size_t)
+        n = 0
+        do while (n < 256)
+            if (buf(n + 1) == c_null_char) exit
+            n = n + 1
+        end do
+        allocate (character(len=n) :: layout)
+        do i = 1, n
+            layout(i:i) = buf(i)
+        end do
+        call finish(s, ierr, 'symcoll_comm_layout')
+    end subroutine symcoll_comm_layout
 
     subroutine symcoll_comm_rank(comm, rank, ierr)
         type(symcoll_comm), intent(in) :: comm

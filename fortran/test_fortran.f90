@@ -431,6 +431,7 @@ contains
         integer :: major, minor, patch, u
         character(len=32) :: v
         character(len=256) :: line
+        character(len=:), allocatable :: layout
         integer :: lines
         call symcoll_get_version(major, minor, patch)
         write (v, '(i0,a,i0,a,i0)') major, '.', minor, '.', patch
@@ -450,6 +451,14 @@ contains
         call expect_status('symcoll_config_print', ierr, SYMCOLL_OK)
         call symcoll_comm_print_decisions(comm, u, ierr)
         call expect_status('symcoll_comm_print_decisions', ierr, SYMCOLL_OK)
+        ! the per-call algorithm and the layout of tuning files
+        call symcoll_comm_set_algo(comm, 'no-such-algo', ierr)
+        call expect_status('symcoll_comm_set_algo, unknown', ierr, SYMCOLL_ERR_INVALID_PARAM)
+        call symcoll_comm_set_algo(comm, 'auto', ierr)
+        call expect_status('symcoll_comm_set_algo', ierr, SYMCOLL_OK)
+        call symcoll_comm_layout(comm, layout, ierr)
+        call expect_status('symcoll_comm_layout', ierr, SYMCOLL_OK)
+        if (index(layout, 'nodes=') /= 1) call fail('layout: '//layout)
         call symcoll_comm_print_topology(comm, u, ierr)
         call expect_status('symcoll_comm_print_topology', ierr, SYMCOLL_OK)
         rewind (u)
