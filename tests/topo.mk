@@ -24,3 +24,16 @@ tests_test_topo_SOURCES = tests/test_topo.c
 tests_test_topo_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_topo_LDADD = $(HARNESS_LIBS) $(TEST_INTERNAL_LIBS)
 endif
+
+# test_tune: tuning files (parser) and symcoll_comm_set_algo on real ranks
+if HAVE_CHECK
+TUNE_TESTS = tests/test_tune
+check_PROGRAMS += $(TUNE_TESTS)
+TESTS += $(TUNE_TESTS)
+tests_test_tune_SOURCES = tests/test_tune.c
+tests_test_tune_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_tune_LDADD = $(HARNESS_LIBS) $(TEST_INTERNAL_LIBS)
+endif
+# symcoll_tune and SYMCOLL_TUNE_FILE under symcoll_run
+TESTS += tests/test_tune.sh
+EXTRA_DIST += tests/test_tune.sh
