@@ -76,6 +76,7 @@ module symcoll
     integer(c_int64_t), parameter, public :: SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE = 8
     integer(c_int64_t), parameter, public :: SYMCOLL_COMM_PARAM_FIELD_TIMEOUT = 16
     integer(c_int64_t), parameter, public :: SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER = 32
+    integer(c_int64_t), parameter, public :: SYMCOLL_COMM_PARAM_FIELD_TUNE_FILE = 64
 
     ! ---- symcoll_reduction_order_t (symcoll_comm_params_t%reduction_order) -------------
     integer(c_int), parameter, public :: SYMCOLL_ORDER_CANONICAL = 0
@@ -107,6 +108,7 @@ module symcoll
         integer(c_int) :: cuda_device = 0
         real(c_double) :: timeout_sec = 0
         integer(c_int) :: reduction_order = 0
+        type(c_ptr) :: tune_file = c_null_ptr
     end type symcoll_comm_params_t
 
     !> symcoll_pool_attr_t: set field_mask to the fields wanted
@@ -464,7 +466,8 @@ contains
     !> ranks. The keywords set the fields of params (and their field_mask bits); with an
     !> allgather (c_funloc of a symcoll_allgather_fn), rank and nranks are needed too.
     subroutine symcoll_comm_create(comm, ierr, params, rank, nranks, cuda_device, &
-                                   timeout_sec, allgather, allgather_ctx, reduction_order)
+                                   timeout_sec, allgather, allgather_ctx, reduction_order, &
+                                   tune_file)
         type(symcoll_comm), intent(out) :: comm
         integer, intent(out), optional :: ierr
         type(symcoll_comm_params_t), intent(in), optional :: params
@@ -473,9 +476,22 @@ contains
         type(c_funptr), intent(in), optional :: allgather
         type(c_ptr), intent(in), optional :: allgather_ctx
         integer, intent(in), optional :: reduction_order
+        character(len=*), intent(in), optional :: tune_file
         type(symcoll_comm_params_t) :: p
+        character(kind=c_char), allocatable, target :: tune_c(:)
+        integer :: i
 
         if (present(params)) p = params
+        if (present(tune_file)) then
+            ! NUL-terminated, alive until the call returns
+            allocate (tune_c(len_trim(tune_file) + 1))
+            do i = 1, len_trim(tune_file)
+                tune_c(i) = tune_file(i:i)
+            end do
+            tune_c(len_trim(tune_file) + 1) = c_null_char
+            p%tune_file = c_loc(tune_c)
+            p%field_mask = ior(p%field_mask, SYMCOLL_COMM_PARAM_FIELD_TUNE_FILE)
+        end if
         if (present(reduction_order)) then
             p%reduction_order = int(reduction_order, c_int)
             p%field_mask = ior(p%field_mask, SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER)

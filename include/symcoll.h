@@ -178,7 +178,8 @@ enum symcoll_comm_params_field {
     SYMCOLL_COMM_PARAM_FIELD_ALLGATHER = 1u << 2,      /**< allgather and allgather_ctx */
     SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE = 1u << 3,    /**< cuda_device */
     SYMCOLL_COMM_PARAM_FIELD_TIMEOUT = 1u << 4,        /**< timeout_sec */
-    SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER = 1u << 5 /**< reduction_order (API 0.3) */
+    SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER = 1u << 5, /**< reduction_order (API 0.3) */
+    SYMCOLL_COMM_PARAM_FIELD_TUNE_FILE = 1u << 6        /**< tune_file (API 0.4) */
 };
 
 /**
@@ -222,6 +223,9 @@ typedef struct symcoll_comm_params {
     int reduction_order;              /**< a symcoll_reduction_order_t, the same on every
                                            rank (else creation fails with
                                            SYMCOLL_ERR_INVALID_PARAM on every rank) */
+    const char *tune_file;            /**< tuning file (symcoll_tune(1)) instead of
+                                           SYMCOLL_TUNE_FILE; "" for none; at most 255
+                                           bytes; read during the call only */
 } symcoll_comm_params_t;
 
 /** @brief Bits of symcoll_pool_attr_t::field_mask. */

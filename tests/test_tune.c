@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "topo/tune.h"
@@ -261,6 +262,74 @@ START_TEST(t_set_algo_disagree)
 }
 END_TEST
 
+/* the tuning file as a creation parameter (over SYMCOLL_TUNE_FILE; "" for none) */
+static int has_line(symcoll_comm_h comm, const char *what)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    int found;
+
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(symcoll_comm_print_decisions(comm, f), SYMCOLL_OK);
+    fclose(f);
+    found = strstr(text, what) != NULL;
+    free(text);
+    return found;
+}
+
+static void p_body(int rank, int nranks, void *arg)
+{
+    const char *path = arg;
+    symcoll_comm_h comm = harness_comm_create(), c2;
+    symcoll_comm_params_t p = {0};
+    char fp[256], body[1024];
+
+    (void)nranks;
+    ck_assert_int_eq(symcoll_comm_layout(comm, fp, sizeof(fp)), SYMCOLL_OK);
+    if (rank == 0) {
+        FILE *f = fopen(path, "w");
+        char *text;
+        snprintf(body, sizeof(body),
+                 "symcoll-tune 1\nlayout %s\nallreduce host 0 max twoshot 2 3 oneshot\nend\n",
+                 fp);
+        text = with_checksum(body);
+        ck_assert(f && fputs(text, f) >= 0 && fclose(f) == 0);
+        free(text);
+    }
+    ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
+    p.field_mask = SYMCOLL_COMM_PARAM_FIELD_TUNE_FILE;
+    p.tune_file = path;
+    ck_assert_int_eq(symcoll_comm_create(&p, &c2), SYMCOLL_OK);
+    ck_assert_msg(has_line(c2, "twoshot   host           canonical  tuned"), "not tuned");
+    ck_assert_int_eq(run_call(c2, CALL_AR, rank, nranks, 10, "tuned"), SYMCOLL_OK);
+    symcoll_comm_destroy(c2);
+    /* "" over the environment's file */
+    setenv("SYMCOLL_TUNE_FILE", path, 1);
+    p.tune_file = "";
+    ck_assert_int_eq(symcoll_comm_create(&p, &c2), SYMCOLL_OK);
+    ck_assert_msg(has_line(c2, "tuning file: none"), "a file despite \"\"");
+    symcoll_comm_destroy(c2);
+    unsetenv("SYMCOLL_TUNE_FILE");
+    /* a file that is not there: refused on every rank */
+    p.tune_file = "/nonexistent/tune.txt";
+    ck_assert_int_eq(symcoll_comm_create(&p, &c2), SYMCOLL_ERR_INVALID_PARAM);
+    p.tune_file = NULL;
+    ck_assert_int_eq(symcoll_comm_create(&p, &c2), SYMCOLL_ERR_INVALID_PARAM);
+    ck_assert_int_eq(symcoll_barrier(comm, NULL), SYMCOLL_OK);
+    if (rank == 0)
+        unlink(path);
+    symcoll_comm_destroy(comm);
+}
+
+START_TEST(t_param)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/tmp/symcoll-test-tune-%d.txt", (int)getpid());
+    ck_assert_int_eq(harness_run(2, 1, 60, p_body, path), 0);
+}
+END_TEST
+
 static Suite *tune_suite(void)
 {
     Suite *s = suite_create("tune");
@@ -273,6 +342,7 @@ static Suite *tune_suite(void)
     tcase_add_test(tc, t_set_algo_node);
     tcase_add_test(tc, t_set_algo_nodes);
     tcase_add_test(tc, t_set_algo_disagree);
+    tcase_add_test(tc, t_param);
     suite_add_tcase(s, tc);
     return s;
 }

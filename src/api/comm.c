@@ -254,10 +254,26 @@ static symcoll_status_t comm_param_order(config_t *cfg, const symcoll_comm_param
     return SYMCOLL_OK;
 }
 
+/* The tuning file of the parameters, where given, over SYMCOLL_TUNE_FILE. */
+static symcoll_status_t comm_param_tune(config_t *cfg, const symcoll_comm_params_t *params,
+                                        uint64_t mask, const char *fn)
+{
+    if (!(mask & SYMCOLL_COMM_PARAM_FIELD_TUNE_FILE))
+        return SYMCOLL_OK;
+    if (!params->tune_file || strlen(params->tune_file) >= sizeof(cfg->tune_file)) {
+        log_error("%s: tune_file is NULL or longer than %zu bytes (\"\" for none)", fn,
+                  sizeof(cfg->tune_file) - 1);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    snprintf(cfg->tune_file, sizeof(cfg->tune_file), "%s", params->tune_file);
+    return SYMCOLL_OK;
+}
+
 #define COMM_PARAM_ALL_FIELDS                                                                  \
     (SYMCOLL_COMM_PARAM_FIELD_RANK | SYMCOLL_COMM_PARAM_FIELD_NRANKS |                         \
      SYMCOLL_COMM_PARAM_FIELD_ALLGATHER | SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE |               \
-     SYMCOLL_COMM_PARAM_FIELD_TIMEOUT | SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER)
+     SYMCOLL_COMM_PARAM_FIELD_TIMEOUT | SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER |             \
+     SYMCOLL_COMM_PARAM_FIELD_TUNE_FILE)
 
 /* The caller's header against this library: the same major, and no newer minor (the
  * caller may set fields or flags this library does not know). Checked before anything
@@ -299,6 +315,12 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create_version(unsigned api_major,
             "symcoll_comm_create: field_mask has SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER, "
             "which API %u.%u does not have",
             api_major, api_minor);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    if (api_minor < 4 && (mask & SYMCOLL_COMM_PARAM_FIELD_TUNE_FILE)) {
+        log_error("symcoll_comm_create: field_mask has SYMCOLL_COMM_PARAM_FIELD_TUNE_FILE, "
+                  "which API %u.%u does not have",
+                  api_major, api_minor);
         return SYMCOLL_ERR_INVALID_PARAM;
     }
     if (mask & ~(uint64_t)COMM_PARAM_ALL_FIELDS) {
@@ -370,6 +392,8 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create_version(unsigned api_major,
         comm->cuda_device = params->cuda_device;
     }
     status = comm_param_order(&comm->config, params, mask, "symcoll_comm_create");
+    if (status == SYMCOLL_OK)
+        status = comm_param_tune(&comm->config, params, mask, "symcoll_comm_create");
     if (status != SYMCOLL_OK)
         goto err_free;
     log_set_rank(comm->rank);
@@ -421,7 +445,7 @@ symcoll_status_t comm_create_unversioned(const symcoll_comm_params_t *params,
 
 #define COMM_CHILD_FIELDS                                                                      \
     (SYMCOLL_COMM_PARAM_FIELD_TIMEOUT | SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE |                 \
-     SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER)
+     SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER | SYMCOLL_COMM_PARAM_FIELD_TUNE_FILE)
 
 /* A communicator made from parent (split, shrink): params checked (function fn's
  * rules: a timeout and a CUDA device at most), the rest inherited. NULL with *status_p
@@ -434,8 +458,8 @@ static comm_t *comm_child_alloc(const char *fn, const comm_t *parent,
 
     *status_p = SYMCOLL_ERR_INVALID_PARAM;
     if (mask & ~(uint64_t)COMM_CHILD_FIELDS) {
-        log_error("%s: field_mask 0x%llx: it takes a timeout, a CUDA device and a reduction "
-                  "order at most (its ranks come from the parent)",
+        log_error("%s: field_mask 0x%llx: it takes a timeout, a CUDA device, a reduction "
+                  "order and a tuning file at most (its ranks come from the parent)",
                   fn, (unsigned long long)mask);
         return NULL;
     }
@@ -455,12 +479,18 @@ static comm_t *comm_child_alloc(const char *fn, const comm_t *parent,
         log_error("%s: invalid reduction_order %d", fn, params->reduction_order);
         return NULL;
     }
+    if ((mask & SYMCOLL_COMM_PARAM_FIELD_TUNE_FILE) &&
+        (!params->tune_file || strlen(params->tune_file) >= CONFIG_STR_MAX)) {
+        log_error("%s: tune_file is NULL or longer than %d bytes", fn, CONFIG_STR_MAX - 1);
+        return NULL;
+    }
     *status_p = SYMCOLL_ERR_NO_MEMORY;
     comm = calloc(1, sizeof(*comm));
     if (!comm)
         return NULL;
     comm->config = parent->config;
     (void)comm_param_order(&comm->config, params, mask, fn); /* checked above */
+    (void)comm_param_tune(&comm->config, params, mask, fn);
     comm->timeout_sec =
         mask & SYMCOLL_COMM_PARAM_FIELD_TIMEOUT ? params->timeout_sec : parent->timeout_sec;
     comm->cuda_device =
