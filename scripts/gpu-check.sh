@@ -38,7 +38,8 @@ pack() {
     ${MAKE:-make} -C "$b" tests/test_cuda tests/test_cuda_net >/dev/null || return 1
     mkdir -p "$d/bin" "$d/lib"
     for p in tests/.libs/test_cuda tests/.libs/test_cuda_net tools/.libs/symcoll_perf \
-             tools/symcoll_run tools/.libs/symcoll_info bench/nccl_allreduce_peer; do
+             tools/symcoll_run tools/.libs/symcoll_info tools/.libs/symcoll_tune \
+             bench/nccl_allreduce_peer; do
         test -f "$b/$p" && cp "$b/$p" "$d/bin/"
     done
     cp -L "$b/.libs/libsymcoll.so.0" "$d/lib/"

@@ -46,6 +46,7 @@ static const coll_t colls[] = {
 
 typedef struct opts {
     int quick, repeats, verbose;
+    double margin; /* another algorithm replaces the built-in choice only if this much faster */
     size_t min_bytes, max_bytes;
     const char *out;
 } opts_t;
@@ -313,6 +314,8 @@ static void usage(FILE *f)
             "  --quick     8 B to 1 MiB, 3 rounds, few calls: under a minute on a laptop\n"
             "  -b, -e      smallest and largest plan size (default 8 and 16M; K, M, G)\n"
             "  -r ROUNDS   rounds of alternating measurements (default 5; quick 3)\n"
+            "  -m PCT      another algorithm replaces the built-in choice only where it is\n"
+            "              at least PCT %% faster (default 10)\n"
             "  -v          every measurement\n",
             prog);
 }
@@ -326,9 +329,10 @@ static int parse_opts(int argc, char **argv, opts_t *o)
 
     memset(o, 0, sizeof(*o));
     o->out = "symcoll-tune.txt";
+    o->margin = 0.10;
     o->min_bytes = 8;
     o->max_bytes = 16u << 20;
-    while ((c = getopt_long(argc, argv, "o:b:e:r:vh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "o:b:e:r:m:vh", longopts, NULL)) != -1) {
         switch (c) {
         case 'q':
             o->quick = 1;
@@ -347,6 +351,11 @@ static int parse_opts(int argc, char **argv, opts_t *o)
         case 'r':
             rounds = atoi(optarg);
             if (rounds < 1 || rounds > 100)
+                return -1;
+            break;
+        case 'm':
+            o->margin = atof(optarg) / 100;
+            if (!(o->margin >= 0 && o->margin < 10))
                 return -1;
             break;
         case 'v':
@@ -375,7 +384,7 @@ int main(int argc, char **argv)
     char fp[256];
     size_t sizes[TUNE_MAX_SIZES];
     int nsizes = 0, ncand = 0, cand[TUNE_MAX_CAND], rank, n, nres, wrong = 0;
-    char *tables[TUNE_MAX_CAND] = {NULL};
+    char *tables[TUNE_MAX_CAND] = {NULL}, *builtin;
     result_t *res;
     float *in, *out;
     double t_start = now_us();
@@ -399,6 +408,7 @@ int main(int argc, char **argv)
         sizes[nsizes++] = o.max_bytes;
     /* the candidates: what can run on this layout; a forced ring keeps the canonical order
      * by running rd or rhd (SYMCOLL_REDUCTION_ORDER), so it is no candidate there */
+    builtin = decisions(comm); /* what the built-in rules choose */
     {
         /* the library says why an algorithm cannot run here: not news to the tool */
         int saved = dup(2), devnull = open("/dev/null", O_WRONLY);
@@ -455,7 +465,8 @@ int main(int argc, char **argv)
             double t[TUNE_MAX_CAND][100];
             result_t *r = &res[c * nsizes + si];
 
-            int same[TUNE_MAX_CAND], distinct = 0;
+            int same[TUNE_MAX_CAND], distinct = 0, def = -1;
+            char kdef[512];
 
             r->coll = c;
             r->bytes = bytes;
@@ -473,6 +484,10 @@ int main(int argc, char **argv)
                         !path_of(tables[b], c, bytes, kb, sizeof(kb)) && !strcmp(ka, kb))
                         same[a] = b;
                 distinct += same[a] < 0;
+                /* the candidate that runs what the built-in rules choose */
+                if (def < 0 && same[a] < 0 && builtin &&
+                    !path_of(builtin, c, bytes, kdef, sizeof(kdef)) && !strcmp(ka, kdef))
+                    def = a;
             }
             for (int round = 0; round < o.repeats; round++) {
                 for (int k = 0; k < ncand; k++) {
@@ -545,6 +560,13 @@ int main(int argc, char **argv)
                     r->next = a;
                 }
             }
+            /* noise must not move the choice: the built-in one stays unless another is
+             * clearly faster */
+            if (def >= 0 && r->best >= 0 && r->best != def && r->us[def] >= 0 &&
+                r->us[r->best] * (1 + o.margin) > r->us[def]) {
+                r->next = r->best;
+                r->best = def;
+            }
             if (rank == 0 && r->best >= 0) {
                 printf("  %-14s %10zu  %-8s %10.2f  %-8s %10.2f  %6.2f ", colls[c].label, bytes,
                        cand_names[cand[r->best]], r->us[r->best],
@@ -579,6 +601,7 @@ int main(int argc, char **argv)
     free(res);
     for (int a = 0; a < ncand; a++)
         free(tables[a]);
+    free(builtin);
     symcoll_comm_destroy(comm);
     return wrong ? 1 : 0;
 }
