@@ -283,7 +283,8 @@ static void p_body(int rank, int nranks, void *arg)
     const char *path = arg;
     symcoll_comm_h comm = harness_comm_create(), c2;
     symcoll_comm_params_t p = {0};
-    char fp[256], body[1024];
+    char fp[256];
+    static char body[1024];
 
     (void)nranks;
     ck_assert_int_eq(symcoll_comm_layout(comm, fp, sizeof(fp)), SYMCOLL_OK);
@@ -303,6 +304,27 @@ static void p_body(int rank, int nranks, void *arg)
     ck_assert_int_eq(symcoll_comm_create(&p, &c2), SYMCOLL_OK);
     ck_assert_msg(has_line(c2, "twoshot   host           canonical  tuned"), "not tuned");
     ck_assert_int_eq(run_call(c2, CALL_AR, rank, nranks, 10, "tuned"), SYMCOLL_OK);
+    {
+        /* a part takes the file as its parent read it: gone or rewritten since, a split
+         * still works and is tuned */
+        symcoll_comm_h part;
+        ck_assert_int_eq(symcoll_barrier(c2, NULL), SYMCOLL_OK);
+        if (rank == 0)
+            ck_assert_int_eq(unlink(path), 0);
+        ck_assert_int_eq(symcoll_barrier(c2, NULL), SYMCOLL_OK);
+        ck_assert_int_eq(symcoll_comm_split(c2, 0, rank, NULL, &part), SYMCOLL_OK);
+        ck_assert_msg(has_line(part, "twoshot   host           canonical  tuned"),
+                      "the part is not tuned");
+        ck_assert_int_eq(run_call(part, CALL_AR, rank, nranks, 10, "part"), SYMCOLL_OK);
+        symcoll_comm_destroy(part);
+        if (rank == 0) {
+            FILE *f = fopen(path, "w");
+            char *text = with_checksum(body);
+            ck_assert(f && fputs(text, f) >= 0 && fclose(f) == 0);
+            free(text);
+        }
+        ck_assert_int_eq(symcoll_barrier(c2, NULL), SYMCOLL_OK);
+    }
     symcoll_comm_destroy(c2);
     /* "" over the environment's file */
     setenv("SYMCOLL_TUNE_FILE", path, 1);

@@ -274,9 +274,13 @@ static int write_file(const opts_t *o, const char *fp, const result_t *res, int 
                    res[c * nsizes + j + 1].cand[res[c * nsizes + j + 1].best] ==
                        r->cand[r->best])
                 j++;
-            lo = i == 0 ? 0 : (size_t)sqrt((double)sizes[i - 1] * (double)sizes[i]) + 1;
-            hi = j == nsizes - 1 ? SIZE_MAX
-                                 : (size_t)sqrt((double)sizes[j] * (double)sizes[j + 1]);
+            /* the measured span only (from 0 where it starts at 8 B): beyond it the
+             * built-in rules */
+            lo = i > 0           ? (size_t)sqrt((double)sizes[i - 1] * (double)sizes[i]) + 1
+                 : sizes[0] <= 8 ? 0
+                                 : sizes[0];
+            hi = j < nsizes - 1 ? (size_t)sqrt((double)sizes[j] * (double)sizes[j + 1])
+                                : sizes[nsizes - 1];
             snprintf(tmp, sizeof(tmp), "%zu", hi);
             len +=
                 (size_t)sprintf(text + len, "%s host %zu %s %s %.2f %.2f %s\n", colls[c].name,
@@ -306,13 +310,15 @@ static int write_file(const opts_t *o, const char *fp, const result_t *res, int 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: %s [--quick] [-o FILE] [-b MIN] [-e MAX] [-r ROUNDS] [-v]\n"
+            "usage: %s [--quick] [-o FILE] [-b MIN] [-e MAX] [-r ROUNDS] [-m PCT] [-v]\n"
             "  run under symcoll_run, mpirun or srun; measures every algorithm that can run\n"
             "  on this layout for the all-reduce, reduce-scatter, all-gather and broadcast of\n"
             "  host memory, and writes the fastest per range of sizes into FILE\n"
             "  -o FILE     the tuning file (default symcoll-tune.txt); its other layouts stay\n"
             "  --quick     8 B to 1 MiB, 3 rounds, few calls: under a minute on a laptop\n"
-            "  -b, -e      smallest and largest plan size (default 8 and 16M; K, M, G)\n"
+            "  -b, -e      smallest and largest plan size, powers of two from 8 to 1G\n"
+            "              (default 8 and 16M; K, M, G); sizes beyond are left to the\n"
+            "              built-in rules\n"
             "  -r ROUNDS   rounds of alternating measurements (default 5; quick 3)\n"
             "  -m PCT      another algorithm replaces the built-in choice only where it is\n"
             "              at least PCT %% faster (default 10)\n"
@@ -370,6 +376,12 @@ static int parse_opts(int argc, char **argv, opts_t *o)
     }
     if (optind != argc || o->min_bytes > o->max_bytes)
         return -1;
+    /* sizes of the library's decision table: powers of two from 8 B to 1 GiB */
+    if (o->min_bytes < 8 || o->max_bytes > (1u << 30) || (o->min_bytes & (o->min_bytes - 1)) ||
+        (o->max_bytes & (o->max_bytes - 1))) {
+        fprintf(stderr, "%s: -b and -e must be powers of two from 8 to 1G\n", prog);
+        return -1;
+    }
     if (o->quick && o->max_bytes == 16u << 20)
         o->max_bytes = 1u << 20;
     o->repeats = rounds ? rounds : o->quick ? 3 : 5;
@@ -393,7 +405,13 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    st = symcoll_comm_create(NULL, &comm);
+    {
+        /* measured with the built-in rules, whatever SYMCOLL_TUNE_FILE says */
+        symcoll_comm_params_t p = {0};
+        p.field_mask = SYMCOLL_COMM_PARAM_FIELD_TUNE_FILE;
+        p.tune_file = "";
+        st = symcoll_comm_create(&p, &comm);
+    }
     if (st != SYMCOLL_OK) {
         fprintf(stderr, "%s: symcoll_comm_create: %s\n", prog, symcoll_status_string(st));
         return 1;
@@ -512,6 +530,7 @@ int main(int argc, char **argv)
                         fprintf(stderr, "%s: %s of %zu bytes with %s: %s\n", prog,
                                 colls[c].label, bytes, cand_names[cand[a]],
                                 symcoll_status_string(cs));
+                        symcoll_comm_abort(comm); /* the others stop waiting for us */
                         return 1;
                     }
                     t[a][round] = dt;
@@ -520,13 +539,18 @@ int main(int argc, char **argv)
             symcoll_comm_set_algo(comm, NULL);
             /* every rank the slowest rank's times: the same choice everywhere */
             {
-                double mine[TUNE_MAX_CAND * 100], all[TUNE_MAX_CAND * 100];
+                double mine[TUNE_MAX_CAND * 100], all[TUNE_MAX_CAND * 100],
+                    least[TUNE_MAX_CAND * 100];
                 int m = 0;
                 for (int a = 0; a < ncand; a++)
                     for (int round = 0; round < o.repeats; round++)
                         mine[m++] = t[a][round];
                 st = symcoll_allreduce(mine, all, (size_t)m, SYMCOLL_FLOAT64, SYMCOLL_MAX, comm,
                                        NULL);
+                /* and whether any rank could not run it (-1) */
+                if (st == SYMCOLL_OK)
+                    st = symcoll_allreduce(mine, least, (size_t)m, SYMCOLL_FLOAT64, SYMCOLL_MIN,
+                                           comm, NULL);
                 if (st != SYMCOLL_OK) {
                     fprintf(stderr, "%s: symcoll_allreduce: %s\n", prog,
                             symcoll_status_string(st));
@@ -537,8 +561,8 @@ int main(int argc, char **argv)
                     double v[100];
                     int bad = 0;
                     for (int round = 0; round < o.repeats; round++) {
+                        bad |= least[m] < 0;
                         v[round] = all[m++];
-                        bad |= v[round] < 0;
                     }
                     if (o.verbose && rank == 0 && !bad) {
                         printf("#   %s %zu %s:", colls[c].label, bytes, cand_names[cand[a]]);

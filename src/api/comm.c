@@ -686,6 +686,9 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_print_decisions(symcoll_comm_h comm
 {
     if (!api_comm_valid(comm) || !stream)
         return SYMCOLL_ERR_INVALID_PARAM;
+    /* the selector's settings change under the lock (symcoll_comm_set_algo) */
+    pthread_mutex_lock(&comm->lock);
     topo_print_decisions(comm->topo, stream);
+    pthread_mutex_unlock(&comm->lock);
     return SYMCOLL_OK;
 }

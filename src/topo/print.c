@@ -261,8 +261,8 @@ static void print_coll_decisions(const topo_t *t, FILE *out)
     fprintf(out,
             "#\n# the other collectives: the plan of the all-reduce of the call's plan size "
             "(the larger buffer; 1 byte for barrier) and how the collective runs on it\n");
-    fprintf(out, "# %-14s %-4s %12s %6s  %-14s  %-13s  %-8s  %s\n", "collective", "mem", "bytes",
-            "", "path", "family", "from", "in words");
+    fprintf(out, "# %-14s %-4s %12s %6s  %-14s  %-13s  %-8s  %s\n", "collective", "mem",
+            "bytes", "", "path", "family", "from", "in words");
     for (int coll = TOPO_COLL_REDUCE_SCATTER; coll < TOPO_COLL_LAST; coll++) {
         for (int mem = 0; mem < SYMCOLL_MEM_LAST; mem++) {
             size_t first = coll == TOPO_COLL_BARRIER ? 1 : 8;

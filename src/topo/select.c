@@ -228,7 +228,8 @@ symcoll_status_t topo_algo_check(topo_algo_t algo, const topo_shape_t *shape, bo
     cuda_shape.cuda_max_local = shape->ppn;
     cuda_shape.cuda_across_nodes = true;
     if (!topo_algo_applicable(algo, SYMCOLL_MEM_HOST, shape, why, sizeof(why)) ||
-        (gpus && !topo_algo_applicable(algo, SYMCOLL_MEM_CUDA, &cuda_shape, why, sizeof(why)))) {
+        (gpus &&
+         !topo_algo_applicable(algo, SYMCOLL_MEM_CUDA, &cuda_shape, why, sizeof(why)))) {
         log_error("%s%s cannot run on this communicator (%d ranks on %d node(s)): %s", what,
                   topo_algo_name(algo), shape->nranks, shape->nnodes, why);
         return SYMCOLL_ERR_INVALID_PARAM;
@@ -650,8 +651,7 @@ static void select_impl(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
             decide(d, bytes <= topo_rd_max(cfg, shape->nranks) ? TOPO_ALGO_RD : TOPO_ALGO_RHD,
                    "%s, whose order is not the canonical one%s "
                    "(SYMCOLL_REDUCTION_ORDER): %s instead",
-                   by,
-                   cfg->forced == TOPO_ALGO_HIER ? " on this layout" : "",
+                   by, cfg->forced == TOPO_ALGO_HIER ? " on this layout" : "",
                    bytes <= topo_rd_max(cfg, shape->nranks) ? "recursive doubling"
                                                             : "recursive halving and doubling");
         else if (topo_algo_applicable(cfg->forced, mem, shape, w, wlen))

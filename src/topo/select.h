@@ -139,7 +139,7 @@ enum { TOPO_PATH_AUTO = 0, TOPO_PATH_DIRECT, TOPO_PATH_STAGED };
 typedef struct topo_decision {
     topo_algo_t algo;
     char reason[TOPO_REASON_MAX];
-    bool quiet; /* set by topo_select_algo: no reason is written */
+    bool quiet;           /* set by topo_select_algo: no reason is written */
     topo_source_t source; /* set by topo_select_coll_plan */
     /* CUDA across nodes: hierarchical over each node's GPUs (topo_cuda_net_hier; the
      * algorithm of staged chunks may be the host's hier without it), and its inter-node

@@ -114,7 +114,7 @@ void topo_select_coll_plan(const topo_select_cfg_t *cfg, const topo_shape_t *sha
         }
     }
     if (d)
-        d->source = cfg->forced == TOPO_ALGO_AUTO       ? TOPO_SOURCE_BUILTIN
+        d->source = cfg->forced == TOPO_ALGO_AUTO           ? TOPO_SOURCE_BUILTIN
                     : cfg->forced_by == TOPO_SOURCE_BUILTIN ? TOPO_SOURCE_ENV
                                                             : (topo_source_t)cfg->forced_by;
     /* the order of a reduction means nothing to the collectives without one */

@@ -367,7 +367,6 @@ symcoll_status_t topo_create(int nranks, const config_t *config, topo_t **topo_p
     status = topo_select_cfg_from_config(config, &t->select_cfg);
     if (status != SYMCOLL_OK)
         goto err;
-    topo_tune_open(t, config);
     *topo_p = t;
     return SYMCOLL_OK;
 
@@ -410,6 +409,7 @@ symcoll_status_t topo_probe(comm_t *comm, topo_t **topo_p)
     status = topo_create(comm->nranks, &comm->config, &t);
     if (status != SYMCOLL_OK)
         return status;
+    topo_tune_open(t, &comm->config);
     keys = calloc((size_t)comm->nranks, sizeof(*keys));
     if (!keys) {
         status = SYMCOLL_ERR_NO_MEMORY;
@@ -445,6 +445,7 @@ bool topo_probe_part(comm_t *comm, const topo_t *parent, const int *members, top
         return false;
     if (topo_create(comm->nranks, &comm->config, &t) != SYMCOLL_OK)
         return false;
+    topo_tune_inherit(t, parent, &comm->config);
     for (int r = 0; r < comm->nranks; r++) {
         topo_rank_info_t *i = &t->info[r];
         *i = parent->info[members[r]];

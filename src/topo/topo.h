@@ -137,6 +137,9 @@ symcoll_status_t topo_finish(topo_t *t);
 /* Reads config's SYMCOLL_TUNE_FILE into t (a file that cannot be read or parsed is
  * logged and marks t: the vote makes every rank fail). */
 void topo_tune_open(topo_t *t, const config_t *config);
+/* For a part of parent (split, shrink): the parent's file as it read it, unless config
+ * names another (then topo_tune_open). */
+void topo_tune_inherit(topo_t *t, const topo_t *parent, const config_t *config);
 /* Five values of the creation's MIN vote (v[0..4]), and what every rank concludes from
  * the result: a damaged file anywhere, or files that differ under
  * SYMCOLL_TUNE_MISMATCH=fail, fail creation (naming the ranks: a bootstrap exchange,

@@ -15,6 +15,8 @@ void topo_tune_open(topo_t *t, const config_t *config)
     char err[512];
     symcoll_status_t status;
 
+    /* voted on by every rank, with a file or without */
+    t->tune_mismatch = config->tune_mismatch;
     if (!config->tune_file[0])
         return;
     status = topo_tune_load(config->tune_file, &t->tune, err, sizeof(err));
@@ -27,7 +29,21 @@ void topo_tune_open(topo_t *t, const config_t *config)
         log_error("%s", err);
         t->tune_bad = true;
     }
-    t->tune_mismatch = config->tune_mismatch;
+}
+
+void topo_tune_inherit(topo_t *t, const topo_t *parent, const config_t *config)
+{
+    /* the parent's file, as read at its creation, unless the part names another: a file
+     * removed or rewritten since must not fail a split or a shrink */
+    if (parent->tune && !strcmp(parent->tune->path, config->tune_file)) {
+        t->tune_mismatch = config->tune_mismatch;
+        t->tune = topo_tune_dup(parent->tune);
+        t->tune_bad = t->tune == NULL;
+        if (t->tune_bad)
+            log_error("tuning file %s: out of memory copying it", parent->tune->path);
+        return;
+    }
+    topo_tune_open(t, config);
 }
 
 /* the file's hash as a vote value: positive, so that its negation is too; 0 is none */
@@ -149,10 +165,24 @@ void topo_fingerprint(const topo_t *t, char *buf, size_t len)
         fp_token(topo_link_name(c->gpu_link), link, sizeof(link));
         snprintf(gpu, sizeof(gpu), "%s%s", link, c->gpus_shared ? ",shared" : "");
     }
-    if (t->nnodes <= 1)
+    if (t->nnodes <= 1) {
         snprintf(net, sizeof(net), "none");
-    else
-        fp_token(t->info[0].net_tls[0] ? t->info[0].net_tls : "unknown", net, sizeof(net));
+    } else {
+        /* the transports without their devices ("tcp/eth0,self/memory": tcp,self), so
+         * that a layout means the same on every machine of a cluster */
+        const char *p = t->info[0].net_tls[0] ? t->info[0].net_tls : "unknown";
+        size_t l = 0;
+        bool skip = false;
+        for (; *p && l + 1 < sizeof(net); p++) {
+            if (*p == ',')
+                skip = false;
+            else if (*p == '/')
+                skip = true;
+            if (!skip)
+                net[l++] = *p == ' ' ? '-' : *p;
+        }
+        net[l] = 0;
+    }
     snprintf(buf, len, "nodes=%d ppn=%s gpu=%s net=%s order=%s lib=%s", t->nnodes, ppn, gpu,
              net,
              cfg->canonical_wide ? "canonical"

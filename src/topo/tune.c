@@ -35,6 +35,32 @@ uint64_t topo_tune_fnv(uint64_t h, const void *data, size_t len)
     return h;
 }
 
+topo_tune_t *topo_tune_dup(const topo_tune_t *tune)
+{
+    topo_tune_t *t = calloc(1, sizeof(*t));
+
+    if (!t)
+        return NULL;
+    *t = *tune;
+    t->layouts = calloc(tune->nlayouts ? tune->nlayouts : 1, sizeof(*t->layouts));
+    if (!t->layouts) {
+        free(t);
+        return NULL;
+    }
+    for (size_t i = 0; i < tune->nlayouts; i++) {
+        const topo_tune_layout_t *l = &tune->layouts[i];
+        t->layouts[i] = *l;
+        t->layouts[i].entries = malloc((l->nentries ? l->nentries : 1) * sizeof(*l->entries));
+        if (!t->layouts[i].entries) {
+            t->nlayouts = i;
+            topo_tune_free(t);
+            return NULL;
+        }
+        memcpy(t->layouts[i].entries, l->entries, l->nentries * sizeof(*l->entries));
+    }
+    return t;
+}
+
 void topo_tune_free(topo_tune_t *tune)
 {
     if (!tune)
@@ -108,12 +134,13 @@ static const char *parse_entry(char **f, int nf, topo_tune_entry_t *e)
                "algorithm, its time, the runner-up's time and name";
     if (parse_coll(f[0], &e->coll))
         return "unknown collective (allreduce, reduce_scatter, allgather or broadcast)";
+    /* CUDA memory: its staged chunks choose their own host algorithms; not tuned yet */
     if (!strcmp(f[1], "host"))
         e->mem = SYMCOLL_MEM_HOST;
     else if (!strcmp(f[1], "cuda"))
-        e->mem = SYMCOLL_MEM_CUDA;
+        return "memory type cuda: this version tunes host memory only";
     else
-        return "unknown memory type (host or cuda)";
+        return "unknown memory type (host)";
     if (parse_bytes(f[2], &e->lo) || parse_bytes(f[3], &e->hi) || e->lo > e->hi)
         return "bad size range (two sizes in bytes, or max, the smaller first)";
     if (topo_algo_parse(f[4], &e->algo) || e->algo == TOPO_ALGO_AUTO)

@@ -7,16 +7,16 @@
  * Format (text, one record a line, '#' starts a comment line):
  *
  *   symcoll-tune 1
- *   layout nodes=2 ppn=2 gpu=none net=tcp order=auto api=0.4
+ *   layout nodes=2 ppn=2 gpu=none net=tcp order=auto lib=0.4.0
  *   allreduce host 0 6144 rd 41.2 58.0 rhd
  *   allreduce host 6145 max rhd 130.5 131.9 rd
  *   end
  *   checksum 0123456789abcdef
  *
- * An entry: collective (allreduce, reduce_scatter, allgather, broadcast), memory (host,
- * cuda), the smallest and largest plan size in bytes it covers ("max": no limit), the
- * algorithm (as SYMCOLL_ALGO), its time in µs, the runner-up's time and name (what
- * symcoll_info -a shows as the margin). Ranges of one collective and memory type do not
+ * An entry: collective (allreduce, reduce_scatter, allgather, broadcast), memory (host;
+ * this version tunes no other), the smallest and largest plan size in bytes it covers ("max":
+ * no limit), the algorithm (as SYMCOLL_ALGO), its time in µs, the runner-up's time and name
+ * (what symcoll_info -a shows as the margin). Ranges of one collective and memory type do not
  * overlap. The checksum is FNV-1a 64 of every byte before its line: a truncated or
  * edited file is refused. */
 #ifndef SYMCOLL_TOPO_TUNE_H
@@ -65,6 +65,8 @@ symcoll_status_t topo_tune_parse(const char *path, const char *text, size_t len,
 symcoll_status_t topo_tune_load(const char *path, topo_tune_t **tune_p, char *err,
                                 size_t errlen);
 void topo_tune_free(topo_tune_t *tune);
+/* A copy of tune (NULL when out of memory). */
+topo_tune_t *topo_tune_dup(const topo_tune_t *tune);
 
 /* The layout of tune whose fingerprint is fp, or NULL. */
 const topo_tune_layout_t *topo_tune_find_layout(const topo_tune_t *tune, const char *fp);

@@ -94,12 +94,10 @@ static symcoll_status_t cnet_run(cnet_channel_t *ch, const cnet_op_t *op, uint64
             status = algo_net_group_allreduce_on(cn->comm, ch->ucx, cn->host_pool, slot, n,
                                                  op->dtype, op->op, &sig);
         else if (status == SYMCOLL_OK)
-            status = algo_net_allreduce_on(
-                cn->comm, ch->ucx, cn->host_pool,
-                topo_select_algo(&cn->comm->topo->select_cfg,
-                                 &cn->comm->topo->shape[SYMCOLL_MEM_HOST], SYMCOLL_MEM_HOST,
-                                 n * symcoll_dtype_size(op->dtype)),
-                slot, slot, n, op->dtype, op->op, &sig);
+            status =
+                algo_net_allreduce_on(cn->comm, ch->ucx, cn->host_pool,
+                                      k + 1 == op->nchunks ? op->algo_last : op->algo_chunk,
+                                      slot, slot, n, op->dtype, op->op, &sig);
         ch->t_net += time_now() - t;
         if (status != SYMCOLL_OK)
             return status;

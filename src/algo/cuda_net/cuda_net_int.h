@@ -185,6 +185,9 @@ typedef struct cnet_op {
     bool group;    /* hierarchical: a slice, among the ranks of this local index */
     uint64_t salt; /* the collective it serves (algo_ctx_t), which the ranks agree on too */
     int call_algo; /* the algorithm the caller forced (net_sig_t), agreed too */
+    /* a staged chunk's host algorithm across nodes, whole chunks and the last one: chosen
+     * by the caller's thread (the selector with the caller's forced algorithm) */
+    topo_algo_t algo_chunk, algo_last;
     /* the direct path (above): channel 0 runs every chunk; src: the input when
      * it is in the CUDA pool (put from there), else NULL (put from the in slots); tag:
      * what the flags carry for argument agreement */

@@ -178,6 +178,20 @@ symcoll_status_t cnet_enqueue(cuda_net_t *cn, cudaStream_t s, const void *sendbu
     o.call_algo = (int)cn->comm->topo->select_cfg.call_forced;
     o.first = cn->next_chunk;
     o.nchunks = (count + chunk - 1) / chunk;
+    {
+        /* each chunk's host algorithm: what a call of its size would run, the caller's
+         * forced algorithm included (symcoll_comm_set_algo; SYMCOLL_ALGO is in the
+         * configuration) */
+        topo_select_cfg_t c = cn->comm->topo->select_cfg;
+        const topo_shape_t *h = &cn->comm->topo->shape[SYMCOLL_MEM_HOST];
+        if (c.call_forced != TOPO_ALGO_AUTO) {
+            c.forced = c.call_forced;
+            c.forced_by = TOPO_SOURCE_CALL;
+        }
+        o.algo_chunk = topo_select_algo(&c, h, SYMCOLL_MEM_HOST, chunk * esize);
+        o.algo_last = topo_select_algo(&c, h, SYMCOLL_MEM_HOST,
+                                       (count - (o.nchunks - 1) * chunk) * esize);
+    }
     cn->next_chunk += o.nchunks;
 
     /* the channels first: they wait for each chunk's "ready" anyway. Only channels with chunks
