@@ -448,16 +448,17 @@ int main(int argc, char **argv)
             close(devnull);
     }
     symcoll_comm_set_algo(comm, NULL);
-    /* the largest buffer: n blocks of an all-gather, n blocks of a reduce-scatter's input */
-    in = NULL;
-    out = NULL;
-    st = symcoll_mem_alloc(comm, o.max_bytes + 4 * (size_t)n + 64, SYMCOLL_MEM_HOST,
-                           (void **)&in);
-    if (st == SYMCOLL_OK)
-        st = symcoll_mem_alloc(comm, o.max_bytes + 4 * (size_t)n + 64, SYMCOLL_MEM_HOST,
-                               (void **)&out);
-    if (st != SYMCOLL_OK) {
-        fprintf(stderr, "%s: symcoll_mem_alloc: %s\n", prog, symcoll_status_string(st));
+    /* the largest buffer: n blocks of an all-gather, n blocks of a reduce-scatter's input.
+     * Plain memory, as most callers pass (symcoll_perf's default): the paths differ for
+     * pool buffers (no copy in), and so can the fastest algorithm */
+    {
+        size_t bytes = (o.max_bytes + 4 * (size_t)n + 64 + 63) / 64 * 64;
+        in = aligned_alloc(64, bytes);
+        out = aligned_alloc(64, bytes);
+    }
+    if (!in || !out) {
+        fprintf(stderr, "%s: out of memory for %zu-byte buffers\n", prog, o.max_bytes);
+        symcoll_comm_abort(comm);
         return 1;
     }
     nres = (int)NCOLLS * nsizes;
@@ -620,8 +621,8 @@ int main(int argc, char **argv)
         else
             wrong = -1;
     }
-    symcoll_mem_free(comm, in);
-    symcoll_mem_free(comm, out);
+    free(in);
+    free(out);
     free(res);
     for (int a = 0; a < ncand; a++)
         free(tables[a]);
