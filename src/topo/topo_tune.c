@@ -72,12 +72,14 @@ static symcoll_status_t tune_name_ranks(comm_t *comm, const topo_t *t)
     int64_t mine = tune_vote_hash(t), *all = calloc((size_t)comm->nranks, sizeof(*all));
     char list[512];
     size_t len = 0;
+    int64_t first;
     int shown = 0, differ = 0;
     symcoll_status_t status;
 
     if (!all)
         return SYMCOLL_ERR_NO_MEMORY;
     status = bootstrap_allgather(comm->bootstrap, &mine, all, sizeof(mine));
+    first = all[0]; /* named below, after all is freed */
     list[0] = 0;
     for (int r = 1; status == SYMCOLL_OK && r < comm->nranks; r++) {
         if (all[r] == all[0])
@@ -97,7 +99,7 @@ static symcoll_status_t tune_name_ranks(comm_t *comm, const topo_t *t)
     log_error("the ranks' tuning files differ (SYMCOLL_TUNE_FILE; rank 0's: %s): %d rank(s) "
               "differ from it: %s%s; give every rank the same file, or set "
               "SYMCOLL_TUNE_MISMATCH=ignore to ignore it everywhere",
-              mine == all[0] && t->tune ? t->tune->path : (all[0] ? "a file" : "none"), differ,
+              mine == first && t->tune ? t->tune->path : (first ? "a file" : "none"), differ,
               list, differ > shown ? ", ..." : "");
     return SYMCOLL_ERR_INVALID_PARAM;
 }
