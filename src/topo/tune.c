@@ -168,7 +168,8 @@ static int entry_cmp(const void *a, const void *b)
 /* sorted, and no two ranges of a collective and memory type overlap */
 static const char *layout_check(topo_tune_layout_t *l)
 {
-    qsort(l->entries, l->nentries, sizeof(*l->entries), entry_cmp);
+    if (l->nentries > 1) /* an empty layout has no array */
+        qsort(l->entries, l->nentries, sizeof(*l->entries), entry_cmp);
     for (size_t i = 1; i < l->nentries; i++) {
         const topo_tune_entry_t *p = &l->entries[i - 1], *e = &l->entries[i];
         if (p->coll == e->coll && p->mem == e->mem && e->lo <= p->hi)
