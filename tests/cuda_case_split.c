@@ -296,6 +296,10 @@ static void body_shrink(int rank, int nranks, void *arg)
     CK_CUDA(cudaMemsetAsync(buf, 0, SHRINK_COUNT * 4, s));
     if (rank == SHRINK_VICTIM) {
         pthread_t th;
+        /* the timer starts once a further call completed: it needed everyone's data, so
+         * every survivor is past the checked call above */
+        symcoll_allreduce(buf, buf, SHRINK_COUNT, SYMCOLL_FLOAT32, SYMCOLL_SUM, comm, s);
+        cudaStreamSynchronize(s);
         if (pthread_create(&th, NULL, shrink_kill_self, d))
             harness_fail("pthread_create");
         for (;;) {

@@ -124,6 +124,10 @@ void body_net_kill(int rank, int nranks, void *arg)
     net_failure_setup(&r, rank, nranks, 50000, "before the kill");
     if (rank == nranks - 1) {
         pthread_t th;
+        /* the timer starts once a further call completed: it needed everyone's data, so
+         * every survivor is past the checked calls of the set-up */
+        symcoll_allreduce(r.d[0], r.d[0], count, SYMCOLL_BFLOAT16, SYMCOLL_SUM, r.comm, r.s);
+        cudaStreamSynchronize(r.s);
         pthread_create(&th, NULL, net_killer, NULL);
         for (;;) {
             symcoll_allreduce(r.d[0], r.d[0], count, SYMCOLL_BFLOAT16, SYMCOLL_SUM, r.comm,

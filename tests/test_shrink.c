@@ -30,10 +30,11 @@ typedef enum { F_KILL, F_STOP, F_ABORT } fault_t;
 
 typedef struct trial {
     fault_t fault;
-    int victim;      /* rank of the fault */
-    int second;      /* a rank killed during the shrink, or -1 */
+    int victim;       /* rank of the fault */
+    int second;       /* a rank killed during the shrink, or -1 */
     unsigned stopped; /* F_STOP: the ranks stopped (bit r: rank r) */
-    double delay_s;  /* from the first all-reduce to the fault */
+    double delay_s;   /* from the first all-reduce to the fault */
+    int after_call;   /* kill_later: the delay starts once the rank's next call succeeded */
     _Atomic int64_t fault_ns;
     _Atomic int64_t ready_ns[MAX_RANKS];
     _Atomic int attempts[MAX_RANKS];
@@ -55,6 +56,9 @@ static void shrink_env(const char *timeout)
 }
 
 /* One checked float32 sum all-reduce; returns its status (a wrong result fails). */
+/* all-reduces of this process that succeeded (each rank is a process) */
+static _Atomic unsigned long ar_succeeded;
+
 static symcoll_status_t ar_checked(symcoll_comm_h comm, uint64_t seed, int pool)
 {
     refcheck_spec_t spec = {SYMCOLL_FLOAT32, SYMCOLL_SUM, 0, seed, 0};
@@ -79,12 +83,20 @@ static symcoll_status_t ar_checked(symcoll_comm_h comm, uint64_t seed, int pool)
                      first);
     if (pool)
         (void)symcoll_mem_free(comm, in);
+    if (st == SYMCOLL_OK)
+        atomic_fetch_add(&ar_succeeded, 1);
     return st;
 }
 
+/* With after_call, the delay starts once one more call of this rank succeeded: that call
+ * needed every rank's data, so no survivor is still in a call the test checks for success
+ * (a slow one could be, a delay after the victim's own checked call). */
 static void *kill_later(void *arg)
 {
     trial_t *t = arg;
+    unsigned long seen = atomic_load(&ar_succeeded);
+    while (t->after_call && atomic_load(&ar_succeeded) == seen)
+        usleep(1000);
     usleep((useconds_t)(t->delay_s * 1e6));
     atomic_store(&t->fault_ns, mono_ns());
     raise(SIGKILL);
@@ -215,8 +227,8 @@ static int trials(int dflt)
 static void run_trials_stop(const char *what, fault_t fault, int n, int nodes, int victim,
                             int second, unsigned stopped_more, int ntrials, double bound_s)
 {
-    trial_t *t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                      -1, 0);
+    trial_t *t =
+        mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ck_assert_ptr_ne(t, MAP_FAILED);
     for (int k = 0; k < ntrials; k++) {
         double worst = 0;
@@ -227,6 +239,7 @@ static void run_trials_stop(const char *what, fault_t fault, int n, int nodes, i
         t->second = second;
         t->stopped = fault == F_STOP ? (victim >= 0 ? 1u << victim : 0) | stopped_more : 0;
         t->delay_s = 0.05 + 0.01 * k;
+        t->after_call = fault == F_KILL;
         ck_assert_int_eq(harness_run(n, nodes, RUN_TIMEOUT, body_fault, t), 0);
         for (int r = 0; r < n; r++) {
             int64_t ready = atomic_load(&t->ready_ns[r]);
@@ -235,7 +248,8 @@ static void run_trials_stop(const char *what, fault_t fault, int n, int nodes, i
             if (atomic_load(&t->attempts[r]) > most)
                 most = atomic_load(&t->attempts[r]);
         }
-        fprintf(stderr, "# shrink %s, trial %d: fault to new communicator %.3f s, %d attempt(s)\n",
+        fprintf(stderr,
+                "# shrink %s, trial %d: fault to new communicator %.3f s, %d attempt(s)\n",
                 what, k + 1, worst, most);
         ck_assert_msg(bound_s <= 0 || worst <= bound_s, "shrink %s took %.3f s, over %.1f s",
                       what, worst, bound_s);
@@ -313,6 +327,7 @@ static void body_child(int rank, int nranks, void *arg)
     if (rank == 5) {
         memset(&t, 0, sizeof(t));
         t.delay_s = 0.05;
+        t.after_call = 1;
         ck_assert_int_eq(pthread_create(&th, NULL, kill_later, &t), 0);
     }
     if (rank % 2 == 0) {
