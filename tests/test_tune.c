@@ -37,6 +37,8 @@ static const char *good_body = "symcoll-tune 1\n"
                                "end\n"
                                "layout nodes=2 ppn=2 gpu=none net=tcp order=auto lib=x\n"
                                "allreduce host 0 max rd 100 120 hier\n"
+                               "allreduce cuda 0 1048576 rhd 900 950 rd\n"
+                               "allreduce cuda 1048577 max rd 900 950 rhd\n"
                                "end\n";
 
 START_TEST(t_parse_good)
@@ -65,6 +67,15 @@ START_TEST(t_parse_good)
     ck_assert_ptr_null(topo_tune_lookup(l, TOPO_COLL_BROADCAST, SYMCOLL_MEM_HOST, 101));
     e = topo_tune_lookup(l, TOPO_COLL_BROADCAST, SYMCOLL_MEM_HOST, 100);
     ck_assert(e && e->next_algo == TOPO_ALGO_NONE);
+    /* CUDA memory's entries: their own ranges beside the host's */
+    l = topo_tune_find_layout(t, "nodes=2 ppn=2 gpu=none net=tcp order=auto lib=x");
+    ck_assert_ptr_nonnull(l);
+    e = topo_tune_lookup(l, TOPO_COLL_ALLREDUCE, SYMCOLL_MEM_CUDA, 1 << 20);
+    ck_assert(e && e->algo == TOPO_ALGO_RHD && e->mem == SYMCOLL_MEM_CUDA);
+    e = topo_tune_lookup(l, TOPO_COLL_ALLREDUCE, SYMCOLL_MEM_CUDA, (1 << 20) + 1);
+    ck_assert(e && e->algo == TOPO_ALGO_RD);
+    e = topo_tune_lookup(l, TOPO_COLL_ALLREDUCE, SYMCOLL_MEM_HOST, 1 << 20);
+    ck_assert(e && e->algo == TOPO_ALGO_RD && e->mem == SYMCOLL_MEM_HOST);
     topo_tune_free(t);
     free(text);
 }
@@ -110,6 +121,9 @@ START_TEST(t_parse_bad)
     free(text);
     text = with_checksum("symcoll-tune 1\nlayout a\nalltoall host 0 100 rd 1 1 -\nend\n");
     refused("collective", text, strlen(text), "unknown collective");
+    free(text);
+    text = with_checksum("symcoll-tune 1\nlayout a\nallreduce disk 0 100 rd 1 1 -\nend\n");
+    refused("memory type", text, strlen(text), "unknown memory type (host or cuda)");
     free(text);
     text = with_checksum("symcoll-tune 1\nlayout a\nallreduce host 0 100 fast 1 1 -\nend\n");
     refused("algorithm", text, strlen(text), "unknown algorithm");

@@ -49,19 +49,62 @@ expect() {
 
 f="$tmp/tune.txt"
 run "tune, 3 ranks" 0 "$srun" -n 3 --timeout 150 "$tune" --quick -o "$f" &&
-    expect "tune, 3 ranks: table" "$tmp/out" '^  all-reduce +8 +(oneshot|twoshot) ' &&
+    expect "tune, 3 ranks: table" "$tmp/out" '^  all-reduce +host +8 +(oneshot|twoshot) ' &&
     expect "tune, 3 ranks: file" "$f" '^layout nodes=1 ppn=3 gpu=none net=none order=auto lib=' &&
     expect "tune, 3 ranks: entry" "$f" '^allreduce host 0 [0-9]+ (oneshot|twoshot) '
-run "tune, 2 x 2" 0 "$srun" -n 4 --sim-nodes 2 --timeout 150 "$tune" --quick -o "$f" &&
+run "tune, 2 x 2" 0 "$srun" -n 4 --sim-nodes 2 --timeout 150 "$tune" --quick -o "$f" \
+    --csv "$tmp/tune.csv" --plot "$tmp/tune.png" &&
+    expect "tune, 2 x 2: table's spread" "$tmp/out" '^# collective .* margin +spread ' &&
+    expect "tune, 2 x 2: CSV" "$tmp/tune.csv" '^allreduce,host,8,(rd|hier),[0-9.]+,[0-9.]+,[0-9.]+,[01]$' &&
     expect "tune, 2 x 2: file" "$f" '^layout nodes=2 ppn=2 gpu=none net=[^ ]+ order=auto lib=' &&
     expect "tune, 2 x 2: first layout kept" "$f" '^layout nodes=1 ppn=3 ' &&
     expect "tune, 2 x 2: entry" "$f" '^allreduce host [0-9]+ ([0-9]+|max) (rd|rhd|hier) ' &&
     expect "tune, 2 x 2: up to the largest size measured" "$f" '^allreduce host [0-9]+ 1048576 '
+# the plot: drawn where a python3 has matplotlib, else said (and the run still succeeds)
+if python3 -c 'import matplotlib' 2>/dev/null || /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+    if ! head -c 8 "$tmp/tune.png" 2>/dev/null | grep -q PNG; then
+        echo "FAIL: tune, 2 x 2: no PNG plot although matplotlib is there"
+        sed 's/^/    /' "$tmp/err" | tail -10
+        status=1
+    fi
+else
+    expect "tune, 2 x 2: no plot, said" "$tmp/err" 'no plot: .*matplotlib'
+fi
 [ "$(grep -c '^layout ' "$f")" -eq 2 ] || {
     echo "FAIL: $f holds $(grep -c '^layout ' "$f") layouts, expected 2"
     status=1
 }
 cp "$f" "$tmp/good.txt"
+
+# a tune of host memory keeps the layout's entries of CUDA memory (written by a tune on
+# GPUs): the file with one such entry added (and its checksum redone), tuned again
+python3 - "$f" "$tmp/with-cuda.txt" <<'PY'
+import sys
+text = open(sys.argv[1]).read()
+body = text[:text.index("\nchecksum ") + 1]
+at = body.index("\n", body.index("layout nodes=2 ppn=2 ")) + 1
+body = body[:at] + "allreduce cuda 0 max rhd 50.00 60.00 rd\n" + body[at:]
+h = 1469598103934665603
+for b in body.encode():
+    h = ((h ^ b) * 1099511628211) % (1 << 64)
+open(sys.argv[2], "w").write(body + "checksum %016x\n" % h)
+PY
+run "tune, 2 x 2, host, CUDA entries kept" 0 "$srun" -n 4 --sim-nodes 2 --timeout 150 "$tune" \
+    --quick -b 8 -e 64 -o "$tmp/with-cuda.txt" &&
+    expect "tune, 2 x 2: CUDA entry kept" "$tmp/with-cuda.txt" '^allreduce cuda 0 max rhd 50.00 60.00 rd$' &&
+    expect "tune, 2 x 2: host entries anew" "$tmp/with-cuda.txt" '^allreduce host [0-9]+ 64 ' &&
+    run "tune, 2 x 2, host, CUDA entries kept: loads" 0 "$srun" -n 4 --sim-nodes 2 --timeout 60 \
+        env SYMCOLL_TUNE_FILE="$tmp/with-cuda.txt" "$info" -a
+# measuring CUDA memory needs a device: said, and nothing written
+if ! nvidia-smi -L >/dev/null 2>&1; then
+    run "tune --mem cuda without a GPU" 1 "$srun" -n 2 --timeout 60 "$tune" --quick --mem cuda \
+        -o "$tmp/cuda.txt" &&
+        expect "tune --mem cuda without a GPU: said" "$tmp/err" '--mem cuda: (no CUDA device|this build has no CUDA)'
+    [ ! -e "$tmp/cuda.txt" ] || {
+        echo "FAIL: tune --mem cuda without a GPU wrote a file"
+        status=1
+    }
+fi
 
 # loaded: the tuned rows, where they come from, and right results
 for layout in "-n 3" "-n 4 --sim-nodes 2"; do

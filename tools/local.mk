@@ -19,5 +19,7 @@ EXTRA_DIST += tools/symcoll_compare
 # symcoll_tune: measures the algorithms on this machine and layout, writes a tuning file
 # (SYMCOLL_TUNE_FILE)
 bin_PROGRAMS += tools/symcoll_tune
-tools_symcoll_tune_SOURCES = tools/symcoll_tune.c
-tools_symcoll_tune_LDADD = libsymcoll.la -lm
+tools_symcoll_tune_SOURCES = tools/symcoll_tune.c tools/tune_report.c tools/tune_report.h \
+	tools/tune_buf.c tools/tune_buf.h tools/local_rank.c tools/local_rank.h
+tools_symcoll_tune_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+tools_symcoll_tune_LDADD = libsymcoll.la $(CUDA_LIBS) -lm

@@ -8,7 +8,7 @@ bin_PROGRAMS += tools/symcoll_perf
 
 tools_symcoll_perf_SOURCES = tools/symcoll_perf.c tools/perf_engine.c tools/perf_engine.h \
 	tools/perf_args.c tools/perf_check.c tools/perf_output.c tools/perf_int.h \
-	tools/refcheck.c tools/refcheck.h
+	tools/refcheck.c tools/refcheck.h tools/local_rank.c tools/local_rank.h
 tools_symcoll_perf_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 tools_symcoll_perf_LDADD = libsymcoll.la $(CUDA_LIBS)
 

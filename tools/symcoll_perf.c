@@ -14,6 +14,7 @@
 #endif
 
 #include "symcoll.h"
+#include "local_rank.h"
 #include "perf_engine.h"
 
 /* CUDA errors are returned as PERF_CUDA_RC + cudaError_t, symcoll ones as their status */
@@ -415,9 +416,7 @@ static int sp_handle_opt(int opt, const char *arg, void *ctx)
  * modulo the devices visible. */
 static int sp_cuda_setup(sp_ctx_t *c, int *device_p)
 {
-    const char *vars[] = {"SYMCOLL_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-                          "SLURM_LOCALID", "SYMCOLL_RANK"};
-    int ndev = 0, dev = 0;
+    int ndev = 0, dev;
     cudaError_t e = cudaGetDeviceCount(&ndev);
 
     if (e != cudaSuccess || ndev == 0) {
@@ -425,13 +424,7 @@ static int sp_cuda_setup(sp_ctx_t *c, int *device_p)
                 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
         return -1;
     }
-    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-        const char *v = getenv(vars[i]);
-        if (v && *v) {
-            dev = atoi(v) % ndev;
-            break;
-        }
-    }
+    dev = tools_local_rank() % ndev;
     if ((e = cudaSetDevice(dev)) != cudaSuccess ||
         (e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaEventCreate(&c->ev_start)) != cudaSuccess ||

@@ -712,6 +712,7 @@ void topo_select_plan(const topo_select_cfg_t *cfg, const topo_shape_t *shape,
     topo_decision_t quiet;
 
     plan->mem = mem;
+    plan->forced = cfg->forced;
     if (shape->nranks == 1) {
         /* sum, prod, min, max and avg of one value are the value */
         plan->family = TOPO_FAMILY_SELF;

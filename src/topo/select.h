@@ -184,9 +184,12 @@ typedef struct topo_plan {
     topo_coll_t coll;
     symcoll_mem_type_t mem;
     topo_family_t family;
-    topo_algo_t algo; /* of the family; for the staged CUDA families the algorithm of the
-                         chunks (each chunk's host all-reduce is chosen for its size) */
-    topo_via_t via;   /* TOPO_VIA_NATIVE for all-reduce */
+    topo_algo_t algo;   /* of the family; for the staged CUDA families the algorithm of the
+                           chunks (each chunk's host all-reduce is chosen for its size) */
+    topo_via_t via;     /* TOPO_VIA_NATIVE for all-reduce */
+    topo_algo_t forced; /* what chose the algorithm when not the built-in rules: the call's
+                           (symcoll_comm_set_algo), SYMCOLL_ALGO or the tuning file's entry;
+                           the staged CUDA families force their chunks with it; else AUTO */
 } topo_plan_t;
 
 /* Whether hier on this layout reduces in the canonical order (algo/base/reduce.h): the

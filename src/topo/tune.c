@@ -134,13 +134,12 @@ static const char *parse_entry(char **f, int nf, topo_tune_entry_t *e)
                "algorithm, its time, the runner-up's time and name";
     if (parse_coll(f[0], &e->coll))
         return "unknown collective (allreduce, reduce_scatter, allgather or broadcast)";
-    /* CUDA memory: its staged chunks choose their own host algorithms; not tuned yet */
     if (!strcmp(f[1], "host"))
         e->mem = SYMCOLL_MEM_HOST;
     else if (!strcmp(f[1], "cuda"))
-        return "memory type cuda: this version tunes host memory only";
+        e->mem = SYMCOLL_MEM_CUDA;
     else
-        return "unknown memory type (host)";
+        return "unknown memory type (host or cuda)";
     if (parse_bytes(f[2], &e->lo) || parse_bytes(f[3], &e->hi) || e->lo > e->hi)
         return "bad size range (two sizes in bytes, or max, the smaller first)";
     if (topo_algo_parse(f[4], &e->algo) || e->algo == TOPO_ALGO_AUTO)

@@ -329,7 +329,7 @@ symcoll_status_t algo_cuda_net_allreduce(comm_t *comm, const topo_plan_t *plan,
             cnet_hier(cn, s, cuda_pool, sendbuf, recvbuf, count, dtype, op,
                       plan->family == TOPO_FAMILY_NET_CUDA_HIER_DIRECT && cn->direct.scratch);
     else
-        status = cnet_enqueue(cn, s, sendbuf, recvbuf, count, dtype, op, false);
+        status = cnet_enqueue(cn, s, sendbuf, recvbuf, count, dtype, op, false, plan->forced);
     if (status != SYMCOLL_OK)
         cnet_fail_call(cn, status);
     return status;

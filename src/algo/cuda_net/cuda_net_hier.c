@@ -38,7 +38,8 @@ symcoll_status_t cnet_hier(cuda_net_t *cn, cudaStream_t s, pool_t *cuda_pool,
     if (slice_count > 0 && direct)
         status = cnet_direct_enqueue(cn, s, slice, slice, slice_count, dtype, op);
     else if (slice_count > 0)
-        status = cnet_enqueue(cn, s, slice, slice, slice_count, dtype, op, true);
+        status =
+            cnet_enqueue(cn, s, slice, slice, slice_count, dtype, op, true, TOPO_ALGO_AUTO);
     if (status == SYMCOLL_OK)
         status =
             algo_cuda_hier_ag(comm, cuda_pool, recvbuf, count, dtype, cn->node_word_dev, s);

@@ -431,10 +431,12 @@ void cnet_channels_stop(cuda_net_t *cn);
 symcoll_status_t cnet_wait_queued(cuda_net_t *cn, uint64_t max);
 
 /* Queues one operation for the channels and its pipeline on the stream (the staging is in
- * place); group: a hierarchical call's slice. */
+ * place); group: a hierarchical call's slice. forced: the algorithm of every chunk
+ * (the plan's: symcoll_comm_set_algo, SYMCOLL_ALGO or a tuning file), or TOPO_ALGO_AUTO:
+ * each chunk's own size chooses. */
 symcoll_status_t cnet_enqueue(cuda_net_t *cn, cudaStream_t s, const void *sendbuf,
                               void *recvbuf, size_t count, symcoll_dtype_t dtype,
-                              symcoll_op_t op, bool group);
+                              symcoll_op_t op, bool group, topo_algo_t forced);
 
 /* Queues on s a wait until the host-mapped word at device address w reaches value
  * (CU_STREAM_WAIT_VALUE_GEQ, plus flags): cuStreamWaitValue32, or where the direct path

@@ -154,7 +154,7 @@ static symcoll_status_t cnet_queue_small(cuda_net_t *cn, cudaStream_t s, const c
  * place). On failure the communicator is broken: the channels stop waiting for its chunks. */
 symcoll_status_t cnet_enqueue(cuda_net_t *cn, cudaStream_t s, const void *sendbuf,
                               void *recvbuf, size_t count, symcoll_dtype_t dtype,
-                              symcoll_op_t op, bool group)
+                              symcoll_op_t op, bool group, topo_algo_t forced)
 {
     const size_t esize = symcoll_dtype_size(dtype);
     symcoll_status_t status;
@@ -179,15 +179,12 @@ symcoll_status_t cnet_enqueue(cuda_net_t *cn, cudaStream_t s, const void *sendbu
     o.first = cn->next_chunk;
     o.nchunks = (count + chunk - 1) / chunk;
     {
-        /* each chunk's host algorithm: what a call of its size would run, the caller's
-         * forced algorithm included (symcoll_comm_set_algo; SYMCOLL_ALGO is in the
-         * configuration) */
+        /* each chunk's host algorithm: what a call of its size would run, or what chose
+         * the call's plan (symcoll_comm_set_algo, SYMCOLL_ALGO, a tuning file's entry);
+         * a hierarchical slice's chunks run the group's own exchange */
         topo_select_cfg_t c = cn->comm->topo->select_cfg;
         const topo_shape_t *h = &cn->comm->topo->shape[SYMCOLL_MEM_HOST];
-        if (c.call_forced != TOPO_ALGO_AUTO) {
-            c.forced = c.call_forced;
-            c.forced_by = TOPO_SOURCE_CALL;
-        }
+        c.forced = forced;
         o.algo_chunk = topo_select_algo(&c, h, SYMCOLL_MEM_HOST, chunk * esize);
         o.algo_last = topo_select_algo(&c, h, SYMCOLL_MEM_HOST,
                                        (count - (o.nchunks - 1) * chunk) * esize);
