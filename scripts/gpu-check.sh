@@ -16,7 +16,8 @@
 #                                              with the packed CUDA-enabled UCX), direct
 #                                              directbench (the direct path with it), coll
 #                                              (the collectives' cases), variants confirm
-#                                              nccl_quick; STACKS_AFTER=S: stacks of a step
+#                                              nccl_quick, tune (symcoll_tune, host and
+#                                              CUDA memory); STACKS_AFTER=S: stacks of a step
 #                                              still running after S seconds
 #
 # tests runs test_cuda (one node); nettests runs test_cuda_net (across simulated nodes)
@@ -273,6 +274,29 @@ run() {
                 # of the two simulated nodes share each GPU)
                 step hier_forced_2x2_$i 150 env SYMCOLL_ALGO=hier $R -n 4 --timeout 140 sh -c "$W" \
                     $P -b 1K -e ${HIERBENCH_MAX:-256M} -f 4
+            done
+            ;;
+        tune)
+            # symcoll_tune on this machine, host and CUDA memory, quick: 2 ranks on one
+            # node, then 2 x 1 simulated nodes (CUDA staged through the host); the file
+            # (tune.txt, and the plots, come back) loaded by symcoll_info -a, and
+            # symcoll_perf on CUDA memory without and with it, alternating (TUNE_ROUNDS)
+            tf=$out/tune.txt
+            R="$bin/symcoll_run --timeout 280"
+            rm -f "$tf"
+            step tune_1x2 300 $R -n 2 "$bin"/symcoll_tune --quick --mem all -o "$tf" \
+                --plot "$out/tune_1x2.png"
+            step tune_2x1 300 $R -n 2 --sim-nodes 2 "$bin"/symcoll_tune --quick --mem all \
+                -o "$tf" --plot "$out/tune_2x1.png"
+            cat "$tf" >"$out/tunefile.log"
+            for l in "-n 2" "-n 2 --sim-nodes 2"; do
+                v=`echo $l | tr -c 'a-z0-9\n' _`
+                step tuneinfo$v 60 env SYMCOLL_TUNE_FILE="$tf" $R $l "$bin"/symcoll_info -a
+                for i in `seq ${TUNE_ROUNDS:-2}`; do
+                    P="$bin/symcoll_perf -m cuda -b 8 -e 1M -f 4 -n 20 -r 3"
+                    step tuneperf_builtin$v$i 150 $R $l $P
+                    step tuneperf_tuned$v$i 150 env SYMCOLL_TUNE_FILE="$tf" $R $l $P
+                done
             done
             ;;
         sanitize)
