@@ -85,6 +85,8 @@ extern int nranks_started;
 extern pid_t job_pgid;     /* process group of every rank (rank 0 leads it) */
 extern sigset_t orig_mask; /* restored in the children */
 extern int sig_fd;         /* signalfd of the signals the launcher handles */
+extern int sig_sender;     /* the process that sent the last signal wait_events returned
+                              (0: the kernel, e.g. a terminal's Ctrl-C) */
 extern bool stopping;      /* the job is being stopped (failure, timeout, signal) */
 
 /* Node of a rank when nranks ranks are split in blocks over nnodes nodes, the first

@@ -201,8 +201,10 @@ int wait_events(double deadline)
                 fwd_write();
             } else {
                 struct signalfd_siginfo si;
-                if (read(sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+                if (read(sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
                     sig = (int)si.ssi_signo;
+                    sig_sender = (int)si.ssi_pid;
+                }
             }
         }
         if (sig)
