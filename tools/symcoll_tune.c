@@ -707,6 +707,7 @@ int main(int argc, char **argv)
          * input */
         tune_buf_t b;
         if (tune_buf_setup(&b, o.mems[m], o.max_bytes + 4 * (size_t)x.n + 64)) {
+            tune_buf_free(&b); /* what it made before it failed */
             symcoll_comm_abort(x.comm);
             failed = 1;
             break;
@@ -748,13 +749,15 @@ int main(int argc, char **argv)
                    "margin: a busy or shared machine; there the built-in choice stayed unless "
                    "clearly faster; more rounds (-r) or a quiet machine give firmer ones\n",
                    nnoisy, nchoices, o.margin * 100);
-        if (!x.wrong && !failed && report(&o, fp, x.n, res, nres))
-            failed = 1;
     }
-    free(res);
     for (int a = 0; a < x.ncand; a++)
         free(x.tables[a]);
     free(x.builtin);
     symcoll_comm_destroy(x.comm);
+    /* the CSV and the plot after the communicator: drawing takes seconds, and the other
+     * ranks are gone by then */
+    if (x.rank == 0 && !x.wrong && !failed && report(&o, fp, x.n, res, nres))
+        failed = 1;
+    free(res);
     return x.wrong || failed ? 1 : 0;
 }

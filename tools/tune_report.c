@@ -3,10 +3,14 @@
 #include "tune_report.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 #include "symcoll.h"
 
@@ -66,29 +70,34 @@ static const char plot_program[] =
     "fig.tight_layout()\n"
     "fig.savefig(sys.argv[1], dpi=100)\n";
 
-/* Runs python with the program, feeding it the CSV; its exit status, or -1. */
+/* Runs python with the program, feeding it the CSV; its exit status (127: no such
+ * program), or -1. Spawned, not forked: the process may hold threads and registered
+ * memory of UCX and CUDA, and the pipe's ends are close-on-exec. */
 static int run_python(const char *python, const char *png, const char *title,
                       const tune_result_t *res, int nres)
 {
-    int fds[2], ws;
+    char *argv[] = {(char *)python, "-c",          (char *)plot_program,
+                    (char *)png,    (char *)title, NULL};
+    posix_spawn_file_actions_t fa;
+    int fds[2], ws, rc;
     pid_t pid;
     FILE *f;
     void (*old)(int);
 
-    if (pipe(fds))
+    if (pipe2(fds, O_CLOEXEC))
         return -1;
-    pid = fork();
-    if (pid < 0) {
+    if (posix_spawn_file_actions_init(&fa)) {
         close(fds[0]);
         close(fds[1]);
         return -1;
     }
-    if (pid == 0) {
-        dup2(fds[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, fds[0], 0);
+    rc = posix_spawnp(&pid, python, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc) {
         close(fds[0]);
         close(fds[1]);
-        execlp(python, python, "-c", plot_program, png, title, (char *)NULL);
-        _exit(127);
+        return rc == ENOENT ? 127 : -1;
     }
     close(fds[0]);
     old = signal(SIGPIPE, SIG_IGN); /* python may end before reading everything */
