@@ -159,6 +159,11 @@ for bad in truncated:truncated "version:format version 7" "garbage:not a" "edite
         echo "FAIL: symcoll_tune changed the damaged file $bname"
         status=1
     }
+    # refused before anything is measured
+    if grep -q '^  all-reduce ' "$tmp/out"; then
+        echo "FAIL: symcoll_tune measured before refusing the damaged file $bname"
+        status=1
+    fi
 done
 cmp -s "$f" "$tmp/good.txt" || {
     echo "FAIL: the good file changed"

@@ -558,6 +558,7 @@ static int measure(tune_ctx_t *x, tune_buf_t *b, int c, size_t bytes, result_t *
                                NULL);
     if (st != SYMCOLL_OK) {
         fprintf(stderr, "%s: symcoll_allreduce: %s\n", prog, symcoll_status_string(st));
+        symcoll_comm_abort(x->comm);
         return -1;
     }
     m = 0;
@@ -686,6 +687,24 @@ int main(int argc, char **argv)
         sizes[nsizes++] = s;
     if (sizes[nsizes - 1] != o.max_bytes && nsizes < TUNE_MAX_SIZES)
         sizes[nsizes++] = o.max_bytes;
+    {
+        /* a damaged existing file is refused now, not after the measurement (rank 0
+         * writes it; the others learn of its verdict) */
+        int64_t ok = 1, all_ok = 0;
+        if (x.rank == 0) {
+            char *kept = NULL, *own = NULL;
+            ok = keep_other_layouts(o.out, fp, 0, &kept, &own) == 0;
+            free(kept);
+            free(own);
+        }
+        st = symcoll_allreduce(&ok, &all_ok, 1, SYMCOLL_INT64, SYMCOLL_MIN, x.comm, NULL);
+        if (st != SYMCOLL_OK || !all_ok) {
+            if (st != SYMCOLL_OK)
+                fprintf(stderr, "%s: symcoll_allreduce: %s\n", prog, symcoll_status_string(st));
+            symcoll_comm_destroy(x.comm);
+            return 1;
+        }
+    }
     find_candidates(&x, fp);
     nres = o.nmems * (int)NCOLLS * nsizes;
     res = calloc((size_t)nres, sizeof(*res));
