@@ -7,9 +7,12 @@
 #include "bootstrap/bootstrap.h"
 #include "ucx/ucx_int.h"
 
-/* What every rank tells the others at creation (besides its worker address). */
+/* What every rank tells the others at creation (besides its worker address): what its
+ * UCX reaches and uses, and how its endpoints to its creation partners move data (each
+ * an AND over the ranks once gathered). */
 typedef struct ucx_caps {
     uint32_t mem_types;
+    uint8_t native_rma, cuda_rma, no_cuda_driver, pad;
     char tls[TOPO_TLS_MAX];
 } ucx_caps_t;
 
@@ -486,8 +489,8 @@ symcoll_status_t ucx_connect_all(ucx_ctx_t *ucx, const topo_t *topo)
     ucx->shared->native_rma = true;
     ucx->shared->cuda_rma = true;
     ucx->shared->cuda_driver = false;
-    /* the endpoints to the creation partners; the vote below makes the answer every
-     * rank's */
+    /* the endpoints to the creation partners; the all-gather below makes the answer
+     * every rank's */
     for (int r = 0; r < ucx->nranks; r++) {
         ucx_ep_lanes_t lanes;
         if (!ucx->peers[r].ep)
@@ -497,17 +500,22 @@ symcoll_status_t ucx_connect_all(ucx_ctx_t *ucx, const topo_t *topo)
         ucx->shared->cuda_rma = ucx->shared->cuda_rma && lanes.cuda_rma;
         ucx->shared->cuda_driver = ucx->shared->cuda_driver || lanes.driver;
     }
-    {
-        /* every rank must move data alike (an active message needs a receiver that
-         * expects one) and report the same CUDA facts: the AND of every rank's view */
-        int64_t agree[3] = {ucx->shared->native_rma, ucx->shared->cuda_rma,
-                            !ucx->shared->cuda_driver};
-        status = bootstrap_allreduce(ucx->comm->bootstrap, agree, 3, BOOTSTRAP_OP_MIN);
-        if (status != SYMCOLL_OK)
-            goto out;
-        ucx->shared->native_rma = agree[0];
-        ucx->shared->cuda_rma = agree[1];
-        ucx->shared->cuda_driver = !agree[2];
+    /* tell the others what this rank's UCX reaches and uses, and how its endpoints move
+     * data: every rank must move data alike (an active message needs a receiver that
+     * expects one) and report the same CUDA facts, the AND of every rank's view (one
+     * all-gather for both) */
+    mine.native_rma = ucx->shared->native_rma;
+    mine.cuda_rma = ucx->shared->cuda_rma;
+    mine.no_cuda_driver = !ucx->shared->cuda_driver;
+    snprintf(mine.tls, sizeof(mine.tls), "%.*s", (int)sizeof(mine.tls) - 1,
+             ucx->shared->transports);
+    status = bootstrap_allgather(ucx->comm->bootstrap, &mine, caps, sizeof(mine));
+    if (status != SYMCOLL_OK)
+        goto out;
+    for (int r = 0; r < ucx->nranks; r++) {
+        ucx->shared->native_rma = ucx->shared->native_rma && caps[r].native_rma;
+        ucx->shared->cuda_rma = ucx->shared->cuda_rma && caps[r].cuda_rma;
+        ucx->shared->cuda_driver = ucx->shared->cuda_driver || !caps[r].no_cuda_driver;
     }
     if (ucx->comm->config.net_protocol == CONFIG_NET_PROTOCOL_PUT) {
         /* the target's UCX answers each emulated put with a message; when that answer
@@ -529,11 +537,6 @@ symcoll_status_t ucx_connect_all(ucx_ctx_t *ucx, const topo_t *topo)
                                      : "active messages (RMA is emulated)");
 
     /* tell the topology what every rank's UCX reaches and uses */
-    snprintf(mine.tls, sizeof(mine.tls), "%.*s", (int)sizeof(mine.tls) - 1,
-             ucx->shared->transports);
-    status = bootstrap_allgather(ucx->comm->bootstrap, &mine, caps, sizeof(mine));
-    if (status != SYMCOLL_OK)
-        goto out;
     for (int r = 0; r < ucx->nranks; r++) {
         caps[r].tls[TOPO_TLS_MAX - 1] = 0;
         topo_set_net_caps(ucx->comm->topo, r, caps[r].mem_types, caps[r].tls);
