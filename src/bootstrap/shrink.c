@@ -23,7 +23,7 @@
  * Every message carries an HMAC keyed with the parent's name key, which only the
  * parent's ranks hold. */
 #define _GNU_SOURCE
-#include "bootstrap/bs_int.h"
+#include "bootstrap/shrink_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,233 +35,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define SH_MAGIC 0x314b4853u /* "SHK1" */
-#define SH_LABEL "symcoll shrink"
-/* how often a coordinator dials the listeners of the ranks that have not joined */
-#define SH_PROBE_EVERY_SEC 0.1
-#define SH_MAX_REDIRECTS 16
-
-enum sh_type { SH_JOIN = 1, SH_SEEKING, SH_COORD, SH_MEMBER_OF, SH_LATE, SH_RESULT, SH_PROBE };
-
-typedef struct sh_msg {
-    uint32_t magic;
-    uint16_t type;
-    uint16_t flag;   /* JOIN: the sender's flag; RESULT: the AND of the members' */
-    uint64_t job_id; /* the parent's */
-    int32_t from;    /* sender's rank in the parent */
-    int32_t arg;     /* MEMBER_OF: the coordinator; RESULT: the number of members */
-    uint64_t nonce;  /* RESULT: names the new bootstrap */
-    bs_addr_t addr;  /* JOIN and RESULT: where the sender listens for the new mesh */
-    uint8_t mac[BS_SHA256_LEN];
-} sh_msg_t;
-
-/* RESULT's body: one record a member, in parent order */
-typedef struct sh_member {
-    int32_t rank;
-    int32_t reserved;
-    bs_addr_t addr;
-} sh_member_t;
-
-/* a connection and the message being read from it */
-typedef struct sh_conn {
-    int fd;
-    int rank; /* the sender, once its JOIN came; -1 before */
-    size_t got;
-    sh_msg_t in;
-} sh_conn_t;
-
-typedef enum { SH_SEEK, SH_MEMBER, SH_LEAD } sh_role_t;
-enum { SH_ASK_UNKNOWN, SH_ASK_ANSWERED, SH_ASK_DEAD, SH_ASK_SILENT };
-
-typedef struct sh {
-    bootstrap_t *bs;
-    const deadline_t *dl;
-    double probe_sec, lead_sec;
-    bs_addr_t mine; /* where this rank listens for the new mesh */
-    sh_role_t role;
-    /* SEEK and MEMBER: the rank dialled and the connection to it */
-    int cand, redirects;
-    sh_conn_t c;
-    bool cand_connected, cand_answered;
-    double cand_until;
-    /* connections accepted on the repair listener, whose JOIN is awaited or, while
-     * seeking, whose answer waits for this rank's role */
-    sh_conn_t *in;
-    int nin, maxin;
-    /* LEAD: per rank of the parent, its connection once joined (-1), where it listens,
-     * whether its listener refused, and the probe under way */
-    int *joined;
-    bs_addr_t *addr_of;
-    bool *dead;
-    int *probe;
-    sh_conn_t *probe_in; /* the probe's answer being read (fd unused) */
-    bool *probe_sent;
-    double lead_since, next_probe;
-    bool changed; /* the role or a connection changed in this turn: poll again first */
-    bool flag;    /* this rank's flag (bootstrap_shrink) */
-    /* SEEK, first: every rank below is PROBEd at once (ask[r]: SH_ASK_*), so that the
-     * silent ones cost one probe window together, not one each */
-    bool asking;
-    double ask_until;
-    signed char *ask;
-    bool *flag_of; /* LEAD: each joined rank's */
-} sh_t;
-
-static void sh_mac(const bootstrap_t *bs, const sh_msg_t *m, const void *body, size_t len,
-                   uint8_t out[BS_SHA256_LEN])
-{
-    bs_hmac_t h;
-
-    bs_hmac_init(&h, bs->name_key, sizeof(bs->name_key));
-    bs_hmac_update(&h, SH_LABEL, sizeof(SH_LABEL));
-    bs_hmac_update(&h, m, offsetof(sh_msg_t, mac));
-    if (len)
-        bs_hmac_update(&h, body, len);
-    bs_hmac_final(&h, out);
-}
-
-static symcoll_status_t sh_write(int fd, const void *buf, size_t len, const deadline_t *dl)
-{
-    const char *p = buf;
-
-    while (len) {
-        ssize_t k = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (k > 0) {
-            p += k;
-            len -= (size_t)k;
-        } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-            symcoll_status_t st = bs_poll_one(fd, POLLOUT, dl);
-            if (st != SYMCOLL_OK)
-                return st;
-        } else {
-            return SYMCOLL_ERR_PEER_FAILED;
-        }
-    }
-    return SYMCOLL_OK;
-}
-
-static symcoll_status_t sh_send(const sh_t *s, int fd, uint16_t type, int32_t arg,
-                                uint64_t nonce, const void *body, size_t len)
-{
-    sh_msg_t m;
-    symcoll_status_t st;
-
-    memset(&m, 0, sizeof(m));
-    m.magic = SH_MAGIC;
-    m.type = type;
-    m.flag = s->flag;
-    m.job_id = s->bs->job_id;
-    m.from = s->bs->rank;
-    m.arg = arg;
-    m.nonce = nonce;
-    m.addr = s->mine;
-    sh_mac(s->bs, &m, body, len, m.mac);
-    st = sh_write(fd, &m, sizeof(m), s->dl);
-    if (st == SYMCOLL_OK && len)
-        st = sh_write(fd, body, len, s->dl);
-    return st;
-}
-
-/* Reads what is there: 1 with a whole message in c->in, 0 for more to come, -1 for the
- * end of the connection or a message that is not the parent's. A RESULT's MAC covers its
- * body, which sh_result reads; every other message is checked here. */
-static int sh_read(const sh_t *s, sh_conn_t *c)
-{
-    uint8_t want[BS_SHA256_LEN];
-    ssize_t k = recv(c->fd, (char *)&c->in + c->got, sizeof(c->in) - c->got, MSG_DONTWAIT);
-
-    if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-        return -1;
-    if (k < 0)
-        return 0;
-    c->got += (size_t)k;
-    if (c->got < sizeof(c->in))
-        return 0;
-    c->got = 0;
-    if (c->in.magic != SH_MAGIC || c->in.job_id != s->bs->job_id || c->in.from < 0 ||
-        c->in.from >= s->bs->nranks || c->in.from == s->bs->rank)
-        return -1;
-    if (c->in.type == SH_RESULT)
-        return 1;
-    sh_mac(s->bs, &c->in, NULL, 0, want);
-    return bs_ct_equal(c->in.mac, want, sizeof(want)) ? 1 : -1;
-}
-
-/* A non-blocking connection to rank r's repair listener: the descriptor; -1 where the
- * rank has none or refused at once (dead); -2 for a local failure (descriptors or
- * buffers short: nothing known of the rank). */
-static int sh_dial(const sh_t *s, int r)
-{
-    struct sockaddr_storage ss;
-    socklen_t sl;
-    int fd;
-
-    if (!bs_addr_sockaddr(&s->bs->repair_addrs[r], &ss, &sl))
-        return -1;
-    fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -2;
-    if (connect(fd, (struct sockaddr *)&ss, sl) && errno != EINPROGRESS) {
-        int e = errno;
-        close(fd);
-        return e == ECONNREFUSED || e == ENETUNREACH || e == EHOSTUNREACH ? -1 : -2;
-    }
-    return fd;
-}
-
-/* The outcome of a non-blocking connect that polled writable: true when connected. */
-static bool sh_connected(int fd)
-{
-    int err = 0;
-    socklen_t len = sizeof(err);
-
-    return !getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) && err == 0;
-}
-
-/* Drop connection i of the accepted ones. */
-static void sh_in_drop(sh_t *s, int i)
-{
-    bs_close(&s->in[i].fd);
-    s->in[i] = s->in[--s->nin];
-}
-
 /* The asking is over: its connections close (the states stay, for sh_next). */
-static void sh_ask_end(sh_t *s)
+void sh_ask_end(sh_t *s)
 {
     s->asking = false;
     for (int r = 0; r < s->bs->rank; r++)
         bs_close(&s->probe[r]);
-}
-
-/* Become the coordinator: the ranks that asked while this rank looked are answered. */
-static void sh_lead(sh_t *s)
-{
-    s->changed = true;
-    s->role = SH_LEAD;
-    log_debug("shrink: rank %d coordinates", s->bs->rank);
-    sh_ask_end(s);
-    s->lead_since = time_now();
-    s->next_probe = 0;
-    bs_close(&s->c.fd);
-    for (int i = 0; i < s->nin; i++)
-        if (s->in[i].rank >= 0) {
-            int r = s->in[i].rank;
-            bool up = r > s->bs->rank &&
-                      sh_send(s, s->in[i].fd, SH_COORD, 0, 0, NULL, 0) == SYMCOLL_OK;
-            if (!up) {
-                if (r < s->bs->rank)
-                    (void)sh_send(s, s->in[i].fd, SH_LATE, 0, 0, NULL, 0);
-                sh_in_drop(s, i--);
-                continue;
-            }
-            bs_close(&s->joined[r]);
-            s->joined[r] = s->in[i].fd;
-            s->addr_of[r] = s->in[i].in.addr;
-            s->flag_of[r] = s->in[i].in.flag != 0;
-            s->dead[r] = false;
-            s->in[i] = s->in[--s->nin];
-            i--;
-        }
 }
 
 /* Dial the next candidate above the one that failed (or the coordinator named). */
@@ -294,7 +73,9 @@ static void sh_go_to(sh_t *s, int to)
 {
     s->changed = true;
     log_debug("shrink: rank %d (%s) goes to rank %d", s->bs->rank,
-              s->role == SH_LEAD ? "coordinating" : s->role == SH_MEMBER ? "member" : "looking",
+              s->role == SH_LEAD     ? "coordinating"
+              : s->role == SH_MEMBER ? "member"
+                                     : "looking",
               to);
     if (s->role == SH_LEAD)
         for (int r = 0; r < s->bs->nranks; r++) {
@@ -404,99 +185,12 @@ static void sh_join(sh_t *s, int i)
             (void)sh_send(s, s->in[i].fd, SH_LATE, 0, 0, NULL, 0);
             sh_in_drop(s, i);
         } else if (sh_send(s, s->in[i].fd, SH_COORD, 0, 0, NULL, 0) == SYMCOLL_OK) {
-            bs_close(&s->joined[r]);
-            s->joined[r] = s->in[i].fd;
-            s->addr_of[r] = s->in[i].in.addr;
-            s->flag_of[r] = s->in[i].in.flag != 0;
-            s->dead[r] = false;
-            s->in[i] = s->in[--s->nin];
+            sh_take_member(s, i, r);
         } else {
             sh_in_drop(s, i);
         }
         break;
     }
-}
-
-/* The coordinator's probes of the ranks above it that neither joined nor refused. */
-static void sh_probe(sh_t *s)
-{
-    double now = time_now();
-
-    if (now < s->next_probe)
-        return;
-    s->next_probe = now + SH_PROBE_EVERY_SEC;
-    for (int r = s->bs->rank + 1; r < s->bs->nranks; r++)
-        if (s->joined[r] < 0 && !s->dead[r] && s->probe[r] < 0) {
-            s->probe[r] = sh_dial(s, r);
-            s->probe_sent[r] = false;
-            s->probe_in[r].got = 0;
-            s->dead[r] = s->probe[r] == -1; /* -2: tried again at the next round */
-            if (s->probe[r] < 0)
-                s->probe[r] = -1;
-        }
-}
-
-/* Is the coordinator done: every rank above it joined or dead, or its window over? */
-static bool sh_lead_done(const sh_t *s)
-{
-    if (time_now() - s->lead_since > s->lead_sec)
-        return true;
-    for (int r = s->bs->rank + 1; r < s->bs->nranks; r++)
-        if (s->joined[r] < 0 && !s->dead[r])
-            return false;
-    return true;
-}
-
-/* The coordinator's RESULT to every member; the member list in *list_p. */
-static symcoll_status_t sh_lead_result(sh_t *s, sh_member_t **list_p, int *m_p,
-                                       uint64_t *nonce_p)
-{
-    int m = 1, pending = 0;
-    sh_member_t *list;
-    symcoll_status_t st;
-
-    for (int r = s->bs->rank + 1; r < s->bs->nranks; r++) {
-        m += s->joined[r] >= 0;
-        pending += s->joined[r] < 0 && !s->dead[r];
-    }
-    if (m == 1 && pending) {
-        log_error("shrink: no rank joined within %.1f s, while %d rank(s) above this one did "
-                  "not refuse: this rank comes too late, or the others are stopped",
-                  s->lead_sec, pending);
-        return SYMCOLL_ERR_TIMED_OUT;
-    }
-    if (pending)
-        log_warn("shrink: %d rank(s) that did not join within %.1f s are left out", pending,
-                 s->lead_sec);
-    list = calloc((size_t)m, sizeof(*list));
-    if (!list)
-        return SYMCOLL_ERR_NO_MEMORY;
-    st = bs_random64(nonce_p);
-    if (st != SYMCOLL_OK) {
-        free(list);
-        return st;
-    }
-    /* the members' flags, agreed: the RESULT carries their AND */
-    for (int r = s->bs->rank + 1; r < s->bs->nranks; r++)
-        if (s->joined[r] >= 0)
-            s->flag = s->flag && s->flag_of[r];
-    m = 0;
-    list[m].rank = s->bs->rank;
-    list[m++].addr = s->mine;
-    for (int r = s->bs->rank + 1; r < s->bs->nranks; r++)
-        if (s->joined[r] >= 0) {
-            list[m].rank = r;
-            list[m++].addr = s->addr_of[r];
-        }
-    /* a member that fails to take it fails the new mesh's connection, and so the call
-     * on every member: they call again */
-    for (int r = s->bs->rank + 1; r < s->bs->nranks; r++)
-        if (s->joined[r] >= 0)
-            (void)sh_send(s, s->joined[r], SH_RESULT, m, *nonce_p, list,
-                          (size_t)m * sizeof(*list));
-    *list_p = list;
-    *m_p = m;
-    return SYMCOLL_OK;
 }
 
 /* A member's RESULT: its body read and checked. */
@@ -547,32 +241,6 @@ static symcoll_status_t sh_result(sh_t *s, sh_member_t **list_p, int *m_p, uint6
     *nonce_p = h->nonce;
     s->flag = h->flag != 0;
     return SYMCOLL_OK;
-}
-
-/* One step of PROBE conversation r, its descriptor polled ready: once connected the
- * PROBE goes out (0); then its answer is read (1: in probe_in[r].in) or is not all
- * there yet (0). -1: refused (*refused) or gone. The descriptor is closed unless 0. */
-static int sh_probe_step(sh_t *s, int r, bool *refused)
-{
-    int rc;
-
-    *refused = false;
-    if (!s->probe_sent[r]) {
-        bool up = sh_connected(s->probe[r]); /* SO_ERROR reads once: it is cleared */
-        if (up && sh_send(s, s->probe[r], SH_PROBE, 0, 0, NULL, 0) == SYMCOLL_OK) {
-            s->probe_sent[r] = true;
-            return 0;
-        }
-        *refused = !up;
-        bs_close(&s->probe[r]);
-        return -1;
-    }
-    s->probe_in[r].fd = s->probe[r];
-    rc = sh_read(s, &s->probe_in[r]);
-    if (rc == 0)
-        return 0;
-    bs_close(&s->probe[r]);
-    return rc;
 }
 
 /* One turn: poll every connection, act on what came. */
