@@ -6,7 +6,8 @@ tools_symcoll_run_SOURCES = tools/symcoll_run.c tools/run.h tools/run_args.c too
 	tools/run_output.c tools/run_spawn.c
 tools_symcoll_run_LDADD = -lm
 
-tools_symcoll_info_SOURCES = tools/symcoll_info.c
+tools_symcoll_info_SOURCES = tools/symcoll_info.c tools/info.h tools/info_json.c \
+	tools/info_runtime.c
 # -v asks the UCX that the library loads for its version and memory types
 tools_symcoll_info_CPPFLAGS = $(AM_CPPFLAGS) $(UCX_CFLAGS)
 tools_symcoll_info_LDADD = libsymcoll.la $(UCX_LIBS)

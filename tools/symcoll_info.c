@@ -11,6 +11,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include "info.h"
 #include "symcoll.h"
 
 #define INFO_EXIT_USAGE 2
@@ -24,210 +25,6 @@ typedef struct info_action {
 } info_action_t;
 
 static const char *prog = "symcoll_info";
-
-/* --json: every report is a member of one object; json_members counts those printed */
-static int json;
-static int json_members;
-
-static void json_string(const char *v, size_t len)
-{
-    putchar('"');
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)v[i];
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c == '\n')
-            printf("\\n");
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
-
-static void json_str(const char *v)
-{
-    json_string(v, strlen(v));
-}
-
-/* starts the member NAME of the top object */
-static void json_member(const char *name)
-{
-    printf("%s\n  \"%s\": ", json_members++ ? "," : "", name);
-}
-
-/* Whether CUDA can run here, asked of the driver itself (libcuda, loaded at run time: the
- * library links the CUDA runtime statically and starts it only when a call needs it). */
-typedef struct cuda_probe {
-    int usable;
-    int driver_version; /* CUDA version the driver supports, 1000 * major + 10 * minor */
-    int devices;
-    char reason[160]; /* why it is not usable */
-} cuda_probe_t;
-
-static void probe_cuda(cuda_probe_t *p)
-{
-    int (*cu_init)(unsigned);
-    int (*cu_driver_version)(int *);
-    int (*cu_device_count)(int *);
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    int rc;
-
-    memset(p, 0, sizeof(*p));
-    if (!lib) {
-        snprintf(p->reason, sizeof(p->reason), "no CUDA driver (%s)", dlerror());
-        return;
-    }
-    cu_init = (int (*)(unsigned))dlsym(lib, "cuInit");
-    cu_driver_version = (int (*)(int *))dlsym(lib, "cuDriverGetVersion");
-    cu_device_count = (int (*)(int *))dlsym(lib, "cuDeviceGetCount");
-    if (!cu_init || !cu_driver_version || !cu_device_count) {
-        snprintf(p->reason, sizeof(p->reason), "libcuda.so.1 lacks cuInit");
-    } else if (cu_driver_version(&p->driver_version), (rc = cu_init(0)) != 0) {
-        snprintf(p->reason, sizeof(p->reason), "cuInit failed (CUresult %d)", rc);
-    } else if ((rc = cu_device_count(&p->devices)) != 0) {
-        snprintf(p->reason, sizeof(p->reason), "cuDeviceGetCount failed (CUresult %d)", rc);
-    } else if (p->devices == 0) {
-        snprintf(p->reason, sizeof(p->reason), "the driver sees no device");
-    } else {
-        p->usable = 1;
-    }
-    /* libcuda stays loaded: unloading a started driver is not supported */
-}
-
-/* "CUDA on" in the build line: the library was built with its CUDA backend */
-static int cuda_built(void)
-{
-    return strstr(symcoll_build_info(), "CUDA on") != NULL;
-}
-
-static void show_cuda(void)
-{
-    cuda_probe_t p;
-    int built = cuda_built();
-
-    probe_cuda(&p);
-    if (json) {
-        json_member("cuda");
-        printf("{\"built\": %s, \"usable\": %s, \"driver_version\": %d, \"devices\": %d, "
-               "\"reason\": ",
-               built ? "true" : "false", built && p.usable ? "true" : "false", p.driver_version,
-               p.devices);
-        if (!built)
-            json_str("built without CUDA");
-        else if (!p.usable)
-            json_str(p.reason);
-        else
-            printf("null");
-        printf("}");
-        return;
-    }
-    if (!built)
-        printf("# CUDA: not built (host memory only)\n");
-    else if (p.usable)
-        printf("# CUDA: built; usable here: yes (driver for CUDA %d.%d, %d device%s)\n",
-               p.driver_version / 1000, p.driver_version % 1000 / 10, p.devices,
-               p.devices == 1 ? "" : "s");
-    else
-        printf("# CUDA: built; usable here: no: %s\n", p.reason);
-}
-
-/* The UCX that the library runs on: its version (the library loaded, which may differ
- * from the one built against), where it was loaded from, and the memory types its
- * context reports, asked as the library's UCX layer asks (ucp_context_query). */
-typedef struct ucx_probe {
-    unsigned major, minor, release;
-    char path[256];   /* the loaded libucp; "" if unknown */
-    int queried;      /* a context was created and answered */
-    int host, cuda;   /* memory types the context reports */
-    char reason[160]; /* why not queried */
-} ucx_probe_t;
-
-static void probe_ucx(ucx_probe_t *p)
-{
-    ucp_params_t params;
-    ucp_config_t *config;
-    ucp_context_h context;
-    ucp_context_attr_t attr;
-    ucs_status_t s;
-    Dl_info dl;
-
-    memset(p, 0, sizeof(*p));
-    ucp_get_version(&p->major, &p->minor, &p->release);
-    if (dladdr((void *)ucp_get_version, &dl) && dl.dli_fname)
-        snprintf(p->path, sizeof(p->path), "%s", dl.dli_fname);
-    s = ucp_config_read(NULL, NULL, &config);
-    if (s != UCS_OK) {
-        snprintf(p->reason, sizeof(p->reason), "ucp_config_read: %s", ucs_status_string(s));
-        return;
-    }
-    memset(&params, 0, sizeof(params));
-    params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM;
-    s = ucp_init(&params, config, &context);
-    ucp_config_release(config);
-    if (s != UCS_OK) {
-        snprintf(p->reason, sizeof(p->reason), "ucp_init: %s", ucs_status_string(s));
-        return;
-    }
-    memset(&attr, 0, sizeof(attr));
-    attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
-    s = ucp_context_query(context, &attr);
-    if (s == UCS_OK) {
-        p->queried = 1;
-        p->host = (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_HOST)) != 0;
-        p->cuda = (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
-    } else {
-        snprintf(p->reason, sizeof(p->reason), "ucp_context_query: %s", ucs_status_string(s));
-    }
-    ucp_cleanup(context);
-}
-
-/* "UCX 1.22.0 (with CUDA transports)" of the build line, without "UCX " */
-static void ucx_built(char *buf, size_t len)
-{
-    const char *b = strstr(symcoll_build_info(), "; UCX ");
-
-    if (!b) {
-        snprintf(buf, len, "?");
-        return;
-    }
-    b += strlen("; UCX ");
-    snprintf(buf, len, "%.*s", (int)strcspn(b, ";"), b);
-}
-
-static void show_ucx(void)
-{
-    ucx_probe_t p;
-    char built[96];
-
-    probe_ucx(&p);
-    ucx_built(built, sizeof(built));
-    if (json) {
-        json_member("ucx");
-        printf("{\"built\": ");
-        json_str(built);
-        printf(", \"runtime\": \"%u.%u.%u\", \"library\": ", p.major, p.minor, p.release);
-        json_str(p.path);
-        if (p.queried)
-            printf(", \"memory_types\": {\"host\": %s, \"cuda\": %s}, \"reason\": null}",
-                   p.host ? "true" : "false", p.cuda ? "true" : "false");
-        else {
-            printf(", \"memory_types\": null, \"reason\": ");
-            json_str(p.reason);
-            printf("}");
-        }
-        return;
-    }
-    printf("# UCX: built against %s; runs on %u.%u.%u (%s)\n", built, p.major, p.minor,
-           p.release, p.path[0] ? p.path : "?");
-    if (p.queried)
-        printf("# UCX memory types: host %s, cuda %s\n", p.host ? "yes" : "no",
-               p.cuda ? "yes" : "no");
-    else
-        printf("# UCX memory types: unknown: %s\n", p.reason);
-}
 
 static int launched(void);
 static symcoll_comm_h get_comm(int *rank_p);
@@ -245,7 +42,7 @@ static int show_bootstrap(void)
     if (!launched()) {
         const char *none = "none (not started by a launcher: mpirun, srun --mpi=pmix or "
                            "symcoll_run)";
-        if (json) {
+        if (info_json) {
             json_member("bootstrap");
             json_str(none);
         } else {
@@ -267,7 +64,7 @@ static int show_bootstrap(void)
     }
     fclose(f);
     line = strstr(text, "# bootstrap: ");
-    if (line && json) {
+    if (line && info_json) {
         line += strlen("# bootstrap: ");
         json_member("bootstrap");
         json_string(line, strcspn(line, "\n"));
@@ -283,7 +80,7 @@ static int show_version(void)
     unsigned major, minor, patch;
 
     symcoll_get_version(&major, &minor, &patch);
-    if (json) {
+    if (info_json) {
         json_member("version");
         json_str(symcoll_version_string());
         json_member("library");
@@ -379,7 +176,7 @@ static int show_config(void)
 {
     symcoll_status_t st = SYMCOLL_OK;
 
-    if (json) {
+    if (info_json) {
         char *text = capture(print_config, NULL, &st);
         json_config(text ? text : "");
         free(text);
@@ -523,13 +320,14 @@ static void print_collectives(const dec_row_t *rows, int n)
 {
     int k = 0;
 
-    if (json)
+    if (info_json)
         printf(", \"collectives\": [");
     else
-        printf("#\n# the other collectives, by ranges of plan sizes (the larger buffer; "
-               "1 byte for barrier); from: built-in rules, tuned (SYMCOLL_TUNE_FILE), forced "
-               "(SYMCOLL_ALGO), call (symcoll_comm_set_algo):\n# %-14s %-4s %12s %12s  %-8s  %s\n",
-               "collective", "mem", "from bytes", "to bytes", "from", "path");
+        printf(
+            "#\n# the other collectives, by ranges of plan sizes (the larger buffer; "
+            "1 byte for barrier); from: built-in rules, tuned (SYMCOLL_TUNE_FILE), forced "
+            "(SYMCOLL_ALGO), call (symcoll_comm_set_algo):\n# %-14s %-4s %12s %12s  %-8s  %s\n",
+            "collective", "mem", "from bytes", "to bytes", "from", "path");
     for (int i = 0; i < n;) {
         const int barrier = !strcmp(rows[i].coll, "barrier");
         int j = i;
@@ -538,7 +336,7 @@ static void print_collectives(const dec_row_t *rows, int n)
                !strcmp(rows[j + 1].from, rows[i].from) &&
                !strcmp(rows[j + 1].words, rows[i].words))
             j++;
-        if (json)
+        if (info_json)
             printf("%s\n    {\"coll\": \"%s\", \"mem\": \"%s\", \"from\": %zu, "
                    "\"to\": %zu, \"source\": \"%s\", \"path\": \"%s\"}",
                    k++ ? "," : "", rows[i].coll, rows[i].mem, barrier ? 0 : rows[i].bytes,
@@ -551,7 +349,7 @@ static void print_collectives(const dec_row_t *rows, int n)
                    rows[i].bytes, rows[j].bytes, rows[i].from, rows[i].words);
         i = j + 1;
     }
-    if (json)
+    if (info_json)
         printf("\n  ]");
 }
 
@@ -609,15 +407,13 @@ static void json_decisions(const char *text)
 static void touch_cuda_pool(symcoll_comm_h comm)
 {
     static int done;
-    cuda_probe_t p;
     void *buf = NULL;
     symcoll_status_t st;
 
-    if (done || !cuda_built() || !launched())
+    if (done || !launched())
         return;
     done = 1;
-    probe_cuda(&p);
-    if (!p.usable)
+    if (!info_cuda_usable())
         return;
     st = symcoll_mem_alloc(comm, 256, SYMCOLL_MEM_CUDA, &buf);
     if (st == SYMCOLL_OK)
@@ -639,10 +435,10 @@ static int show_topo_report(const char *name, symcoll_status_t (*print)(void *, 
     touch_cuda_pool(comm);
     if (rank != 0)
         return 0;
-    if (!json && print != print_decisions)
+    if (!info_json && print != print_decisions)
         return print(comm, stdout) != SYMCOLL_OK;
     text = capture(print, comm, &st);
-    if (!json) {
+    if (!info_json) {
         dec_row_t *rows = calloc(COLL_ROWS_MAX, sizeof(*rows));
         if (st == SYMCOLL_OK && text && rows) {
             /* the all-reduce's rows as they are, the others' grouped into ranges */
@@ -740,7 +536,7 @@ int main(int argc, char **argv)
             return 0;
         }
         if (c == 'j') {
-            json = 1;
+            info_json = 1;
             continue;
         }
         for (i = 0; i < NACTIONS && actions[i].opt != c; i++)
@@ -762,11 +558,11 @@ int main(int argc, char **argv)
 
     /* one document: under a launcher only rank 0 prints it (every rank still joins the
      * communicator of -t and -a) */
-    if (json && launched_rank() > 0 && !freopen("/dev/null", "w", stdout)) {
+    if (info_json && launched_rank() > 0 && !freopen("/dev/null", "w", stdout)) {
         perror(prog);
         return 1;
     }
-    if (json)
+    if (info_json)
         printf("{");
     for (size_t i = 0; i < NACTIONS; i++) {
         if (wanted[i]) {
@@ -775,7 +571,7 @@ int main(int argc, char **argv)
                 ret = r;
         }
     }
-    if (json)
+    if (info_json)
         printf("\n}\n");
     if (fflush(stdout)) {
         perror(prog);
