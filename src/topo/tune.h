@@ -14,12 +14,12 @@
  *   checksum 0123456789abcdef
  *
  * An entry: collective (allreduce, reduce_scatter, allgather, broadcast), memory (host or
- * cuda; for CUDA memory across nodes on the staged path the algorithm is the chunks' host
- * all-reduce, as symcoll_comm_set_algo forces it), the smallest and largest plan size in bytes
- * it covers ("max": no limit), the algorithm (as SYMCOLL_ALGO), its time in µs, the runner-up's
- * time and name (what symcoll_info -a shows as the margin). Ranges of one collective and memory
- * type do not overlap. The checksum is FNV-1a 64 of every byte before its line: a truncated or
- * edited file is refused. */
+ * cuda; for CUDA memory across nodes an entry acts as symcoll_comm_set_algo: rd or rhd
+ * the staged path's chunks, hier the hierarchical path over the GPUs), the smallest and largest
+ * plan size in bytes it covers ("max": no limit), the algorithm (as SYMCOLL_ALGO), its time in
+ * µs, the runner-up's time and name (what symcoll_info -a shows as the margin). Ranges of one
+ * collective and memory type do not overlap. The checksum is FNV-1a 64 of every byte before its
+ * line: a truncated or edited file is refused. */
 #ifndef SYMCOLL_TOPO_TUNE_H
 #define SYMCOLL_TOPO_TUNE_H
 
