@@ -268,6 +268,36 @@ NET_TEST(t_net_hier_abort_2x2, 4, 2, NET_FAIL_TIMEOUT * 4 + 60, body_net_abort)
 /* 2 x 2, hierarchical: only rank 0 calls; its kernels and channels give up by the deadline */
 NET_TEST(t_net_hier_timeout_2x2, 4, 2, NET_SHORT_TIMEOUT * 6 + 60, body_net_timeout)
 
+/* every algorithm a call may force across nodes (symcoll_comm_set_algo, as a tuning file
+ * or SYMCOLL_ALGO would), on each staged chunk: the channels' scratch, reserved before
+ * their threads start, must serve each one up to the chunk size */
+static void body_net_forced(int rank, int nranks, void *arg)
+{
+    static const char *const algos[] = {"rd", "ring", "rhd", "hier"};
+    static const size_t counts[] = {1, 4099, (size_t)1 << 20};
+    net_rank_t r;
+    int salt = 26000;
+
+    net_setup(&r, rank, 3, (size_t)4 << 20);
+    for (size_t a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
+        ck_assert_int_eq(symcoll_comm_set_algo(r.comm, algos[a]), SYMCOLL_OK);
+        for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+            net_bufs_t b = {r.d[0], r.d[1], r.d[2]};
+            salt++;
+            net_enqueue(r.comm, &b, counts[k], SYMCOLL_FLOAT32, SYMCOLL_SUM, rank, nranks, salt,
+                        r.host, r.s);
+            net_check(&b, counts[k], SYMCOLL_FLOAT32, SYMCOLL_SUM, nranks, salt, r.host, r.s,
+                      algos[a]);
+        }
+    }
+    ck_assert_int_eq(symcoll_comm_set_algo(r.comm, NULL), SYMCOLL_OK);
+    net_teardown(&r, 1);
+    (void)arg;
+}
+
+NET_TEST(t_net_forced_2x1, 2, 2, 600, body_net_forced)
+NET_TEST(t_net_hier_forced_2x2, 4, 2, 600, body_net_forced)
+
 /* ---- cases ------------------------------------------------------------------------- */
 
 void cuda_net_staged_cases(Suite *su, int ngpus)
@@ -286,6 +316,8 @@ void cuda_net_staged_cases(Suite *su, int ngpus)
         {"net_hier_pool", t_net_hier_pool_2x2, 1},
         {"net_types_plain", t_net_types_plain, 1},
         {"net_types_channels3", t_net_types_channels3, 1},
+        {"net_forced", t_net_forced_2x1, 1},
+        {"net_hier_forced", t_net_hier_forced_2x2, 1},
     };
     gpu_add_cases(su, cases, sizeof(cases) / sizeof(cases[0]), ngpus, "net");
 }

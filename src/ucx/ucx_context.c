@@ -112,6 +112,44 @@ static bool ucx_config_value(const ucp_config_t *config, const char *name, char 
     return found;
 }
 
+/* Whether this UCX's option NAME (without UCX_) accepts value: the word appears in the
+ * "syntax:" line of the option's documentation (ucp_config_print). Asked before a
+ * ucp_config_modify that older UCX would reject with an error line of its own (1.16 knows
+ * FENCE_MODE weak, strong and auto only). */
+static bool ucx_config_accepts(const ucp_config_t *config, const char *name, const char *value)
+{
+    char *text = NULL, *line, *save = NULL, key[64], syntax[256] = "";
+    size_t text_len = 0, klen, vlen = strlen(value);
+    bool found = false;
+    FILE *f = open_memstream(&text, &text_len);
+
+    if (!f)
+        return false;
+    ucp_config_print(config, f, NULL, UCS_CONFIG_PRINT_CONFIG | UCS_CONFIG_PRINT_DOC);
+    fclose(f);
+    klen = (size_t)snprintf(key, sizeof(key), "UCX_%s=", name);
+    for (line = strtok_r(text, "\n", &save); line && !found;
+         line = strtok_r(NULL, "\n", &save)) {
+        const char *at = strstr(line, "syntax:");
+        if (at) {
+            snprintf(syntax, sizeof(syntax), "%s", at);
+        } else if (!strncmp(line, key, klen)) {
+            /* the value is one of the words between [ ] and | */
+            for (const char *w = strstr(syntax, value); w; w = strstr(w + 1, value)) {
+                if (strchr("[| ", w[-1]) && strchr("]| ", w[vlen]) && w[vlen] != '\0') {
+                    found = true;
+                    break;
+                }
+            }
+            break;
+        } else if (!strncmp(line, "UCX_", 4)) {
+            syntax[0] = '\0'; /* another option's value: its documentation ended */
+        }
+    }
+    free(text);
+    return found;
+}
+
 /* Fences per endpoint where UCX offers it. ucx_put_signal fences between a transfer and
  * its flag. UCX's own choice (FENCE_MODE=auto) is the strong fence wherever its
  * protocol selection (PROTO_ENABLE) is on: every ucp_worker_fence then blocks until
@@ -126,7 +164,8 @@ static void ucx_config_fence(ucp_config_t *config)
     if (!ucx_config_value(config, "FENCE_MODE", fence, sizeof(fence)) ||
         strcmp(fence, "auto") != 0 ||
         !ucx_config_value(config, "PROTO_ENABLE", proto, sizeof(proto)) ||
-        (proto[0] != 'y' && proto[0] != '1'))
+        (proto[0] != 'y' && proto[0] != '1') ||
+        !ucx_config_accepts(config, "FENCE_MODE", "ep_based"))
         return;
     if (ucp_config_modify(config, "FENCE_MODE", "ep_based") == UCS_OK)
         log_debug("UCX: endpoint-based fences (FENCE_MODE=ep_based)");
@@ -139,9 +178,9 @@ static void ucx_config_fence(ucp_config_t *config)
 struct ucx_proc_ctx {
     ucx_proc_ctx_t *next;
     ucp_context_h context;
-    char *config;    /* the configuration it was made with (ucp_config_print), and ours */
-    pid_t pid;       /* a child of fork() does not use its parent's context */
-    int refs;        /* communicators using it */
+    char *config; /* the configuration it was made with (ucp_config_print), and ours */
+    pid_t pid;    /* a child of fork() does not use its parent's context */
+    int refs;     /* communicators using it */
     size_t am_piece;
 };
 

@@ -18,12 +18,12 @@ static size_t net_rhd_area_bytes(size_t bytes, int n)
     return algo_net_rhd_area(bytes, 1, n) + 16 * (size_t)n + POOL_ALIGN;
 }
 
-/* Scratch of the algorithm the selector picks for bytes, as the algorithms reserve it
- * (hier: its inner rd, ring or rhd on the largest slice). */
-static void net_needs(net_state_t *st, size_t bytes, size_t *in, size_t *acc, size_t *area)
+/* Scratch of algo for bytes, as the algorithms reserve it (hier: its inner rd, ring or
+ * rhd on the largest slice). */
+static void net_needs_algo(net_state_t *st, topo_algo_t algo, size_t bytes, size_t *in,
+                           size_t *acc, size_t *area)
 {
     const topo_t *t = st->comm->topo;
-    int algo = topo_choose_algo(t, pool_backend(st->pool)->mem_type, bytes);
     int L = t->local_size, nn = t->nnodes;
 
     *in = *acc = *area = 0;
@@ -45,6 +45,15 @@ static void net_needs(net_state_t *st, size_t bytes, size_t *in, size_t *acc, si
         /* rd on slices up to its limit, ring or rhd above: the larger covers all */
         *area = rd > big ? rd : big;
     }
+}
+
+/* Scratch of the algorithm the selector picks for bytes. */
+static void net_needs(net_state_t *st, size_t bytes, size_t *in, size_t *acc, size_t *area)
+{
+    topo_algo_t algo =
+        topo_choose_algo(st->comm->topo, pool_backend(st->pool)->mem_type, bytes);
+
+    net_needs_algo(st, algo, bytes, in, acc, area);
 }
 
 symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes, bool fix)
@@ -83,6 +92,23 @@ symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes, bool f
         area = rd > area ? rd : area;
         area = big > area ? big : area;
     }
+    if (fix) {
+        /* a fixed scratch also serves every algorithm that a call, a tuning file or
+         * SYMCOLL_ALGO may force on the chunks (cnet_op_t's algo_chunk): each one that can
+         * run on this layout, at the largest size */
+        static const topo_algo_t algos[] = {TOPO_ALGO_RD, TOPO_ALGO_RING, TOPO_ALGO_RHD,
+                                            TOPO_ALGO_HIER};
+        const topo_shape_t *shape = &st->comm->topo->shape[SYMCOLL_MEM_HOST];
+        for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
+            size_t bi, ba, br;
+            if (!topo_algo_applicable(algos[i], SYMCOLL_MEM_HOST, shape, NULL, 0))
+                continue;
+            net_needs_algo(st, algos[i], max_bytes, &bi, &ba, &br);
+            in = bi > in ? bi : in;
+            acc = ba > acc ? ba : acc;
+            area = br > area ? br : area;
+        }
+    }
     st->fixed = false;
     status = algo_net_reserve(st, in, acc, area);
     st->fixed = fix && status == SYMCOLL_OK;
@@ -101,7 +127,11 @@ symcoll_status_t algo_net_allreduce(comm_t *comm, pool_t *pool, topo_algo_t algo
                                     const void *sendbuf, void *recvbuf, size_t count,
                                     symcoll_dtype_t dtype, symcoll_op_t op)
 {
-    net_sig_t sig = {count, dtype, op, SYMCOLL_MEM_HOST, comm->algo->salt,
+    net_sig_t sig = {count,
+                     dtype,
+                     op,
+                     SYMCOLL_MEM_HOST,
+                     comm->algo->salt,
                      (int)comm->topo->select_cfg.call_forced};
     return net_allreduce(comm, comm->ucx, pool, algo, sendbuf, recvbuf, count, dtype, op, &sig,
                          true);
