@@ -24,7 +24,7 @@ module symcoll
 
     ! ---- API version (symcoll.h) --------------------------------------------------------
     integer(c_int), parameter, public :: SYMCOLL_API_MAJOR = 0
-    integer(c_int), parameter, public :: SYMCOLL_API_MINOR = 4
+    integer(c_int), parameter, public :: SYMCOLL_API_MINOR = 5
 
     ! ---- status codes (symcoll_status_t) ---------------------------------------------
     integer(c_int), parameter, public :: SYMCOLL_OK = 0
@@ -154,6 +154,7 @@ module symcoll
     public :: symcoll_comm_abort, symcoll_comm_rank, symcoll_comm_size
     public :: symcoll_allreduce, symcoll_allreduce_inplace, symcoll_allreduce_ptr
     public :: symcoll_mem_alloc, symcoll_mem_free, symcoll_pool_query, symcoll_pool_trim
+    public :: symcoll_pool_reserve
     public :: symcoll_comm_print_topology, symcoll_comm_print_decisions
     public :: symcoll_comm_set_algo, symcoll_comm_layout
 
@@ -287,6 +288,13 @@ module symcoll
         integer(c_int) function c_pool_trim(comm, mem_type) bind(c, name="symcoll_pool_trim")
             import :: c_int, c_ptr
             type(c_ptr), value :: comm
+            integer(c_int), value :: mem_type
+        end function
+        integer(c_int) function c_pool_reserve(comm, size, mem_type) &
+            bind(c, name="symcoll_pool_reserve")
+            import :: c_int, c_ptr, c_size_t
+            type(c_ptr), value :: comm
+            integer(c_size_t), value :: size
             integer(c_int), value :: mem_type
         end function
         ! fortran/symcoll_f.c
@@ -826,6 +834,20 @@ contains
         integer, intent(out), optional :: ierr
         call finish(c_pool_trim(comm%handle, int(mem_type, c_int)), ierr, 'symcoll_pool_trim')
     end subroutine symcoll_pool_trim
+
+    !> Grows the pool so that an allocation of size bytes fits without growth
+    !> (collective; API 0.5; see symcoll.h).
+    subroutine symcoll_pool_reserve(comm, size, mem_type, ierr)
+        type(symcoll_comm), intent(in) :: comm
+        integer(int64), intent(in) :: size
+        integer, intent(in) :: mem_type
+        integer, intent(out), optional :: ierr
+        integer(c_int) :: s
+
+        s = SYMCOLL_ERR_INVALID_PARAM
+        if (size >= 0) s = c_pool_reserve(comm%handle, int(size, c_size_t), int(mem_type, c_int))
+        call finish(s, ierr, 'symcoll_pool_reserve')
+    end subroutine symcoll_pool_reserve
 
     ! ---- reports -------------------------------------------------------------------------
 

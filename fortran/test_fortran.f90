@@ -365,6 +365,10 @@ contains
         call expect_status('symcoll_mem_free', ierr, SYMCOLL_OK)
         call symcoll_mem_free(comm, p, ierr)
         call expect_status('double symcoll_mem_free', ierr, SYMCOLL_ERR_INVALID_PARAM)
+        call symcoll_pool_reserve(comm, 1048576_int64, SYMCOLL_MEM_HOST, ierr)
+        call expect_status('symcoll_pool_reserve', ierr, SYMCOLL_OK)
+        call symcoll_pool_reserve(comm, 0_int64, SYMCOLL_MEM_HOST, ierr)
+        call expect_status('symcoll_pool_reserve of 0 bytes', ierr, SYMCOLL_ERR_INVALID_PARAM)
         call symcoll_pool_trim(comm, SYMCOLL_MEM_HOST, ierr)
         call expect_status('symcoll_pool_trim', ierr, SYMCOLL_OK)
     end subroutine test_symmetric_memory

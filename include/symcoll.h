@@ -93,7 +93,7 @@ extern "C" {
  */
 /**@{*/
 #define SYMCOLL_API_MAJOR 0 /**< API major version this header describes */
-#define SYMCOLL_API_MINOR 4 /**< API minor version this header describes */
+#define SYMCOLL_API_MINOR 5 /**< API minor version this header describes */
 /**@}*/
 
 /**
@@ -173,11 +173,11 @@ typedef int (*symcoll_allgather_fn_t)(const void *src, void *dst, size_t size, v
 
 /** @brief Bits of symcoll_comm_params_t::field_mask. */
 enum symcoll_comm_params_field {
-    SYMCOLL_COMM_PARAM_FIELD_RANK = 1u << 0,           /**< rank */
-    SYMCOLL_COMM_PARAM_FIELD_NRANKS = 1u << 1,         /**< nranks */
-    SYMCOLL_COMM_PARAM_FIELD_ALLGATHER = 1u << 2,      /**< allgather and allgather_ctx */
-    SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE = 1u << 3,    /**< cuda_device */
-    SYMCOLL_COMM_PARAM_FIELD_TIMEOUT = 1u << 4,        /**< timeout_sec */
+    SYMCOLL_COMM_PARAM_FIELD_RANK = 1u << 0,            /**< rank */
+    SYMCOLL_COMM_PARAM_FIELD_NRANKS = 1u << 1,          /**< nranks */
+    SYMCOLL_COMM_PARAM_FIELD_ALLGATHER = 1u << 2,       /**< allgather and allgather_ctx */
+    SYMCOLL_COMM_PARAM_FIELD_CUDA_DEVICE = 1u << 3,     /**< cuda_device */
+    SYMCOLL_COMM_PARAM_FIELD_TIMEOUT = 1u << 4,         /**< timeout_sec */
     SYMCOLL_COMM_PARAM_FIELD_REDUCTION_ORDER = 1u << 5, /**< reduction_order (API 0.3) */
     SYMCOLL_COMM_PARAM_FIELD_TUNE_FILE = 1u << 6        /**< tune_file (API 0.4) */
 };
@@ -666,8 +666,18 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_barrier(symcoll_comm_h comm, void *strea
  *        offset on every rank. Grows the pool when needed.
  *
  * The pool of @a mem_type is created by the first call that needs it (a collective
- * exchange). The pool does not look at streams, so it may grow while a stream is being
- * captured into a CUDA graph, unless CUDA itself refuses to create memory then.
+ * exchange). CUDA memory that fits in the pool without growth is carved with no
+ * exchange at all: every rank that made the same sequence of allocations and frees gets
+ * the same offset, and the ranks compare a hash of that sequence before their next
+ * collective call (or pool exchange), which fails with SYMCOLL_ERR_MISMATCH on every
+ * rank where the sequences differ (a rank that allocated where another did not may see
+ * SYMCOLL_ERR_TIMED_OUT instead). Such an allocation, and symcoll_mem_free(), are legal
+ * while a stream is captured into a CUDA graph, in every capture mode. Host memory, and
+ * an allocation that grows the pool, agree with the other ranks at once. The pool does
+ * not look at streams, so it may grow while a stream is being captured, unless CUDA
+ * refuses to create memory then (global and thread-local capture modes): then the call
+ * returns SYMCOLL_ERR_IN_PROGRESS and logs how many bytes to reserve first with
+ * symcoll_pool_reserve().
  *
  * @param[in]  comm      the communicator
  * @param[in]  size      bytes, the same on every rank (rounded up to the pool's
@@ -683,7 +693,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_barrier(symcoll_comm_h comm, void *strea
  *         SYMCOLL_ERR_NO_MEMORY if the pool cannot grow (it is left as it was);
  *         SYMCOLL_ERR_MISMATCH if ranks passed different arguments;
  *         SYMCOLL_ERR_IN_PROGRESS if CUDA refused to create memory during a stream
- *         capture;
+ *         capture (nothing changed);
  *         the error of an earlier call that broke the communicator (a failed queued
  *         CUDA all-reduce across nodes, a timeout, a dead peer), or of the exchange
  *         with the other ranks (SYMCOLL_ERR_TIMED_OUT, SYMCOLL_ERR_PEER_FAILED,
@@ -701,8 +711,10 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_mem_alloc(symcoll_comm_h comm, size_t si
  * buffer); inside a node the caller must not free a buffer that work queued on a stream
  * still uses. The pool's allocator must stay the same on every rank, so every rank
  * frees the same buffers between the same two collective calls, in any order; a
- * difference that changes the next allocation or trim of the pool fails that call with
- * SYMCOLL_ERR_MISMATCH. The memory stays mapped until symcoll_pool_trim() or
+ * difference fails the next exchange of the pool (an allocation that agrees at once,
+ * a trim or reserve) or, after an allocation made without an exchange (see
+ * symcoll_mem_alloc()), the next collective call with SYMCOLL_ERR_MISMATCH. Legal while
+ * a stream is captured. The memory stays mapped until symcoll_pool_trim() or
  * symcoll_comm_destroy().
  *
  * @param[in] comm  the communicator the buffer was allocated on
@@ -757,6 +769,28 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_pool_query(symcoll_comm_h comm,
  */
 SYMCOLL_EXPORT symcoll_status_t symcoll_pool_trim(symcoll_comm_h comm,
                                                   symcoll_mem_type_t mem_type);
+
+/**
+ * @brief Grow the pool so that an allocation of @a size bytes fits without growth
+ *        (collective; API 0.5).
+ *
+ * Allocates nothing. Made before a CUDA stream capture, it lets symcoll_mem_alloc() of
+ * up to @a size bytes (one buffer, or several that fit together) run inside the capture
+ * in every capture mode, with no exchange and no CUDA call. Creates the pool of
+ * @a mem_type if it does not exist yet. symcoll_pool_trim() gives unused room back.
+ *
+ * @param[in] comm      the communicator
+ * @param[in] size      bytes, the same on every rank
+ * @param[in] mem_type  the pool's memory type, the same on every rank
+ * @return SYMCOLL_OK;
+ *         SYMCOLL_ERR_INVALID_PARAM (no side effect) for a NULL or destroyed
+ *         communicator, an invalid memory type or a size of 0;
+ *         SYMCOLL_ERR_NO_MEMORY if the pool cannot grow so far (it is left as it was);
+ *         SYMCOLL_ERR_IN_PROGRESS if CUDA refused to create memory during a stream
+ *         capture; otherwise as symcoll_mem_alloc().
+ */
+SYMCOLL_EXPORT symcoll_status_t symcoll_pool_reserve(symcoll_comm_h comm, size_t size,
+                                                     symcoll_mem_type_t mem_type);
 
 /**
  * @brief Print the topology @a comm was created on: the facts of the calling rank's

@@ -12,7 +12,7 @@ SYMCOLL_MAN3 = \
 	man/symcoll_comm_print_topology.3 man/symcoll_comm_print_decisions.3 \
 	man/symcoll_comm_set_algo.3 man/symcoll_comm_layout.3 \
 	man/symcoll_mem_alloc.3 man/symcoll_mem_free.3 \
-	man/symcoll_pool_query.3 man/symcoll_pool_trim.3 \
+	man/symcoll_pool_query.3 man/symcoll_pool_trim.3 man/symcoll_pool_reserve.3 \
 	man/symcoll_status_string.3 man/symcoll_version_string.3 \
 	man/symcoll_get_version.3 man/symcoll_build_info.3 man/symcoll_config_print.3 \
 	man/symcoll_dtype_size.3 man/symcoll_dtype_name.3 man/symcoll_op_name.3 \

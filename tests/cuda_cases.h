@@ -18,10 +18,11 @@ static inline double mono_sec(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-void cuda_allreduce_cases(Suite *su, int ngpus); /* datatypes, pool, graphs, bits */
-void cuda_faults_cases(Suite *su, int ngpus);    /* mismatched arguments, killed ranks */
-void cuda_coll_cases(Suite *su, int ngpus);      /* the collectives besides all-reduce */
-void cuda_split_cases(Suite *su, int ngpus);     /* split and shrink on device memory */
-void cuda_order_cases(Suite *su, int ngpus);     /* the canonical reduction order */
+void cuda_allreduce_cases(Suite *su, int ngpus);     /* datatypes, pool, graphs, bits */
+void cuda_faults_cases(Suite *su, int ngpus);        /* mismatched arguments, killed ranks */
+void cuda_coll_cases(Suite *su, int ngpus);          /* the collectives besides all-reduce */
+void cuda_split_cases(Suite *su, int ngpus);         /* split and shrink on device memory */
+void cuda_order_cases(Suite *su, int ngpus);         /* the canonical reduction order */
+void cuda_capture_alloc_cases(Suite *su, int ngpus); /* allocation during capture */
 
 #endif

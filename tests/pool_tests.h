@@ -6,6 +6,7 @@
 #include <check.h>
 
 #include "harness.h"
+#include "symcoll.h"
 
 /* A test that runs body on n ranks of one node. */
 #define RANKS_TEST(name, body, n)                                                              \
@@ -22,5 +23,20 @@
         tcase_add_test(tc_, t);                                                                \
         suite_add_tcase(s, tc_);                                                               \
     } while (0)
+
+/* Sum all-reduce of count doubles of host memory in buf (in place), input
+ * rank + 1 + i % 7, checked. */
+static inline void reduce_check(symcoll_comm_h comm, double *buf, size_t count, int n, int rank)
+{
+    symcoll_status_t st;
+    for (size_t i = 0; i < count; i++)
+        buf[i] = rank + 1 + (double)(i % 7);
+    st = symcoll_allreduce(buf, buf, count, SYMCOLL_FLOAT64, SYMCOLL_SUM, comm, NULL);
+    if (st != SYMCOLL_OK)
+        harness_fail("allreduce of %zu doubles: %s", count, symcoll_status_string(st));
+    for (size_t i = 0; i < count; i++)
+        if (buf[i] != n * (n + 1) / 2.0 + n * (double)(i % 7))
+            harness_fail("allreduce of %zu doubles: element %zu is %g", count, i, buf[i]);
+}
 
 #endif

@@ -47,20 +47,6 @@ static symcoll_pool_attr_t query(symcoll_comm_h comm)
     return a;
 }
 
-/* Sum all-reduce of count doubles in buf (in place), input rank+1+i%7, checked. */
-static void reduce_check(symcoll_comm_h comm, double *buf, size_t count, int n, int rank)
-{
-    symcoll_status_t st;
-    for (size_t i = 0; i < count; i++)
-        buf[i] = rank + 1 + (double)(i % 7);
-    st = symcoll_allreduce(buf, buf, count, SYMCOLL_FLOAT64, SYMCOLL_SUM, comm, NULL);
-    if (st != SYMCOLL_OK)
-        harness_fail("allreduce of %zu doubles: %s", count, symcoll_status_string(st));
-    for (size_t i = 0; i < count; i++)
-        if (buf[i] != n * (n + 1) / 2.0 + n * (double)(i % 7))
-            harness_fail("allreduce of %zu doubles: element %zu is %g", count, i, buf[i]);
-}
-
 /* Every mapping of this process that is shared memory must be a memfd: nothing of
  * ours may live in /dev/shm. */
 static void check_no_shm_mappings(void)

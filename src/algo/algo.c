@@ -289,6 +289,11 @@ symcoll_status_t algo_run(comm_t *comm, const char *fn, const topo_plan_t *plan,
         status = algo_quiesce(comm);
     if (status == SYMCOLL_OK)
         status = pools_get(comm, need, pools);
+    /* allocations made without an exchange are compared before the first collective
+     * after them (host communication only: legal during a stream capture) */
+    for (int m = 0; m < SYMCOLL_MEM_LAST && status == SYMCOLL_OK; m++)
+        if (comm->pools[m])
+            status = pool_check(comm->pools[m]);
     if (status != SYMCOLL_OK)
         return status;
     /* the queued families check it themselves, and tell the node's kernels */

@@ -195,28 +195,26 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_barrier(symcoll_comm_h comm, void *strea
     return api_collective("symcoll_barrier", comm, &a);
 }
 
-SYMCOLL_EXPORT symcoll_status_t symcoll_mem_alloc(symcoll_comm_h comm, size_t size,
-                                                  symcoll_mem_type_t mem_type, void **ptr_p)
+/* symcoll_mem_alloc (ptr_p set) and symcoll_pool_reserve (ptr_p NULL): the same checks,
+ * then the pool's collective under the communicator's lock. */
+static symcoll_status_t api_pool_grow_op(symcoll_comm_h comm, const char *fn, size_t size,
+                                         symcoll_mem_type_t mem_type, void **ptr_p)
 {
     symcoll_status_t status;
     pool_t *pool;
     size_t off;
 
-    if (!api_comm_valid(comm) || !ptr_p) {
-        log_error("symcoll_mem_alloc: NULL or destroyed communicator, or NULL ptr_p");
-        return SYMCOLL_ERR_INVALID_PARAM;
-    }
-    status = api_check_mem_type("symcoll_mem_alloc", mem_type);
+    status = api_check_mem_type(fn, mem_type);
     if (status != SYMCOLL_OK)
         return status;
     if (size == 0) {
-        log_error("symcoll_mem_alloc: size 0");
+        log_error("%s: size 0", fn);
         return SYMCOLL_ERR_INVALID_PARAM;
     }
     pthread_mutex_lock(&comm->lock);
     if (atomic_load_explicit(&comm->aborted, memory_order_relaxed)) {
-        log_error("symcoll_mem_alloc: communicator aborted");
-        /* peers waiting for us in this allocation's exchanges stop now */
+        log_error("%s: communicator aborted", fn);
+        /* peers waiting for us in this call's exchanges stop now */
         bootstrap_abort(comm->bootstrap);
         status = SYMCOLL_ERR_ABORTED;
         goto out;
@@ -229,13 +227,36 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_mem_alloc(symcoll_comm_h comm, size_t si
     status = algo_pool_get(comm, mem_type, &pool);
     if (status != SYMCOLL_OK)
         goto out;
-    status = pool_alloc(pool, size, POOL_ALLOC_USER, &off);
-    if (status != SYMCOLL_OK)
+    if (!ptr_p) {
+        status = pool_reserve(pool, size);
         goto out;
-    *ptr_p = pool_peer_addr(pool, pool_local_rank(pool), off);
+    }
+    status = pool_alloc(pool, size, POOL_ALLOC_USER, &off);
+    if (status == SYMCOLL_OK)
+        *ptr_p = pool_peer_addr(pool, pool_local_rank(pool), off);
 out:
     pthread_mutex_unlock(&comm->lock);
     return status;
+}
+
+SYMCOLL_EXPORT symcoll_status_t symcoll_mem_alloc(symcoll_comm_h comm, size_t size,
+                                                  symcoll_mem_type_t mem_type, void **ptr_p)
+{
+    if (!api_comm_valid(comm) || !ptr_p) {
+        log_error("symcoll_mem_alloc: NULL or destroyed communicator, or NULL ptr_p");
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    return api_pool_grow_op(comm, "symcoll_mem_alloc", size, mem_type, ptr_p);
+}
+
+SYMCOLL_EXPORT symcoll_status_t symcoll_pool_reserve(symcoll_comm_h comm, size_t size,
+                                                     symcoll_mem_type_t mem_type)
+{
+    if (!api_comm_valid(comm)) {
+        log_error("symcoll_pool_reserve: NULL or destroyed communicator");
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
+    return api_pool_grow_op(comm, "symcoll_pool_reserve", size, mem_type, NULL);
 }
 
 SYMCOLL_EXPORT symcoll_status_t symcoll_mem_free(symcoll_comm_h comm, void *ptr)

@@ -136,10 +136,25 @@ symcoll_status_t pool_create(comm_t *comm, const pool_params_t *params, pool_t *
 /* Collective: releases every view, segment and fd. NULL is ignored. */
 void pool_destroy(pool_t *pool);
 
-/* Collective: every rank passes the same size and gets the same offset (checked with an
- * exchange: SYMCOLL_ERR_MISMATCH otherwise). Grows the pool when needed;
- * SYMCOLL_ERR_NO_MEMORY leaves it as it was. */
+/* Collective: every rank passes the same size and gets the same offset. Grows the pool
+ * when needed; SYMCOLL_ERR_NO_MEMORY leaves it as it was (SYMCOLL_ERR_IN_PROGRESS where
+ * CUDA refuses the growth during a stream capture). An allocation of the library's own
+ * (STAGING), one that grows the pool, and one whose memory must be backed (host) agree
+ * with an exchange (SYMCOLL_ERR_MISMATCH where the ranks differ); a USER allocation that
+ * fits without growth and needs no backing (CUDA) makes none: every rank that made the
+ * same calls carves the same range, and the next exchange or pool_check compares the
+ * ranks' allocation sequences. */
 symcoll_status_t pool_alloc(pool_t *pool, size_t size, pool_alloc_kind_t kind, size_t *off_p);
+
+/* Collective: grows the pool, where needed, so that an allocation of size bytes fits
+ * without growth (then it makes no exchange: pool_alloc). Allocates nothing; the same
+ * statuses as pool_alloc. pool_trim gives the room back. */
+symcoll_status_t pool_reserve(pool_t *pool, size_t size);
+
+/* Collective where allocations were made without an exchange since the last one: the
+ * ranks compare their allocation sequences (SYMCOLL_ERR_MISMATCH where they differ);
+ * else returns SYMCOLL_OK at once. Called before every collective call. */
+symcoll_status_t pool_check(pool_t *pool);
 
 /* Local: no exchange, no wait for the other ranks. The allocator must stay the same on
  * every rank, so by contract every rank frees the same allocations between the same two

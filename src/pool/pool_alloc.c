@@ -91,22 +91,35 @@ static void pool_stat_in_use(pool_t *pool, size_t in_use)
         atomic_store(&pool->st_peak, in_use);
 }
 
-symcoll_status_t pool_alloc(pool_t *pool, size_t size, pool_alloc_kind_t kind, size_t *off_p)
+/* One allocation of the user's into the sequence hash: FNV-1a over (asize, off), after
+ * the frees since the previous allocation, which count as a set (pool_int.h). */
+static void pool_seq_alloc(pool_t *pool, uint64_t asize, uint64_t off)
 {
-    symcoll_status_t status = SYMCOLL_OK;
-    pool_xhdr_t hdr;
-    size_t asize, grow = 0, off;
-    long i;
+    pool->seq_hash = pool_seq_fnv(pool_seq_value(pool), asize, off);
+    pool->free_acc = 0;
+}
 
-    if (size == 0 || size > pool->max_size) {
-        /* still collective: peers must not wait for us in the exchange */
-        asize = 0;
-    } else {
-        asize = round_up(size, POOL_ALIGN);
-    }
+/* One free of the user's: any order among the frees between two allocations gives the
+ * same sum (the contract lets ranks free them in any order). */
+static void pool_seq_free(pool_t *pool, uint64_t off)
+{
+    uint64_t z = off + 0x9e3779b97f4a7c15ull;
 
-    pthread_mutex_lock(&pool->lock);
-    i = asize ? pool_first_fit(pool, asize) : -1;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    pool->free_acc += z ^ (z >> 31);
+}
+
+/* The plan for asize more bytes (lock held): the free range that takes them (*i_p, or
+ * -1) and the growth that makes one (*grow_p, 0 if none is needed). The tables get room
+ * for one more entry first, so that carving never fails. */
+static symcoll_status_t pool_plan(pool_t *pool, size_t size, size_t asize, long *i_p,
+                                  size_t *grow_p)
+{
+    long i = asize ? pool_first_fit(pool, asize) : -1;
+
+    *i_p = i;
+    *grow_p = 0;
     if (pool_reserve_array((void **)&pool->live, &pool->live_cap, pool->nlive,
                            sizeof(pool->live[0])) ||
         pool_reserve_array((void **)&pool->free, &pool->free_cap, pool->nfree,
@@ -114,39 +127,109 @@ symcoll_status_t pool_alloc(pool_t *pool, size_t size, pool_alloc_kind_t kind, s
         pool_reserve_array((void **)&pool->segs, &pool->segs_cap, (size_t)pool->nsegs,
                            sizeof(pool->segs[0]))) {
         log_error("pool: out of memory for the allocator tables");
-        status = SYMCOLL_ERR_NO_MEMORY;
-    } else if (asize == 0) {
+        return SYMCOLL_ERR_NO_MEMORY;
+    }
+    if (asize == 0) {
         log_error("pool %s: cannot allocate %zu bytes (ceiling SYMCOLL_POOL_MAX_SIZE=%zu)",
                   pool->be->name, size, pool->max_size);
-        status = size == 0 ? SYMCOLL_ERR_INVALID_PARAM : SYMCOLL_ERR_NO_MEMORY;
-    } else if (i < 0) {
+        return size == 0 ? SYMCOLL_ERR_INVALID_PARAM : SYMCOLL_ERR_NO_MEMORY;
+    }
+    if (i < 0) {
         /* the new segment extends a free range that ends at the current end */
         size_t tail = 0;
         if (pool->nfree &&
             pool->free[pool->nfree - 1].off + pool->free[pool->nfree - 1].size == pool->mapped)
             tail = pool->free[pool->nfree - 1].size;
-        grow = pool_growth_size(pool, asize - tail);
-        if (!grow) {
+        *grow_p = pool_growth_size(pool, asize - tail);
+        if (!*grow_p) {
             log_error("pool %s: cannot grow by %zu bytes: %zu of SYMCOLL_POOL_MAX_SIZE=%zu "
                       "already mapped",
                       pool->be->name, asize - tail, pool->mapped, pool->max_size);
-            status = SYMCOLL_ERR_NO_MEMORY;
+            return SYMCOLL_ERR_NO_MEMORY;
         }
     }
+    return SYMCOLL_OK;
+}
 
-    /* agree on the request and on the plan before touching anything */
+/* Agrees on a request (kind, size) and this rank's plan (pool_plan's status, range and
+ * growth) before anything changes; a failed plan still takes part, so that peers never
+ * wait for us in vain. */
+static symcoll_status_t pool_plan_agree(pool_t *pool, uint32_t kind, symcoll_status_t planned,
+                                        size_t size, long i, size_t grow)
+{
+    pool_xhdr_t hdr;
+
     memset(&hdr, 0, sizeof(hdr));
-    hdr.kind = POOL_X_ALLOC;
-    hdr.status = status;
+    hdr.kind = kind;
+    hdr.status = planned;
     hdr.a = size;
     hdr.b = i >= 0 ? pool->free[i].off : pool->mapped;
     hdr.c = grow;
-    status = pool_exchange(pool, &hdr);
+    return pool_exchange(pool, &hdr);
+}
+
+/* Bytes an allocation of size takes; 0: refused (pool_plan says why). */
+static size_t pool_alloc_size(const pool_t *pool, size_t size)
+{
+    return size == 0 || size > pool->max_size ? 0 : round_up(size, POOL_ALIGN);
+}
+
+/* Carves asize bytes at the start of free range i into a live allocation (lock held;
+ * pool_plan made room in the tables); returns its offset. */
+static size_t pool_carve(pool_t *pool, long i, size_t asize, pool_alloc_kind_t kind)
+{
+    size_t off = pool->free[i].off, lo;
+
+    pool->free[i].off += asize;
+    pool->free[i].size -= asize;
+    if (pool->free[i].size == 0) {
+        memmove(&pool->free[i], &pool->free[i + 1],
+                (pool->nfree - (size_t)i - 1) * sizeof(pool->free[0]));
+        pool->nfree--;
+    }
+    lo = pool_offset_search(pool->live, pool->nlive, sizeof(pool->live[0]), off, false);
+    memmove(&pool->live[lo + 1], &pool->live[lo], (pool->nlive - lo) * sizeof(pool->live[0]));
+    pool->live[lo].off = off;
+    pool->live[lo].size = asize;
+    pool->live[lo].kind = kind;
+    pool->nlive++;
+    pool_stat_in_use(pool, atomic_load(&pool->st_in_use) + asize);
+    if (kind == POOL_ALLOC_USER)
+        pool_seq_alloc(pool, asize, off);
+    return off;
+}
+
+symcoll_status_t pool_alloc(pool_t *pool, size_t size, pool_alloc_kind_t kind, size_t *off_p)
+{
+    symcoll_status_t status;
+    pool_xhdr_t hdr;
+    size_t asize = pool_alloc_size(pool, size), grow, off;
+    long i;
+
+    pthread_mutex_lock(&pool->lock);
+    status = pool_plan(pool, size, asize, &i, &grow);
+    if (status == SYMCOLL_OK && kind == POOL_ALLOC_USER && i >= 0 && !pool->be->commit) {
+        /* Fits, and nothing to back: every rank that made the same calls carves the same
+         * range, with no exchange (legal during a CUDA stream capture, and cheap). The
+         * sequence hash is compared at the next exchange or collective (pool_check). */
+        *off_p = pool_carve(pool, i, asize, kind);
+        pool->unchecked++;
+        pthread_mutex_unlock(&pool->lock);
+        return SYMCOLL_OK;
+    }
+
+    status = pool_plan_agree(pool, POOL_X_ALLOC, status, size, i, grow);
     if (status != SYMCOLL_OK)
         goto out;
 
     if (grow) {
         status = pool_grow(pool, grow);
+        if (status == SYMCOLL_ERR_IN_PROGRESS)
+            log_error("pool %s: %zu bytes need the pool to grow by %zu bytes, which CUDA "
+                      "refuses during this stream capture; nothing changed. Reserve the "
+                      "memory before the capture begins (symcoll_pool_reserve of at least "
+                      "%zu bytes)",
+                      pool->be->name, size, grow, asize);
         if (status != SYMCOLL_OK)
             goto out;
         i = pool_first_fit(pool, asize);
@@ -174,26 +257,39 @@ symcoll_status_t pool_alloc(pool_t *pool, size_t size, pool_alloc_kind_t kind, s
             goto out;
         }
     }
-    pool->free[i].off += asize;
-    pool->free[i].size -= asize;
-    if (pool->free[i].size == 0) {
-        memmove(&pool->free[i], &pool->free[i + 1],
-                (pool->nfree - (size_t)i - 1) * sizeof(pool->free[0]));
-        pool->nfree--;
-    }
-    {
-        size_t lo =
-            pool_offset_search(pool->live, pool->nlive, sizeof(pool->live[0]), off, false);
-        memmove(&pool->live[lo + 1], &pool->live[lo],
-                (pool->nlive - lo) * sizeof(pool->live[0]));
-        pool->live[lo].off = off;
-        pool->live[lo].size = asize;
-        pool->live[lo].kind = kind;
-        pool->nlive++;
-    }
-    pool_stat_in_use(pool, atomic_load(&pool->st_in_use) + asize);
-    *off_p = off;
+    *off_p = pool_carve(pool, i, asize, kind);
 out:
+    pthread_mutex_unlock(&pool->lock);
+    return status;
+}
+
+symcoll_status_t pool_reserve(pool_t *pool, size_t size)
+{
+    symcoll_status_t status;
+    size_t asize = pool_alloc_size(pool, size), grow;
+    long i;
+
+    pthread_mutex_lock(&pool->lock);
+    status = pool_plan(pool, size, asize, &i, &grow);
+    status = pool_plan_agree(pool, POOL_X_RESERVE, status, size, i, grow);
+    if (status == SYMCOLL_OK && grow)
+        status = pool_grow(pool, grow);
+    pthread_mutex_unlock(&pool->lock);
+    return status;
+}
+
+symcoll_status_t pool_check(pool_t *pool)
+{
+    symcoll_status_t status = SYMCOLL_OK;
+    pool_xhdr_t hdr;
+
+    pthread_mutex_lock(&pool->lock);
+    if (pool->unchecked) {
+        memset(&hdr, 0, sizeof(hdr));
+        hdr.kind = POOL_X_CHECK;
+        hdr.a = pool->unchecked;
+        status = pool_exchange(pool, &hdr);
+    }
     pthread_mutex_unlock(&pool->lock);
     return status;
 }
@@ -298,6 +394,8 @@ symcoll_status_t pool_free_user(pool_t *pool, const void *ptr)
                   ptr, (void *)(base + pool->live[i].off), off - pool->live[i].off);
     } else {
         status = pool_release(pool, (size_t)i);
+        if (status == SYMCOLL_OK)
+            pool_seq_free(pool, off);
     }
     pthread_mutex_unlock(&pool->lock);
     return status;

@@ -13,10 +13,11 @@
 /* 63 bits of FNV-1a over the header's fields that must agree. */
 static int64_t pool_xhdr_hash(const pool_xhdr_t *h)
 {
-    const uint64_t f[7] = {h->magic, h->seq, h->kind, (uint64_t)h->seg, h->a, h->b, h->c};
+    const uint64_t f[8] = {h->magic, h->seq, h->kind, (uint64_t)h->seg,
+                           h->a,     h->b,   h->c,    h->seqh};
     uint64_t x = 0xcbf29ce484222325ull;
 
-    for (size_t i = 0; i < 7; i++)
+    for (size_t i = 0; i < 8; i++)
         for (int k = 0; k < 64; k += 8)
             x = (x ^ ((f[i] >> k) & 0xff)) * 0x100000001b3ull;
     return (int64_t)(x >> 1);
@@ -35,6 +36,7 @@ symcoll_status_t pool_exchange(pool_t *pool, pool_xhdr_t *hdr)
 
     hdr->magic = POOL_XMAGIC;
     hdr->seq = ++pool->xseq;
+    hdr->seqh = pool_seq_value(pool);
     h = pool_xhdr_hash(hdr);
     v[0] = h;
     v[1] = -h;
@@ -47,8 +49,10 @@ symcoll_status_t pool_exchange(pool_t *pool, pool_xhdr_t *hdr)
         return status;
     }
     hdr->vote = v[3];
-    if (v[0] == -v[1] && v[2] == comm->nranks)
+    if (v[0] == -v[1] && v[2] == comm->nranks) {
+        pool->unchecked = 0; /* every rank made the same allocations up to here */
         return SYMCOLL_OK;
+    }
     /* sent from its own buffer (allocated with the pool: nothing here can fail before
      * we take part, so peers never wait for us in vain) */
     memset(pool->xsend, 0, pool->xmsg);
@@ -70,6 +74,15 @@ symcoll_status_t pool_exchange(pool_t *pool, pool_xhdr_t *hdr)
     for (int r = 0; r < comm->nranks; r++) {
         pool_xhdr_t x;
         memcpy(&x, pool->xbuf + (size_t)r * pool->xmsg, sizeof(x));
+        if (x.magic == POOL_XMAGIC && x.seq == hdr->seq && x.seqh != hdr->seqh) {
+            log_error("pool %s: rank %d made other allocations or frees than this rank "
+                      "since the pool was created (exchange %llu, kind %u here and %u "
+                      "there; %llu allocation(s) without an exchange here): ranks made "
+                      "different pool calls",
+                      pool->be->name, r, (unsigned long long)hdr->seq, hdr->kind, x.kind,
+                      (unsigned long long)pool->unchecked);
+            return SYMCOLL_ERR_MISMATCH;
+        }
         if (x.magic != POOL_XMAGIC || x.seq != hdr->seq || x.kind != hdr->kind ||
             x.seg != hdr->seg || x.a != hdr->a || x.b != hdr->b || x.c != hdr->c) {
             log_error("pool %s: rank %d disagrees (exchange %llu kind %u args %llu/%llu/%llu, "

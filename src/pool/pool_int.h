@@ -17,8 +17,8 @@
  * Collectives. Every change of the segment table is agreed by a vote over the bootstrap
  * (pool_exchange: an all-reduce of a fixed-size header's hash, gathered only on failure)
  * among all ranks of the communicator; the header carries a sequence number, the kind of
- * change and its arguments. Ranks whose headers differ return SYMCOLL_ERR_MISMATCH; a rank that failed
- * puts its status in the header and every rank returns the first failure (by rank), so
+ * change and its arguments. Ranks whose headers differ return SYMCOLL_ERR_MISMATCH; a rank that
+ * failed puts its status in the header and every rank returns the first failure (by rank), so
  * all ranks either commit a change or roll it back.
  *
  * Allocator. Free ranges and live allocations are two arrays sorted by offset: first
@@ -29,7 +29,15 @@
 
 #define POOL_XMAGIC 0x53594d43504f4f4cULL /* "SYMCPOOL" */
 
-enum { POOL_X_SEG = 1, POOL_X_COMMIT, POOL_X_ALLOC, POOL_X_BACKED, POOL_X_TRIM };
+enum {
+    POOL_X_SEG = 1,
+    POOL_X_COMMIT,
+    POOL_X_ALLOC,
+    POOL_X_BACKED,
+    POOL_X_TRIM,
+    POOL_X_RESERVE,
+    POOL_X_CHECK
+};
 
 typedef struct pool_xhdr {
     uint64_t magic;
@@ -38,6 +46,7 @@ typedef struct pool_xhdr {
     int32_t status; /* this rank's result so far */
     int64_t seg;
     uint64_t a, b, c; /* arguments of the change; must agree */
+    uint64_t seqh;    /* pool->seq_hash (pool_exchange sets it); must agree */
     /* voted, not compared: after the exchange every rank holds the smallest value any
      * rank sent (the segment's listener: 1 where this rank registered it) */
     int64_t vote;
@@ -89,6 +98,13 @@ struct pool {
     size_t nlive, live_cap;
 
     uint64_t xseq;
+    /* The user's allocations and frees so far, which every rank makes alike: seq_hash,
+     * FNV-1a over each allocation (size, offset) after the frees before it (free_acc, a
+     * sum, since frees between two collective calls may come in any order); and the
+     * allocations made without an exchange since the last exchange (unchecked). Every
+     * exchange compares pool_seq_value; pool_check makes one where some are unchecked. */
+    uint64_t seq_hash, free_acc;
+    uint64_t unchecked;
     unsigned char *xbuf;  /* nranks exchange messages */
     unsigned char *xsend; /* this rank's */
     size_t xmsg;          /* size of one */
@@ -96,6 +112,24 @@ struct pool {
     _Atomic size_t st_reserved, st_mapped, st_in_use, st_peak;
     _Atomic uint64_t st_growths, st_segments;
 };
+
+static inline uint64_t pool_seq_fnv(uint64_t x, uint64_t a, uint64_t b)
+{
+    const uint64_t f[2] = {a, b};
+
+    for (size_t i = 0; i < 2; i++)
+        for (int k = 0; k < 64; k += 8)
+            x = (x ^ ((f[i] >> k) & 0xff)) * 0x100000001b3ull;
+    return x;
+}
+
+/* What the ranks compare of the user's allocation sequence (see struct pool). */
+static inline uint64_t pool_seq_value(const pool_t *pool)
+{
+    uint64_t x = pool->seq_hash ? pool->seq_hash : 0xcbf29ce484222325ull;
+
+    return pool->free_acc ? pool_seq_fnv(x, 3, pool->free_acc) : x;
+}
 
 static inline size_t round_up(size_t v, size_t a)
 {
