@@ -674,10 +674,10 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_barrier(symcoll_comm_h comm, void *strea
  * SYMCOLL_ERR_TIMED_OUT instead). Such an allocation, and symcoll_mem_free(), are legal
  * while a stream is captured into a CUDA graph, in every capture mode. Host memory, and
  * an allocation that grows the pool, agree with the other ranks at once. The pool does
- * not look at streams, so it may grow while a stream is being captured, unless CUDA
- * refuses to create memory then (global and thread-local capture modes): then the call
- * returns SYMCOLL_ERR_IN_PROGRESS and logs how many bytes to reserve first with
- * symcoll_pool_reserve().
+ * not look at streams, so it may grow while a stream is being captured (the CUDA 13
+ * driver allows it, also in global mode), unless the driver refuses to create memory
+ * then: the call returns SYMCOLL_ERR_IN_PROGRESS, changes nothing and logs how many
+ * bytes to reserve first with symcoll_pool_reserve().
  *
  * @param[in]  comm      the communicator
  * @param[in]  size      bytes, the same on every rank (rounded up to the pool's
