@@ -671,7 +671,9 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_barrier(symcoll_comm_h comm, void *strea
  * the same offset, and the ranks compare a hash of that sequence before their next
  * collective call (or pool exchange), which fails with SYMCOLL_ERR_MISMATCH on every
  * rank where the sequences differ (a rank that allocated where another did not may see
- * SYMCOLL_ERR_TIMED_OUT instead). Such an allocation, and symcoll_mem_free(), are legal
+ * SYMCOLL_ERR_TIMED_OUT instead); the buffers are then not symmetric, every later
+ * collective call fails the same way, and the communicator is only good for
+ * symcoll_comm_destroy(). Such an allocation, and symcoll_mem_free(), are legal
  * while a stream is captured into a CUDA graph, in every capture mode. Host memory, and
  * an allocation that grows the pool, agree with the other ranks at once. The pool does
  * not look at streams, so it may grow while a stream is being captured (the CUDA 13

@@ -24,7 +24,11 @@
  * Allocator. Free ranges and live allocations are two arrays sorted by offset: first
  * fit over the free ranges, binary search over the live ones (address lookup in the
  * all-reduce path is O(log n)). Every rank runs the same sequence of collective
- * allocations, so offsets agree; pool_alloc checks that with its exchange.
+ * allocations, so offsets agree. An allocation that grows the pool, one that must back
+ * its pages (host) and the library's own agree with an exchange; the user's others
+ * (CUDA, fitting) make none, and the next exchange or pool_check compares a hash of the
+ * user's allocations and frees. Once the ranks' sequences differ their buffers are not
+ * symmetric, and every later check fails with SYMCOLL_ERR_MISMATCH.
  */
 
 #define POOL_XMAGIC 0x53594d43504f4f4cULL /* "SYMCPOOL" */
