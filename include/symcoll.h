@@ -41,14 +41,16 @@
  *    the work is done by host threads on every call, so a call on a capturing stream
  *    fails with SYMCOLL_ERR_UNSUPPORTED and changes nothing.
  *  - Collective calls: symcoll_comm_create(), symcoll_comm_destroy(),
- *    symcoll_allreduce(), symcoll_mem_alloc() and symcoll_pool_trim() must be called by
- *    every rank of the communicator, in the same order and with matching arguments
- *    (ranks that disagree get SYMCOLL_ERR_MISMATCH where the library can tell;
- *    otherwise a timeout or an undefined result). symcoll_mem_free() does not
- *    communicate, but the pool's allocator must stay the same on every rank: every rank
- *    frees the same buffers between the same two collective calls, in any order (a
- *    difference that changes the next allocation or trim of the pool fails it with
- *    SYMCOLL_ERR_MISMATCH). Every other call is local.
+ *    symcoll_allreduce(), symcoll_mem_alloc(), symcoll_pool_trim() and
+ *    symcoll_pool_reserve() must be called by every rank of the communicator, in the
+ *    same order and with matching arguments (ranks that disagree get
+ *    SYMCOLL_ERR_MISMATCH where the library can tell; otherwise a timeout or an
+ *    undefined result). symcoll_mem_free() does not communicate, but the pool's
+ *    allocator must stay the same on every rank: every rank frees the same buffers
+ *    between the same two collective calls, in any order (a difference fails the
+ *    pool's next exchange or, for CUDA allocations made without one, the next
+ *    collective call with SYMCOLL_ERR_MISMATCH: see symcoll_mem_alloc()). Every other
+ *    call is local.
  *  - Threads: a communicator's collective calls and symcoll_mem_free() take its lock,
  *    so several threads may make them, one at a time; the order in which they take the
  *    lock is the order of the collective, and it must be the same on every rank (the
@@ -532,7 +534,9 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_size(symcoll_comm_h comm, int *size
  *         SYMCOLL_ERR_MISMATCH when ranks passed different arguments and the library
  *         sees it (CUDA memory inside a node: the kernels see it after the call
  *         returned, and the next all-reduce on CUDA memory returns it on every rank;
- *         the communicator is then good only for symcoll_comm_destroy());
+ *         the communicator is then good only for symcoll_comm_destroy()), or when
+ *         the ranks' earlier CUDA allocations differ (symcoll_mem_alloc(); the
+ *         communicator is then broken);
  *         SYMCOLL_ERR_ABORTED after symcoll_comm_abort() on this rank;
  *         SYMCOLL_ERR_ABORTED, SYMCOLL_ERR_PEER_FAILED or SYMCOLL_ERR_TIMED_OUT when a
  *         peer aborted, died or stopped answering;
@@ -778,7 +782,9 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_pool_trim(symcoll_comm_h comm,
  *
  * Allocates nothing. Made before a CUDA stream capture, it lets symcoll_mem_alloc() of
  * up to @a size bytes (one buffer, or several that fit together) run inside the capture
- * in every capture mode, with no exchange and no CUDA call. Creates the pool of
+ * in every capture mode, with no exchange and no CUDA call. The collectives' staging
+ * comes from the same pool: make each captured call once before (a warm-up, which
+ * sizes its staging, and creates the pool), then reserve. Creates the pool of
  * @a mem_type if it does not exist yet. symcoll_pool_trim() gives unused room back.
  *
  * @param[in] comm      the communicator

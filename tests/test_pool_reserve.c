@@ -120,7 +120,9 @@ static void body_reserve_mismatch(int rank, int n, void *arg)
         harness_fail("reservations of different sizes: %s", symcoll_status_string(st));
     expect_same(a, query(comm), "a mismatched reservation");
 
-    /* rank 0 frees a buffer the others keep: the next exchange of the pool tells */
+    /* rank 0 frees a buffer the others keep: the next exchange's plan differs (host
+     * allocations agree on their offsets at once; the sequence hash of CUDA pools is
+     * tested by test_cuda's capture_alloc) */
     ck_assert_int_eq(symcoll_mem_alloc(comm, MiB, SYMCOLL_MEM_HOST, &p), SYMCOLL_OK);
     ck_assert_int_eq(symcoll_mem_alloc(comm, MiB, SYMCOLL_MEM_HOST, &q), SYMCOLL_OK);
     reduce_check(comm, q, MiB / 8, n, rank);

@@ -21,9 +21,6 @@
 #include "ucx/ucx.h"
 #include "ucx_testlib.h"
 
-
-
-
 #define CHANNELS 3
 #define CHANNEL_MAX_BYTES (1024 * 1024)
 
@@ -130,7 +127,8 @@ static pool_t *channels_setup(comm_t *comm, channel_run_t *runs, void **bufs, in
         runs[l].nranks = nranks;
         ck_assert_int_eq(ucx_channel_create(comm->ucx, &runs[l].ucx), SYMCOLL_OK);
         ck_assert_int_eq(algo_net_state_get_on(comm, runs[l].ucx, pool, &st), SYMCOLL_OK);
-        ck_assert_int_eq(algo_net_reserve_upto(st, CHANNEL_MAX_BYTES, true), SYMCOLL_OK);
+        ck_assert_int_eq(algo_net_reserve_upto(st, CHANNEL_MAX_BYTES, true, TOPO_ALGO_AUTO),
+                         SYMCOLL_OK);
     }
     return pool;
 }
@@ -216,7 +214,8 @@ END_TEST
 static void *channel_dead_main(void *arg)
 {
     channel_run_t *r = arg;
-    net_sig_t sig = {CHANNEL_MAX_BYTES / 4, SYMCOLL_FLOAT32, SYMCOLL_SUM, SYMCOLL_MEM_HOST, 0, 0};
+    net_sig_t sig = {
+        CHANNEL_MAX_BYTES / 4, SYMCOLL_FLOAT32, SYMCOLL_SUM, SYMCOLL_MEM_HOST, 0, 0};
     double t0 = time_now();
 
     for (int round = 0; round < 100000 && r->status == SYMCOLL_OK; round++)

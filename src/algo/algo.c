@@ -294,6 +294,9 @@ symcoll_status_t algo_run(comm_t *comm, const char *fn, const topo_plan_t *plan,
     for (int m = 0; m < SYMCOLL_MEM_LAST && status == SYMCOLL_OK; m++)
         if (comm->pools[m])
             status = pool_check(comm->pools[m]);
+    /* ranks whose allocations differ hold buffers that are not symmetric: for good */
+    if (status == SYMCOLL_ERR_MISMATCH)
+        algo_break(comm, status);
     if (status != SYMCOLL_OK)
         return status;
     /* the queued families check it themselves, and tell the node's kernels */

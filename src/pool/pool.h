@@ -159,9 +159,10 @@ symcoll_status_t pool_check(pool_t *pool);
 /* Local: no exchange, no wait for the other ranks. The allocator must stay the same on
  * every rank, so by contract every rank frees the same allocations between the same two
  * collective pool calls, in any order (neighbours merge, so the free list comes out the
- * same); a difference that changes the plan of the next pool_alloc or pool_trim fails
- * it with SYMCOLL_ERR_MISMATCH. Frees an allocation of any kind: for the library's own
- * callers, which know their offsets. */
+ * same); a difference that changes the plan of the next exchange fails it with
+ * SYMCOLL_ERR_MISMATCH, and where allocations skip the exchange (pool_alloc) the hash of
+ * the user's frees tells at the next exchange or pool_check. Frees an allocation of any kind:
+ * for the library's own callers, which know their offsets. */
 symcoll_status_t pool_free(pool_t *pool, size_t off);
 
 /* True if ptr lies in the address range of some local rank's view of this pool (mapped

@@ -208,14 +208,20 @@ symcoll_status_t pool_alloc(pool_t *pool, size_t size, pool_alloc_kind_t kind, s
 
     pthread_mutex_lock(&pool->lock);
     status = pool_plan(pool, size, asize, &i, &grow);
-    if (status == SYMCOLL_OK && kind == POOL_ALLOC_USER && i >= 0 && !pool->be->commit) {
+    if (kind == POOL_ALLOC_USER && i >= 0 && !pool->be->commit) {
         /* Fits, and nothing to back: every rank that made the same calls carves the same
          * range, with no exchange (legal during a CUDA stream capture, and cheap). The
-         * sequence hash is compared at the next exchange or collective (pool_check). */
-        *off_p = pool_carve(pool, i, asize, kind);
+         * sequence hash is compared at the next exchange or collective (pool_check). A
+         * failure here is this rank's alone (its tables could not grow): it goes into the
+         * sequence too, so that the others hear of it there, not in an exchange they do
+         * not make. */
+        if (status == SYMCOLL_OK)
+            *off_p = pool_carve(pool, i, asize, kind);
+        else
+            pool_seq_alloc(pool, UINT64_MAX, UINT64_MAX);
         pool->unchecked++;
         pthread_mutex_unlock(&pool->lock);
-        return SYMCOLL_OK;
+        return status;
     }
 
     status = pool_plan_agree(pool, POOL_X_ALLOC, status, size, i, grow);
@@ -272,8 +278,13 @@ symcoll_status_t pool_reserve(pool_t *pool, size_t size)
     pthread_mutex_lock(&pool->lock);
     status = pool_plan(pool, size, asize, &i, &grow);
     status = pool_plan_agree(pool, POOL_X_RESERVE, status, size, i, grow);
-    if (status == SYMCOLL_OK && grow)
+    if (status == SYMCOLL_OK && grow) {
         status = pool_grow(pool, grow);
+        if (status == SYMCOLL_ERR_IN_PROGRESS)
+            log_error("pool %s: growing by %zu bytes, which CUDA refuses during this stream "
+                      "capture; nothing changed: reserve before the capture begins",
+                      pool->be->name, grow);
+    }
     pthread_mutex_unlock(&pool->lock);
     return status;
 }
@@ -284,7 +295,12 @@ symcoll_status_t pool_check(pool_t *pool)
     pool_xhdr_t hdr;
 
     pthread_mutex_lock(&pool->lock);
-    if (pool->unchecked) {
+    if (pool->diverged) {
+        log_error("pool %s: the ranks' allocations differ (found earlier): its buffers are "
+                  "not symmetric",
+                  pool->be->name);
+        status = SYMCOLL_ERR_MISMATCH;
+    } else if (pool->unchecked) {
         memset(&hdr, 0, sizeof(hdr));
         hdr.kind = POOL_X_CHECK;
         hdr.a = pool->unchecked;

@@ -36,7 +36,9 @@ symcoll_status_t pool_exchange(pool_t *pool, pool_xhdr_t *hdr)
 
     hdr->magic = POOL_XMAGIC;
     hdr->seq = ++pool->xseq;
-    hdr->seqh = pool_seq_value(pool);
+    /* only pools whose allocations may skip the exchange compare their sequences: host
+     * allocations agree on their offsets at once, as they always did */
+    hdr->seqh = pool->be->commit ? 0 : pool_seq_value(pool);
     h = pool_xhdr_hash(hdr);
     v[0] = h;
     v[1] = -h;
@@ -75,6 +77,7 @@ symcoll_status_t pool_exchange(pool_t *pool, pool_xhdr_t *hdr)
         pool_xhdr_t x;
         memcpy(&x, pool->xbuf + (size_t)r * pool->xmsg, sizeof(x));
         if (x.magic == POOL_XMAGIC && x.seq == hdr->seq && x.seqh != hdr->seqh) {
+            pool->diverged = true;
             log_error("pool %s: rank %d made other allocations or frees than this rank "
                       "since the pool was created (exchange %llu, kind %u here and %u "
                       "there; %llu allocation(s) without an exchange here): ranks made "

@@ -50,7 +50,7 @@ typedef struct pool_xhdr {
     int32_t status; /* this rank's result so far */
     int64_t seg;
     uint64_t a, b, c; /* arguments of the change; must agree */
-    uint64_t seqh;    /* pool->seq_hash (pool_exchange sets it); must agree */
+    uint64_t seqh;    /* pool_seq_value, 0 for a pool with commit (pool_exchange); must agree */
     /* voted, not compared: after the exchange every rank holds the smallest value any
      * rank sent (the segment's listener: 1 where this rank registered it) */
     int64_t vote;
@@ -109,6 +109,7 @@ struct pool {
      * exchange compares pool_seq_value; pool_check makes one where some are unchecked. */
     uint64_t seq_hash, free_acc;
     uint64_t unchecked;
+    bool diverged;        /* an exchange found another rank's sequence different: for good */
     unsigned char *xbuf;  /* nranks exchange messages */
     unsigned char *xsend; /* this rank's */
     size_t xmsg;          /* size of one */

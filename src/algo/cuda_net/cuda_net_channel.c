@@ -330,6 +330,28 @@ void cnet_channels_stop(cuda_net_t *cn)
     cn->running = false;
 }
 
+/* The channels' scratch, reserved for the selector's own algorithms when they started,
+ * made to serve algo too on every chunk, the first time a call forces it: the queue
+ * drained (the channels idle), each channel's scratch reserved again (pool calls,
+ * collective: every rank forces the same algorithm on the same call). */
+symcoll_status_t cnet_cover(cuda_net_t *cn, topo_algo_t algo)
+{
+    symcoll_status_t status;
+
+    if ((unsigned)algo >= 32 || (cn->covered & (1u << algo)))
+        return SYMCOLL_OK;
+    status = cnet_wait_queued(cn, 0);
+    for (int i = 0; i < cn->nchannels && status == SYMCOLL_OK; i++) {
+        net_state_t *st;
+        status = algo_net_state_get_on(cn->comm, cn->channels[i].ucx, cn->host_pool, &st);
+        if (status == SYMCOLL_OK)
+            status = algo_net_reserve_upto(st, cn->slot_bytes, true, algo);
+    }
+    if (status == SYMCOLL_OK)
+        cn->covered |= 1u << algo;
+    return status;
+}
+
 /* Starts the channels (queue empty: caller's thread; collective), each on a UCX channel of its
  * own (a worker and connections), whose algorithm scratch is reserved here for the chunk
  * size: channel threads never grow the pool. One channel too: a channel never shares the
@@ -339,6 +361,7 @@ symcoll_status_t cnet_channels_start(cuda_net_t *cn)
     symcoll_status_t status = SYMCOLL_OK;
 
     cn->running = true;
+    cn->covered = 0; /* new channels: the selector's algorithms only */
     for (int i = 0; i < cn->nchannels && status == SYMCOLL_OK; i++) {
         cnet_channel_t *ch = &cn->channels[i];
         net_state_t *st;
@@ -350,7 +373,7 @@ symcoll_status_t cnet_channels_start(cuda_net_t *cn)
             break;
         status = algo_net_state_get_on(cn->comm, ch->ucx, cn->host_pool, &st);
         if (status == SYMCOLL_OK)
-            status = algo_net_reserve_upto(st, cn->slot_bytes, true);
+            status = algo_net_reserve_upto(st, cn->slot_bytes, true, TOPO_ALGO_AUTO);
     }
     cnet_sched_restart_channels(&cn->sched); /* the queue is empty: they start at its end */
     for (int i = 0; i < cn->nchannels && status == SYMCOLL_OK; i++) {

@@ -283,6 +283,9 @@ struct cuda_net {
     bool we_pinned; /* pinned by us (else by UCX: a UCX built with CUDA pins the host
                        pool's segments when it registers them) */
     size_t stage_off, slot_bytes;
+    /* forced algorithms the channels' scratch serves besides the selector's (a bit per
+     * topo_algo_t: cnet_cover) */
+    uint32_t covered;
     char *stage;
     char *stage_dev; /* the GPU's view of it (mapped); NULL: no small-call kernel */
     /* after the slots, in the same pinned host pool memory: the node word (non-zero: a
@@ -421,6 +424,10 @@ void cnet_direct_give_up(cnet_channel_t *ch, const cnet_op_t *op, uint64_t k);
 
 /* Starts the channels (queue empty, the staging set up: caller's thread; collective). */
 symcoll_status_t cnet_channels_start(cuda_net_t *cn);
+
+/* Makes the channels' scratch serve algo on every chunk (forced by a call), once:
+ * drains the queue, then reserves again (collective). */
+symcoll_status_t cnet_cover(cuda_net_t *cn, topo_algo_t algo);
 
 /* Stops the channels (queue drained: caller's thread; collective). */
 void cnet_channels_stop(cuda_net_t *cn);

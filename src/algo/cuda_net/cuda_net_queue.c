@@ -189,6 +189,13 @@ symcoll_status_t cnet_enqueue(cuda_net_t *cn, cudaStream_t s, const void *sendbu
         o.algo_last = topo_select_algo(&c, h, SYMCOLL_MEM_HOST,
                                        (count - (o.nchunks - 1) * chunk) * esize);
     }
+    if (forced != TOPO_ALGO_AUTO) {
+        status = cnet_cover(cn, o.algo_chunk);
+        if (status == SYMCOLL_OK)
+            status = cnet_cover(cn, o.algo_last);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
     cn->next_chunk += o.nchunks;
 
     /* the channels first: they wait for each chunk's "ready" anyway. Only channels with chunks

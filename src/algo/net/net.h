@@ -181,10 +181,13 @@ symcoll_status_t algo_net_state_get_on(comm_t *comm, ucx_ctx_t *ucx, pool_t *poo
                                        net_state_t **st_p);
 
 /* Reserves the scratch every all-reduce of up to max_bytes needs, whichever algorithm the
- * selector picks, also among one rank a node (algo_net_group_allreduce_on), and with fix
- * fixes it: later calls never grow it, so they make no pool calls (collective). For
- * channels, whose threads run while the pool belongs to the caller. */
-symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes, bool fix);
+ * selector picks, also among one rank a node (algo_net_group_allreduce_on), and extra
+ * (an algorithm a call forces; TOPO_ALGO_AUTO: none) at max_bytes; keeps what the state
+ * has if that is more. With fix it fixes it: later calls never grow it, so they make no
+ * pool calls (collective). For channels, whose threads run while the pool belongs to the
+ * caller; their owner reserves again (channels idle) when a call forces another. */
+symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes, bool fix,
+                                       topo_algo_t extra);
 
 /* Destroys a UCX channel (collective, like ucx_destroy) and then frees its state and the
  * state's pool memory (every rank in the same order). */

@@ -56,7 +56,8 @@ static void net_needs(net_state_t *st, size_t bytes, size_t *in, size_t *acc, si
     net_needs_algo(st, algo, bytes, in, acc, area);
 }
 
-symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes, bool fix)
+symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes, bool fix,
+                                       topo_algo_t extra)
 {
     size_t in = 0, acc = 0, area = 0;
     /* the selector takes rd up to a limit, ring above it, hier from SYMCOLL_HIER_MIN on,
@@ -92,22 +93,14 @@ symcoll_status_t algo_net_reserve_upto(net_state_t *st, size_t max_bytes, bool f
         area = rd > area ? rd : area;
         area = big > area ? big : area;
     }
-    if (fix) {
-        /* a fixed scratch also serves every algorithm that a call, a tuning file or
-         * SYMCOLL_ALGO may force on the chunks (cnet_op_t's algo_chunk): each one that can
-         * run on this layout, at the largest size */
-        static const topo_algo_t algos[] = {TOPO_ALGO_RD, TOPO_ALGO_RING, TOPO_ALGO_RHD,
-                                            TOPO_ALGO_HIER};
-        const topo_shape_t *shape = &st->comm->topo->shape[SYMCOLL_MEM_HOST];
-        for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
-            size_t bi, ba, br;
-            if (!topo_algo_applicable(algos[i], SYMCOLL_MEM_HOST, shape, NULL, 0))
-                continue;
-            net_needs_algo(st, algos[i], max_bytes, &bi, &ba, &br);
-            in = bi > in ? bi : in;
-            acc = ba > acc ? ba : acc;
-            area = br > area ? br : area;
-        }
+    if (extra != TOPO_ALGO_AUTO) {
+        /* and an algorithm a call forces on the chunks (cnet_op_t's algo_chunk: a call's
+         * symcoll_comm_set_algo, a tuning file, SYMCOLL_ALGO), at the largest size */
+        size_t bi, ba, br;
+        net_needs_algo(st, extra, max_bytes, &bi, &ba, &br);
+        in = bi > in ? bi : in;
+        acc = ba > acc ? ba : acc;
+        area = br > area ? br : area;
     }
     st->fixed = false;
     status = algo_net_reserve(st, in, acc, area);
