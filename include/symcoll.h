@@ -61,9 +61,10 @@
  *    calls do not take the lock. No other call on a communicator may run concurrently
  *    with its symcoll_comm_destroy().
  *  - Out-of-band allgather: a callback given at creation is called during
- *    symcoll_comm_create() and afterwards too, from inside symcoll_allreduce(),
- *    symcoll_mem_alloc() and symcoll_pool_trim() (creation of a pool on the first use
- *    of a memory type, pool growth and allocations from the pool, the algorithms'
+ *    symcoll_comm_create() and afterwards too, from inside the collectives,
+ *    symcoll_mem_alloc(), symcoll_pool_trim() and symcoll_pool_reserve() (creation of a
+ *    pool on the first use of a memory type, pool growth and the allocations that agree
+ *    at once, the check of allocations made without an exchange, the algorithms'
  *    staging and setup, trim), on the calling thread with the communicator's lock held.
  *    The callback and its context must stay valid until symcoll_comm_destroy(), and the
  *    callback must not call symcoll on the same communicator.
