@@ -383,7 +383,10 @@ static inline symcoll_status_t symcoll_comm_create(const symcoll_comm_params_t *
  * makes sure that no other work queued on a stream still uses the communicator or its
  * buffers (synchronise the streams first). Across nodes it waits (up to the timeout)
  * for the peers to reach their destroy, then closes the connections anyway. Buffers
- * from symcoll_mem_alloc() are unmapped with the pools.
+ * from symcoll_mem_alloc() are unmapped with the pools, except the CUDA pool while CUDA
+ * graphs that captured calls on @a comm exist: it stays mapped until the last of them
+ * (and the executable graphs made from them) is destroyed; a replay after the destroy
+ * does nothing (its kernels end at once, the output is undefined).
  *
  * @param[in] comm  the communicator; no other call on it may run at the same time
  * @return SYMCOLL_OK; SYMCOLL_ERR_INVALID_PARAM (nothing done) for a NULL or destroyed
@@ -759,7 +762,8 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_pool_query(symcoll_comm_h comm,
  * @brief Unmap unused tail segments of the pool (collective).
  *
  * Releases the algorithms' staging in the pool first (the next all-reduce allocates it
- * again, collectively), so a CUDA graph captured before no longer has its staging.
+ * again, collectively), except in the CUDA pool while a CUDA graph that captured calls
+ * on @a comm exists on any rank: then every rank keeps it and the graphs keep working.
  * Buffers from symcoll_mem_alloc() stay valid. Does nothing while the pool does not
  * exist yet.
  *

@@ -14,7 +14,8 @@ CUDA_TEST_CPPFLAGS = $(TEST_CPPFLAGS) -I$(top_srcdir)/tools $(CUDA_CPPFLAGS)
 CUDA_TEST_LDADD = $(HARNESS_LIBS) $(TEST_API_LIBS) $(CUDA_LIBS) -lm
 tests_test_cuda_SOURCES = tests/test_cuda.c tests/cuda_cases.h tests/cuda_case_allreduce.c \
 	tests/cuda_case_faults.c tests/cuda_case_coll.c tests/cuda_case_split.c \
-	tests/cuda_case_order.c tests/cuda_case_capture_alloc.c tests/order_ref.h \
+	tests/cuda_case_order.c tests/cuda_case_capture_alloc.c tests/cuda_case_graph_life.c \
+	tests/order_ref.h \
 	$(CUDA_TESTLIB_SOURCES)
 tests_test_cuda_CPPFLAGS = $(CUDA_TEST_CPPFLAGS)
 tests_test_cuda_LDADD = $(CUDA_TEST_LDADD)

@@ -24,5 +24,6 @@ void cuda_coll_cases(Suite *su, int ngpus);          /* the collectives besides 
 void cuda_split_cases(Suite *su, int ngpus);         /* split and shrink on device memory */
 void cuda_order_cases(Suite *su, int ngpus);         /* the canonical reduction order */
 void cuda_capture_alloc_cases(Suite *su, int ngpus); /* allocation during capture */
+void cuda_graph_life_cases(Suite *su, int ngpus);    /* graphs outliving a trim, destroy */
 
 #endif

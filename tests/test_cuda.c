@@ -124,6 +124,7 @@ static Suite *cuda_suite(int ngpus)
     cuda_split_cases(su, ngpus);
     cuda_order_cases(su, ngpus);
     cuda_capture_alloc_cases(su, ngpus);
+    cuda_graph_life_cases(su, ngpus);
     return su;
 }
 

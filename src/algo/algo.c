@@ -310,8 +310,14 @@ symcoll_status_t algo_run(comm_t *comm, const char *fn, const topo_plan_t *plan,
         if (status != SYMCOLL_OK)
             return status;
     }
-    return a->coll == TOPO_COLL_ALLREDUCE ? algo_allreduce(comm, plan, pools, a)
-                                          : algo_coll(comm, plan, pools, a);
+    status = a->coll == TOPO_COLL_ALLREDUCE ? algo_allreduce(comm, plan, pools, a)
+                                            : algo_coll(comm, plan, pools, a);
+#ifdef HAVE_CUDA
+    /* a graph that captured the call holds the communicator's CUDA memory */
+    if (status == SYMCOLL_OK && plan->mem == SYMCOLL_MEM_CUDA && !queued)
+        status = algo_cuda_note_capture(comm, a->stream);
+#endif
+    return status;
 }
 
 /* ---- the context ------------------------------------------------------------------ */
@@ -415,6 +421,28 @@ void algo_pool_release(comm_t *comm, pool_t *pool)
     default:
         break;
     }
+}
+
+symcoll_status_t algo_pool_trim_release(comm_t *comm, pool_t *pool)
+{
+#ifdef HAVE_CUDA
+    if (pool_backend(pool)->mem_type == SYMCOLL_MEM_CUDA) {
+        /* every rank keeps the staging, or none does: the pools stay alike */
+        int64_t live = algo_cuda_graphs(comm);
+        symcoll_status_t status =
+            bootstrap_allreduce(comm->bootstrap, &live, 1, BOOTSTRAP_OP_MAX);
+        if (status != SYMCOLL_OK)
+            return status;
+        if (live > 0) {
+            log_info("pool trim keeps the CUDA staging and scratch: live CUDA graphs use "
+                     "them (%lld captured call(s) on the rank with the most)",
+                     (long long)live);
+            return SYMCOLL_OK;
+        }
+    }
+#endif
+    algo_pool_release(comm, pool);
+    return SYMCOLL_OK;
 }
 
 void algo_pool_abort(comm_t *comm, pool_t *pool)

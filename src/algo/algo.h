@@ -46,6 +46,9 @@ symcoll_status_t algo_pool_get(comm_t *comm, symcoll_mem_type_t mem_type, pool_t
 /* Releases what the algorithms keep in the pool (staging space) so that pool_trim can
  * unmap it; it comes back on the next all-reduce. Collective, like pool_trim. */
 void algo_pool_release(comm_t *comm, pool_t *pool);
+/* algo_pool_release for symcoll_pool_trim, unless live CUDA graphs on some rank captured
+ * calls that use that staging (a vote over the ranks: all keep it or none). */
+symcoll_status_t algo_pool_trim_release(comm_t *comm, pool_t *pool);
 
 /* Waits until the CUDA all-reduces across nodes queued on comm finished, and returns the
  * status of the first that failed. Called (comm->lock held) by every entry point that

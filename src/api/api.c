@@ -340,8 +340,9 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_pool_trim(symcoll_comm_h comm,
         status = algo_check_usable(comm);
     if (pool && status == SYMCOLL_OK) {
         /* the algorithms' staging comes back on the next all-reduce */
-        algo_pool_release(comm, pool);
-        status = pool_trim(pool);
+        status = algo_pool_trim_release(comm, pool);
+        if (status == SYMCOLL_OK)
+            status = pool_trim(pool);
     }
     pthread_mutex_unlock(&comm->lock);
     return status;

@@ -105,4 +105,19 @@ bool cuda_words_raise(cuda_words_t *w, uint32_t why);
 /* Called by symcoll_comm_abort (any thread): raise the abort word of comm's kernels. */
 void cuda_abort_notify(comm_t *comm);
 
+/* Live CUDA graphs that captured a communicator's calls (graph_keep.c). */
+typedef struct cuda_keep cuda_keep_t;
+cuda_keep_t *cuda_keep_create(void);
+/* If stream (cudaStream_t) is being captured, the graph it records into holds k until
+ * that graph and every executable graph made from it are destroyed and their launches
+ * ended. Legal during any capture mode. */
+symcoll_status_t cuda_keep_capture(cuda_keep_t *k, void *stream);
+/* How many captured calls are held by live graphs now (0 for NULL). */
+int cuda_keep_graphs(cuda_keep_t *k);
+/* The owner lets go of k. With no live graph or no release: returns false, and k is no
+ * longer the owner's. Else returns
+ * true, and release(arg) runs once the last graph is gone, on a thread of the library's
+ * with device current (if no thread can start, never: the memory then stays). */
+bool cuda_keep_release(cuda_keep_t *k, int device, void (*release)(void *), void *arg);
+
 #endif

@@ -6,7 +6,7 @@ noinst_HEADERS += src/cuda/cuda.h src/cuda/kernels.h src/cuda/sig.h src/cuda/col
 EXTRA_DIST += src/cuda/allreduce.cu src/cuda/coll.cu src/cuda/net_direct.cu scripts/nvcc-lt.sh
 
 if HAVE_CUDA
-libsymcoll_core_la_SOURCES += src/cuda/cuda.c
+libsymcoll_core_la_SOURCES += src/cuda/cuda.c src/cuda/graph_keep.c
 CUDA_KERNEL_LOS = src/cuda/allreduce.lo src/cuda/coll.lo src/cuda/net_direct.lo
 libsymcoll_core_la_LIBADD += $(CUDA_KERNEL_LOS)
 EXTRA_libsymcoll_core_la_DEPENDENCIES = $(CUDA_KERNEL_LOS)

@@ -12,6 +12,12 @@
  * agree on the grid from the node's smallest SM count). */
 symcoll_status_t algo_cuda_attach(comm_t *comm, pool_t *pool);
 void algo_cuda_free(comm_t *comm);
+/* A call of comm just queued on stream: if stream is being captured, the graph holds
+ * comm's CUDA memory from now on (algo_cuda_free keeps it mapped while such graphs
+ * live). */
+symcoll_status_t algo_cuda_note_capture(comm_t *comm, void *stream);
+/* Captured calls of comm held by live graphs on this rank. */
+int algo_cuda_graphs(comm_t *comm);
 
 /* All-reduce of CUDA memory inside a node by algo (one-shot or two-shot: the plan's;
  * count > 0, arguments checked). pool is the CUDA pool. Called with comm->lock held.

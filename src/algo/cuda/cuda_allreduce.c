@@ -26,13 +26,79 @@ static void state_free(cuda_algo_state_t *st)
         return;
     algo_cuda_watch_stop(&st->watch); /* it raises the words: first */
     cuda_words_destroy(NULL, &st->words);
+    (void)cuda_keep_release(st->keep, st->device, NULL, NULL); /* no live graph here */
     free(st);
+}
+
+/* What a destroyed communicator's live graphs still reach: the CUDA pool (buffers,
+ * staging, signal pad, the peers' mappings) and the kernels' words. */
+typedef struct cuda_kept {
+    pool_t *pool;
+    cuda_words_t words;
+} cuda_kept_t;
+
+static void kept_release(void *arg)
+{
+    cuda_kept_t *z = arg;
+
+    pool_destroy(z->pool);
+    cuda_words_destroy(NULL, &z->words);
+    free(z);
 }
 
 void algo_cuda_free(comm_t *comm)
 {
-    state_free(comm->algo->cuda);
+    cuda_algo_state_t *st = comm->algo->cuda;
+    cuda_kept_t *z;
+    int graphs;
+
     comm->algo->cuda = NULL;
+    if (!st)
+        return;
+    algo_cuda_watch_stop(&st->watch);
+    graphs = cuda_keep_graphs(st->keep);
+    if (graphs == 0)
+        goto free_now;
+    z = calloc(1, sizeof(*z));
+    if (!z) {
+        log_warn("out of memory: a destroyed communicator's CUDA memory is released although "
+                 "%d captured call(s) of live CUDA graphs use it (launching them would fault)",
+                 graphs);
+        goto free_now;
+    }
+    /* a later replay's kernels stop at their first wait instead of waiting for peers
+     * that left; they touch only memory that stays mapped */
+    (void)cuda_words_raise(&st->words, CUDA_KERR_ABORTED);
+    z->pool = comm->pools[SYMCOLL_MEM_CUDA];
+    z->words = st->words;
+    if (!cuda_keep_release(st->keep, st->device, kept_release, z)) {
+        free(z); /* the last graph went in between */
+        st->keep = NULL;
+        goto free_now;
+    }
+    comm->pools[SYMCOLL_MEM_CUDA] = NULL;
+    log_info("communicator destroyed with %d captured call(s) in live CUDA graphs: its CUDA "
+             "memory stays mapped until they are destroyed; launching them does nothing",
+             graphs);
+    free(st);
+    return;
+
+free_now:
+    state_free(st);
+}
+
+symcoll_status_t algo_cuda_note_capture(comm_t *comm, void *stream)
+{
+    cuda_algo_state_t *st = comm->algo->cuda;
+
+    return st ? cuda_keep_capture(st->keep, stream) : SYMCOLL_OK;
+}
+
+int algo_cuda_graphs(comm_t *comm)
+{
+    cuda_algo_state_t *st = comm->algo ? comm->algo->cuda : NULL;
+
+    return st ? cuda_keep_graphs(st->keep) : 0;
 }
 
 symcoll_status_t algo_cuda_attach(comm_t *comm, pool_t *pool)
@@ -81,6 +147,11 @@ symcoll_status_t algo_cuda_attach(comm_t *comm, pool_t *pool)
         size_t nb = (threads + CUDA_AR_THREADS - 1) / CUDA_AR_THREADS;
         st->nb[CUDA_AR_LL] = nb < 1 ? 1 : nb > (size_t)sms ? sms : (int)nb;
     }
+    st->keep = cuda_keep_create();
+    if (!st->keep) {
+        status = SYMCOLL_ERR_NO_MEMORY;
+        goto err_free;
+    }
     status = cuda_kernels_load(st->device);
     if (status == SYMCOLL_OK)
         status = cuda_words_create(comm, &st->words);
@@ -95,6 +166,7 @@ symcoll_status_t algo_cuda_attach(comm_t *comm, pool_t *pool)
     return SYMCOLL_OK;
 
 err_free:
+    (void)cuda_keep_release(st->keep, st->device, NULL, NULL);
     free(st);
     return status;
 }

@@ -45,6 +45,7 @@ typedef struct cuda_watch {
 struct cuda_algo_state {
     cuda_words_t words;
     cuda_watch_t watch;
+    cuda_keep_t *keep; /* the live graphs that captured calls of this communicator */
     int me, n;
     int device;
     int nb[CUDA_AR_NALGOS]; /* fixed grid of each kernel */
