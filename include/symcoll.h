@@ -33,10 +33,12 @@
  *  - CUDA graphs: inside a node (every rank of the communicator on one host) an
  *    all-reduce on CUDA memory can be captured into a graph, once the pool holds the
  *    staging it needs: the staging never grows under capture (such a call fails with
- *    SYMCOLL_ERR_IN_PROGRESS), so run the largest call once before capturing. The graph
- *    uses the staging of its capture; it stays valid until a larger call outside the
- *    capture makes the staging grow, symcoll_pool_trim() of the CUDA pool, or
- *    symcoll_comm_destroy(). Each launch of the graph is an all-reduce: every rank
+ *    SYMCOLL_ERR_IN_PROGRESS), so run the largest call once before capturing; a first
+ *    staging is carved during the capture, with no exchange, where the pool has room
+ *    for it (symcoll_pool_reserve()). The graph uses the staging of its capture; it
+ *    stays valid until a larger call outside the capture makes the staging grow;
+ *    symcoll_pool_trim() and symcoll_comm_destroy() keep what live graphs use. Each
+ *    launch of the graph is an all-reduce: every rank
  *    launches it at the same place in its sequence of collective calls. Across nodes
  *    the work is done by host threads on every call, so a call on a capturing stream
  *    fails with SYMCOLL_ERR_UNSUPPORTED and changes nothing.
@@ -533,7 +535,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_size(symcoll_comm_h comm, int *size
  *         an algorithm forced with SYMCOLL_ALGO that does not serve this call (no
  *         algorithm serves it: no side effect);
  *         SYMCOLL_ERR_IN_PROGRESS when the staging would have to grow while @a stream
- *         is being captured;
+ *         is being captured, or a first staging does not fit in the pool then;
  *         SYMCOLL_ERR_NO_MEMORY when the pool cannot grow for the staging;
  *         SYMCOLL_ERR_MISMATCH when ranks passed different arguments and the library
  *         sees it (CUDA memory inside a node: the kernels see it after the call
@@ -657,7 +659,8 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_broadcast(const void *sendbuf, void *rec
  * reads (pool buffers of the peers included). It runs as a one-byte all-reduce of CUDA
  * memory on every path of symcoll_allreduce(): inside a node capturable into a CUDA
  * graph once a barrier on a stream ran outside a capture (its byte of the CUDA pool is
- * allocated then; in a capture before, SYMCOLL_ERR_IN_PROGRESS), across nodes queued.
+ * allocated then) or once the CUDA pool exists with room for that byte
+ * (symcoll_pool_reserve()); else SYMCOLL_ERR_IN_PROGRESS; across nodes queued.
  * Since NULL asks for the host barrier, pass the legacy default stream as
  * cudaStreamLegacy ((void *)0x1); cudaStreamPerThread works too.
  *

@@ -2,7 +2,8 @@
  * under a live graph keeps what the graph uses (replays stay exact) and releases it once
  * the graphs are gone; a communicator destroyed while a graph that captured it lives
  * keeps its CUDA memory mapped, a replay then does nothing and ends at once, and the
- * memory goes back once the graphs are destroyed; an abort during a replay that waits for
+ * memory goes back once the graphs are destroyed; a first capture needs no warm-up where
+ * the pool has room (symcoll_pool_reserve); an abort during a replay that waits for
  * a peer ends the replay at once and the calls after it fail on every rank, bounded. */
 #define _GNU_SOURCE
 #include <check.h>
@@ -168,6 +169,64 @@ static void gl_destroy(symcoll_comm_h comm, cudaStream_t s, int rank, int nranks
     CK_SC(symcoll_barrier(comm, NULL));
 }
 
+/* A capture with no warm-up: a split of comm whose pool was reserved; the first
+ * all-reduce and the first stream barrier are captured directly (their staging carved
+ * with no exchange); a larger all-reduce in a capture then needs the staging to grow:
+ * refused, with nothing changed. */
+static void gl_first_capture(symcoll_comm_h comm, cudaStream_t s, int rank, int nranks,
+                             int *salt, void *host)
+{
+    symcoll_comm_h child;
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    void *in, *out, *big;
+    size_t used0;
+    symcoll_status_t st;
+
+    CK_SC(symcoll_comm_split(comm, 0, rank, NULL, &child));
+    CK_SC(symcoll_pool_reserve(child, (size_t)64 << 20, SYMCOLL_MEM_CUDA));
+    CK_SC(symcoll_mem_alloc(child, GL_BYTES, SYMCOLL_MEM_CUDA, &in));
+    CK_SC(symcoll_mem_alloc(child, GL_BYTES, SYMCOLL_MEM_CUDA, &out));
+    CK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CK_SC(symcoll_barrier(child, s));
+    CK_SC(symcoll_allreduce(in, out, GL_COUNT, SYMCOLL_FLOAT32, SYMCOLL_SUM, child, s));
+    CK_CUDA(cudaStreamEndCapture(s, &g));
+    CK_CUDA(cudaGraphInstantiate(&ge, g, 0));
+    for (int it = 0; it < 3; it++)
+        gl_replay(ge, in, out, s, rank, nranks, salt, host, "a capture with no warm-up");
+    CK_CUDA(cudaStreamSynchronize(s));
+
+    /* four times the size: the staging must grow, which a capture cannot hold */
+    CK_SC(symcoll_mem_alloc(child, 4 * GL_BYTES, SYMCOLL_MEM_CUDA, &big));
+    used0 = gl_in_use(child);
+    {
+        cudaGraph_t g2 = NULL;
+        CK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+        st = symcoll_allreduce(big, big, 4 * GL_COUNT, SYMCOLL_FLOAT32, SYMCOLL_SUM, child, s);
+        CK_CUDA(cudaStreamEndCapture(s, &g2));
+        if (g2)
+            CK_CUDA(cudaGraphDestroy(g2));
+    }
+    if (st != SYMCOLL_ERR_IN_PROGRESS)
+        harness_fail("a capture that needs the staging to grow: %s", symcoll_status_string(st));
+    if (gl_in_use(child) != used0)
+        harness_fail("the refused capture changed the pool");
+    /* the communicator goes on: the same call outside a capture, and the graph again */
+    gpu_fill(big, big, 4 * GL_COUNT, SYMCOLL_FLOAT32, SYMCOLL_SUM, rank, nranks, ++*salt, host,
+             s);
+    CK_SC(symcoll_allreduce(big, big, 4 * GL_COUNT, SYMCOLL_FLOAT32, SYMCOLL_SUM, child, s));
+    gpu_verify(big, 4 * GL_COUNT, SYMCOLL_FLOAT32, SYMCOLL_SUM, nranks, *salt, host, s,
+               "eager after the refused capture");
+    CK_CUDA(cudaStreamSynchronize(s));
+    CK_CUDA(cudaGraphExecDestroy(ge));
+    CK_CUDA(cudaGraphDestroy(g));
+    CK_SC(symcoll_comm_destroy(child));
+    if (rank == 0)
+        printf("first capture with no warm-up after a reservation: exact; a capture that "
+               "needs growth: %s\n",
+               symcoll_status_string(st));
+}
+
 static void *gl_abort_later(void *arg)
 {
     usleep(500000);
@@ -232,11 +291,12 @@ static void body_graph_life(int rank, int nranks, void *arg)
     gpu_set_device(rank);
     comm = harness_comm_create();
     CK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    host = malloc(GL_BYTES);
+    host = malloc(4 * GL_BYTES);
     CK_SC(symcoll_mem_alloc(comm, GL_BYTES, SYMCOLL_MEM_CUDA, &in));
     CK_SC(symcoll_mem_alloc(comm, GL_BYTES, SYMCOLL_MEM_CUDA, &out));
 
     gl_trim(comm, in, out, s, rank, nranks, &salt, host);
+    gl_first_capture(comm, s, rank, nranks, &salt, host);
     gl_destroy(comm, s, rank, nranks, &salt, host);
     gl_abort(comm, in, out, s, rank, nranks, &salt, host);
 

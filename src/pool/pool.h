@@ -146,6 +146,14 @@ void pool_destroy(pool_t *pool);
  * ranks' allocation sequences. */
 symcoll_status_t pool_alloc(pool_t *pool, size_t size, pool_alloc_kind_t kind, size_t *off_p);
 
+/* pool_alloc with no exchange at all, for an allocation during a CUDA stream capture:
+ * where size fits without growth and needs no backing, every rank that makes the same
+ * calls carves the same range, recorded in the allocation sequence (compared at the next
+ * exchange or pool_check); else SYMCOLL_ERR_IN_PROGRESS (logged: what to reserve) and
+ * nothing changed. Not collective by itself. */
+symcoll_status_t pool_alloc_quiet(pool_t *pool, size_t size, pool_alloc_kind_t kind,
+                                  size_t *off_p);
+
 /* Collective: grows the pool, where needed, so that an allocation of size bytes fits
  * without growth (then it makes no exchange: pool_alloc). Allocates nothing; the same
  * statuses as pool_alloc. pool_trim gives the room back. */

@@ -269,6 +269,33 @@ out:
     return status;
 }
 
+symcoll_status_t pool_alloc_quiet(pool_t *pool, size_t size, pool_alloc_kind_t kind,
+                                  size_t *off_p)
+{
+    size_t asize = pool_alloc_size(pool, size), grow;
+    symcoll_status_t status;
+    long i;
+
+    pthread_mutex_lock(&pool->lock);
+    status = pool_plan(pool, size, asize, &i, &grow);
+    if (status == SYMCOLL_OK && (i < 0 || pool->be->commit)) {
+        log_error("pool %s: %zu bytes do not fit in the pool without growing it, which is "
+                  "an exchange; nothing changed. Reserve the memory before the capture "
+                  "begins (symcoll_pool_reserve of at least %zu bytes more), or run the same "
+                  "call once outside a capture",
+                  pool->be->name, size, asize);
+        status = SYMCOLL_ERR_IN_PROGRESS;
+    }
+    if (status == SYMCOLL_OK) {
+        *off_p = pool_carve(pool, i, asize, kind);
+        if (kind != POOL_ALLOC_USER) /* the user's are in the sequence already */
+            pool_seq_alloc(pool, asize, *off_p);
+        pool->unchecked++;
+    }
+    pthread_mutex_unlock(&pool->lock);
+    return status;
+}
+
 symcoll_status_t pool_reserve(pool_t *pool, size_t size)
 {
     symcoll_status_t status;

@@ -358,28 +358,17 @@ symcoll_status_t algo_cuda_scratch(comm_t *comm, pool_t *pool, algo_cuda_scratch
         "symcoll_reduce_scatter", "symcoll_barrier", "a collective on CUDA memory"};
     cuda_algo_state_t *st = NULL;
     symcoll_status_t status = algo_cuda_state_usable(comm, pool, &st);
-    cudaError_t err;
     size_t size;
 
     if (status != SYMCOLL_OK)
         return status;
     if (!st->has_scratch[which] || st->scratch_bytes[which] < bytes) {
-        status = cuda_check_not_capturing(stream, what[which]);
-        if (status != SYMCOLL_OK)
-            return status;
-        if (st->has_scratch[which]) {
-            err = cudaStreamSynchronize((cudaStream_t)stream);
-            if (err != cudaSuccess)
-                return cuda_rt_error(err, "cudaStreamSynchronize");
-            pool_free(pool, st->scratch_off[which]);
-            st->has_scratch[which] = false;
-        }
         /* half again: a slowly rising size does not grow it on every call */
         size = round_up(bytes + bytes / 2, POOL_ALIGN);
-        status = pool_alloc(pool, size, POOL_ALLOC_STAGING, &st->scratch_off[which]);
+        status = algo_cuda_stage_alloc(pool, stream, what[which], size, &st->has_scratch[which],
+                                       &st->scratch_off[which]);
         if (status != SYMCOLL_OK)
             return status;
-        st->has_scratch[which] = true;
         st->scratch_bytes[which] = size;
         log_debug("%s: %zu bytes of CUDA scratch at pool offset %zu", what[which], size,
                   st->scratch_off[which]);

@@ -90,6 +90,14 @@ bool algo_cuda_stage_fits(const comm_t *comm, const cuda_algo_state_t *st, int a
 symcoll_status_t algo_cuda_stage_ensure(pool_t *pool, cuda_algo_state_t *st, int algo,
                                         size_t bytes, void *stream);
 
+/* size bytes of the library's in the pool for a call of what on stream, in place of the
+ * ones at *off (*has): the old ones go once the stream finished with them, and the new
+ * ones come from an exchange. During a stream capture neither can happen: only a first
+ * allocation (no *has) that fits in the pool without growth is made, with no exchange
+ * (pool_alloc_quiet); else SYMCOLL_ERR_IN_PROGRESS with nothing changed. */
+symcoll_status_t algo_cuda_stage_alloc(pool_t *pool, void *stream, const char *what,
+                                       size_t size, bool *has, size_t *off);
+
 /* ---- the state, the arguments and the launch (cuda_allreduce.c) ------------------------- */
 
 /* The state of the node's kernels on pool, unless too many ranks share the node or an

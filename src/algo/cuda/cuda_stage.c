@@ -8,7 +8,9 @@
  * peers' uses of it ended before this rank's kernels did), then the old space is freed
  * and a new one allocated collectively. Every rank reaches the same decision from the
  * same arguments. Under stream capture no staging may grow: the call fails with
- * SYMCOLL_ERR_IN_PROGRESS and says to warm up.
+ * SYMCOLL_ERR_IN_PROGRESS and says to warm up; a first staging is made there without an
+ * exchange where the pool has room for it (symcoll_pool_reserve), so that a capture
+ * needs no warm-up.
  */
 #include "algo/cuda/cuda_int.h"
 
@@ -55,6 +57,37 @@ bool algo_cuda_stage_fits(const comm_t *comm, const cuda_algo_state_t *st, int a
            (algo != CUDA_AR_TWOSHOT || st->stage_out >= out);
 }
 
+symcoll_status_t algo_cuda_stage_alloc(pool_t *pool, void *stream, const char *what,
+                                       size_t size, bool *has, size_t *off)
+{
+    symcoll_status_t status;
+    bool capturing = false;
+    cudaError_t err;
+
+    status = cuda_stream_capturing(stream, &capturing);
+    if (status != SYMCOLL_OK)
+        return status;
+    if (capturing && *has) {
+        log_error("%s: its CUDA staging must grow, which waits for the stream's earlier "
+                  "work, but the stream is being captured into a graph; run the call with "
+                  "this size once before the capture (warm-up)",
+                  what);
+        return SYMCOLL_ERR_IN_PROGRESS;
+    }
+    if (*has) {
+        err = cudaStreamSynchronize((cudaStream_t)stream);
+        if (err != cudaSuccess)
+            return cuda_rt_error(err, "cudaStreamSynchronize");
+        pool_free(pool, *off);
+        *has = false;
+    }
+    status = capturing ? pool_alloc_quiet(pool, size, POOL_ALLOC_STAGING, off)
+                       : pool_alloc(pool, size, POOL_ALLOC_STAGING, off);
+    if (status == SYMCOLL_OK)
+        *has = true;
+    return status;
+}
+
 /* Make sure the staging of algo holds a message of bytes bytes. */
 symcoll_status_t algo_cuda_stage_ensure(pool_t *pool, cuda_algo_state_t *st, int algo,
                                         size_t bytes, void *stream)
@@ -62,32 +95,20 @@ symcoll_status_t algo_cuda_stage_ensure(pool_t *pool, cuda_algo_state_t *st, int
     comm_t *comm = pool_comm(pool);
     size_t slot, out, size;
     symcoll_status_t status;
-    cudaError_t err;
 
     stage_need(comm, st, algo, bytes, &slot, &out, &size);
     if (algo_cuda_stage_fits(comm, st, algo, bytes))
         return SYMCOLL_OK;
-
-    status = cuda_check_not_capturing(stream, "symcoll_allreduce");
-    if (status != SYMCOLL_OK)
-        return status;
-    if (st->has_stage[algo]) {
-        err = cudaStreamSynchronize((cudaStream_t)stream);
-        if (err != cudaSuccess)
-            return cuda_rt_error(err, "cudaStreamSynchronize");
-        pool_free(pool, st->stage_off[algo]);
-        st->has_stage[algo] = false;
-    }
     if (algo == CUDA_AR_TWOSHOT) {
         /* grow by half again so that a slowly rising size does not re-stage every call */
         slot = round_up(slot + slot / 2, POOL_ALIGN);
         out = (size_t)(st->n - 1) * slot;
         size = out + round_up((bytes + bytes / 2) + 16, POOL_ALIGN);
     }
-    status = pool_alloc(pool, size, POOL_ALLOC_STAGING, &st->stage_off[algo]);
+    status = algo_cuda_stage_alloc(pool, stream, "symcoll_allreduce", size,
+                                   &st->has_stage[algo], &st->stage_off[algo]);
     if (status != SYMCOLL_OK)
         return status;
-    st->has_stage[algo] = true;
     st->stage_slot[algo] = slot;
     if (algo == CUDA_AR_TWOSHOT)
         st->stage_out = out;
