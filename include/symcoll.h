@@ -35,9 +35,10 @@
  *    staging it needs: the staging never grows under capture (such a call fails with
  *    SYMCOLL_ERR_IN_PROGRESS), so run the largest call once before capturing; a first
  *    staging is carved during the capture, with no exchange, where the pool has room
- *    for it (symcoll_pool_reserve()). The graph uses the staging of its capture; it
- *    stays valid until a larger call outside the capture makes the staging grow;
- *    symcoll_pool_trim() and symcoll_comm_destroy() keep what live graphs use. Each
+ *    for it (symcoll_pool_reserve()). The graph uses the staging of its capture, which
+ *    stays while the graph lives: a larger call outside the capture grows the staging
+ *    elsewhere, and symcoll_pool_trim() and symcoll_comm_destroy() keep what live
+ *    graphs use. Each
  *    launch of the graph is an all-reduce: every rank
  *    launches it at the same place in its sequence of collective calls. Across nodes
  *    the work is done by host threads on every call, so a call on a capturing stream

@@ -172,7 +172,8 @@ static void gl_destroy(symcoll_comm_h comm, cudaStream_t s, int rank, int nranks
 /* A capture with no warm-up: a split of comm whose pool was reserved; the first
  * all-reduce and the first stream barrier are captured directly (their staging carved
  * with no exchange); a larger all-reduce in a capture then needs the staging to grow:
- * refused, with nothing changed. */
+ * refused, with nothing changed; the same call outside the capture grows the staging,
+ * and the graph still replays exactly on the staging it captured. */
 static void gl_first_capture(symcoll_comm_h comm, cudaStream_t s, int rank, int nranks,
                              int *salt, void *host)
 {
@@ -217,6 +218,9 @@ static void gl_first_capture(symcoll_comm_h comm, cudaStream_t s, int rank, int 
     CK_SC(symcoll_allreduce(big, big, 4 * GL_COUNT, SYMCOLL_FLOAT32, SYMCOLL_SUM, child, s));
     gpu_verify(big, 4 * GL_COUNT, SYMCOLL_FLOAT32, SYMCOLL_SUM, nranks, *salt, host, s,
                "eager after the refused capture");
+    /* that call grew the staging: the graph keeps the staging it captured */
+    for (int it = 0; it < 2; it++)
+        gl_replay(ge, in, out, s, rank, nranks, salt, host, "replay after the staging grew");
     CK_CUDA(cudaStreamSynchronize(s));
     CK_CUDA(cudaGraphExecDestroy(ge));
     CK_CUDA(cudaGraphDestroy(g));

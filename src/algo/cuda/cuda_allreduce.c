@@ -27,6 +27,7 @@ static void state_free(cuda_algo_state_t *st)
     algo_cuda_watch_stop(&st->watch); /* it raises the words: first */
     cuda_words_destroy(NULL, &st->words);
     (void)cuda_keep_release(st->keep, st->device, NULL, NULL); /* no live graph here */
+    free(st->retired);
     free(st);
 }
 
@@ -80,6 +81,7 @@ void algo_cuda_free(comm_t *comm)
     log_info("communicator destroyed with %d captured call(s) in live CUDA graphs: its CUDA "
              "memory stays mapped until they are destroyed; launching them does nothing",
              graphs);
+    free(st->retired);
     free(st);
     return;
 
@@ -187,6 +189,9 @@ void algo_cuda_release(comm_t *comm, pool_t *pool)
             pool_free(pool, st->scratch_off[k]);
         st->has_scratch[k] = false;
     }
+    for (size_t k = 0; k < st->nretired; k++)
+        pool_free(pool, st->retired[k]);
+    st->nretired = 0;
 }
 
 /* The status of a kernel's CUDA_KERR_* reason. */
@@ -365,8 +370,8 @@ symcoll_status_t algo_cuda_scratch(comm_t *comm, pool_t *pool, algo_cuda_scratch
     if (!st->has_scratch[which] || st->scratch_bytes[which] < bytes) {
         /* half again: a slowly rising size does not grow it on every call */
         size = round_up(bytes + bytes / 2, POOL_ALIGN);
-        status = algo_cuda_stage_alloc(pool, stream, what[which], size, &st->has_scratch[which],
-                                       &st->scratch_off[which]);
+        status = algo_cuda_stage_alloc(pool, st, stream, what[which], size,
+                                       &st->has_scratch[which], &st->scratch_off[which]);
         if (status != SYMCOLL_OK)
             return status;
         st->scratch_bytes[which] = size;

@@ -57,6 +57,9 @@ struct cuda_algo_state {
     bool has_scratch[ALGO_CUDA_SCRATCH_N];
     size_t scratch_off[ALGO_CUDA_SCRATCH_N];
     size_t scratch_bytes[ALGO_CUDA_SCRATCH_N];
+    /* staging and scratch outgrown while live graphs used them (algo_cuda_stage_alloc) */
+    size_t *retired;
+    size_t nretired, cap_retired;
 };
 typedef struct cuda_algo_state cuda_algo_state_t;
 
@@ -91,12 +94,14 @@ symcoll_status_t algo_cuda_stage_ensure(pool_t *pool, cuda_algo_state_t *st, int
                                         size_t bytes, void *stream);
 
 /* size bytes of the library's in the pool for a call of what on stream, in place of the
- * ones at *off (*has): the old ones go once the stream finished with them, and the new
- * ones come from an exchange. During a stream capture neither can happen: only a first
- * allocation (no *has) that fits in the pool without growth is made, with no exchange
+ * ones at *off (*has): the old ones go once the stream finished with them (unless live
+ * graphs on some rank captured calls that use them: then every rank keeps them, in
+ * st->retired, until a trim finds no live graph), and the new ones come from an
+ * exchange. During a stream capture neither can happen: only a first allocation (no
+ * *has) that fits in the pool without growth is made, with no exchange
  * (pool_alloc_quiet); else SYMCOLL_ERR_IN_PROGRESS with nothing changed. */
-symcoll_status_t algo_cuda_stage_alloc(pool_t *pool, void *stream, const char *what,
-                                       size_t size, bool *has, size_t *off);
+symcoll_status_t algo_cuda_stage_alloc(pool_t *pool, cuda_algo_state_t *st, void *stream,
+                                       const char *what, size_t size, bool *has, size_t *off);
 
 /* ---- the state, the arguments and the launch (cuda_allreduce.c) ------------------------- */
 

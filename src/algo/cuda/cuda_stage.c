@@ -14,8 +14,11 @@
  */
 #include "algo/cuda/cuda_int.h"
 
+#include <stdlib.h>
+
 #include <cuda_runtime_api.h>
 
+#include "bootstrap/bootstrap.h"
 #include "cuda/cuda.h"
 #include "topo/topo.h"
 
@@ -57,8 +60,33 @@ bool algo_cuda_stage_fits(const comm_t *comm, const cuda_algo_state_t *st, int a
            (algo != CUDA_AR_TWOSHOT || st->stage_out >= out);
 }
 
-symcoll_status_t algo_cuda_stage_alloc(pool_t *pool, void *stream, const char *what,
-                                       size_t size, bool *has, size_t *off)
+/* The old staging at off, outgrown: freed, or kept while live graphs use it. Collective
+ * (a vote: every rank keeps it or none does, so that the pools stay alike). */
+static symcoll_status_t stage_retire(pool_t *pool, cuda_algo_state_t *st, size_t off)
+{
+    int64_t live = cuda_keep_graphs(st->keep);
+    symcoll_status_t status =
+        bootstrap_allreduce(pool_comm(pool)->bootstrap, &live, 1, BOOTSTRAP_OP_MAX);
+
+    if (status != SYMCOLL_OK)
+        return status;
+    if (live == 0)
+        return pool_free(pool, off);
+    if (st->nretired == st->cap_retired) {
+        size_t cap = st->cap_retired ? 2 * st->cap_retired : 4;
+        size_t *r = realloc(st->retired, cap * sizeof(*r));
+        if (!r)
+            return SYMCOLL_ERR_NO_MEMORY;
+        st->retired = r;
+        st->cap_retired = cap;
+    }
+    st->retired[st->nretired++] = off;
+    log_debug("CUDA staging at pool offset %zu outgrown: kept while live graphs use it", off);
+    return SYMCOLL_OK;
+}
+
+symcoll_status_t algo_cuda_stage_alloc(pool_t *pool, cuda_algo_state_t *st, void *stream,
+                                       const char *what, size_t size, bool *has, size_t *off)
 {
     symcoll_status_t status;
     bool capturing = false;
@@ -78,7 +106,9 @@ symcoll_status_t algo_cuda_stage_alloc(pool_t *pool, void *stream, const char *w
         err = cudaStreamSynchronize((cudaStream_t)stream);
         if (err != cudaSuccess)
             return cuda_rt_error(err, "cudaStreamSynchronize");
-        pool_free(pool, *off);
+        status = stage_retire(pool, st, *off);
+        if (status != SYMCOLL_OK)
+            return status;
         *has = false;
     }
     status = capturing ? pool_alloc_quiet(pool, size, POOL_ALLOC_STAGING, off)
@@ -105,7 +135,7 @@ symcoll_status_t algo_cuda_stage_ensure(pool_t *pool, cuda_algo_state_t *st, int
         out = (size_t)(st->n - 1) * slot;
         size = out + round_up((bytes + bytes / 2) + 16, POOL_ALIGN);
     }
-    status = algo_cuda_stage_alloc(pool, stream, "symcoll_allreduce", size,
+    status = algo_cuda_stage_alloc(pool, st, stream, "symcoll_allreduce", size,
                                    &st->has_stage[algo], &st->stage_off[algo]);
     if (status != SYMCOLL_OK)
         return status;
