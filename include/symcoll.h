@@ -389,7 +389,7 @@ static inline symcoll_status_t symcoll_comm_create(const symcoll_comm_params_t *
  * from symcoll_mem_alloc() are unmapped with the pools, except the CUDA pool while CUDA
  * graphs that captured calls on @a comm exist: it stays mapped until the last of them
  * (and the executable graphs made from them) is destroyed; a replay after the destroy
- * does nothing (its kernels end at once, the output is undefined).
+ * ends early (its kernels stop at their first wait; the output is undefined).
  *
  * @param[in] comm  the communicator; no other call on it may run at the same time
  * @return SYMCOLL_OK; SYMCOLL_ERR_INVALID_PARAM (nothing done) for a NULL or destroyed

@@ -310,14 +310,17 @@ symcoll_status_t algo_run(comm_t *comm, const char *fn, const topo_plan_t *plan,
         if (status != SYMCOLL_OK)
             return status;
     }
-    status = a->coll == TOPO_COLL_ALLREDUCE ? algo_allreduce(comm, plan, pools, a)
-                                            : algo_coll(comm, plan, pools, a);
 #ifdef HAVE_CUDA
-    /* a graph that captured the call holds the communicator's CUDA memory */
-    if (status == SYMCOLL_OK && plan->mem == SYMCOLL_MEM_CUDA && !queued)
+    /* a graph that captures the call holds the communicator's CUDA memory: before
+     * anything is queued, so that a failure here leaves no trace */
+    if (plan->mem == SYMCOLL_MEM_CUDA && !queued) {
         status = algo_cuda_note_capture(comm, a->stream);
+        if (status != SYMCOLL_OK)
+            return status;
+    }
 #endif
-    return status;
+    return a->coll == TOPO_COLL_ALLREDUCE ? algo_allreduce(comm, plan, pools, a)
+                                          : algo_coll(comm, plan, pools, a);
 }
 
 /* ---- the context ------------------------------------------------------------------ */

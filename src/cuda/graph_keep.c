@@ -74,8 +74,10 @@ symcoll_status_t cuda_keep_capture(cuda_keep_t *k, void *stream)
     cudaError_t err;
 
     err = cudaStreamGetCaptureInfo((cudaStream_t)stream, &cst, NULL, &graph, NULL, NULL, NULL);
-    if (err != cudaSuccess)
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky: the call fails, not the next one */
         return cuda_rt_error(err, "cudaStreamGetCaptureInfo");
+    }
     if (cst != cudaStreamCaptureStatusActive || !graph)
         return SYMCOLL_OK;
 

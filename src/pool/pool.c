@@ -198,6 +198,14 @@ void *pool_backend_ctx(const pool_t *pool)
 {
     return pool->be_ctx;
 }
+void pool_orphan(pool_t *pool)
+{
+    if (!pool)
+        return;
+    pool->comm = NULL;
+    pool->has_listener = false;
+}
+
 comm_t *pool_comm(const pool_t *pool)
 {
     return pool->comm;

@@ -150,7 +150,8 @@ symcoll_status_t pool_alloc(pool_t *pool, size_t size, pool_alloc_kind_t kind, s
  * where size fits without growth and needs no backing, every rank that makes the same
  * calls carves the same range, recorded in the allocation sequence (compared at the next
  * exchange or pool_check); else SYMCOLL_ERR_IN_PROGRESS (logged: what to reserve) and
- * nothing changed. Not collective by itself. */
+ * nothing changed, or SYMCOLL_ERR_NO_MEMORY where the size can never fit. Not collective
+ * by itself. */
 symcoll_status_t pool_alloc_quiet(pool_t *pool, size_t size, pool_alloc_kind_t kind,
                                   size_t *off_p);
 
@@ -208,5 +209,11 @@ void *pool_signal_pad(const pool_t *pool, int local_rank);
 const pool_backend_t *pool_backend(const pool_t *pool);
 void *pool_backend_ctx(const pool_t *pool);
 comm_t *pool_comm(const pool_t *pool);
+
+/* pool outlives its communicator (it is destroyed later, from another thread): it
+ * forgets the communicator and its listener, so that pool_destroy touches neither. A
+ * pool with a listener (registered with UCX) is never kept so (CUDA graphs capture calls
+ * inside a node only); its registrations go with UCX. NULL is ignored. */
+void pool_orphan(pool_t *pool);
 
 #endif

@@ -281,8 +281,8 @@ symcoll_status_t pool_alloc_quiet(pool_t *pool, size_t size, pool_alloc_kind_t k
     if (status == SYMCOLL_OK && (i < 0 || pool->be->commit)) {
         log_error("pool %s: %zu bytes do not fit in the pool without growing it, which is "
                   "an exchange; nothing changed. Reserve the memory before the capture "
-                  "begins (symcoll_pool_reserve of at least %zu bytes more), or run the same "
-                  "call once outside a capture",
+                  "begins (symcoll_pool_reserve of at least %zu bytes beside the buffers "
+                  "it holds), or run the same call once outside a capture",
                   pool->be->name, size, asize);
         status = SYMCOLL_ERR_IN_PROGRESS;
     }
@@ -290,6 +290,10 @@ symcoll_status_t pool_alloc_quiet(pool_t *pool, size_t size, pool_alloc_kind_t k
         *off_p = pool_carve(pool, i, asize, kind);
         if (kind != POOL_ALLOC_USER) /* the user's are in the sequence already */
             pool_seq_alloc(pool, asize, *off_p);
+        pool->unchecked++;
+    } else if (status != SYMCOLL_ERR_IN_PROGRESS) {
+        /* this rank's own failure (its tables): the others hear of it at the next check */
+        pool_seq_alloc(pool, UINT64_MAX, UINT64_MAX);
         pool->unchecked++;
     }
     pthread_mutex_unlock(&pool->lock);

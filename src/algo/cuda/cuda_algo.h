@@ -12,9 +12,9 @@
  * agree on the grid from the node's smallest SM count). */
 symcoll_status_t algo_cuda_attach(comm_t *comm, pool_t *pool);
 void algo_cuda_free(comm_t *comm);
-/* A call of comm just queued on stream: if stream is being captured, the graph holds
- * comm's CUDA memory from now on (algo_cuda_free keeps it mapped while such graphs
- * live). */
+/* Before a call of comm is queued on stream: if stream is being captured, the graph
+ * holds comm's CUDA memory from now on (algo_cuda_free keeps it mapped while such
+ * graphs live). */
 symcoll_status_t algo_cuda_note_capture(comm_t *comm, void *stream);
 /* Captured calls of comm held by live graphs on this rank. */
 int algo_cuda_graphs(comm_t *comm);

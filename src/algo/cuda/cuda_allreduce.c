@@ -72,6 +72,7 @@ void algo_cuda_free(comm_t *comm)
     (void)cuda_words_raise(&st->words, CUDA_KERR_ABORTED);
     z->pool = comm->pools[SYMCOLL_MEM_CUDA];
     z->words = st->words;
+    pool_orphan(z->pool);
     if (!cuda_keep_release(st->keep, st->device, kept_release, z)) {
         free(z); /* the last graph went in between */
         st->keep = NULL;
@@ -92,8 +93,10 @@ free_now:
 symcoll_status_t algo_cuda_note_capture(comm_t *comm, void *stream)
 {
     cuda_algo_state_t *st = comm->algo->cuda;
+    bool capturing = false;
+    symcoll_status_t status = st ? cuda_stream_capturing(stream, &capturing) : SYMCOLL_OK;
 
-    return st ? cuda_keep_capture(st->keep, stream) : SYMCOLL_OK;
+    return status == SYMCOLL_OK && capturing ? cuda_keep_capture(st->keep, stream) : status;
 }
 
 int algo_cuda_graphs(comm_t *comm)

@@ -64,25 +64,38 @@ bool algo_cuda_stage_fits(const comm_t *comm, const cuda_algo_state_t *st, int a
  * (a vote: every rank keeps it or none does, so that the pools stay alike). */
 static symcoll_status_t stage_retire(pool_t *pool, cuda_algo_state_t *st, size_t off)
 {
-    int64_t live = cuda_keep_graphs(st->keep);
-    symcoll_status_t status =
-        bootstrap_allreduce(pool_comm(pool)->bootstrap, &live, 1, BOOTSTRAP_OP_MAX);
+    /* {live graphs, no room to keep it}: a failure of one rank is every rank's */
+    int64_t v[2] = {cuda_keep_graphs(st->keep), 0};
+    symcoll_status_t status;
 
-    if (status != SYMCOLL_OK)
-        return status;
-    if (live == 0)
-        return pool_free(pool, off);
     if (st->nretired == st->cap_retired) {
         size_t cap = st->cap_retired ? 2 * st->cap_retired : 4;
         size_t *r = realloc(st->retired, cap * sizeof(*r));
-        if (!r)
-            return SYMCOLL_ERR_NO_MEMORY;
-        st->retired = r;
-        st->cap_retired = cap;
+        if (r) {
+            st->retired = r;
+            st->cap_retired = cap;
+        } else {
+            v[1] = 1;
+        }
     }
-    st->retired[st->nretired++] = off;
-    log_debug("CUDA staging at pool offset %zu outgrown: kept while live graphs use it", off);
-    return SYMCOLL_OK;
+    status = bootstrap_allreduce(pool_comm(pool)->bootstrap, v, 2, BOOTSTRAP_OP_MAX);
+    if (status != SYMCOLL_OK)
+        return status;
+    if (v[1]) {
+        log_error("out of memory on some rank for the list of outgrown CUDA staging");
+        return SYMCOLL_ERR_NO_MEMORY;
+    }
+    if (v[0] > 0) {
+        st->retired[st->nretired++] = off;
+        log_debug("CUDA staging at pool offset %zu outgrown: kept while live graphs use it",
+                  off);
+        return SYMCOLL_OK;
+    }
+    /* no graph anywhere: this one and those kept before go */
+    for (size_t k = 0; k < st->nretired; k++)
+        (void)pool_free(pool, st->retired[k]);
+    st->nretired = 0;
+    return pool_free(pool, off);
 }
 
 symcoll_status_t algo_cuda_stage_alloc(pool_t *pool, cuda_algo_state_t *st, void *stream,
