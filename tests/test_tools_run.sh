@@ -59,6 +59,21 @@ first_cookie=$(awk 'NR == 1 { print $4 }' "$tmp/sorted")
 launch -n 1 sh -c 'echo "$SYMCOLL_COOKIE"'
 [ "$(cat "$tmp/out")" != "$first_cookie" ] || fail "two jobs got the same cookie"
 
+# --- rank 0 inherits the socket listening on SYMCOLL_ADDR's port (no other process can
+# take the port before rank 0 listens); the other ranks get no such descriptor
+case="rank 0 inherits the rendezvous socket"
+launch -n 3 sh -c '
+    if [ -z "$SYMCOLL_LISTEN_FD" ]; then echo "$SYMCOLL_RANK none"; exit 0; fi
+    ino=$(readlink "/proc/$$/fd/$SYMCOLL_LISTEN_FD" | sed -n "s/^socket:\[\([0-9]*\)\]$/\1/p")
+    port=$(printf "%04X" "${SYMCOLL_ADDR##*:}")
+    # /proc/net/tcp: local address (hex ip:port), state 0A = LISTEN, inode in column 10
+    st=$(awk -v p=":$port" -v i="$ino" "\$2 ~ p\"\$\" && \$10 == i { print \$4 }" /proc/net/tcp)
+    echo "$SYMCOLL_RANK fd ${st:-missing}"'
+expect_rc 0
+sort -n "$tmp/out" >"$tmp/sorted"
+[ "$(tr '\n' ' ' <"$tmp/sorted")" = "0 fd 0A 1 none 2 none " ] ||
+    fail "expected a listening socket on rank 0 only: $(tr '\n' ' ' <"$tmp/sorted")"
+
 # --- a rank exits with an error: named, others stopped, its status passed through
 case="rank exits with an error"
 launch -n 3 sh -c 'if [ "$SYMCOLL_RANK" = 1 ]; then exit 3; fi; exec sleep 300'

@@ -130,6 +130,7 @@ void drain_streams(void);
 /* What the launcher hands every child. */
 typedef struct job_env {
     const char *addr, *cookie, *host_name, *job_id;
+    int listen_fd;      /* rank 0's rendezvous socket, listening on addr; close-on-exec */
     bool forward_stdin; /* rank 0's stdin is a pipe from the launcher (stdin is a terminal) */
 } job_env_t;
 

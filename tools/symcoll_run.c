@@ -77,14 +77,15 @@ static void to_hex(const uint8_t *b, size_t len, char *out)
     out[2 * len] = '\0';
 }
 
-/* A free TCP port on the loopback for rank 0 to listen on. The kernel picks an unused
- * ephemeral port; the socket is closed before the ranks start, so in principle another
- * process could take the port in between: rank 0 then fails to listen and says so. */
-static int pick_port(void)
+/* A socket listening on a free TCP port of the loopback, for rank 0's rendezvous; its
+ * port in *port_p. The kernel picks an unused ephemeral port. Rank 0 inherits the socket
+ * itself (SYMCOLL_LISTEN_FD), so no other process can take the port before rank 0 listens,
+ * and the other ranks' connections wait in its backlog until rank 0 accepts them. */
+static int open_listener(int *port_p)
 {
     struct sockaddr_in sa;
     socklen_t len = sizeof(sa);
-    int fd, port = -1;
+    int fd, err;
 
     fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -93,11 +94,15 @@ static int pick_port(void)
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     sa.sin_port = 0;
-    if (!bind(fd, (struct sockaddr *)&sa, sizeof(sa)) &&
-        !getsockname(fd, (struct sockaddr *)&sa, &len))
-        port = ntohs(sa.sin_port);
+    if (!bind(fd, (struct sockaddr *)&sa, sizeof(sa)) && !listen(fd, SOMAXCONN) &&
+        !getsockname(fd, (struct sockaddr *)&sa, &len)) {
+        *port_p = ntohs(sa.sin_port);
+        return fd;
+    }
+    err = errno;
     close(fd);
-    return port;
+    errno = err;
+    return -1;
 }
 
 /* ---- job state ------------------------------------------------------------ */
@@ -217,7 +222,7 @@ int main(int argc, char **argv)
     sigset_t set;
     uint8_t rnd[16];
     char cookie[17], jobhex[17], addr[64], host[256], list[256];
-    int port, first_failed = -1, running, exit_code = 0, forwarded = 0;
+    int port = 0, listen_fd, first_failed = -1, running, exit_code = 0, forwarded = 0;
     bool timed_out = false;
     double deadline = -1;
 
@@ -233,8 +238,8 @@ int main(int argc, char **argv)
         rnd[0] = 1; /* the bootstrap rejects an all-zero cookie */
     to_hex(rnd, 8, cookie);
     to_hex(rnd + 8, 8, jobhex);
-    port = pick_port();
-    if (port <= 0) {
+    listen_fd = open_listener(&port);
+    if (listen_fd < 0) {
         fprintf(stderr, "%s: no free TCP port on 127.0.0.1: %s\n", prog, strerror(errno));
         return 1;
     }
@@ -246,6 +251,7 @@ int main(int argc, char **argv)
                       .cookie = cookie,
                       .host_name = host,
                       .job_id = jobhex,
+                      .listen_fd = listen_fd,
                       .forward_stdin = isatty(STDIN_FILENO)};
 
     /* orphans of the ranks come to us, so they can be reaped and waited for */
@@ -286,6 +292,7 @@ int main(int argc, char **argv)
             break;
         }
     }
+    close(listen_fd); /* rank 0 has its copy */
     if (o.timeout_sec > 0)
         deadline = now_sec() + o.timeout_sec;
 

@@ -8,10 +8,12 @@
 #include "bootstrap/bs_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <dirent.h>
@@ -217,6 +219,49 @@ static symcoll_status_t bs_listen(const char *addr, int *fd_p)
     return SYMCOLL_OK;
 }
 
+/* A launcher may hand rank 0 the socket it already listens on (SYMCOLL_LISTEN_FD, set
+ * by symcoll_run), so that no other process can take the port between the launcher's
+ * choice and rank 0's bind. The descriptor is taken once per process (a second
+ * communicator binds the port again, as without it), and only if it is a listening TCP
+ * socket on SYMCOLL_ADDR's port; otherwise it is left alone and rank 0 binds. */
+static int bs_take_inherited_listener(const char *addr)
+{
+    static atomic_bool taken;
+    const char *v = getenv("SYMCOLL_LISTEN_FD");
+    char host[256], port[16], *end;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    int fd, on = 0, fl;
+    socklen_t ol = sizeof(on);
+    long want;
+    unsigned short have;
+
+    if (!v || !*v || atomic_exchange(&taken, true))
+        return -1;
+    errno = 0;
+    fd = (int)strtol(v, &end, 10);
+    if (errno || *end || fd < 3 || bs_parse_addr(addr, host, sizeof(host), port, sizeof(port)))
+        return -1;
+    want = strtol(port, NULL, 10);
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &ol) || !on ||
+        getsockname(fd, (struct sockaddr *)&ss, &sl))
+        return -1;
+    if (ss.ss_family == AF_INET)
+        have = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    else if (ss.ss_family == AF_INET6)
+        have = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    else
+        return -1;
+    if (have != want || (fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ||
+        fcntl(fd, F_SETFD, FD_CLOEXEC)) {
+        log_info("bootstrap: SYMCOLL_LISTEN_FD %d does not listen on %s; binding it anew", fd,
+                 addr);
+        return -1;
+    }
+    log_debug("bootstrap: rank 0 listens on the socket its launcher opened (fd %d)", fd);
+    return fd;
+}
+
 /* How long a host leader whose deadline passed still waits for rank 0's verdict (rank 0
  * sends it at its own deadline, within 0.5 s: bs_tcp_give_up). */
 #define BS_VERDICT_GRACE_SEC 1.0
@@ -302,8 +347,8 @@ typedef struct bs_stream {
 typedef struct bs_book {
     bs_welcome_t *welcomes;
     bs_addr_t *addrs;
-    int *via;           /* rank whose connection brought rank r in; -1: not yet */
-    bs_stream_t *leads; /* nleads host leaders, in the order they proved themselves */
+    int *via;             /* rank whose connection brought rank r in; -1: not yet */
+    bs_stream_t *leads;   /* nleads host leaders, in the order they proved themselves */
     int nleads, nwatched; /* leads[0..nwatched) are in epfd */
     int epfd;
 } bs_book_t;
@@ -929,6 +974,7 @@ symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, bool leaders,
     status = bs_fd_room(bs->nranks);
     if (status != SYMCOLL_OK)
         return status;
-    status = bs_listen(addr, &lfd);
+    lfd = bs_take_inherited_listener(addr);
+    status = lfd >= 0 ? SYMCOLL_OK : bs_listen(addr, &lfd);
     return status == SYMCOLL_OK ? bs_tcp_serve(bs, lfd, dl) : status;
 }
