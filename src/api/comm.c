@@ -412,6 +412,7 @@ SYMCOLL_EXPORT symcoll_status_t symcoll_comm_create_version(unsigned api_major,
     }
     bp.addr = comm->config.addr;
     bp.cookie = comm->config.cookie;
+    bp.listen_fd = (int)comm->config.listen_fd;
     bp.no_host_leaders = comm->config.rendezvous_leaders == 0;
     bp.host_group = comm->config.host_id;
     bp.timeout_sec = comm->timeout_sec;

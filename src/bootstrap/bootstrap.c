@@ -221,7 +221,7 @@ symcoll_status_t bootstrap_create(const bootstrap_params_t *params, bootstrap_t 
             bs_warn_no_cookie(params->addr);
         snprintf(bs->how, sizeof(bs->how), "tcp (rank 0 at SYMCOLL_ADDR %s%s)", params->addr,
                  bs->secret_len ? "" : ", no SYMCOLL_COOKIE");
-        status = bs_tcp_connect(bs, params->addr, !params->no_host_leaders,
+        status = bs_tcp_connect(bs, params->addr, params->listen_fd, !params->no_host_leaders,
                                 params->host_group ? params->host_group : "", &dl);
     } else {
         snprintf(bs->how, sizeof(bs->how), "single rank");

@@ -343,11 +343,13 @@ symcoll_status_t bs_accept_hellos(bootstrap_t *bs, int lfd, const bs_acceptor_t 
  * waited for) as soon as a connection it holds hangs up. */
 symcoll_status_t bs_watch_sleep(const bootstrap_t *bs, int ms, const char *who);
 
-/* Built-in TCP rendezvous (tcp.c): rank 0 listens on addr, the others connect to it
- * (through their host's leader unless leaders is false; group: SYMCOLL_HOST_ID, "" for
- * the host itself); then the mesh is connected. */
-symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, bool leaders,
-                                const char *group, const deadline_t *dl);
+/* Built-in TCP rendezvous (tcp.c): rank 0 listens on addr (on listen_fd, a socket its
+ * launcher opened, if that listens on addr's port and no communicator of this process
+ * took it before; < 1: none), the others connect to it (through their host's leader
+ * unless leaders is false; group: SYMCOLL_HOST_ID, "" for the host itself); then the
+ * mesh is connected. */
+symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, int listen_fd,
+                                bool leaders, const char *group, const deadline_t *dl);
 /* What rank 0 reads from a joiner before judging it: HELLO, then AUTH. */
 #define BS_JOIN_LEN (2 * sizeof(bs_hdr_t) + sizeof(bs_hello_t) + BS_MAC_LEN)
 /* Check a joiner's HELLO and AUTH (BS_JOIN_LEN bytes) against the challenge n0 it got:

@@ -223,24 +223,20 @@ static symcoll_status_t bs_listen(const char *addr, int *fd_p)
  * by symcoll_run), so that no other process can take the port between the launcher's
  * choice and rank 0's bind. The descriptor is taken once per process (a second
  * communicator binds the port again, as without it), and only if it is a listening TCP
- * socket on SYMCOLL_ADDR's port; otherwise it is left alone and rank 0 binds. */
-static int bs_take_inherited_listener(const char *addr)
+ * socket on addr's port; otherwise it is left alone and rank 0 binds. */
+static int bs_take_inherited_listener(const char *addr, int fd)
 {
     static atomic_bool taken;
-    const char *v = getenv("SYMCOLL_LISTEN_FD");
-    char host[256], port[16], *end;
+    char host[256], port[16];
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
-    int fd, on = 0, fl;
+    int on = 0, fl;
     socklen_t ol = sizeof(on);
     long want;
     unsigned short have;
 
-    if (!v || !*v || atomic_exchange(&taken, true))
-        return -1;
-    errno = 0;
-    fd = (int)strtol(v, &end, 10);
-    if (errno || *end || fd < 3 || bs_parse_addr(addr, host, sizeof(host), port, sizeof(port)))
+    if (fd < 1 || atomic_exchange(&taken, true) ||
+        bs_parse_addr(addr, host, sizeof(host), port, sizeof(port)))
         return -1;
     want = strtol(port, NULL, 10);
     if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &ol) || !on ||
@@ -958,7 +954,7 @@ out:
     return status;
 }
 
-symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, bool leaders,
+symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, int listen_fd, bool leaders,
                                 const char *group, const deadline_t *dl)
 {
     symcoll_status_t status;
@@ -974,7 +970,7 @@ symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, bool leaders,
     status = bs_fd_room(bs->nranks);
     if (status != SYMCOLL_OK)
         return status;
-    lfd = bs_take_inherited_listener(addr);
+    lfd = bs_take_inherited_listener(addr, listen_fd);
     status = lfd >= 0 ? SYMCOLL_OK : bs_listen(addr, &lfd);
     return status == SYMCOLL_OK ? bs_tcp_serve(bs, lfd, dl) : status;
 }

@@ -268,6 +268,12 @@ static const config_row_t config_table[] = {
         "rank (symcoll_run sets a random one); ranks prove they know it without sending "
         "it. Unset: ranks are not authenticated (a warning says so).",
         parse_string_field, cookie),
+    ROW("SYMCOLL_LISTEN_FD", "",
+        "Built-in TCP bootstrap, rank 0: an inherited descriptor already listening on "
+        "SYMCOLL_ADDR's port (symcoll_run sets it, so no other process can take the port "
+        "first); taken by the process's first communicator, ignored if it does not listen "
+        "on that port.",
+        parse_rank_field, listen_fd),
     ROW("SYMCOLL_HOST_ID", "",
         "Host identity override; ranks with the same value form one "
         "node (default: hostname and boot id). Used to simulate several nodes.",

@@ -42,6 +42,7 @@ typedef struct config {
     long nranks;                     /* SYMCOLL_NRANKS (-1: unset) */
     char addr[CONFIG_STR_MAX];       /* SYMCOLL_ADDR */
     char cookie[CONFIG_STR_MAX];     /* SYMCOLL_COOKIE ("": none) */
+    long listen_fd;                  /* SYMCOLL_LISTEN_FD (-1: unset) */
     char host_id[CONFIG_STR_MAX];    /* SYMCOLL_HOST_ID ("" = hostname + boot id) */
     long rendezvous_leaders;         /* SYMCOLL_RENDEZVOUS_LEADERS (0: every rank dials) */
     size_t pool_min_size;            /* SYMCOLL_POOL_MIN_SIZE */
