@@ -73,7 +73,13 @@ symcoll_status_t cuda_keep_capture(cuda_keep_t *k, void *stream)
     cudaUserObject_t obj;
     cudaError_t err;
 
+    /* CUDA 13 added the edge data argument to the one name; CUDA 12 has the form
+     * without it under that name (and the edge form as _v3 from 12.3) */
+#if CUDART_VERSION >= 13000
     err = cudaStreamGetCaptureInfo((cudaStream_t)stream, &cst, NULL, &graph, NULL, NULL, NULL);
+#else
+    err = cudaStreamGetCaptureInfo((cudaStream_t)stream, &cst, NULL, &graph, NULL, NULL);
+#endif
     if (err != cudaSuccess) {
         (void)cudaGetLastError(); /* not sticky: the call fails, not the next one */
         return cuda_rt_error(err, "cudaStreamGetCaptureInfo");
