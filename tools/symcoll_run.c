@@ -85,11 +85,14 @@ static int open_listener(int *port_p)
 {
     struct sockaddr_in sa;
     socklen_t len = sizeof(sa);
-    int fd, err;
+    int fd, err, one = 1;
 
     fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
+    /* as rank 0's own listeners: the connections it accepts inherit the option, and a
+     * later communicator of the job binds the port again while they are open */
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     memset(&sa, 0, sizeof(sa));
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
