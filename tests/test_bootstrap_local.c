@@ -150,6 +150,56 @@ static void body_two_nodes(int rank, int nranks, void *arg)
 
 RANKS_TEST(test_local_two_nodes, 5, 2, body_two_nodes)
 
+/* 12 ranks on one node: each holds sockets to its 6 partners l +- 1, 2, 4, 8 (mod 12)
+ * only, not to the 11 others, and an all-gather of 24 descriptors a rank, more than one
+ * message carries once forwarded (4 ranks' worth in the last round), delivers every
+ * descriptor to every rank. */
+static void body_local_partners(int rank, int nranks, void *arg)
+{
+    enum { NFD = 24 };
+    int lranks[12], fds[NFD], *all = malloc(sizeof(int) * NFD * 12), data[12], open_socks = 0;
+    int fds0 = harness_count_fds();
+    bootstrap_t *bs;
+    (void)arg;
+
+    ck_assert_int_eq(nranks, 12);
+    for (int i = 0; i < nranks; i++)
+        lranks[i] = i;
+    bs = env_bootstrap();
+    ck_assert_int_eq(bootstrap_local_init(bs, rank, nranks, lranks), SYMCOLL_OK);
+    for (int i = 0; i < nranks; i++) {
+        int d = (i - rank + nranks) % nranks;
+        bool partner = d == 1 || d == 2 || d == 4 || d == 8 || d == 11 || d == 10;
+        if (bs->local_fds[i] >= 0)
+            open_socks++;
+        if ((bs->local_fds[i] >= 0) != partner)
+            harness_fail("rank %d: socket to local rank %d %s", rank, i,
+                         partner ? "missing" : "not expected");
+    }
+    ck_assert_int_eq(open_socks, 6);
+    for (int k = 0; k < NFD; k++)
+        fds[k] = memfd_with(100L * rank + k);
+    ck_assert_int_eq(bootstrap_local_fd_allgather(bs, fds, NFD, &rank, sizeof(rank), all, data),
+                     SYMCOLL_OK);
+    for (int i = 0; i < nranks; i++) {
+        ck_assert_int_eq(data[i], i);
+        for (int k = 0; k < NFD; k++) {
+            if (memfd_value(all[i * NFD + k]) != 100L * i + k)
+                harness_fail("rank %d: descriptor %d of local rank %d reads %ld", rank, k, i,
+                             memfd_value(all[i * NFD + k]));
+            close(all[i * NFD + k]);
+        }
+    }
+    for (int k = 0; k < NFD; k++)
+        close(fds[k]);
+    ck_assert_int_eq(bootstrap_local_barrier(bs), SYMCOLL_OK);
+    bootstrap_destroy(bs);
+    expect_fds(fds0);
+    free(all);
+}
+
+RANKS_TEST(test_local_partners, 12, 1, body_local_partners)
+
 /* Another user can neither join a node's channel nor pose as a rank's listener. */
 static int become_nobody(void)
 {
@@ -371,6 +421,7 @@ static Suite *bootstrap_suite(void)
     tcase_set_timeout(tc, 40);
     tcase_add_test(tc, test_local_fd_passing);
     tcase_add_test(tc, test_local_two_nodes);
+    tcase_add_test(tc, test_local_partners);
     tcase_add_test(tc, test_local_foreign_uid);
     tcase_add_test(tc, test_local_foreign_connect);
     tcase_add_test(tc, test_local_stolen_name);

@@ -188,7 +188,7 @@ struct bootstrap {
     int local_rank;
     int local_size;
     int *local_ranks; /* global rank of every local rank */
-    int *local_fds;   /* socket to every local rank (own slot -1) */
+    int *local_fds;   /* socket to each channel partner (l +- 2^k); -1 elsewhere */
     uint64_t local_seq;
     bool local_ready;
 

@@ -1,7 +1,11 @@
-/* Node-local channel: a full mesh of abstract-namespace Unix sockets among the ranks
- * of one node, carrying data and file descriptors (SCM_RIGHTS). The socket names are
- * unguessable outside the job; both ends of every connection check the other's uid
- * (SO_PEERCRED) and the job's session. */
+/* Node-local channel: abstract-namespace Unix sockets among the ranks of one node,
+ * carrying data and file descriptors (SCM_RIGHTS). Each local rank l connects to the
+ * ranks l +- 2^k (mod L) only, at most 2 ceil(log2 L) sockets (5 at 8 ranks a node, 15 at
+ * 256, instead of L - 1), and the all-gather runs over them in ceil(log2 L) rounds
+ * (Bruck's dissemination: in round k a rank sends what it holds of the first 2^k ranks
+ * from itself to l - 2^k and gets as much from l + 2^k), descriptors forwarded hop by hop.
+ * The socket names are unguessable outside the job; both ends of every connection check
+ * the other's uid (SO_PEERCRED) and the job's session. */
 #define _GNU_SOURCE /* accept4, struct ucred, MSG_CMSG_CLOEXEC */
 #include "bootstrap/bs_int.h"
 
@@ -78,6 +82,18 @@ void bs_local_close(bootstrap_t *bs)
     for (int i = 0; i < bs->local_size; i++)
         bs_close(&bs->local_fds[i]);
     bs->local_ready = false;
+}
+
+/* Whether local ranks a and b are partners of the channel: b = a +- 2^k (mod L). The
+ * relation is symmetric. */
+static bool bs_local_partner(int L, int a, int b)
+{
+    int d = ((b - a) % L + L) % L;
+
+    for (long p = 1; a != b && p < L; p <<= 1)
+        if (d == p || d == L - p)
+            return true;
+    return false;
 }
 
 static int bs_local_index(const bootstrap_t *bs, int grank)
@@ -162,9 +178,9 @@ static int bs_local_judge(bootstrap_t *bs, const void *msg, const uint8_t *nonce
     memcpy(&h, msg, sizeof(h));
     idx = h.rank < (uint32_t)bs->nranks ? bs_local_index(bs, (int)h.rank) : -1;
     snprintf(what, sizeof(what), "local connection from %s", from);
-    if (idx <= bs->local_rank) {
-        log_error("bootstrap: %s claims rank %u, which is not a higher rank of this node; "
-                  "dropped",
+    if (idx <= bs->local_rank || !bs_local_partner(bs->local_size, bs->local_rank, idx)) {
+        log_error("bootstrap: %s claims rank %u, which is not a higher partner of this "
+                  "node's channel; dropped",
                   what, h.rank);
         return -1;
     }
@@ -177,7 +193,7 @@ static int bs_local_judge(bootstrap_t *bs, const void *msg, const uint8_t *nonce
 symcoll_status_t bootstrap_local_init(bootstrap_t *bs, int local_rank, int local_size,
                                       const int *local_ranks)
 {
-    int *ranks = NULL, *fds = NULL, lfd = -1;
+    int *ranks = NULL, *fds = NULL, lfd = -1, higher = 0;
     bs_xfer_t *x = NULL;
     symcoll_status_t status;
     struct sockaddr_un sa;
@@ -226,7 +242,9 @@ symcoll_status_t bootstrap_local_init(bootstrap_t *bs, int local_rank, int local
     }
 
     dl = deadline_make(bs->timeout_sec, bs->aborted);
-    if (local_rank < local_size - 1) {
+    for (int i = local_rank + 1; i < local_size; i++)
+        higher += bs_local_partner(local_size, local_rank, i);
+    if (higher) {
         lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (lfd < 0) {
             log_error("bootstrap: socket(AF_UNIX) failed: %s", strerror(errno));
@@ -241,9 +259,11 @@ symcoll_status_t bootstrap_local_init(bootstrap_t *bs, int local_rank, int local
             goto err;
         }
     }
-    /* lower ranks are dialled (the kernel queues the connection until they accept),
-     * higher ranks accepted: no ordering between ranks is needed */
+    /* lower partners are dialled (the kernel queues the connection until they accept),
+     * higher partners accepted: no ordering between ranks is needed */
     for (int i = 0; i < local_rank; i++) {
+        if (!bs_local_partner(local_size, local_rank, i))
+            continue;
         status = bs_local_dial(bs, i, &dl);
         if (status != SYMCOLL_OK)
             goto err;
@@ -256,15 +276,15 @@ symcoll_status_t bootstrap_local_init(bootstrap_t *bs, int local_rank, int local
                                   .judge = bs_local_judge,
                                   .slots = bs->local_fds,
                                   .who = "local rank(s)"};
-        status = bs_accept_hellos(bs, lfd, &acceptor, local_size - 1 - local_rank, &dl);
+        status = bs_accept_hellos(bs, lfd, &acceptor, higher, &dl);
         bs_close(&lfd);
         if (status != SYMCOLL_OK)
             goto err;
     }
-    /* answer the higher ranks so they know the listener is of this job */
+    /* answer the higher partners so they know the listener is of this job */
     for (int i = 0; i < local_size; i++) {
         bs_xfer_t *xi = &x[nx];
-        if (i == local_rank)
+        if (!bs_local_partner(local_size, local_rank, i))
             continue;
         xi->fd = bs->local_fds[i];
         xi->peer = local_ranks[i];
@@ -298,12 +318,104 @@ err:
     return status;
 }
 
+/* One message of a round of bs_local_bruck, both ways: the send to local rank `to` and
+ * the receive from `from` (one transfer where they are the same rank). */
+static symcoll_status_t bs_local_swap(bootstrap_t *bs, int to, int from, uint64_t seq,
+                                      const void *sbuf, void *rbuf, size_t len, const int *sfds,
+                                      int *rfds, int nfds, const deadline_t *dl)
+{
+    bs_xfer_t x[2];
+    int n = 0;
+
+    memset(x, 0, sizeof(x));
+    x[0].fd = bs->local_fds[to];
+    x[0].peer = bs->local_ranks[to];
+    x[0].send = true;
+    bs_hdr_fill(bs, &x[0].shdr, BS_MSG_LOCAL_DATA, seq, len, (uint32_t)nfds);
+    x[0].sbuf = sbuf;
+    x[0].sfds = sfds;
+    if (from != to) {
+        n++;
+        x[n].fd = bs->local_fds[from];
+        x[n].peer = bs->local_ranks[from];
+    }
+    x[n].recv = true;
+    x[n].rtype = BS_MSG_LOCAL_DATA;
+    x[n].rseq = seq;
+    x[n].rlen = len;
+    x[n].rbuf = rbuf;
+    x[n].rfds = nfds ? rfds : NULL;
+    x[n].rnfds = nfds;
+    return bs_xfer_run(bs, x, n + 1, dl);
+}
+
+/* The all-gather of bootstrap_local_fd_allgather over the channel's partners, this
+ * rank's own block already in place: round k (d = 2^k) sends the min(d, L - d) blocks
+ * held from this rank on (local ranks me .. me + cnt - 1, mod L) to me - d and gets
+ * as many, those from me + d on, from me + d. Descriptors go at most BS_MAX_FDS to a
+ * message (the first carries the data too). A message's sequence number names the call
+ * and the round. Received descriptors are in all_fds, also on failure (the caller
+ * closes them). */
+static symcoll_status_t bs_local_bruck(bootstrap_t *bs, int nfds, size_t len, int *all_fds,
+                                       void *all_data, const deadline_t *dl)
+{
+    int L = bs->local_size, me = bs->local_rank, half = L / 2 + L % 2;
+    char *sbuf = NULL, *rbuf = NULL;
+    int *sfds = NULL, *rfds = NULL;
+    symcoll_status_t status = SYMCOLL_ERR_NO_MEMORY;
+    uint64_t round = 0;
+
+    /* a round moves at most ceil(L / 2) blocks */
+    if (len && (!(sbuf = malloc((size_t)half * len)) || !(rbuf = malloc((size_t)half * len))))
+        goto out;
+    if (nfds && (!(sfds = malloc((size_t)half * (size_t)nfds * sizeof(int))) ||
+                 !(rfds = malloc((size_t)half * (size_t)nfds * sizeof(int)))))
+        goto out;
+    status = SYMCOLL_OK;
+    for (int d = 1; d < L && status == SYMCOLL_OK; d <<= 1, round++) {
+        int cnt = d < L - d ? d : L - d, to = (me - d + L) % L, from = (me + d) % L;
+        int total = cnt * nfds, sent = 0;
+        uint64_t seq = (bs->local_seq << 6) | round;
+
+        for (int j = 0; j < cnt; j++) {
+            int b = (me + j) % L;
+            if (len)
+                memcpy(sbuf + (size_t)j * len, (char *)all_data + (size_t)b * len, len);
+            for (int f = 0; f < nfds; f++)
+                sfds[j * nfds + f] = all_fds[b * nfds + f];
+        }
+        /* one message at least: the data (or the barrier's empty one) */
+        do {
+            int m = total - sent < BS_MAX_FDS ? total - sent : BS_MAX_FDS;
+            size_t bytes = sent ? 0 : (size_t)cnt * len;
+            status = bs_local_swap(bs, to, from, seq, sbuf, rbuf, bytes,
+                                   sfds ? sfds + sent : NULL, rfds ? rfds + sent : NULL, m, dl);
+            sent += m;
+        } while (status == SYMCOLL_OK && sent < total);
+        /* what came in goes to its ranks' slots: received descriptors are the caller's
+         * to close from here on, also after a failure of a later piece */
+        for (int j = 0; j < cnt; j++) {
+            int b = (from + j) % L;
+            for (int f = 0; f < nfds; f++)
+                if (j * nfds + f < sent)
+                    all_fds[b * nfds + f] = rfds[j * nfds + f];
+            if (len && status == SYMCOLL_OK)
+                memcpy((char *)all_data + (size_t)b * len, rbuf + (size_t)j * len, len);
+        }
+    }
+out:
+    free(sbuf);
+    free(rbuf);
+    free(sfds);
+    free(rfds);
+    return status;
+}
+
 symcoll_status_t bootstrap_local_fd_allgather(bootstrap_t *bs, const int *fds, int nfds,
                                               const void *data, size_t len, int *all_fds,
                                               void *all_data)
 {
-    int ls, me, nx = 0;
-    bs_xfer_t *x = NULL;
+    int ls, me;
     symcoll_status_t status;
     deadline_t dl;
 
@@ -343,35 +455,9 @@ symcoll_status_t bootstrap_local_fd_allgather(bootstrap_t *bs, const int *fds, i
     if (ls == 1)
         return SYMCOLL_OK;
 
-    x = calloc((size_t)ls, sizeof(*x));
-    if (!x) {
-        status = SYMCOLL_ERR_NO_MEMORY;
-        goto err;
-    }
-    for (int i = 0; i < ls; i++) {
-        bs_xfer_t *xi = &x[nx++];
-        if (i == me) {
-            nx--;
-            continue;
-        }
-        xi->fd = bs->local_fds[i];
-        xi->peer = bs->local_ranks[i];
-        xi->send = true;
-        bs_hdr_fill(bs, &xi->shdr, BS_MSG_LOCAL_DATA, bs->local_seq, len, (uint32_t)nfds);
-        xi->sbuf = data;
-        xi->sfds = fds;
-        xi->recv = true;
-        xi->rtype = BS_MSG_LOCAL_DATA;
-        xi->rseq = bs->local_seq;
-        xi->rlen = len;
-        xi->rbuf = len ? (char *)all_data + (size_t)i * len : NULL;
-        xi->rfds = nfds ? all_fds + i * nfds : NULL;
-        xi->rnfds = nfds;
-    }
     dl = deadline_make(bs->timeout_sec, bs->aborted);
-    status = bs_xfer_run(bs, x, nx, &dl);
+    status = bs_local_bruck(bs, nfds, len, all_fds, all_data, &dl);
     bs->local_seq++;
-    free(x);
     if (status != SYMCOLL_OK) {
         bs->failed = status;
         bs_shut_all(bs);
