@@ -2,7 +2,8 @@
 # bench/scale_setup at 8 ranks on 2 simulated nodes, 2 extra communicators: every rank
 # reports, the all-reduces are right, and the set-up numbers are there and plausible
 # (times, bytes, connections, endpoints, sockets and RSS positive; each rank reaches the
-# other node through UCX, on need). bench/scale.sh quick is run too.
+# other node through UCX, on need). bench/scale.sh quick is run too, and extra creations
+# with rank 0 under a wrapper shell.
 . "${top_srcdir:-.}/tests/testlib.sh"
 run=$top_builddir/tools/symcoll_run
 prog=$top_builddir/bench/scale_setup
@@ -80,6 +81,13 @@ if command -v python3 >/dev/null 2>&1 && [ -s "$tmp/sweep/scale.csv" ]; then
             { echo "FAIL: no model row for $n ranks:"; sed 's/^/    /' "$tmp/model.out"; status=1; }
     done
 fi
+
+# rank 0 under a wrapper that keeps a copy of the rendezvous socket symcoll_run hands it
+# (a shell that does not exec): the further creations still bind the port again
+timeout -s KILL 60 "$run" -n 3 --timeout 50 sh -c '"$0" -c 2; exit $?' "$prog" \
+    >"$tmp/wrap.out" 2>"$tmp/wrap.err" ||
+    { echo "FAIL: scale_setup -c 2 under a wrapper shell:"; sed 's/^/    /' "$tmp/wrap.err" |
+          head -20; status=1; }
 
 [ $status -eq 0 ] && echo "PASS: scale_setup on 8 ranks, 2 simulated nodes; scale.sh; model"
 exit $status

@@ -73,6 +73,14 @@ expect_rc 0
 sort -n "$tmp/out" >"$tmp/sorted"
 [ "$(tr '\n' ' ' <"$tmp/sorted")" = "0 fd 0A 1 none 2 none " ] ||
     fail "expected a listening socket on rank 0 only: $(tr '\n' ' ' <"$tmp/sorted")"
+# the launcher's own SYMCOLL_LISTEN_FD reaches no rank; a job of one rank (which never
+# listens) gets no socket
+SYMCOLL_LISTEN_FD=abc launch -n 2 sh -c 'echo "$SYMCOLL_RANK ${SYMCOLL_LISTEN_FD:-none}"'
+expect_rc 0
+grep -q '^1 none$' "$tmp/out" || fail "rank 1 got SYMCOLL_LISTEN_FD: $(tr '\n' ' ' <"$tmp/out")"
+grep -q '^0 [0-9][0-9]*$' "$tmp/out" || fail "rank 0 got no descriptor: $(tr '\n' ' ' <"$tmp/out")"
+launch -n 1 sh -c 'echo "${SYMCOLL_LISTEN_FD:-none} $(ls -l /proc/$$/fd | grep -c socket:)"'
+[ "$(cat "$tmp/out")" = "none 0" ] || fail "a job of one rank got a socket: $(cat "$tmp/out")"
 
 # --- a rank exits with an error: named, others stopped, its status passed through
 case="rank exits with an error"

@@ -130,7 +130,9 @@ void drain_streams(void);
 /* What the launcher hands every child. */
 typedef struct job_env {
     const char *addr, *cookie, *host_name, *job_id;
-    int listen_fd;      /* rank 0's rendezvous socket, listening on addr; close-on-exec */
+    /* rank 0's rendezvous socket, listening on addr; close-on-exec; -1: none (a job of
+     * one rank, whose bootstrap never listens) */
+    int listen_fd;
     bool forward_stdin; /* rank 0's stdin is a pipe from the launcher (stdin is a terminal) */
 } job_env_t;
 

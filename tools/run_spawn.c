@@ -122,11 +122,14 @@ static void child_exec(const run_opts_t *o, int rank, pid_t pgid, pid_t parent,
     if (setenv("SYMCOLL_NRANKS", buf, 1) || setenv("SYMCOLL_ADDR", env->addr, 1) ||
         setenv("SYMCOLL_COOKIE", env->cookie, 1))
         goto fail;
-    /* rank 0 keeps the launcher's listening socket across exec; the others lose it */
-    if (rank == 0) {
+    /* rank 0 keeps the launcher's listening socket across exec; the others lose it (and
+     * any SYMCOLL_LISTEN_FD of the launcher's own environment) */
+    if (rank == 0 && env->listen_fd >= 0) {
         snprintf(buf, sizeof(buf), "%d", env->listen_fd);
         if (fcntl(env->listen_fd, F_SETFD, 0) || setenv("SYMCOLL_LISTEN_FD", buf, 1))
             goto fail;
+    } else if (unsetenv("SYMCOLL_LISTEN_FD")) {
+        goto fail;
     }
     if (o->nnodes) {
         char host_id[512];

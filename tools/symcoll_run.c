@@ -246,6 +246,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: no free TCP port on 127.0.0.1: %s\n", prog, strerror(errno));
         return 1;
     }
+    if (o.nranks == 1) {
+        /* a single rank never listens: nothing to hand it */
+        close(listen_fd);
+        listen_fd = -1;
+    }
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
     if (gethostname(host, sizeof(host)))
         snprintf(host, sizeof(host), "localhost");
@@ -295,7 +300,8 @@ int main(int argc, char **argv)
             break;
         }
     }
-    close(listen_fd); /* rank 0 has its copy */
+    if (listen_fd >= 0)
+        close(listen_fd); /* rank 0 has its copy */
     if (o.timeout_sec > 0)
         deadline = now_sec() + o.timeout_sec;
 

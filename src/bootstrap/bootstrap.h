@@ -253,7 +253,9 @@ symcoll_status_t bootstrap_local_init(bootstrap_t *bs, int local_rank, int local
 /* Every local rank contributes nfds file descriptors and len bytes of data; on return
  * all_fds holds local_size * nfds descriptors (this rank's own slot holds dup()s of its
  * own) and all_data local_size * len bytes, both in local-rank order. The caller owns
- * and must close every returned descriptor. Collective over the local ranks. */
+ * and must close every returned descriptor. Collective over the local ranks, in
+ * ceil(log2 local_size) rounds over the channel's partners; len * ceil(local_size / 2)
+ * is at most 1 GiB (a round's message). */
 symcoll_status_t bootstrap_local_fd_allgather(bootstrap_t *bs, const int *fds, int nfds,
                                               const void *data, size_t len, int *all_fds,
                                               void *all_data);

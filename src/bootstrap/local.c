@@ -440,6 +440,13 @@ symcoll_status_t bootstrap_local_fd_allgather(bootstrap_t *bs, const int *fds, i
         log_error("bootstrap_local_fd_allgather: the local channel is not open");
         return SYMCOLL_ERR_INVALID_PARAM;
     }
+    /* a round's message carries up to ceil(L / 2) ranks' data */
+    if (ls > 1 && len > BS_MAX_PAYLOAD / (uint64_t)(ls / 2 + ls % 2)) {
+        log_error("bootstrap_local_fd_allgather: %zu bytes a rank is more than %d local ranks "
+                  "can forward in one message",
+                  len, ls);
+        return SYMCOLL_ERR_INVALID_PARAM;
+    }
     for (int i = 0; i < ls * nfds; i++)
         all_fds[i] = -1;
     for (int k = 0; k < nfds; k++) {

@@ -223,10 +223,13 @@ static symcoll_status_t bs_listen(const char *addr, int *fd_p)
  * by symcoll_run), so that no other process can take the port between the launcher's
  * choice and rank 0's bind. The descriptor is taken once per process (a second
  * communicator binds the port again, as without it), and only if it is a listening TCP
- * socket on addr's port; otherwise it is left alone and rank 0 binds. */
+ * socket on addr's port; otherwise it is left alone and rank 0 binds. Processes that
+ * ran between the launcher and us (a wrapper that did not exec, timeout(1)) may hold
+ * copies of it: its end (bs_rdv_close) shuts it down for all of them. */
+static atomic_bool bs_inherited_taken;
+
 static int bs_take_inherited_listener(const char *addr, int fd)
 {
-    static atomic_bool taken;
     char host[256], port[16];
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
@@ -235,7 +238,7 @@ static int bs_take_inherited_listener(const char *addr, int fd)
     long want;
     unsigned short have;
 
-    if (fd < 1 || atomic_exchange(&taken, true) ||
+    if (fd < 3 || atomic_load(&bs_inherited_taken) ||
         bs_parse_addr(addr, host, sizeof(host), port, sizeof(port)))
         return -1;
     want = strtol(port, NULL, 10);
@@ -254,6 +257,8 @@ static int bs_take_inherited_listener(const char *addr, int fd)
                  addr);
         return -1;
     }
+    if (atomic_exchange(&bs_inherited_taken, true))
+        return -1; /* another thread's communicator took it meanwhile */
     log_debug("bootstrap: rank 0 listens on the socket its launcher opened (fd %d)", fd);
     return fd;
 }
@@ -621,6 +626,17 @@ static symcoll_status_t bs_partners(bootstrap_t *bs, const bs_book_t *book, int 
     return SYMCOLL_OK;
 }
 
+/* Closes rank 0's rendezvous listener; shut down first, so that it stops listening
+ * also where another process holds a copy (an inherited one, see
+ * bs_take_inherited_listener): joiners are then refused, not left in its backlog, and the
+ * port can be bound again. */
+static void bs_rdv_close(int *lfd)
+{
+    if (*lfd >= 0)
+        (void)shutdown(*lfd, SHUT_RDWR);
+    bs_close(lfd);
+}
+
 /* Rank 0's side of the rendezvous on a listening socket, which it closes; then the
  * mesh. */
 static symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t *dl)
@@ -674,8 +690,9 @@ static symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t 
     cpu0 = bs_thread_cpu();
     acceptor.slots = bs->peer_fds;
     status = bs_accept_hellos(bs, lfd, &acceptor, n, dl);
-    /* nobody else may join: stop listening at once */
-    bs_close(&lfd);
+    /* nobody else may join: stop listening at once (for every process holding a copy of
+     * an inherited listener too) */
+    bs_rdv_close(&lfd);
     if (status != SYMCOLL_OK) {
         bs_tcp_give_up(bs, &book, status);
         goto out;
@@ -763,7 +780,7 @@ static symcoll_status_t bs_tcp_serve(bootstrap_t *bs, int lfd, const deadline_t 
     status = bs_mesh_connect(bs, mlfd, peers, dl);
     mlfd = -1;
 out:
-    bs_close(&lfd);
+    bs_rdv_close(&lfd);
     bs_close(&mlfd);
     bs_close(&book.epfd);
     free(x);
