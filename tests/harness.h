@@ -29,7 +29,8 @@ void harness_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), nor
 int harness_fork_victim(void);
 /* Number of open file descriptors of this process (from /proc/self/fd). */
 int harness_count_fds(void);
-/* Resident memory of this process in KiB (VmRSS of /proc/self/status); -1 if unknown. */
+/* Resident memory of this process in KiB (VmRSS of /proc/self/status, after returning
+ * the allocator's free memory to the system); -1 if unknown. */
 long harness_rss_kib(void);
 
 /* Simulated node of a rank under harness_run(nranks, nnodes, ...). */
