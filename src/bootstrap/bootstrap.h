@@ -96,7 +96,7 @@ typedef struct bootstrap_params {
     const _Atomic int *aborted; /* may be NULL */
     const char *cookie;         /* built-in: SYMCOLL_COOKIE (NULL, "": none) */
     /* built-in, rank 0: a socket its launcher opened, listening on addr's port
-     * (SYMCOLL_LISTEN_FD; -1, 0: none); taken once per process */
+     * (SYMCOLL_LISTEN_FD; below 3: none); taken once per process */
     int listen_fd;
     /* built-in: every rank dials rank 0 itself, rather than through one leader of the
      * ranks of its host (SYMCOLL_RENDEZVOUS_LEADERS=0) */

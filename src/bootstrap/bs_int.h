@@ -345,7 +345,7 @@ symcoll_status_t bs_watch_sleep(const bootstrap_t *bs, int ms, const char *who);
 
 /* Built-in TCP rendezvous (tcp.c): rank 0 listens on addr (on listen_fd, a socket its
  * launcher opened, if that listens on addr's port and no communicator of this process
- * took it before; < 1: none), the others connect to it (through their host's leader
+ * took it before; below 3: none), the others connect to it (through their host's leader
  * unless leaders is false; group: SYMCOLL_HOST_ID, "" for the host itself); then the
  * mesh is connected. */
 symcoll_status_t bs_tcp_connect(bootstrap_t *bs, const char *addr, int listen_fd,

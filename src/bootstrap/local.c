@@ -1,7 +1,7 @@
 /* Node-local channel: abstract-namespace Unix sockets among the ranks of one node,
  * carrying data and file descriptors (SCM_RIGHTS). Each local rank l connects to the
  * ranks l +- 2^k (mod L) only, at most 2 ceil(log2 L) sockets (5 at 8 ranks a node, 15 at
- * 256, instead of L - 1), and the all-gather runs over them in ceil(log2 L) rounds
+ * 256), and the all-gather runs over them in ceil(log2 L) rounds
  * (Bruck's dissemination: in round k a rank sends what it holds of the first 2^k ranks
  * from itself to l - 2^k and gets as much from l + 2^k), descriptors forwarded hop by hop.
  * The socket names are unguessable outside the job; both ends of every connection check

@@ -221,8 +221,8 @@ static symcoll_status_t bs_listen(const char *addr, int *fd_p)
 
 /* A launcher may hand rank 0 the socket it already listens on (SYMCOLL_LISTEN_FD, set
  * by symcoll_run), so that no other process can take the port between the launcher's
- * choice and rank 0's bind. The descriptor is taken once per process (a second
- * communicator binds the port again, as without it), and only if it is a listening TCP
+ * choice and rank 0's bind. The descriptor is taken once per process (a further
+ * communicator binds the port itself), and only if it is a listening TCP
  * socket on addr's port; otherwise it is left alone and rank 0 binds. Processes that
  * ran between the launcher and us (a wrapper that did not exec, timeout(1)) may hold
  * copies of it: its end (bs_rdv_close) shuts it down for all of them. */
@@ -231,28 +231,18 @@ static atomic_bool bs_inherited_taken;
 static int bs_take_inherited_listener(const char *addr, int fd)
 {
     char host[256], port[16];
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
+    bs_addr_t a;
     int on = 0, fl;
     socklen_t ol = sizeof(on);
-    long want;
-    unsigned short have;
 
     if (fd < 3 || atomic_load(&bs_inherited_taken) ||
         bs_parse_addr(addr, host, sizeof(host), port, sizeof(port)))
         return -1;
-    want = strtol(port, NULL, 10);
     if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &ol) || !on ||
-        getsockname(fd, (struct sockaddr *)&ss, &sl))
+        bs_sock_addr(fd, &a) != SYMCOLL_OK)
         return -1;
-    if (ss.ss_family == AF_INET)
-        have = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    else if (ss.ss_family == AF_INET6)
-        have = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-    else
-        return -1;
-    if (have != want || (fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ||
-        fcntl(fd, F_SETFD, FD_CLOEXEC)) {
+    if (!a.family || ntohs(a.port) != strtol(port, NULL, 10) || (fl = fcntl(fd, F_GETFL)) < 0 ||
+        fcntl(fd, F_SETFL, fl | O_NONBLOCK) || fcntl(fd, F_SETFD, FD_CLOEXEC)) {
         log_info("bootstrap: SYMCOLL_LISTEN_FD %d does not listen on %s; binding it anew", fd,
                  addr);
         return -1;
